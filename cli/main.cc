@@ -1,0 +1,49 @@
+// kerneleval: grade CUDA kernels from the command line (see README "CLI").
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+
+#include "cli/command.h"
+
+namespace kerneleval::cli {
+namespace {
+int g_exit_code = kExitOk;
+}  // namespace
+
+std::vector<CommandRegistration>& CommandRegistry() {
+  static std::vector<CommandRegistration> registry;
+  return registry;
+}
+
+bool RegisterCommand(std::string name, CommandFactory add) {
+  CommandRegistry().push_back({std::move(name), std::move(add)});
+  return true;
+}
+
+void SetExitCode(int code) { g_exit_code = code; }
+int GetExitCode() { return g_exit_code; }
+
+}  // namespace kerneleval::cli
+
+int main(int argc, char** argv) {
+  namespace cli = kerneleval::cli;
+  CLI::App app{"kerneleval: compile, run, check and time CUDA kernels, and score them."};
+  app.require_subcommand(1);
+  app.footer(
+      "Exit codes: 0 passed, 1 judged and failed, 2 usage or bad input, "
+      "3 server unreachable or refused.");
+  auto& registry = cli::CommandRegistry();
+  std::sort(registry.begin(), registry.end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
+  for (const auto& command : registry) command.add(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? cli::kExitOk : cli::kExitUsage;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kerneleval: %s\n", e.what());
+    return cli::kExitUsage;
+  }
+  return cli::GetExitCode();
+}
