@@ -3,7 +3,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <functional>
 #include <string>
 #include <vector>
@@ -39,6 +38,6 @@ int GetExitCode();
 #define KERNELEVAL_CONCAT(a, b) KERNELEVAL_CONCAT_INNER(a, b)
 // Registers a subcommand at static-initialisation time (the CLI's sources are
 // compiled into the executable itself, so the linker keeps them).
-#define KERNELEVAL_CLI_COMMAND(name, factory)                                               \
+#define KERNELEVAL_CLI_COMMAND(name, factory)                                                  \
   [[maybe_unused]] static const bool KERNELEVAL_CONCAT(kerneleval_cli_registered_, __LINE__) = \
       ::kerneleval::cli::RegisterCommand(name, factory)

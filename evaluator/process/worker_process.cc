@@ -1,0 +1,194 @@
+#include "evaluator/process/worker_process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "evaluator/process/framing.h"
+
+extern char** environ;
+
+namespace kerneleval::process {
+namespace {
+
+void SetLimit(int resource, uint64_t value) {
+  rlimit limit{value, value};
+  ::setrlimit(resource, &limit);
+}
+
+std::string DescribeWaitStatus(int status) {
+  if (WIFEXITED(status)) return absl::StrCat("exited with status ", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    const char* name = sigabbrev_np(sig);
+    return absl::StrCat("killed by signal ", sig, " (SIG", name ? name : "?", ")");
+  }
+  return "ended";
+}
+
+}  // namespace
+
+void IgnoreSigpipe() { ::signal(SIGPIPE, SIG_IGN); }
+
+std::string DefaultWorkerBinary() {
+  if (const char* env = std::getenv("KERNELEVAL_WORKER"); env && *env) return env;
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const auto beside = self.parent_path() / "kerneleval-worker";
+    if (std::filesystem::exists(beside, ec)) return beside.string();
+  }
+#ifdef KERNELEVAL_BUILD_WORKER_PATH
+  return KERNELEVAL_BUILD_WORKER_PATH;
+#else
+  return "kerneleval-worker";
+#endif
+}
+
+absl::StatusOr<WorkerProcess> WorkerProcess::Start(const WorkerOptions& options) {
+  const std::string binary = options.binary.empty() ? DefaultWorkerBinary() : options.binary;
+  if (::access(binary.c_str(), X_OK) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("worker binary ", binary, " is not executable: ", std::strerror(errno)));
+  }
+  int fds[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
+    return absl::ResourceExhaustedError(absl::StrCat("socketpair: ", std::strerror(errno)));
+  }
+  // Everything the child needs is prepared before fork: between fork and exec
+  // only async-signal-safe calls are allowed (the parent is multithreaded).
+  std::vector<std::string> args = {binary, options.mode};
+  args.insert(args.end(), options.extra_args.begin(), options.extra_args.end());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
+  env_strings.insert(env_strings.end(), options.extra_env.begin(), options.extra_env.end());
+  std::vector<char*> envp;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  const pid_t parent = ::getpid();
+
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return absl::ResourceExhaustedError(absl::StrCat("fork: ", std::strerror(errno)));
+  }
+  if (pid == 0) {
+    ::setpgid(0, 0);  // own group: Kill() reaches grandchildren (host compilers)
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
+    ::dup2(fds[1], kWorkerChannelFd);  // dup2 clears FD_CLOEXEC on the copy
+    if (options.address_space_bytes) SetLimit(RLIMIT_AS, options.address_space_bytes);
+    SetLimit(RLIMIT_CORE, 0);
+    SetLimit(RLIMIT_FSIZE, options.max_file_bytes);
+    SetLimit(RLIMIT_NOFILE, options.max_open_files);
+    ::signal(SIGPIPE, SIG_DFL);
+    ::execve(binary.c_str(), argv.data(), envp.data());
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  ::setpgid(pid, pid);  // also from the parent, to win the race with Kill()
+  return WorkerProcess(pid, fds[0]);
+}
+
+WorkerProcess::WorkerProcess(WorkerProcess&& other) noexcept
+    : pid_(std::exchange(other.pid_, -1)),
+      fd_(std::exchange(other.fd_, -1)),
+      exit_description_(std::move(other.exit_description_)),
+      term_signal_(other.term_signal_) {}
+
+WorkerProcess& WorkerProcess::operator=(WorkerProcess&& other) noexcept {
+  if (this != &other) {
+    Kill();
+    pid_ = std::exchange(other.pid_, -1);
+    fd_ = std::exchange(other.fd_, -1);
+    exit_description_ = std::move(other.exit_description_);
+    term_signal_ = other.term_signal_;
+  }
+  return *this;
+}
+
+WorkerProcess::~WorkerProcess() { Kill(); }
+
+void WorkerProcess::Reap(bool block) noexcept {
+  if (pid_ <= 0) return;
+  int status = 0;
+  const pid_t rc = ::waitpid(pid_, &status, block ? 0 : WNOHANG);
+  if (rc == pid_) {
+    exit_description_ = DescribeWaitStatus(status);
+    term_signal_ = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    pid_ = -1;
+  } else if (rc < 0 && errno == ECHILD) {
+    pid_ = -1;
+  }
+}
+
+void WorkerProcess::Kill() noexcept {
+  if (fd_ >= 0) {
+    ::close(fd_);
+    fd_ = -1;
+  }
+  if (pid_ > 0) {
+    ::kill(-pid_, SIGKILL);
+    ::kill(pid_, SIGKILL);
+    const int already = term_signal_;
+    Reap(/*block=*/true);
+    (void)already;
+  }
+}
+
+bool WorkerProcess::Alive() noexcept {
+  Reap(/*block=*/false);
+  return pid_ > 0;
+}
+
+absl::Status WorkerProcess::DiedError(absl::Status cause) {
+  // Give the kernel a moment to deliver the exit status after the socket closed.
+  for (int i = 0; i < 200 && pid_ > 0; ++i) {
+    Reap(/*block=*/false);
+    if (pid_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (pid_ > 0) {
+    ::kill(-pid_, SIGKILL);
+    Reap(/*block=*/true);
+  }
+  return absl::UnavailableError(absl::StrCat(
+      "worker ", exit_description_.empty() ? std::string(cause.message()) : exit_description_));
+}
+
+absl::Status WorkerProcess::Send(const google::protobuf::MessageLite& message) {
+  if (fd_ < 0) return absl::FailedPreconditionError("worker is not running");
+  absl::Status s = WriteMessage(fd_, message);
+  if (!s.ok()) return DiedError(s);
+  return s;
+}
+
+absl::Status WorkerProcess::Receive(google::protobuf::MessageLite* message, absl::Time deadline) {
+  if (fd_ < 0) return absl::FailedPreconditionError("worker is not running");
+  absl::Status s = ReadMessage(fd_, message, deadline);
+  if (absl::IsUnavailable(s) || absl::IsDataLoss(s)) return DiedError(s);
+  return s;
+}
+
+absl::Status WorkerProcess::Call(const google::protobuf::MessageLite& request,
+                                 google::protobuf::MessageLite* reply, absl::Time deadline) {
+  if (absl::Status s = Send(request); !s.ok()) return s;
+  absl::Status s = Receive(reply, deadline);
+  if (absl::IsDeadlineExceeded(s)) Kill();
+  return s;
+}
+
+}  // namespace kerneleval::process

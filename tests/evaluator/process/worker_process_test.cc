@@ -1,0 +1,91 @@
+#include "evaluator/process/worker_process.h"
+
+#include <google/protobuf/wrappers.pb.h>
+#include <gtest/gtest.h>
+
+#include <type_traits>
+
+namespace kerneleval::process {
+namespace {
+
+static_assert(std::is_nothrow_move_constructible_v<WorkerProcess>);
+static_assert(std::is_nothrow_move_assignable_v<WorkerProcess>);
+static_assert(!std::is_copy_constructible_v<WorkerProcess>);
+
+WorkerProcess StartTestWorker() {
+  IgnoreSigpipe();
+  WorkerOptions options;
+  options.binary = KERNELEVAL_TEST_WORKER;
+  options.mode = "test";
+  auto worker = WorkerProcess::Start(options);
+  EXPECT_TRUE(worker.ok()) << worker.status();
+  return std::move(*worker);
+}
+
+google::protobuf::StringValue Text(const std::string& s) {
+  google::protobuf::StringValue v;
+  v.set_value(s);
+  return v;
+}
+
+absl::Time In(double seconds) { return absl::Now() + absl::Seconds(seconds); }
+
+TEST(WorkerProcessTest, RoundTripsMessagesSmallAndLarge) {
+  WorkerProcess worker = StartTestWorker();
+  for (const std::string& text : {std::string("a"), std::string(), std::string(3 << 20, 'x')}) {
+    google::protobuf::StringValue reply;
+    ASSERT_TRUE(worker.Call(Text(text), &reply, In(20)).ok());
+    EXPECT_EQ(reply.value(), text);
+  }
+  EXPECT_TRUE(worker.Alive());
+}
+
+TEST(WorkerProcessTest, CrashIsUnavailableAndNamesTheSignal) {
+  WorkerProcess worker = StartTestWorker();
+  google::protobuf::StringValue reply;
+  const absl::Status status = worker.Call(Text("crash"), &reply, In(20));
+  EXPECT_TRUE(absl::IsUnavailable(status)) << status;
+  EXPECT_NE(status.message().find("SIGSEGV"), std::string_view::npos) << status;
+  EXPECT_EQ(worker.term_signal(), SIGSEGV);
+  EXPECT_FALSE(worker.Alive());
+}
+
+TEST(WorkerProcessTest, ExitStatusIsReported) {
+  WorkerProcess worker = StartTestWorker();
+  google::protobuf::StringValue reply;
+  const absl::Status status = worker.Call(Text("exit"), &reply, In(20));
+  EXPECT_TRUE(absl::IsUnavailable(status)) << status;
+  EXPECT_NE(status.message().find("exited with status 7"), std::string_view::npos) << status;
+}
+
+TEST(WorkerProcessTest, HangIsKilledAtTheDeadline) {
+  WorkerProcess worker = StartTestWorker();
+  google::protobuf::StringValue reply;
+  const absl::Time start = absl::Now();
+  const absl::Status status = worker.Call(Text("hang"), &reply, In(0.3));
+  EXPECT_TRUE(absl::IsDeadlineExceeded(status)) << status;
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  EXPECT_FALSE(worker.Alive());
+  EXPECT_EQ(worker.term_signal(), SIGKILL);
+}
+
+TEST(WorkerProcessTest, MissingBinaryIsAClearError) {
+  WorkerOptions options;
+  options.binary = "/nonexistent/kerneleval-worker";
+  const auto worker = WorkerProcess::Start(options);
+  ASSERT_FALSE(worker.ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition(worker.status()));
+}
+
+TEST(WorkerProcessTest, DestructorKillsTheChild) {
+  pid_t pid;
+  {
+    WorkerProcess worker = StartTestWorker();
+    pid = worker.pid();
+    ASSERT_GT(pid, 0);
+  }
+  EXPECT_NE(::kill(pid, 0), 0);  // reaped: no such process
+}
+
+}  // namespace
+}  // namespace kerneleval::process
