@@ -1,0 +1,38 @@
+// The seam between the engine and where kernels run. Implementations: the CPU
+// backend (evaluator/cpu/, host emulation of CUDA) and the CUDA backend
+// (evaluator/cuda/, driver API). Both keep untrusted code in worker processes.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "kerneleval/internal/worker.pb.h"
+#include "kerneleval/v1/kerneleval.pb.h"
+
+namespace kerneleval {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  [[nodiscard]] virtual std::string_view name() const = 0;  // "cpu" | "cuda"
+  [[nodiscard]] virtual v1::DeviceInfo device() const = 0;
+  // Architecture NVRTC should compile for, e.g. "sm_90"; empty: the engine's
+  // default (the CPU backend runs the source, not the CUBIN).
+  [[nodiscard]] virtual std::string target_arch() const = 0;
+
+  // Runs one program on every case in order: inputs generated in the worker
+  // from each case's seed (evaluator/data/prng.h), outputs and scratch
+  // poisoned before each case, inputs checked unchanged after it. A crash or
+  // a hang is RunResult.failure (stage "runtime" / "timeout") and the worker
+  // is replaced; a non-OK status means nothing could run (infrastructure).
+  virtual absl::StatusOr<internal::RunResult> Run(const internal::RunRequest& request) = 0;
+
+  // Times programs[0] (the reference) and the others interleaved on one
+  // shape, rotating input sets; returns raw samples and the last outputs per
+  // input set of every program, for checking.
+  virtual absl::StatusOr<internal::TimingResult> Time(const internal::TimingRequest& request) = 0;
+};
+
+}  // namespace kerneleval
