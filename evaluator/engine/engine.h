@@ -1,0 +1,112 @@
+// The evaluation engine: the narrow API that server/ and cli/ call. Knows
+// nothing about gRPC: requests and verdicts are the kerneleval.v1 protobuf
+// messages, errors are absl::Status (mapped to gRPC status once, in server/).
+//
+// Status codes returned (the server maps them one to one):
+//   INVALID_ARGUMENT    malformed request or over a size limit (message names the field)
+//   NOT_FOUND           unknown problem id
+//   FAILED_PRECONDITION a backend this engine lacks (e.g. cuda without a GPU)
+//   RESOURCE_EXHAUSTED  queue full (returned at once)
+//   UNAVAILABLE         no worker could be started
+//   DEADLINE_EXCEEDED / CANCELLED  the caller's deadline passed or it went away
+// A submission that fails to compile, crashes, hangs or is wrong is an OK
+// result carrying its Verdict.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "kerneleval/v1/kerneleval.pb.h"
+
+namespace kerneleval {
+
+// What the engine reports for metrics; server/ implements it with Prometheus.
+// Called from engine threads: implementations must be thread-safe and cheap.
+class EngineObserver {
+ public:
+  virtual ~EngineObserver() = default;
+  // stage: "compile", "correctness", "timing", "queue_wait", "total" [seconds].
+  virtual void OnLatency(std::string_view stage, double seconds) {}
+  // A finished evaluation: its verdict's stage ("passed", "compile", ...).
+  virtual void OnVerdict(std::string_view stage) {}
+  virtual void OnWorkerRestart(std::string_view backend) {}
+  virtual void OnCompileCache(bool hit) {}
+  virtual void OnQueueDepth(std::string_view device, int depth) {}
+  virtual void OnDeduplicated() {}
+};
+
+// Per-call context, filled by the caller (server or CLI).
+struct CallContext {
+  std::string request_id;  // appears in every log line about the call
+  std::string client_id;   // fairness key (EvaluateRequest.client_id, else the peer)
+  absl::Time deadline = absl::InfiniteFuture();
+  // Polled before each expensive stage; true means the caller went away.
+  std::function<bool()> cancelled;
+  // Progress events for EvaluateStream (queued, compiled, correctness,
+  // timing); the verdict itself comes through the completion callback.
+  std::function<void(const v1::EvaluateEvent&)> on_event;
+};
+
+struct EngineOptions {
+  std::string problems_dir;         // empty: DefaultProblemsDir()
+  std::string worker_binary;        // empty: process::DefaultWorkerBinary()
+  v1::Backend default_backend = v1::BACKEND_AUTO;
+  bool enable_cuda = true;          // probe for GPUs at start
+  bool enable_cpu = true;
+  int compile_workers = 0;          // 0: one per core
+  double compile_timeout_seconds = 30;
+  std::string compile_cache_dir;    // empty: in-memory cache only
+  std::string default_arch = "sm_90";
+  double run_timeout_seconds = 20;  // per backend call (correctness or timing)
+  uint64_t worker_memory_bytes = uint64_t{4} << 30;
+  size_t queue_capacity = 256;      // per device; beyond it RESOURCE_EXHAUSTED
+  size_t max_source_bytes = 1 << 20;
+  size_t max_group_size = 128;
+  bool calibrate = false;           // measure device bandwidth/FLOP/s at start
+  // Default reward settings (KERNEL_ENV_REWARD / KERNEL_ENV_PARTIAL_CREDIT
+  // when empty / unset, as the seed reads them).
+  std::string reward_mode;
+  std::optional<bool> partial_credit;
+  std::shared_ptr<EngineObserver> observer;
+};
+
+class Engine {
+ public:
+  using VerdictCallback = std::function<void(absl::StatusOr<v1::Verdict>)>;
+  using GroupCallback = std::function<void(absl::StatusOr<v1::EvaluateGroupResponse>)>;
+
+  static absl::StatusOr<std::unique_ptr<Engine>> Create(const EngineOptions& options);
+  virtual ~Engine() = default;
+
+  // Asynchronous: validates at once (errors go to `done` before returning
+  // for bad requests and full queues), then works on the engine's queues and
+  // calls `done` exactly once from an engine thread.
+  virtual void EvaluateAsync(v1::EvaluateRequest request, CallContext context,
+                             VerdictCallback done) = 0;
+  virtual void EvaluateGroupAsync(v1::EvaluateGroupRequest request, CallContext context,
+                                  GroupCallback done) = 0;
+
+  // Synchronous conveniences (the CLI's embedded mode).
+  absl::StatusOr<v1::Verdict> Evaluate(const v1::EvaluateRequest& request, CallContext context);
+  absl::StatusOr<v1::EvaluateGroupResponse> EvaluateGroup(const v1::EvaluateGroupRequest& request,
+                                                          CallContext context);
+
+  virtual absl::StatusOr<v1::CompileResult> Compile(const v1::CompileRequest& request,
+                                                    const CallContext& context) = 0;
+  virtual absl::StatusOr<v1::ListProblemsResponse> ListProblems(
+      const v1::ListProblemsRequest& request) = 0;
+  virtual absl::StatusOr<v1::GetProblemResponse> GetProblem(const v1::GetProblemRequest& request) = 0;
+  virtual v1::ListDevicesResponse ListDevices() = 0;
+
+  // True once at least one backend has a worker ready (health: SERVING).
+  [[nodiscard]] virtual bool Ready() const = 0;
+  // Stops accepting work; in-flight evaluations finish or are cancelled by
+  // `deadline`. Idempotent.
+  virtual void Shutdown(absl::Time deadline) = 0;
+};
+
+}  // namespace kerneleval
