@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""End-to-end test of `kerneleval rescore` (cli/rescore_command.cc).
+
+Usage: rescore_cli_test.py PATH/TO/kerneleval. Expected rewards are computed by
+hand from the seed's formulas (rubric/README.md); exit 0 on success.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+KERNELEVAL = sys.argv[1]
+ENV_VARS = ("KERNEL_ENV_REWARD", "KERNEL_ENV_PARTIAL_CREDIT")
+failures = []
+
+# (input object, reward speedup, speedup+partial, roofline, roofline+partial)
+ROWS = [
+    ({"id": 1, "correct": True, "stage": "passed", "speedup": 2.0, "roofline_frac": 0.5,
+      "reward": 99.0}, 1.3, 1.3, 0.3 + 2.7 * 0.5, 0.3 + 2.7 * 0.5),
+    ({"correct": True, "stage": "passed", "speedup": 100, "roofline_frac": None}, 3.3, 3.3, 3.3, 3.3),
+    ({"correct": True, "stage": "passed", "speedup": 0.5}, 0.3 - 0.2, 0.3 - 0.2, 0.3 - 0.2, 0.3 - 0.2),
+    ({"correct": True, "stage": "passed"}, 0.0, 0.0, 0.0, 0.0),
+    ({"correct": True, "stage": "passed", "speedup": 4.0, "roofline_frac": 2.0}, 2.3, 2.3, 3.0, 3.0),
+    # NaN roofline: the seed gives NaN; kerneleval reports 0 (rubric/README.md "NaN policy").
+    ({"correct": True, "stage": "passed", "speedup": 4.0, "roofline_frac": "nan"}, 2.3, 2.3, 0.0, 0.0),
+    ({"correct": True, "stage": "passed", "speedup": "inf"}, 3.3, 3.3, 3.3, 3.3),
+    ({"correct": False, "stage": "correctness", "speedup": None}, 0.0, 0.05, 0.0, 0.05),
+    ({"correct": False, "stage": "runtime", "extra": {"nested": [1, 2]}}, 0.0, 0.02, 0.0, 0.02),
+    ({"correct": False, "stage": "timeout"}, 0.0, 0.02, 0.0, 0.02),
+    ({"correct": False, "stage": "compile", "speedup": 3.0}, 0.0, 0.0, 0.0, 0.0),
+]
+COLUMNS = {("speedup", False): 1, ("speedup", True): 2, ("roofline", False): 3,
+           ("roofline", True): 4}
+
+
+def run(args, stdin=None, env=None):
+    clean = {k: v for k, v in os.environ.items() if k not in ENV_VARS}
+    clean.update(env or {})
+    return subprocess.run([KERNELEVAL, "rescore", *args], input=stdin, capture_output=True,
+                          text=True, env=clean, timeout=30)
+
+
+def check(name, condition, detail=""):
+    if not condition:
+        failures.append(f"{name}: {detail}")
+
+
+def check_rewards(name, result, mode, partial):
+    check(name + " exit", result.returncode == 0, f"rc={result.returncode} {result.stderr}")
+    lines = result.stdout.splitlines()
+    check(name + " lines", len(lines) == len(ROWS), f"{len(lines)} lines")
+    for line, row in zip(lines, ROWS):
+        out = json.loads(line)
+        expected = row[COLUMNS[(mode, partial)]]
+        check(name, abs(out["reward"] - expected) <= 1e-12, f"{row[0]} -> {out['reward']}, "
+              f"want {expected}")
+        # Every other field kept, in order; "reward" replaced in place or appended.
+        keys = list(row[0]) + ([] if "reward" in row[0] else ["reward"])
+        check(name + " keys", list(out) == keys, f"{list(out)} vs {keys}")
+        check(name + " fields", all(out[k] == v for k, v in row[0].items() if k != "reward"),
+              line)
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    path = os.path.join(tmp, "verdicts.jsonl")
+    text = "\n".join(json.dumps(row[0]) for row in ROWS) + "\n\n"  # trailing blank line skipped
+    with open(path, "w") as f:
+        f.write(text)
+
+    check_rewards("default", run([path]), "speedup", False)
+    check_rewards("stdin roofline partial", run(["--mode", "roofline", "--partial", "-"], text),
+                  "roofline", True)
+    check_rewards("env defaults", run([path], env={"KERNEL_ENV_REWARD": "roofline",
+                                                   "KERNEL_ENV_PARTIAL_CREDIT": "1"}),
+                  "roofline", True)
+    check_rewards("--no-partial beats env", run(["--no-partial", path],
+                                                 env={"KERNEL_ENV_PARTIAL_CREDIT": "1"}),
+                  "speedup", False)
+    check_rewards("partial env not exactly 1", run([path], env={"KERNEL_ENV_PARTIAL_CREDIT": "true"}),
+                  "speedup", False)
+    check_rewards("--mode beats env", run(["--mode", "speedup", "--partial", path],
+                                          env={"KERNEL_ENV_REWARD": "bogus"}),
+                  "speedup", True)
+
+    # Usage errors: exit 2 with a message naming the problem.
+    for name, args, env, needle in [
+        ("unknown --mode", ["--mode", "fastest", path], {}, '"fastest"'),
+        ("empty env mode", [path], {"KERNEL_ENV_REWARD": ""}, "KERNEL_ENV_REWARD"),
+        ("both partial flags", ["--partial", "--no-partial", path], {}, "excludes"),
+        ("missing file", [os.path.join(tmp, "absent.jsonl")], {}, "absent.jsonl"),
+    ]:
+        result = run(args, env=env)
+        check(name, result.returncode == 2 and needle in result.stderr,
+              f"rc={result.returncode} stderr={result.stderr!r}")
+
+    # Malformed input: stops at the first bad line (named), after printing the good ones.
+    good = json.dumps(ROWS[0][0])
+    for bad, needle in [("{not json", "not valid JSON"),
+                        ('{"correct": "yes", "stage": "passed"}', '"correct"'),
+                        ('{"correct": true}', '"stage"'),
+                        ('{"correct": true, "stage": "passed", "speedup": "fast"}', '"speedup"'),
+                        ('[1, 2]', "not a JSON object")]:
+        result = run(["-"], stdin="\n".join([good, "", bad, good]) + "\n")
+        check(f"malformed {bad}", result.returncode == 2, f"rc={result.returncode}")
+        check(f"malformed {bad} names line 3", "<stdin>:3:" in result.stderr and
+              needle in result.stderr, repr(result.stderr))
+        check(f"malformed {bad} prints good lines", result.stdout.count("\n") == 1,
+              repr(result.stdout))
+
+if failures:
+    print("\n".join(failures), file=sys.stderr)
+    print(f"{len(failures)} check(s) failed", file=sys.stderr)
+    sys.exit(1)
+print("rescore CLI: all checks passed")
