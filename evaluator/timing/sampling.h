@@ -1,0 +1,101 @@
+// Statistics of timing samples and the rule that says when to stop sampling.
+// Pure C++ (no CUDA): the CUDA worker, the CPU backend and the engine share it.
+//
+// Units: samples are microseconds [µs] of one whole plan (every launch of a
+// program on one input set); elapsed times are seconds [s] of wall clock.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "kerneleval/internal/worker.pb.h"
+
+namespace kerneleval::timing {
+
+struct SampleStats {
+  uint32_t samples = 0;
+  double median = 0;  // [µs]
+  double mean = 0;    // [µs]
+  double stdev = 0;   // [µs] sample standard deviation (n - 1); 0 for n < 2
+  double min = 0;     // [µs]
+  double max = 0;     // [µs]
+  // Standard error of the median over the median (dimensionless); +Inf when it
+  // cannot be estimated (fewer than kMinSamplesForStderr samples, or a median
+  // that is not positive).
+  double rel_stderr_median = 0;
+};
+
+// Below this many samples the standard error of the median is not estimated.
+inline constexpr uint32_t kMinSamplesForStderr = 3;
+
+// Median, mean, stdev, extremes and the relative standard error of the median
+// of `samples_us`. Empty input: all zero, rel_stderr_median = +Inf.
+// NaN samples must not be passed (the caller drops failed samples).
+SampleStats Summarize(std::span<const double> samples_us);
+
+// Distribution-free standard error of the median [same unit as the samples]
+// (McKean-Schrader order-statistics estimate; see sampling.cc for why).
+// +Inf for fewer than kMinSamplesForStderr samples.
+double MedianStandardError(std::span<const double> samples_us);
+
+// Defaults used where a TimingConfig field is zero: 3 warm-up runs per
+// program, at least 10 samples and 0.2 s, at most 5 s, stop at a relative
+// standard error of the median below 0.5 %, 4 input sets, L2 flushed.
+internal::TimingConfig DefaultTimingConfig();
+
+// `requested` with every zero field (proto3's "unset") replaced by the
+// default. flush_l2 cannot be told apart from unset, so it is taken as given.
+internal::TimingConfig WithDefaults(const internal::TimingConfig& requested);
+
+// When to stop sampling one program. The config's values are used as given
+// (apply WithDefaults first for a request's config).
+//   - never before min_samples samples and min_seconds of wall clock;
+//   - then as soon as the relative standard error of the median is below
+//     target_rel_stderr (Converged);
+//   - always at max_seconds of wall clock, converged or not.
+// Wall clock, not summed kernel time, for min_seconds: its purpose is to spread
+// samples over enough time to see slow drifts (clock ramps, a neighbour's
+// load), which is a property of the span of time sampled.
+class StoppingRule {
+ public:
+  explicit StoppingRule(const internal::TimingConfig& config);
+
+  // `elapsed_seconds`: wall clock since the first timed sample [s].
+  [[nodiscard]] bool ShouldStop(std::span<const double> samples_us, double elapsed_seconds) const;
+  // Enough samples, and a relative standard error of the median below target.
+  [[nodiscard]] bool Converged(std::span<const double> samples_us) const;
+  // The hard cap alone.
+  [[nodiscard]] bool TimedOut(double elapsed_seconds) const;
+
+  [[nodiscard]] const internal::TimingConfig& config() const { return config_; }
+
+ private:
+  internal::TimingConfig config_;
+};
+
+// Reference median over candidate median: > 1 means the candidate is faster.
+// 0 when either median is not positive (no valid measurement).
+double Speedup(const SampleStats& reference, const SampleStats& candidate);
+
+// True when `t_us` is below `factor` times the roofline minimum `t_min_us`
+// (bytes / bandwidth, flops / peak): physically impossible, so a failed check
+// rather than a record. The factor leaves room for peak tables that are a
+// little pessimistic. False when t_min_us is not positive (floor unknown).
+bool BelowRooflineFloor(double t_us, double t_min_us, double factor = 0.9);
+
+// A sample taken while the SM clock ran below this fraction of the reference
+// (nominal or start-of-run) clock is taken as throttled (nvbench's rule).
+inline constexpr double kThrottleFraction = 0.75;
+
+// clock_mhz < fraction * reference_clock_mhz. False when the reference is
+// unknown (not positive).
+bool IsThrottled(double clock_mhz, double reference_clock_mhz, double fraction = kThrottleFraction);
+
+// The samples whose clock (same index in `clock_mhz`) was not throttled.
+// Samples without a clock reading (clock_mhz shorter) are kept.
+std::vector<double> DiscardThrottled(std::span<const double> samples_us,
+                                     std::span<const double> clock_mhz, double reference_clock_mhz,
+                                     double fraction = kThrottleFraction);
+
+}  // namespace kerneleval::timing
