@@ -59,11 +59,14 @@ def column(mode, partial):
 
 
 def find_seed(cli_path):
-    candidates = [cli_path, os.environ.get("KERNELEVAL_SEED_RUBRIC"),
-                  os.path.join(REPO_ROOT, "..", "shared", "seed", "reward_rubric.py"),
-                  "/work/shared/seed/reward_rubric.py"]
+    """An explicit path (--seed, else $KERNELEVAL_SEED_RUBRIC) must exist; otherwise the
+    first of the default locations that does."""
+    explicit = cli_path or os.environ.get("KERNELEVAL_SEED_RUBRIC")
+    candidates = [explicit] if explicit else [
+        os.path.join(REPO_ROOT, "..", "shared", "seed", "reward_rubric.py"),
+        "/work/shared/seed/reward_rubric.py"]
     for path in candidates:
-        if path and os.path.isfile(path):
+        if os.path.isfile(path):
             return os.path.abspath(path)
     return None
 
