@@ -1,0 +1,756 @@
+// The Engine: admission, de-duplication, a compile stage on a thread pool
+// and one fair queue + executor thread per device, so compiles run while
+// devices run correctness and timing (a pipeline, not a sequence).
+#include "evaluator/engine/engine.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <list>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <unordered_map>
+
+#include <google/protobuf/text_format.h>
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+#include "evaluator/compile/compile_service.h"
+#include "evaluator/cpu/cpu_backend.h"
+#include "evaluator/cuda/cuda_backend.h"
+#include "evaluator/engine/evaluation.h"
+#include "evaluator/engine/fair_queue.h"
+#include "evaluator/engine/thread_pool.h"
+#include "evaluator/problems/describe.h"
+#include "evaluator/problems/problems.h"
+#include "evaluator/process/worker_process.h"
+#include "rubric/rubric.h"
+
+namespace kerneleval {
+
+absl::StatusOr<v1::Verdict> Engine::Evaluate(const v1::EvaluateRequest& request,
+                                             CallContext context) {
+  std::promise<absl::StatusOr<v1::Verdict>> promise;
+  auto future = promise.get_future();
+  EvaluateAsync(request, std::move(context),
+                [&promise](absl::StatusOr<v1::Verdict> v) { promise.set_value(std::move(v)); });
+  return future.get();
+}
+
+absl::StatusOr<v1::EvaluateGroupResponse> Engine::EvaluateGroup(
+    const v1::EvaluateGroupRequest& request, CallContext context) {
+  std::promise<absl::StatusOr<v1::EvaluateGroupResponse>> promise;
+  auto future = promise.get_future();
+  EvaluateGroupAsync(request, std::move(context),
+                     [&promise](absl::StatusOr<v1::EvaluateGroupResponse> r) {
+                       promise.set_value(std::move(r));
+                     });
+  return future.get();
+}
+
+namespace engine {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Everything that makes two evaluations the same evaluation.
+std::string DedupKey(const std::string& problem_key, const v1::Submission& submission,
+                     std::string_view device, bool skip_timing,
+                     const std::optional<uint64_t>& seed) {
+  std::string key = problem_key;
+  key += '\0';
+  key += submission.SerializeAsString();  // source, plan, options
+  key += '\0';
+  key += device;
+  key += skip_timing ? "\1" : "\0";
+  if (seed) absl::StrAppend(&key, "seed=", *seed);
+  return key;
+}
+
+// One request (a single evaluation is a group of one).
+struct Job {
+  std::string request_id;
+  std::string client_id;
+  CallContext context;
+  std::shared_ptr<const v1::Problem> problem;
+  std::string problem_key;
+  std::vector<v1::Submission> submissions;
+  EvaluationSettings settings;
+  bool is_group = false;
+  Clock::time_point admitted = Clock::now();
+
+  // Filled by the compile stage.
+  std::vector<absl::StatusOr<Preparation>> preparations;
+  std::shared_future<void> prepared;
+
+  std::function<void(absl::StatusOr<v1::EvaluateGroupResponse>)> done;
+};
+
+class Device;
+
+// Serialises every evaluation on one device: exclusive timing.
+class Device {
+ public:
+  Device(std::unique_ptr<Backend> backend, size_t capacity)
+      : backend_(std::move(backend)), queue_(capacity) {}
+
+  Backend& backend() { return *backend_; }
+  FairQueue<std::shared_ptr<Job>>& queue() { return queue_; }
+  std::string id() const { return backend_->device().id(); }
+  std::atomic<int>& in_flight() { return in_flight_; }
+
+ private:
+  std::unique_ptr<Backend> backend_;
+  FairQueue<std::shared_ptr<Job>> queue_;
+  std::atomic<int> in_flight_{0};
+};
+
+class EngineImpl final : public Engine {
+ public:
+  explicit EngineImpl(const EngineOptions& options) : options_(options) {}
+  ~EngineImpl() override { Shutdown(absl::Now() + absl::Seconds(5)); }
+
+  absl::Status Init();
+
+  void EvaluateAsync(v1::EvaluateRequest request, CallContext context,
+                     VerdictCallback done) override;
+  void EvaluateGroupAsync(v1::EvaluateGroupRequest request, CallContext context,
+                          GroupCallback done) override;
+  absl::StatusOr<v1::CompileResult> Compile(const v1::CompileRequest& request,
+                                            const CallContext& context) override;
+  absl::StatusOr<v1::ListProblemsResponse> ListProblems(
+      const v1::ListProblemsRequest& request) override;
+  absl::StatusOr<v1::GetProblemResponse> GetProblem(const v1::GetProblemRequest& request) override;
+  v1::ListDevicesResponse ListDevices() override;
+  bool Ready() const override { return ready_.load(); }
+  void Shutdown(absl::Time deadline) override;
+
+ private:
+  struct Common {
+    std::shared_ptr<const v1::Problem> problem;
+    std::string problem_key;
+    Device* device = nullptr;
+    EvaluationSettings settings;
+  };
+  template <class Request>
+  absl::StatusOr<Common> Admit(const Request& request, const CallContext& context,
+                               size_t submissions);
+  void Enqueue(std::shared_ptr<Job> job, Device* device);
+  void RunDeviceLoop(Device* device);
+  void RunJob(Device* device, Job& job);
+  absl::StatusOr<PreparedProgram> ReferenceFor(Evaluation& evaluation, const Job& job);
+  void Observe(std::string_view stage, double seconds) {
+    if (options_.observer) options_.observer->OnLatency(stage, seconds);
+  }
+
+  EngineOptions options_;
+  rubric::RewardConfig default_reward_;
+  problems::ProblemRegistry registry_;
+  std::unique_ptr<compile::CompileService> compiler_;
+  std::vector<std::unique_ptr<Device>> devices_;
+  std::vector<std::thread> device_threads_;
+  std::unique_ptr<ThreadPool> compile_pool_;
+  std::atomic<bool> ready_{false};
+  std::atomic<bool> shut_down_{false};
+  std::mutex shutdown_mutex_;
+
+  // Prepared references per (problem, device): compiled once, reused.
+  std::mutex reference_mutex_;
+  std::map<std::string, std::shared_ptr<PreparedProgram>> references_;
+
+  // De-duplication of single evaluations: in flight and recently judged.
+  std::mutex dedup_mutex_;
+  std::unordered_map<std::string, std::vector<std::pair<Job*, VerdictCallback>>> in_flight_;
+  std::list<std::pair<std::string, v1::Verdict>> recent_;  // most recent first
+  std::unordered_map<std::string, decltype(recent_)::iterator> recent_index_;
+  static constexpr size_t kRecentVerdicts = 4096;
+};
+
+absl::Status EngineImpl::Init() {
+  process::IgnoreSigpipe();
+  absl::StatusOr<rubric::RewardConfig> reward =
+      rubric::RewardConfigFromEnv(options_.reward_mode, options_.partial_credit);
+  if (!reward.ok()) return reward.status();
+  default_reward_ = *reward;
+
+  const std::string problems_dir =
+      options_.problems_dir.empty() ? problems::DefaultProblemsDir() : options_.problems_dir;
+  absl::StatusOr<problems::ProblemRegistry> registry =
+      problems::ProblemRegistry::LoadFromDirectory(problems_dir);
+  if (!registry.ok()) return registry.status();
+  registry_ = *std::move(registry);
+
+  compile::CompileServiceOptions compile_options;
+  if (options_.compile_workers > 0) compile_options.workers = options_.compile_workers;
+  compile_options.timeout = absl::Seconds(options_.compile_timeout_seconds);
+  compile_options.cache_dir = options_.compile_cache_dir;
+  compile_options.max_source_bytes = options_.max_source_bytes;
+  compile_options.default_arch = options_.default_arch;
+  if (!options_.worker_binary.empty()) compile_options.worker_binary = options_.worker_binary;
+  absl::StatusOr<std::unique_ptr<compile::CompileService>> compiler =
+      compile::CompileService::Create(compile_options);
+  if (!compiler.ok()) return compiler.status();
+  compiler_ = *std::move(compiler);
+
+  if (options_.enable_cuda && options_.default_backend != v1::BACKEND_CPU) {
+    absl::StatusOr<int> count = cuda::DeviceCount();
+    if (count.ok()) {
+      for (int i = 0; i < *count; ++i) {
+        cuda::CudaBackendOptions cuda_options;
+        if (!options_.worker_binary.empty()) cuda_options.worker_binary = options_.worker_binary;
+        cuda_options.calibrate = options_.calibrate;
+        absl::StatusOr<std::unique_ptr<cuda::CudaBackend>> backend =
+            cuda::CudaBackend::Create(i, cuda_options);
+        if (!backend.ok()) {
+          spdlog::warn("cuda:{} unavailable: {}", i, backend.status().ToString());
+          continue;
+        }
+        devices_.push_back(std::make_unique<Device>(*std::move(backend), options_.queue_capacity));
+      }
+    } else {
+      spdlog::info("no CUDA backend: {}", count.status().message());
+    }
+  }
+  if (options_.enable_cpu) {
+    cpu::CpuBackendOptions cpu_options;
+    if (!options_.worker_binary.empty()) cpu_options.worker_binary = options_.worker_binary;
+    cpu_options.memory_bytes = options_.worker_memory_bytes;
+    absl::StatusOr<std::unique_ptr<cpu::CpuBackend>> backend = cpu::CpuBackend::Create(cpu_options);
+    if (!backend.ok()) return backend.status();
+    devices_.push_back(std::make_unique<Device>(*std::move(backend), options_.queue_capacity));
+  }
+  if (devices_.empty()) return absl::FailedPreconditionError("no backend is available");
+
+  const int compile_threads =
+      options_.compile_workers > 0 ? options_.compile_workers
+                                   : std::max(1u, std::thread::hardware_concurrency());
+  compile_pool_ = std::make_unique<ThreadPool>(compile_threads);
+  for (auto& device : devices_) {
+    device_threads_.emplace_back([this, d = device.get()] { RunDeviceLoop(d); });
+  }
+  ready_ = true;
+  return absl::OkStatus();
+}
+
+template <class Request>
+absl::StatusOr<EngineImpl::Common> EngineImpl::Admit(const Request& request,
+                                                     const CallContext& context,
+                                                     size_t submissions) {
+  if (shut_down_) return absl::UnavailableError("the engine is shutting down");
+  if (absl::Now() >= context.deadline) {
+    return absl::DeadlineExceededError("the deadline passed before evaluation started");
+  }
+  Common common;
+  if (request.has_problem()) {
+    if (absl::Status s = problems::ValidateProblem(request.problem()); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("problem: ", s.message()));
+    }
+    if (request.problem().reference_source().empty()) {
+      return absl::InvalidArgumentError("problem.reference_source: a custom problem carries its reference");
+    }
+    common.problem = std::make_shared<v1::Problem>(request.problem());
+    common.problem_key = "custom:" + request.problem().SerializeAsString();
+  } else {
+    if (request.problem_id().empty()) {
+      return absl::InvalidArgumentError("problem_id: required (or a full problem)");
+    }
+    const v1::Problem* problem = registry_.Find(request.problem_id());
+    if (!problem) {
+      return absl::NotFoundError(absl::StrCat("problem_id: unknown problem \"", request.problem_id(),
+                                              "\" (kerneleval problems list)"));
+    }
+    // Registry problems live as long as the engine: a non-owning pointer.
+    common.problem = std::shared_ptr<const v1::Problem>(problem, [](const v1::Problem*) {});
+    common.problem_key = problem->id();
+  }
+  if (submissions == 0) return absl::InvalidArgumentError("submissions: at least one is required");
+
+  // Backend and device.
+  const v1::Backend wanted = request.backend() == v1::BACKEND_AUTO ? options_.default_backend
+                                                                   : request.backend();
+  for (auto& device : devices_) {
+    const std::string_view name = device->backend().name();
+    const bool matches = wanted == v1::BACKEND_AUTO ||
+                         (wanted == v1::BACKEND_CUDA && name == "cuda") ||
+                         (wanted == v1::BACKEND_CPU && name == "cpu");
+    if (!matches) continue;
+    if (!request.device().empty() && request.device() != device->id()) continue;
+    // Least loaded among matching devices.
+    if (!common.device || device->in_flight() < common.device->in_flight()) {
+      common.device = device.get();
+    }
+  }
+  if (!common.device) {
+    if (!request.device().empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("device: this server has no device \"", request.device(), "\""));
+    }
+    return absl::FailedPreconditionError(
+        wanted == v1::BACKEND_CUDA ? "backend: this server has no CUDA device"
+                                   : "backend: this server has no CPU backend");
+  }
+
+  // Reward settings: the request's, else the defaults read from the env.
+  common.settings.reward = default_reward_;
+  if (request.reward().mode() == v1::REWARD_MODE_SPEEDUP) {
+    common.settings.reward.mode = rubric::RewardMode::kSpeedup;
+  } else if (request.reward().mode() == v1::REWARD_MODE_ROOFLINE) {
+    common.settings.reward.mode = rubric::RewardMode::kRoofline;
+  } else if (request.reward().mode() != v1::REWARD_MODE_UNSPECIFIED) {
+    return absl::InvalidArgumentError("reward.mode: unknown reward mode");
+  }
+  if (request.reward().has_partial_credit()) {
+    common.settings.reward.partial_credit = request.reward().partial_credit();
+  }
+  common.settings.reward_settings.set_mode(common.settings.reward.mode ==
+                                                   rubric::RewardMode::kRoofline
+                                               ? v1::REWARD_MODE_ROOFLINE
+                                               : v1::REWARD_MODE_SPEEDUP);
+  common.settings.reward_settings.set_partial_credit(common.settings.reward.partial_credit);
+
+  if (request.has_seed()) {
+    common.settings.seed = request.seed();
+    common.settings.seed_fixed = true;
+  } else {
+    // Secret per request: a policy cannot learn the inputs of the next run.
+    std::random_device entropy;
+    common.settings.seed = (uint64_t{entropy()} << 32) ^ entropy();
+  }
+  common.settings.run_timeout_seconds = options_.run_timeout_seconds;
+  if (request.limits().timeout_seconds() > 0) {
+    common.settings.run_timeout_seconds =
+        std::min(request.limits().timeout_seconds(), options_.run_timeout_seconds * 10);
+  }
+  const std::string arch = common.device->backend().target_arch();
+  common.settings.arch = arch.empty() ? options_.default_arch : arch;
+  return common;
+}
+
+void EngineImpl::Enqueue(std::shared_ptr<Job> job, Device* device) {
+  // Compile stage: every submission on the compile pool, in parallel with
+  // whatever the device is running now.
+  auto remaining = std::make_shared<std::atomic<size_t>>(job->submissions.size());
+  auto all_prepared = std::make_shared<std::promise<void>>();
+  job->prepared = all_prepared->get_future().share();
+  job->preparations.resize(job->submissions.size(), absl::UnknownError("not compiled"));
+  for (size_t i = 0; i < job->submissions.size(); ++i) {
+    compile_pool_->Submit([this, job, i, device, remaining, all_prepared] {
+      const auto start = Clock::now();
+      if ((job->context.cancelled && job->context.cancelled()) ||
+          absl::Now() >= job->context.deadline) {
+        job->preparations[i] = absl::CancelledError("cancelled before compiling");
+      } else {
+        Evaluation evaluation(*job->problem, device->backend(), *compiler_, job->settings);
+        job->preparations[i] = evaluation.PrepareCandidate(
+            job->submissions[i],
+            job->is_group ? absl::StrCat("candidate[", i, "]") : "candidate", job->context);
+        Observe("compile", SecondsSince(start));
+      }
+      if (--*remaining == 0) all_prepared->set_value();
+    });
+  }
+  const std::optional<size_t> ahead = device->queue().Push(job->client_id, job);
+  if (!ahead) {
+    // Raced with a full queue or shutdown: answered now.
+    job->prepared.wait();
+    job->done(absl::ResourceExhaustedError(
+        absl::StrCat("the queue of ", device->id(), " is full; retry later")));
+    return;
+  }
+  device->in_flight()++;
+  if (options_.observer) options_.observer->OnQueueDepth(device->id(), device->queue().size());
+  if (job->context.on_event) {
+    v1::EvaluateEvent event;
+    event.mutable_queued()->set_position(static_cast<uint32_t>(*ahead));
+    event.mutable_queued()->set_device(device->id());
+    job->context.on_event(event);
+  }
+}
+
+void EngineImpl::EvaluateAsync(v1::EvaluateRequest request, CallContext context,
+                               VerdictCallback done) {
+  const v1::Submission& submission = request.submission();
+  if (submission.source().empty()) {
+    return done(absl::InvalidArgumentError("submission.source: empty"));
+  }
+  if (submission.source().size() > options_.max_source_bytes) {
+    return done(absl::InvalidArgumentError(
+        absl::StrCat("submission.source: ", submission.source().size(), " bytes exceeds the ",
+                     options_.max_source_bytes, "-byte limit")));
+  }
+  absl::StatusOr<Common> common = Admit(request, context, 1);
+  if (!common.ok()) return done(common.status());
+
+  const std::optional<uint64_t> fixed_seed =
+      request.has_seed() ? std::optional<uint64_t>(request.seed()) : std::nullopt;
+  const std::string key = DedupKey(common->problem_key, submission, common->device->id(),
+                                   request.skip_timing(), fixed_seed);
+  const rubric::RewardConfig reward = common->settings.reward;
+  const v1::RewardSettings reward_settings = common->settings.reward_settings;
+  const std::string request_id = context.request_id;
+  // Re-scores a shared verdict with this caller's reward settings.
+  auto share = [reward, reward_settings, request_id, this](v1::Verdict verdict) {
+    verdict.set_deduplicated(true);
+    verdict.set_request_id(request_id);
+    *verdict.mutable_reward_settings() = reward_settings;
+    rubric::Observation observation{verdict.correct(), verdict.stage(), std::nullopt, std::nullopt};
+    if (verdict.speedup() != 0) observation.speedup = verdict.speedup();
+    if (verdict.roofline_frac() != 0) observation.roofline_frac = verdict.roofline_frac();
+    verdict.set_reward(rubric::SanitizedScore(reward, observation));
+    if (options_.observer) options_.observer->OnDeduplicated();
+    return verdict;
+  };
+  std::optional<v1::Verdict> recent;
+  {
+    std::lock_guard lock(dedup_mutex_);
+    if (auto it = recent_index_.find(key); it != recent_index_.end()) {
+      recent = it->second->second;
+      recent_.splice(recent_.begin(), recent_, it->second);
+    }
+  }
+  if (recent) return done(share(*std::move(recent)));
+  std::unique_lock lock(dedup_mutex_);
+  if (auto it = in_flight_.find(key); it != in_flight_.end()) {
+    it->second.push_back({nullptr, [share, done](absl::StatusOr<v1::Verdict> v) {
+                            if (!v.ok()) return done(v.status());
+                            done(share(*std::move(v)));
+                          }});
+    return;
+  }
+  in_flight_[key];  // this call leads
+  lock.unlock();
+
+  auto job = std::make_shared<Job>();
+  job->request_id = context.request_id;
+  job->client_id = context.client_id.empty() ? request.client_id() : context.client_id;
+  job->context = std::move(context);
+  job->problem = common->problem;
+  job->problem_key = common->problem_key;
+  job->submissions.push_back(submission);
+  job->settings = common->settings;
+  job->settings.skip_timing = request.skip_timing();
+  job->done = [this, key, done](absl::StatusOr<v1::EvaluateGroupResponse> response) {
+    absl::StatusOr<v1::Verdict> verdict =
+        response.ok() ? absl::StatusOr<v1::Verdict>(response->verdicts(0))
+                      : absl::StatusOr<v1::Verdict>(response.status());
+    std::vector<std::pair<Job*, VerdictCallback>> followers;
+    {
+      std::lock_guard lock(dedup_mutex_);
+      auto it = in_flight_.find(key);
+      if (it != in_flight_.end()) {
+        followers = std::move(it->second);
+        in_flight_.erase(it);
+      }
+      if (verdict.ok()) {
+        recent_.emplace_front(key, *verdict);
+        recent_index_[key] = recent_.begin();
+        if (recent_.size() > kRecentVerdicts) {
+          recent_index_.erase(recent_.back().first);
+          recent_.pop_back();
+        }
+      }
+    }
+    done(verdict);
+    for (auto& [unused, follower] : followers) follower(verdict);
+  };
+  Enqueue(std::move(job), common->device);
+}
+
+void EngineImpl::EvaluateGroupAsync(v1::EvaluateGroupRequest request, CallContext context,
+                                    GroupCallback done) {
+  if (request.submissions_size() > static_cast<int>(options_.max_group_size)) {
+    return done(absl::InvalidArgumentError(absl::StrCat(
+        "submissions: ", request.submissions_size(), " exceeds the group limit of ",
+        options_.max_group_size)));
+  }
+  for (int i = 0; i < request.submissions_size(); ++i) {
+    const auto& source = request.submissions(i).source();
+    if (source.empty()) {
+      return done(absl::InvalidArgumentError(absl::StrCat("submissions[", i, "].source: empty")));
+    }
+    if (source.size() > options_.max_source_bytes) {
+      return done(absl::InvalidArgumentError(
+          absl::StrCat("submissions[", i, "].source: ", source.size(), " bytes exceeds the ",
+                       options_.max_source_bytes, "-byte limit")));
+    }
+  }
+  absl::StatusOr<Common> common = Admit(request, context, request.submissions_size());
+  if (!common.ok()) return done(common.status());
+  auto job = std::make_shared<Job>();
+  job->request_id = context.request_id;
+  job->client_id = context.client_id.empty() ? request.client_id() : context.client_id;
+  job->context = std::move(context);
+  job->problem = common->problem;
+  job->problem_key = common->problem_key;
+  job->is_group = true;
+  // Identical submissions in a group (GRPO repeats itself) are judged once.
+  std::map<std::string, size_t> unique;
+  auto index_of = std::make_shared<std::vector<size_t>>();
+  for (const auto& submission : request.submissions()) {
+    const std::string key = submission.SerializeAsString();
+    auto [it, inserted] = unique.emplace(key, job->submissions.size());
+    if (inserted) job->submissions.push_back(submission);
+    index_of->push_back(it->second);
+  }
+  job->settings = common->settings;
+  job->done = [done, index_of](absl::StatusOr<v1::EvaluateGroupResponse> response) {
+    if (!response.ok()) return done(response.status());
+    v1::EvaluateGroupResponse expanded;
+    *expanded.mutable_reference_timing() = response->reference_timing();
+    std::vector<bool> used(response->verdicts_size(), false);
+    for (size_t i = 0; i < index_of->size(); ++i) {
+      v1::Verdict verdict = response->verdicts(static_cast<int>((*index_of)[i]));
+      if (used[(*index_of)[i]]) verdict.set_deduplicated(true);
+      used[(*index_of)[i]] = true;
+      *expanded.add_verdicts() = std::move(verdict);
+    }
+    done(std::move(expanded));
+  };
+  Enqueue(std::move(job), common->device);
+}
+
+absl::StatusOr<PreparedProgram> EngineImpl::ReferenceFor(Evaluation& evaluation, const Job& job) {
+  const std::string key = absl::StrCat(job.problem_key, "\0", evaluation.backend().device().id());
+  {
+    std::lock_guard lock(reference_mutex_);
+    if (auto it = references_.find(key); it != references_.end()) return *it->second;
+  }
+  absl::StatusOr<PreparedProgram> reference = evaluation.PrepareReference(job.context);
+  if (!reference.ok()) return reference.status();
+  std::lock_guard lock(reference_mutex_);
+  if (references_.size() > 1024) references_.clear();  // custom problems: bounded
+  references_[key] = std::make_shared<PreparedProgram>(*reference);
+  return reference;
+}
+
+void EngineImpl::RunDeviceLoop(Device* device) {
+  while (std::optional<std::shared_ptr<Job>> job = device->queue().Pop()) {
+    Observe("queue_wait", SecondsSince((*job)->admitted));
+    RunJob(device, **job);
+    device->in_flight()--;
+    if (options_.observer) options_.observer->OnQueueDepth(device->id(), device->queue().size());
+  }
+}
+
+void EngineImpl::RunJob(Device* device, Job& job) {
+  const auto start = Clock::now();
+  auto finish = [&](absl::StatusOr<v1::EvaluateGroupResponse> response) {
+    if (response.ok()) {
+      for (auto& verdict : *response->mutable_verdicts()) {
+        verdict.set_request_id(job.request_id);
+        verdict.set_wall_seconds(SecondsSince(start));
+        if (options_.observer) options_.observer->OnVerdict(verdict.stage());
+      }
+    } else {
+      spdlog::warn("[{}] evaluation failed: {}", job.request_id, response.status().ToString());
+    }
+    Observe("total", SecondsSince(job.admitted));
+    job.done(std::move(response));
+  };
+  job.prepared.wait();
+  if (shut_down_) return finish(absl::UnavailableError("the engine is shutting down"));
+  if (job.context.cancelled && job.context.cancelled()) {
+    return finish(absl::CancelledError("the caller went away"));
+  }
+  if (absl::Now() >= job.context.deadline) {
+    return finish(absl::DeadlineExceededError("the deadline passed while queued"));
+  }
+
+  Evaluation evaluation(*job.problem, device->backend(), *compiler_, job.settings);
+  const size_t n = job.submissions.size();
+  std::vector<v1::Verdict> verdicts(n);
+  std::vector<bool> decided(n, false);
+  std::vector<const PreparedProgram*> programs(n, nullptr);
+  for (size_t i = 0; i < n; ++i) {
+    if (!job.preparations[i].ok()) return finish(job.preparations[i].status());
+    Preparation& preparation = *job.preparations[i];
+    if (preparation.verdict) {
+      verdicts[i] = std::move(*preparation.verdict);
+      decided[i] = true;
+    } else {
+      programs[i] = &*preparation.program;
+      *verdicts[i].mutable_compile() = preparation.program->program.compiled();
+    }
+  }
+
+  std::optional<ReferenceRun> reference;
+  if (std::any_of(decided.begin(), decided.end(), [](bool d) { return !d; })) {
+    absl::StatusOr<PreparedProgram> prepared_reference = ReferenceFor(evaluation, job);
+    if (!prepared_reference.ok()) return finish(prepared_reference.status());
+    const auto correctness_start = Clock::now();
+    absl::StatusOr<ReferenceRun> run = evaluation.RunReference(*std::move(prepared_reference));
+    if (!run.ok()) return finish(run.status());
+    reference = *std::move(run);
+    for (size_t i = 0; i < n; ++i) {
+      if (decided[i]) continue;
+      if (job.context.cancelled && job.context.cancelled()) {
+        return finish(absl::CancelledError("the caller went away"));
+      }
+      v1::CorrectnessReport report;
+      absl::StatusOr<std::optional<v1::Verdict>> failed =
+          evaluation.CheckCorrectness(*reference, *programs[i], &report);
+      if (!failed.ok()) return finish(failed.status());
+      if (*failed) {
+        (*failed)->mutable_compile()->Swap(verdicts[i].mutable_compile());
+        verdicts[i] = std::move(**failed);
+        decided[i] = true;
+      } else {
+        *verdicts[i].mutable_correctness() = report;
+      }
+      if (job.context.on_event && !job.is_group) {
+        v1::EvaluateEvent event;
+        *event.mutable_correctness()->mutable_correctness() =
+            *failed ? verdicts[i].correctness() : report;
+        job.context.on_event(event);
+      }
+    }
+    Observe("correctness", SecondsSince(correctness_start));
+  }
+
+  std::vector<const PreparedProgram*> to_time;
+  std::vector<v1::Verdict*> to_time_verdicts;
+  for (size_t i = 0; i < n; ++i) {
+    if (decided[i]) continue;
+    if (job.settings.skip_timing) {
+      verdicts[i].set_correct(true);
+      verdicts[i].set_stage("passed");
+      continue;
+    }
+    to_time.push_back(programs[i]);
+    to_time_verdicts.push_back(&verdicts[i]);
+  }
+  v1::EvaluateGroupResponse response;
+  if (!to_time.empty()) {
+    if (job.context.cancelled && job.context.cancelled()) {
+      return finish(absl::CancelledError("the caller went away"));
+    }
+    if (job.context.on_event && !job.is_group) {
+      v1::EvaluateEvent event;
+      event.mutable_timing()->set_samples(0);
+      job.context.on_event(event);
+    }
+    const auto timing_start = Clock::now();
+    absl::Status timed = evaluation.TimeAndScore(*reference, to_time, to_time_verdicts,
+                                                 response.mutable_reference_timing());
+    if (!timed.ok()) return finish(timed);
+    Observe("timing", SecondsSince(timing_start));
+  }
+  for (auto& verdict : verdicts) {
+    evaluation.Finish(&verdict);
+    *response.add_verdicts() = std::move(verdict);
+  }
+  finish(std::move(response));
+}
+
+absl::StatusOr<v1::CompileResult> EngineImpl::Compile(const v1::CompileRequest& request,
+                                                      const CallContext& context) {
+  if (request.source().empty()) return absl::InvalidArgumentError("source: empty");
+  if (request.source().size() > options_.max_source_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("source: ", request.source().size(),
+                                                   " bytes exceeds the ", options_.max_source_bytes,
+                                                   "-byte limit"));
+  }
+  compile::CompileJob job;
+  job.source = request.source();
+  job.options = request.options();
+  if (job.options.arch().empty()) {
+    std::string arch;
+    for (auto& device : devices_) {
+      if (device->backend().name() == "cuda") {
+        arch = device->backend().target_arch();
+        break;
+      }
+    }
+    job.options.set_arch(arch.empty() ? options_.default_arch : arch);
+  }
+  job.want_ptx = request.include_ptx();
+  job.want_cubin = request.include_cubin();
+  absl::StatusOr<v1::CompileResult> result = compiler_->Compile(job);
+  if (result.ok()) {
+    if (options_.observer) options_.observer->OnCompileCache(result->cache_hit());
+    if (!request.include_ptx()) result->clear_ptx();
+    if (!request.include_cubin()) result->clear_cubin();
+  } else if (absl::IsInvalidArgument(result.status())) {
+    // A forbidden option is the submission's fault: a failed compile result.
+    v1::CompileResult failed;
+    failed.set_success(false);
+    failed.set_log(std::string(result.status().message()));
+    return failed;
+  }
+  return result;
+}
+
+absl::StatusOr<v1::ListProblemsResponse> EngineImpl::ListProblems(
+    const v1::ListProblemsRequest& request) {
+  v1::ListProblemsResponse response;
+  for (const v1::Problem* problem : registry_.List()) {
+    if (!request.tag().empty() &&
+        std::find(problem->tags().begin(), problem->tags().end(), request.tag()) ==
+            problem->tags().end()) {
+      continue;
+    }
+    v1::ProblemSummary* summary = response.add_problems();
+    summary->set_id(problem->id());
+    summary->set_title(problem->title());
+    *summary->mutable_tags() = problem->tags();
+  }
+  return response;
+}
+
+absl::StatusOr<v1::GetProblemResponse> EngineImpl::GetProblem(const v1::GetProblemRequest& request) {
+  const v1::Problem* problem = registry_.Find(request.problem_id());
+  if (!problem) {
+    return absl::NotFoundError(
+        absl::StrCat("problem_id: unknown problem \"", request.problem_id(), "\""));
+  }
+  v1::GetProblemResponse response;
+  *response.mutable_problem() = *problem;
+  const problems::ProblemDescription description = problems::Describe(*problem);
+  response.set_signature(description.signature);
+  response.set_example_launch(description.example_launch);
+  response.set_prompt(description.prompt);
+  return response;
+}
+
+v1::ListDevicesResponse EngineImpl::ListDevices() {
+  v1::ListDevicesResponse response;
+  for (auto& device : devices_) {
+    v1::DeviceInfo* info = response.add_devices();
+    *info = device->backend().device();
+    info->set_queue_depth(static_cast<uint32_t>(device->queue().size()));
+    info->set_ready(ready_.load());
+  }
+  return response;
+}
+
+void EngineImpl::Shutdown(absl::Time deadline) {
+  std::lock_guard lock(shutdown_mutex_);
+  if (shut_down_.exchange(true)) return;
+  ready_ = false;
+  for (auto& device : devices_) device->queue().Close();
+  // Queued jobs drain quickly: each sees shut_down_ and answers UNAVAILABLE;
+  // the job in progress finishes (its backend call is bounded by its timeout).
+  for (auto& thread : device_threads_) {
+    if (thread.joinable()) thread.join();
+  }
+  compile_pool_.reset();
+  (void)deadline;
+}
+
+}  // namespace
+}  // namespace engine
+
+absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
+  auto engine = std::make_unique<engine::EngineImpl>(options);
+  if (absl::Status s = engine->Init(); !s.ok()) return s;
+  return engine;
+}
+
+}  // namespace kerneleval

@@ -1,0 +1,573 @@
+#include "evaluator/engine/evaluation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "evaluator/data/compare.h"
+#include "evaluator/plan/binding.h"
+#include "evaluator/plan/directives.h"
+#include "evaluator/problems/problems.h"
+#include "evaluator/timing/sampling.h"
+#include "gpu_peaks/gpu_peaks.h"
+
+namespace kerneleval::engine {
+namespace {
+
+// Failing checks kept in a verdict beyond the first: enough to see a pattern.
+constexpr int kMaxFailingChecksReported = 4;
+// A speedup above this is flagged for a human to look at.
+constexpr double kSuspiciousSpeedup = 10.0;
+// A time below this fraction of the roofline minimum is physically impossible.
+constexpr double kRooflineFloorFactor = 0.9;
+
+plan::ParamMap ParamsOf(const v1::ShapeBinding& shape) {
+  plan::ParamMap params;
+  for (const auto& [name, value] : shape.values()) params[name] = value;
+  return params;
+}
+
+std::string ShapeText(const google::protobuf::Map<std::string, int64_t>& params) {
+  std::vector<std::string> parts;
+  for (const auto& [name, value] : params) parts.push_back(absl::StrCat(name, "=", value));
+  std::sort(parts.begin(), parts.end());
+  return absl::StrJoin(parts, ", ");
+}
+
+// "line 3: ..." for plan errors, as the issue asks: a bad plan is a compile verdict.
+std::string PlanError(const absl::Status& status) { return std::string(status.message()); }
+
+}  // namespace
+
+uint64_t DeriveSeed(uint64_t seed, uint64_t a, uint64_t b) {
+  auto mix = [](uint64_t z) {
+    z += 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  };
+  return mix(mix(mix(seed) ^ a) ^ (b * 0x2545F4914F6CDD1DULL));
+}
+
+Evaluation::Evaluation(const v1::Problem& problem, Backend& backend,
+                       compile::CompileService& compiler, EvaluationSettings settings)
+    : problem_(problem), backend_(backend), compiler_(compiler), settings_(std::move(settings)) {}
+
+v1::Verdict Evaluation::Failed(std::string_view stage, std::string error) const {
+  v1::Verdict verdict;
+  verdict.set_correct(false);
+  verdict.set_stage(std::string(stage));
+  verdict.set_error(std::move(error));
+  return verdict;
+}
+
+absl::StatusOr<PreparedProgram> Evaluation::PrepareReference(const CallContext& context) {
+  v1::Submission reference;
+  reference.set_source(problem_.reference_source());
+  *reference.mutable_launch_plan() = problem_.reference_plan();
+  for (const auto& option : problem_.reference_compile_options()) {
+    reference.mutable_compile_options()->add_options(option);
+  }
+  absl::StatusOr<Preparation> prepared = PrepareCandidate(reference, "reference", context);
+  if (!prepared.ok()) return prepared.status();
+  if (prepared->verdict) {
+    return absl::InternalError(absl::StrCat("the reference of problem ", problem_.id(),
+                                            " does not build: ", prepared->verdict->error(), "\n",
+                                            prepared->verdict->compile().log()));
+  }
+  return std::move(*prepared->program);
+}
+
+absl::StatusOr<Preparation> Evaluation::PrepareCandidate(const v1::Submission& submission,
+                                                         std::string label,
+                                                         const CallContext& context) {
+  Preparation preparation;
+  compile::CompileJob job;
+  job.source = submission.source();
+  *job.options.mutable_options() = submission.compile_options().options();
+  job.options.set_arch(submission.compile_options().arch().empty()
+                           ? settings_.arch
+                           : submission.compile_options().arch());
+  job.want_cubin = backend_.name() == "cuda";
+  job.want_ptx = false;
+  absl::StatusOr<v1::CompileResult> compiled = compiler_.Compile(job);
+  if (!compiled.ok()) {
+    // Bad input to the compiler (oversize, forbidden option) is the
+    // submission's fault: a compile verdict. Infrastructure errors propagate.
+    if (absl::IsInvalidArgument(compiled.status())) {
+      preparation.verdict = Failed("compile", std::string(compiled.status().message()));
+      return preparation;
+    }
+    return compiled.status();
+  }
+  if (!compiled->success()) {
+    v1::Verdict verdict = Failed("compile", "compilation failed");
+    if (!compiled->diagnostics().empty()) {
+      for (const auto& d : compiled->diagnostics()) {
+        if (d.severity() == "error") {
+          verdict.set_error(absl::StrCat("line ", d.line(), ": ", d.message()));
+          break;
+        }
+      }
+    }
+    *verdict.mutable_compile() = *std::move(compiled);
+    preparation.verdict = std::move(verdict);
+    return preparation;
+  }
+
+  PreparedProgram program;
+  program.program.set_label(label);
+  program.program.set_source(submission.source());
+  for (const auto& option : submission.compile_options().options()) {
+    if (option.rfind("-D", 0) == 0) program.program.add_defines(option);
+  }
+  *program.program.mutable_compiled() = *std::move(compiled);
+
+  auto fail_plan = [&](std::string error) {
+    v1::Verdict verdict = Failed("compile", std::move(error));
+    *verdict.mutable_compile() = program.program.compiled();
+    verdict.mutable_compile()->clear_cubin();
+    preparation.verdict = std::move(verdict);
+    return preparation;
+  };
+
+  if (!submission.launch_plan().launches().empty()) {
+    program.plan = submission.launch_plan();
+  } else {
+    absl::StatusOr<v1::LaunchPlan> parsed = plan::ParseDirectives(submission.source());
+    if (!parsed.ok()) return fail_plan(PlanError(parsed.status()));
+    program.plan = *std::move(parsed);
+  }
+  if (program.plan.launches().empty()) {
+    return fail_plan(
+        "no launch plan: add a line such as `// @launch my_kernel<<<ceil_div(N, 256), 256>>>(x, "
+        "y, N)` to the source (see `kerneleval problems show ID`)");
+  }
+  absl::StatusOr<std::vector<plan::KernelSignature>> signatures =
+      plan::ParseKernelSignatures(submission.source());
+  if (!signatures.ok()) return fail_plan(PlanError(signatures.status()));
+  program.signatures = *std::move(signatures);
+
+  // The plan must be resolvable on every shape before anything runs; the
+  // timed shape too (a plan that only works on small shapes fails here).
+  std::vector<const v1::ShapeBinding*> shapes;
+  for (const auto& shape : problem_.correctness_shapes()) shapes.push_back(&shape);
+  if (!settings_.skip_timing) shapes.push_back(&TimedShape());
+  for (const v1::ShapeBinding* shape : shapes) {
+    absl::StatusOr<internal::ResolvedPlan> resolved = Resolve(program, *shape);
+    if (!resolved.ok()) {
+      return fail_plan(absl::StrCat(PlanError(resolved.status()), " (shape ",
+                                    shape->label().empty() ? ShapeText(shape->values())
+                                                           : shape->label(),
+                                    ")"));
+    }
+  }
+  if (context.on_event) {
+    v1::EvaluateEvent event;
+    v1::CompileResult* summary = event.mutable_compiled()->mutable_compile();
+    *summary = program.program.compiled();
+    summary->clear_cubin();
+    summary->clear_ptx();
+    if (label != "reference") context.on_event(event);
+  }
+  preparation.program = std::move(program);
+  return preparation;
+}
+
+absl::StatusOr<internal::ResolvedPlan> Evaluation::Resolve(const PreparedProgram& program,
+                                                           const v1::ShapeBinding& shape) {
+  plan::PlanLimits limits;
+  absl::StatusOr<internal::ResolvedPlan> resolved = plan::ResolvePlan(
+      program.plan, problem_, ParamsOf(shape), program.signatures, limits);
+  if (!resolved.ok()) return resolved.status();
+  // The symbol to load: NVRTC's mangled name for the kernel the plan names.
+  for (auto& launch : *resolved->mutable_launches()) {
+    launch.set_symbol(launch.kernel());
+    for (const auto& kernel : program.program.compiled().kernels()) {
+      const std::string& name = kernel.name();
+      if (name == launch.kernel() || (name.size() > launch.kernel().size() &&
+                                      name.compare(0, launch.kernel().size(), launch.kernel()) == 0 &&
+                                      name[launch.kernel().size()] == '(')) {
+        launch.set_symbol(kernel.mangled_name().empty() ? name : kernel.mangled_name());
+        break;
+      }
+    }
+  }
+  return resolved;
+}
+
+const v1::ShapeBinding& Evaluation::TimedShape() const {
+  if (backend_.name() == "cpu") {
+    if (!problem_.cpu_timed_shape().values().empty()) return problem_.cpu_timed_shape();
+    if (!problem_.correctness_shapes().empty()) return problem_.correctness_shapes(0);
+  }
+  return problem_.timed_shape();
+}
+
+absl::StatusOr<std::vector<internal::Case>> Evaluation::BuildCases(
+    const PreparedProgram& program, const std::vector<internal::Case>& base) {
+  std::vector<internal::Case> cases = base;
+  int shape_index = 0;
+  for (auto& c : cases) {
+    v1::ShapeBinding shape;
+    *shape.mutable_values() = c.params();
+    absl::StatusOr<internal::ResolvedPlan> resolved = Resolve(program, shape);
+    if (!resolved.ok()) return resolved.status();
+    *c.mutable_plan() = *std::move(resolved);
+    ++shape_index;
+  }
+  return cases;
+}
+
+absl::StatusOr<ReferenceRun> Evaluation::RunReference(PreparedProgram reference) {
+  const uint32_t trials = problem_.correctness_trials() ? problem_.correctness_trials() : 3;
+  std::vector<internal::Case> base;
+  for (int s = 0; s < problem_.correctness_shapes_size(); ++s) {
+    const v1::ShapeBinding& shape = problem_.correctness_shapes(s);
+    for (uint32_t t = 0; t < trials; ++t) {
+      internal::Case c;
+      c.set_label(absl::StrCat(shape.label().empty() ? absl::StrCat("shape", s) : shape.label(),
+                               "#", t));
+      *c.mutable_params() = shape.values();
+      c.set_input_seed(DeriveSeed(settings_.seed, s, t));
+      base.push_back(std::move(c));
+    }
+  }
+  ReferenceRun run;
+  absl::StatusOr<std::vector<internal::Case>> cases = BuildCases(reference, base);
+  if (!cases.ok()) {
+    return absl::InternalError(
+        absl::StrCat("reference plan of ", problem_.id(), ": ", cases.status().message()));
+  }
+  internal::RunRequest request;
+  *request.mutable_program() = reference.program;
+  for (const auto& c : *cases) *request.add_cases() = c;
+  request.set_timeout_seconds(settings_.run_timeout_seconds);
+  absl::StatusOr<internal::RunResult> result = backend_.Run(request);
+  if (!result.ok()) return result.status();
+  if (result->has_failure()) {
+    return absl::InternalError(absl::StrCat("the reference of ", problem_.id(), " failed (",
+                                            result->failure().stage(),
+                                            "): ", result->failure().message()));
+  }
+  run.program = std::move(reference);
+  run.cases = *std::move(cases);
+  run.result = *std::move(result);
+  return run;
+}
+
+namespace {
+
+// Compares every output of one case; appends checks (all when passing, the
+// failing ones otherwise). Returns true when every output passed.
+absl::StatusOr<bool> CompareCase(const v1::Problem& problem, const internal::Case& c,
+                                 const internal::CaseResult& expected,
+                                 const internal::CaseResult& got, v1::CorrectnessReport* report,
+                                 int* failing_reported, std::string_view trial_label) {
+  bool passed = true;
+  plan::ParamMap params;
+  for (const auto& [name, value] : c.params()) params[name] = value;
+  for (const v1::TensorSpec& spec : problem.outputs()) {
+    const internal::Tensor* want = nullptr;
+    const internal::Tensor* have = nullptr;
+    for (const auto& t : expected.outputs()) {
+      if (t.name() == spec.name()) want = &t;
+    }
+    for (const auto& t : got.outputs()) {
+      if (t.name() == spec.name()) have = &t;
+    }
+    if (!want || !have) {
+      return absl::InternalError(absl::StrCat("output ", spec.name(), " missing from a run"));
+    }
+    absl::StatusOr<std::vector<int64_t>> dims = problems::EvalShape(spec, params);
+    if (!dims.ok()) return dims.status();
+    const data::ResolvedTolerance tolerance = data::ResolveTolerance(spec.dtype(), spec.tolerance());
+    v1::OutputCheck check = data::CompareTensor(*want, *have, *dims, tolerance.atol, tolerance.rtol);
+    check.set_output(spec.name());
+    check.set_shape_label(std::string(trial_label));
+    *check.mutable_shape() = c.params();
+    if (!check.passed()) {
+      passed = false;
+      if ((*failing_reported)++ < kMaxFailingChecksReported) *report->add_checks() = check;
+    } else if (*failing_reported == 0) {
+      *report->add_checks() = std::move(check);
+    }
+  }
+  return passed;
+}
+
+std::string DescribeFailure(const v1::OutputCheck& check) {
+  std::string where = absl::StrJoin(check.first_mismatch().index(), ", ");
+  return absl::StrCat("output ", check.output(), " is wrong on shape ", check.shape_label(),
+                      " (", ShapeText(check.shape()), "): ", check.mismatches(), " of ",
+                      check.elements(), " elements differ; first at [", where, "]: got ",
+                      check.first_mismatch().got(), ", expected ",
+                      check.first_mismatch().expected(), " (max abs error ",
+                      check.max_abs_error(), ", atol ", check.atol(), ", rtol ", check.rtol(), ")");
+}
+
+}  // namespace
+
+absl::StatusOr<std::optional<v1::Verdict>> Evaluation::CheckCorrectness(
+    const ReferenceRun& reference, const PreparedProgram& candidate,
+    v1::CorrectnessReport* report) {
+  absl::StatusOr<std::vector<internal::Case>> cases = BuildCases(candidate, reference.cases);
+  if (!cases.ok()) return std::optional<v1::Verdict>(Failed("compile", PlanError(cases.status())));
+  internal::RunRequest request;
+  *request.mutable_program() = candidate.program;
+  for (const auto& c : *cases) *request.add_cases() = c;
+  request.set_timeout_seconds(settings_.run_timeout_seconds);
+  absl::StatusOr<internal::RunResult> result = backend_.Run(request);
+  if (!result.ok()) return result.status();
+  if (result->has_failure()) {
+    const internal::RunFailure& failure = result->failure();
+    std::string error = failure.message();
+    if (!failure.case_label().empty()) absl::StrAppend(&error, " (case ", failure.case_label(), ")");
+    return std::optional<v1::Verdict>(
+        Failed(failure.stage() == "timeout" ? "timeout" : "runtime", std::move(error)));
+  }
+  if (result->cases_size() != static_cast<int>(cases->size())) {
+    return absl::InternalError("backend returned the wrong number of cases");
+  }
+  report->Clear();
+  std::set<std::string> shapes;
+  int failing = 0;
+  std::string first_error;
+  for (size_t i = 0; i < cases->size(); ++i) {
+    const internal::Case& c = (*cases)[i];
+    shapes.insert(c.label().substr(0, c.label().find('#')));
+    const internal::CaseResult& got = result->cases(static_cast<int>(i));
+    if (!got.modified_input().empty()) {
+      report->set_inputs_modified(true);
+      report->set_modified_input(got.modified_input());
+      if (first_error.empty()) {
+        first_error = absl::StrCat("the kernel modified its input ", got.modified_input(),
+                                   " (case ", c.label(), "); inputs are read-only");
+      }
+      ++failing;
+      continue;
+    }
+    absl::StatusOr<bool> passed = CompareCase(problem_, c, reference.result.cases(static_cast<int>(i)),
+                                              got, report, &failing, c.label());
+    if (!passed.ok()) return passed.status();
+    if (!*passed && first_error.empty()) {
+      for (const auto& check : report->checks()) {
+        if (!check.passed()) {
+          first_error = DescribeFailure(check);
+          break;
+        }
+      }
+    }
+    report->set_trials_run(report->trials_run() + 1);
+  }
+  report->set_shapes_checked(static_cast<uint32_t>(shapes.size()));
+  report->set_passed(failing == 0);
+  if (failing == 0) return std::optional<v1::Verdict>();
+  v1::Verdict verdict = Failed("correctness", first_error);
+  *verdict.mutable_correctness() = *report;
+  return std::optional<v1::Verdict>(std::move(verdict));
+}
+
+namespace {
+
+internal::TimingConfig TimingConfigFor(std::string_view backend) {
+  internal::TimingConfig config;
+  if (backend == "cpu") {
+    // Emulated kernels run ~1000x slower than on a GPU: a few samples of a
+    // small shape say what the CPU backend can say, in bounded time.
+    config.set_warmup_runs(1);
+    config.set_min_samples(5);
+    config.set_min_seconds(0.05);
+    config.set_max_seconds(1.5);
+    config.set_target_rel_stderr(0.02);
+    config.set_input_sets(2);
+    config.set_flush_l2(false);
+  }
+  return timing::WithDefaults(config);
+}
+
+void FillStats(const timing::SampleStats& stats, double total_seconds, v1::TimingStats* out) {
+  out->set_samples(stats.samples);
+  out->set_median_us(stats.median);
+  out->set_mean_us(stats.mean);
+  out->set_stdev_us(stats.stdev);
+  out->set_min_us(stats.min);
+  out->set_max_us(stats.max);
+  out->set_rel_stderr_median(stats.rel_stderr_median);
+  out->set_total_seconds(total_seconds);
+}
+
+}  // namespace
+
+absl::Status Evaluation::TimeAndScore(const ReferenceRun& reference,
+                                      const std::vector<const PreparedProgram*>& candidates,
+                                      std::vector<v1::Verdict*> verdicts,
+                                      v1::TimingStats* reference_stats) {
+  if (candidates.empty()) return absl::OkStatus();
+  const v1::ShapeBinding& shape = TimedShape();
+  internal::TimingRequest request;
+  *request.mutable_params() = shape.values();
+  *request.mutable_config() = TimingConfigFor(backend_.name());
+  for (uint32_t i = 0; i < request.config().input_sets(); ++i) {
+    request.add_input_seeds(DeriveSeed(settings_.seed, 1000003, i));
+  }
+  request.set_timeout_seconds(settings_.run_timeout_seconds +
+                              request.config().max_seconds() * (1 + candidates.size()));
+  std::vector<const PreparedProgram*> programs = {&reference.program};
+  programs.insert(programs.end(), candidates.begin(), candidates.end());
+  for (const PreparedProgram* program : programs) {
+    absl::StatusOr<internal::ResolvedPlan> plan = Resolve(*program, shape);
+    if (!plan.ok()) return plan.status();  // checked in PrepareCandidate already
+    internal::TimedProgram* timed = request.add_programs();
+    *timed->mutable_program() = program->program;
+    *timed->mutable_plan() = *std::move(plan);
+  }
+  absl::StatusOr<internal::TimingResult> result = backend_.Time(request);
+  if (!result.ok()) return result.status();
+  if (result->programs_size() != static_cast<int>(programs.size()) &&
+      !result->has_failure()) {
+    return absl::InternalError("timing returned the wrong number of programs");
+  }
+
+  // Which program failed: a reference failure is ours, a candidate's is a verdict.
+  if (result->has_failure()) {
+    const internal::RunFailure& failure = result->failure();
+    if (failure.program() == reference.program.program.label()) {
+      return absl::InternalError(absl::StrCat("the reference failed while timing: ",
+                                              failure.message()));
+    }
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      if (candidates[i]->program.label() == failure.program() || candidates.size() == 1) {
+        v1::Verdict failed = Failed(failure.stage() == "timeout" ? "timeout" : "runtime",
+                                    absl::StrCat("while timing: ", failure.message()));
+        failed.mutable_compile()->Swap(verdicts[i]->mutable_compile());
+        failed.mutable_correctness()->Swap(verdicts[i]->mutable_correctness());
+        *verdicts[i] = std::move(failed);
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  plan::ParamMap params = ParamsOf(shape);
+  double flops = 0, bytes = 0;
+  if (absl::StatusOr<double> f = problems::EvalFlops(problem_, params); f.ok()) flops = *f;
+  if (absl::StatusOr<double> b = problems::EvalBytes(problem_, params); b.ok()) bytes = *b;
+  double t_min_us = 0;
+  const v1::DeviceInfo device = backend_.device();
+  if (device.roofline_known()) {
+    absl::StatusOr<double> t_min_s =
+        gpu_peaks::RooflineMinSeconds(device.peaks(), problem_.compute_type(), flops, bytes);
+    if (t_min_s.ok()) t_min_us = *t_min_s * 1e6;
+  }
+
+  const timing::SampleStats ref_stats = timing::Summarize(result->programs(0).samples_us());
+  double ref_total = 0;
+  for (double s : result->programs(0).samples_us()) ref_total += s * 1e-6;
+  if (reference_stats) FillStats(ref_stats, ref_total, reference_stats);
+
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    v1::Verdict& verdict = *verdicts[i];
+    const internal::ProgramTiming& timing = result->programs(static_cast<int>(i + 1));
+    v1::TimingReport* report = verdict.mutable_timing();
+    FillStats(ref_stats, ref_total, report->mutable_reference());
+    const timing::SampleStats stats = timing::Summarize(timing.samples_us());
+    double total = 0;
+    for (double s : timing.samples_us()) total += s * 1e-6;
+    FillStats(stats, total, report->mutable_candidate());
+    report->set_emulated(backend_.name() == "cpu");
+    *report->mutable_shape() = shape.values();
+    report->set_flops(flops);
+    report->set_bytes(bytes);
+    report->set_roofline_min_us(t_min_us);
+    report->set_sm_clock_mhz(result->sm_clock_mhz());
+    report->set_sm_clock_min_mhz(result->sm_clock_min_mhz());
+    report->set_throttled(result->throttled());
+    report->set_converged(result->converged());
+    report->set_input_sets(static_cast<uint32_t>(request.input_seeds_size()));
+
+    // The outputs of timed runs must match too: a kernel that caches across
+    // launches or skips repeated inputs fails here.
+    int failing = 0;
+    std::string error;
+    v1::CorrectnessReport timed_report;
+    const internal::ProgramTiming& ref_timing = result->programs(0);
+    const int sets = std::min(timing.last_outputs_size(), ref_timing.last_outputs_size());
+    for (int set = 0; set < sets; ++set) {
+      internal::Case c;
+      *c.mutable_params() = shape.values();
+      absl::StatusOr<bool> passed =
+          CompareCase(problem_, c, ref_timing.last_outputs(set), timing.last_outputs(set),
+                      &timed_report, &failing, absl::StrCat("timed#", set));
+      if (!passed.ok()) return passed.status();
+      if (!timing.last_outputs(set).modified_input().empty()) {
+        error = absl::StrCat("the kernel modified its input ", timing.last_outputs(set).modified_input(),
+                             " during timing");
+        break;
+      }
+      if (!*passed) {
+        for (const auto& check : timed_report.checks()) {
+          if (!check.passed()) {
+            error = absl::StrCat("during timing (input set ", set, ", after repeated launches): ",
+                                 DescribeFailure(check));
+            break;
+          }
+        }
+        break;
+      }
+    }
+    if (!error.empty()) {
+      verdict.set_correct(false);
+      verdict.set_stage("correctness");
+      verdict.set_error(error);
+      for (const auto& check : timed_report.checks()) {
+        if (!check.passed()) *verdict.mutable_correctness()->add_checks() = check;
+      }
+      verdict.mutable_correctness()->set_passed(false);
+      continue;
+    }
+
+    const double speedup = timing::Speedup(ref_stats, stats);
+    if (t_min_us > 0 && stats.median > 0 &&
+        timing::BelowRooflineFloor(stats.median, t_min_us, kRooflineFloorFactor)) {
+      verdict.set_correct(false);
+      verdict.set_stage("correctness");
+      verdict.set_error(absl::StrCat("median time ", stats.median, " us is below ",
+                                     kRooflineFloorFactor, " x the roofline minimum ", t_min_us,
+                                     " us: physically impossible, so the measurement is not trusted"));
+      verdict.add_flags("below_roofline_floor");
+      continue;
+    }
+    verdict.set_correct(true);
+    verdict.set_stage("passed");
+    verdict.clear_error();
+    if (std::isfinite(speedup) && speedup > 0) verdict.set_speedup(speedup);
+    if (t_min_us > 0 && stats.median > 0) verdict.set_roofline_frac(t_min_us / stats.median);
+    if (speedup > kSuspiciousSpeedup) verdict.add_flags("speedup_above_10x");
+    if (backend_.name() == "cpu") verdict.add_flags("emulated_timing");
+    if (result->throttled()) verdict.add_flags("clock_throttled");
+    if (!result->converged()) verdict.add_flags("timing_not_converged");
+  }
+  return absl::OkStatus();
+}
+
+void Evaluation::Finish(v1::Verdict* verdict) const {
+  verdict->set_problem_id(problem_.id());
+  verdict->set_backend(std::string(backend_.name()));
+  *verdict->mutable_device() = backend_.device();
+  *verdict->mutable_reward_settings() = settings_.reward_settings;
+  if (settings_.seed_fixed) verdict->set_seed(settings_.seed);
+  if (verdict->stage().empty()) verdict->set_stage(verdict->correct() ? "passed" : "runtime");
+  rubric::Observation observation;
+  observation.correct = verdict->correct();
+  observation.stage = verdict->stage();
+  if (verdict->speedup() != 0) observation.speedup = verdict->speedup();
+  if (verdict->roofline_frac() != 0) observation.roofline_frac = verdict->roofline_frac();
+  verdict->set_reward(rubric::SanitizedScore(settings_.reward, observation));
+  // The CUBIN is large and of no use to a caller reading a verdict.
+  verdict->mutable_compile()->clear_cubin();
+  verdict->mutable_compile()->clear_ptx();
+}
+
+}  // namespace kerneleval::engine

@@ -1,0 +1,110 @@
+// One evaluation, step by step: prepare (compile + plan), correctness,
+// timing, verdict. The engine (engine.cc) schedules these steps; groups share
+// the reference's work. Every failure of the submission becomes a Verdict;
+// absl::Status errors are for what could not be judged at all.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "evaluator/compile/compile_service.h"
+#include "evaluator/engine/backend.h"
+#include "evaluator/engine/engine.h"
+#include "evaluator/plan/signature.h"
+#include "kerneleval/internal/worker.pb.h"
+#include "kerneleval/v1/kerneleval.pb.h"
+#include "rubric/rubric.h"
+
+namespace kerneleval::engine {
+
+// A program ready to run: NVRTC's output, its plan and kernel signatures.
+struct PreparedProgram {
+  internal::Program program;
+  v1::LaunchPlan plan;
+  std::vector<plan::KernelSignature> signatures;
+};
+
+// Either a prepared program or the verdict that ends the evaluation early
+// (stage "compile": compiler errors, a forbidden option, a bad plan).
+struct Preparation {
+  std::optional<PreparedProgram> program;
+  std::optional<v1::Verdict> verdict;
+};
+
+// Reference work shared by every candidate of a request or group.
+struct ReferenceRun {
+  PreparedProgram program;
+  std::vector<internal::Case> cases;  // correctness cases with the reference's plan
+  internal::RunResult result;         // its outputs per case
+};
+
+struct EvaluationSettings {
+  rubric::RewardConfig reward;
+  v1::RewardSettings reward_settings;  // as applied, for the verdict
+  uint64_t seed = 0;
+  bool seed_fixed = false;
+  bool skip_timing = false;
+  double run_timeout_seconds = 20;
+  std::string arch;  // NVRTC target
+};
+
+class Evaluation {
+ public:
+  Evaluation(const v1::Problem& problem, Backend& backend, compile::CompileService& compiler,
+             EvaluationSettings settings);
+
+  // Compiles and parses the reference (a failure here is the problem's bug:
+  // an INTERNAL / INVALID_ARGUMENT error, not a verdict).
+  absl::StatusOr<PreparedProgram> PrepareReference(const CallContext& context);
+
+  // Compiles the submission and parses its plan.
+  absl::StatusOr<Preparation> PrepareCandidate(const v1::Submission& submission, std::string label,
+                                               const CallContext& context);
+
+  // Runs the reference on every correctness case (fresh inputs per trial).
+  absl::StatusOr<ReferenceRun> RunReference(PreparedProgram reference);
+
+  // Runs the candidate on the same cases and compares every output. Returns
+  // nullopt when it passed (report in *report), or the failing verdict.
+  absl::StatusOr<std::optional<v1::Verdict>> CheckCorrectness(const ReferenceRun& reference,
+                                                              const PreparedProgram& candidate,
+                                                              v1::CorrectnessReport* report);
+
+  // Times the reference and every candidate interleaved on the timed shape,
+  // checks the outputs of the timed runs, and fills one verdict per candidate
+  // (verdicts[i] must already carry candidate i's compile and correctness).
+  absl::Status TimeAndScore(const ReferenceRun& reference,
+                            const std::vector<const PreparedProgram*>& candidates,
+                            std::vector<v1::Verdict*> verdicts, v1::TimingStats* reference_stats);
+
+  // Finishes a verdict: reward from the rubric, settings, device, seed.
+  void Finish(v1::Verdict* verdict) const;
+
+  // A verdict for a submission that failed at `stage` with `error`.
+  v1::Verdict Failed(std::string_view stage, std::string error) const;
+
+  const v1::Problem& problem() const { return problem_; }
+  Backend& backend() { return backend_; }
+
+ private:
+  absl::StatusOr<std::vector<internal::Case>> BuildCases(const PreparedProgram& program,
+                                                         const std::vector<internal::Case>& base);
+  absl::StatusOr<internal::ResolvedPlan> Resolve(const PreparedProgram& program,
+                                                 const v1::ShapeBinding& shape);
+  const v1::ShapeBinding& TimedShape() const;
+
+  const v1::Problem& problem_;
+  Backend& backend_;
+  compile::CompileService& compiler_;
+  EvaluationSettings settings_;
+};
+
+// Seeds derived from the request's seed: one per (shape, trial), one per
+// timing input set. SplitMix64 mixing, so neighbouring seeds are unrelated.
+uint64_t DeriveSeed(uint64_t seed, uint64_t a, uint64_t b);
+
+}  // namespace kerneleval::engine

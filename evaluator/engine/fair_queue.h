@@ -1,0 +1,77 @@
+// A bounded queue fair between clients: tasks are served round-robin across
+// client ids, so one client's group of 64 does not starve another's single
+// request. Thread-safe; Pop blocks until a task arrives or the queue closes.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+
+namespace kerneleval {
+
+template <class Task>
+class FairQueue {
+ public:
+  explicit FairQueue(size_t capacity) : capacity_(capacity) {}
+
+  // Adds a task for `client`. Returns the number of tasks ahead of it, or
+  // nullopt when the queue is full or closed (the caller answers at once).
+  std::optional<size_t> Push(const std::string& client, Task task) {
+    std::lock_guard lock(mutex_);
+    if (closed_ || size_ >= capacity_) return std::nullopt;
+    auto& tasks = by_client_[client];
+    if (tasks.empty()) ready_.push_back(client);
+    tasks.push_back(std::move(task));
+    const size_t ahead = size_++;
+    ready_cv_.notify_one();
+    return ahead;
+  }
+
+  // Takes the next task in round-robin order over clients; nullopt once the
+  // queue is closed and drained.
+  std::optional<Task> Pop() {
+    std::unique_lock lock(mutex_);
+    ready_cv_.wait(lock, [&] { return size_ > 0 || closed_; });
+    if (size_ == 0) return std::nullopt;
+    const std::string client = std::move(ready_.front());
+    ready_.pop_front();
+    auto it = by_client_.find(client);
+    Task task = std::move(it->second.front());
+    it->second.pop_front();
+    if (it->second.empty()) {
+      by_client_.erase(it);
+    } else {
+      ready_.push_back(client);  // served once: to the back of the line
+    }
+    --size_;
+    return task;
+  }
+
+  // Wakes every Pop; later Pushes fail. Queued tasks can still be popped.
+  void Close() {
+    std::lock_guard lock(mutex_);
+    closed_ = true;
+    ready_cv_.notify_all();
+  }
+
+  size_t size() const {
+    std::lock_guard lock(mutex_);
+    return size_;
+  }
+  size_t capacity() const { return capacity_; }
+
+ private:
+  const size_t capacity_;
+  mutable std::mutex mutex_;
+  std::condition_variable ready_cv_;
+  std::map<std::string, std::deque<Task>> by_client_;
+  std::deque<std::string> ready_;  // clients with queued tasks, in service order
+  size_t size_ = 0;
+  bool closed_ = false;
+};
+
+}  // namespace kerneleval

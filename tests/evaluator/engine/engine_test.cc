@@ -1,0 +1,362 @@
+// The engine end to end on the CPU backend: every stage of a verdict is
+// exercised for real (compile, runtime, timeout, correctness, passed), and
+// after each failure the next evaluation passes.
+#include "evaluator/engine/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <thread>
+
+namespace kerneleval {
+namespace {
+
+class EngineTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    EngineOptions options;
+    options.enable_cuda = false;
+    options.compile_workers = 2;
+    options.run_timeout_seconds = 5;
+    options.reward_mode = "speedup";
+    options.partial_credit = false;
+    auto engine = Engine::Create(options);
+    ASSERT_TRUE(engine.ok()) << engine.status();
+    engine_ = engine->release();
+  }
+  static void TearDownTestSuite() {
+    delete engine_;
+    engine_ = nullptr;
+  }
+
+  static v1::Verdict Evaluate(const std::string& problem, const std::string& source,
+                              bool skip_timing = true) {
+    v1::EvaluateRequest request;
+    request.set_problem_id(problem);
+    request.mutable_submission()->set_source(source);
+    request.set_skip_timing(skip_timing);
+    // A fresh seed per call: no verdict is shared through de-duplication, so
+    // "the next evaluation passes" really runs again on a replaced worker.
+    request.set_seed(next_seed_++);
+    auto verdict = engine_->Evaluate(request, CallContext{});
+    EXPECT_TRUE(verdict.ok()) << verdict.status();
+    return verdict.ok() ? *verdict : v1::Verdict{};
+  }
+
+  static inline Engine* engine_ = nullptr;
+  static inline uint64_t next_seed_ = 1234;
+};
+
+constexpr char kVectorAdd[] = R"(
+// @launch add<<<ceil_div(N, 256), 256>>>(a, b, c, N)
+extern "C" __global__ void add(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+}
+)";
+
+TEST_F(EngineTest, EveryProblemsReferencePassesAsASubmission) {
+  auto problems = engine_->ListProblems({});
+  ASSERT_TRUE(problems.ok());
+  ASSERT_GE(problems->problems_size(), 6);
+  for (const auto& summary : problems->problems()) {
+    v1::GetProblemRequest get;
+    get.set_problem_id(summary.id());
+    auto problem = engine_->GetProblem(get);
+    ASSERT_TRUE(problem.ok()) << problem.status();
+    v1::EvaluateRequest request;
+    request.set_problem_id(summary.id());
+    request.mutable_submission()->set_source(problem->problem().reference_source());
+    *request.mutable_submission()->mutable_launch_plan() = problem->problem().reference_plan();
+    request.set_skip_timing(true);
+    auto verdict = engine_->Evaluate(request, CallContext{});
+    ASSERT_TRUE(verdict.ok()) << summary.id() << ": " << verdict.status();
+    EXPECT_TRUE(verdict->correct()) << summary.id() << ": " << verdict->error();
+    EXPECT_EQ(verdict->stage(), "passed") << summary.id();
+  }
+}
+
+TEST_F(EngineTest, CorrectKernelPassesWithTimingAndReward) {
+  v1::Verdict verdict = Evaluate("vector_add", kVectorAdd, /*skip_timing=*/false);
+  EXPECT_TRUE(verdict.correct()) << verdict.error();
+  EXPECT_EQ(verdict.stage(), "passed");
+  EXPECT_GT(verdict.speedup(), 0);
+  EXPECT_TRUE(verdict.timing().emulated());
+  EXPECT_GT(verdict.timing().candidate().samples(), 0u);
+  // Speedup mode: 0.3 + clamp(log2(s), -0.2, 3.0).
+  const double expected = 0.3 + std::clamp(std::log2(verdict.speedup()), -0.2, 3.0);
+  EXPECT_NEAR(verdict.reward(), expected, 1e-12);
+  EXPECT_TRUE(verdict.has_seed());
+  EXPECT_FALSE(verdict.deduplicated());
+  EXPECT_GE(verdict.correctness().shapes_checked(), 2u);
+}
+
+TEST_F(EngineTest, SharedMemoryAndWarpShuffleSoftmaxPasses) {
+  const char* source = R"(
+// @launch softmax_block<<<ROWS, 128, 128 * sizeof(float)>>>(x, y, ROWS, COLS)
+__device__ float warp_reduce_max(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_down_sync(0xffffffff, v, o));
+  return v;
+}
+__device__ float warp_reduce_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffff, v, o);
+  return v;
+}
+__global__ void softmax_block(const float* x, float* y, int rows, int cols) {
+  extern __shared__ float partial[];
+  __shared__ float row_max, row_sum;
+  const float* in = x + (size_t)blockIdx.x * cols;
+  float* out = y + (size_t)blockIdx.x * cols;
+  float m = -INFINITY;
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) m = fmaxf(m, in[c]);
+  m = warp_reduce_max(m);
+  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = m;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float r = partial[0];
+    for (int w = 1; w < blockDim.x / 32; ++w) r = fmaxf(r, partial[w]);
+    row_max = r;
+  }
+  __syncthreads();
+  float s = 0.f;
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) s += expf(in[c] - row_max);
+  s = warp_reduce_sum(s);
+  __syncthreads();
+  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = s;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float r = 0.f;
+    for (int w = 0; w < blockDim.x / 32; ++w) r += partial[w];
+    row_sum = r;
+  }
+  __syncthreads();
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) out[c] = expf(in[c] - row_max) / row_sum;
+}
+)";
+  v1::Verdict verdict = Evaluate("softmax", source);
+  EXPECT_TRUE(verdict.correct()) << verdict.error();
+}
+
+TEST_F(EngineTest, WrongKernelFailsAtCorrectnessWithDetails) {
+  const char* source = R"(
+// @launch add<<<ceil_div(N, 256), 256>>>(a, b, c, N)
+extern "C" __global__ void add(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] - b[i];
+}
+)";
+  v1::Verdict verdict = Evaluate("vector_add", source);
+  EXPECT_FALSE(verdict.correct());
+  EXPECT_EQ(verdict.stage(), "correctness");
+  EXPECT_EQ(verdict.reward(), 0.0);
+  ASSERT_GT(verdict.correctness().checks_size(), 0);
+  const v1::OutputCheck& check = verdict.correctness().checks(0);
+  EXPECT_FALSE(check.passed());
+  EXPECT_EQ(check.output(), "c");
+  EXPECT_GT(check.mismatches(), 0u);
+  EXPECT_GT(check.max_abs_error(), 0);
+  EXPECT_NE(verdict.error().find("output c"), std::string::npos) << verdict.error();
+  // The next evaluation is unaffected.
+  EXPECT_TRUE(Evaluate("vector_add", kVectorAdd).correct());
+}
+
+TEST_F(EngineTest, KernelWritingOnlyPartOfTheOutputFails) {
+  const char* source = R"(
+// @launch add<<<ceil_div(N, 512), 256>>>(a, b, c, N)
+extern "C" __global__ void add(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+}
+)";
+  v1::Verdict verdict = Evaluate("vector_add", source);
+  EXPECT_FALSE(verdict.correct());
+  EXPECT_EQ(verdict.stage(), "correctness");
+}
+
+TEST_F(EngineTest, KernelReadingLeftoverMemoryInsteadOfComputingFails) {
+  // Writes nothing: it hopes the output buffer still holds the reference's
+  // result. Outputs are poisoned (NaN) before every run.
+  const char* source = R"(
+// @launch lazy<<<1, 32>>>(a, b, c, N)
+extern "C" __global__ void lazy(const float* a, const float* b, float* c, int n) {}
+)";
+  v1::Verdict verdict = Evaluate("vector_add", source);
+  EXPECT_FALSE(verdict.correct());
+  EXPECT_EQ(verdict.stage(), "correctness");
+  EXPECT_TRUE(Evaluate("vector_add", kVectorAdd).correct());
+}
+
+TEST_F(EngineTest, KernelHardCodedToOneShapeFails) {
+  const char* source = R"(
+// @launch add<<<ceil_div(N, 256), 256>>>(a, b, c, N)
+extern "C" __global__ void add(const float* a, const float* b, float* c, int n) {
+  const int fixed_n = 1 << 10;  // the size the author tuned for
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < fixed_n && i < n) c[i] = a[i] + b[i];
+}
+)";
+  v1::Verdict verdict = Evaluate("vector_add", source);
+  EXPECT_FALSE(verdict.correct());
+}
+
+TEST_F(EngineTest, OutOfBoundsWriteIsARuntimeFailure) {
+  const char* source = R"(
+// @launch add<<<ceil_div(N, 256) + 64, 256>>>(a, b, c, N)
+extern "C" __global__ void add(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  c[i] = 1.0f;  // no bounds check, and 64 extra blocks
+}
+)";
+  v1::Verdict verdict = Evaluate("vector_add", source);
+  EXPECT_FALSE(verdict.correct());
+  EXPECT_EQ(verdict.stage(), "runtime") << verdict.error();
+  EXPECT_TRUE(Evaluate("vector_add", kVectorAdd).correct());
+}
+
+TEST_F(EngineTest, InfiniteLoopIsATimeoutWithinTheLimit) {
+  const char* source = R"(
+// @launch spin<<<1, 32>>>(a, b, c, N)
+extern "C" __global__ void spin(const float* a, const float* b, float* c, int n) {
+  volatile int x = 0;
+  while (true) { x = x + 1; }
+}
+)";
+  const auto start = std::chrono::steady_clock::now();
+  v1::Verdict verdict = Evaluate("vector_add", source);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_FALSE(verdict.correct());
+  EXPECT_EQ(verdict.stage(), "timeout") << verdict.error();
+  EXPECT_LT(seconds, 30);
+  EXPECT_TRUE(Evaluate("vector_add", kVectorAdd).correct());
+}
+
+TEST_F(EngineTest, KernelModifyingItsInputFails) {
+  const char* source = R"(
+// @launch add<<<ceil_div(N, 256), 256>>>(a, b, c, N)
+extern "C" __global__ void add(float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) { c[i] = a[i] + b[i]; a[i] = 0.0f; }
+}
+)";
+  v1::Verdict verdict = Evaluate("vector_add", source);
+  EXPECT_FALSE(verdict.correct());
+  EXPECT_EQ(verdict.stage(), "correctness");
+  EXPECT_TRUE(verdict.correctness().inputs_modified());
+  EXPECT_EQ(verdict.correctness().modified_input(), "a");
+}
+
+TEST_F(EngineTest, CompileErrorIsAVerdictWithTheUsersLine) {
+  const char* source = "// @launch add<<<1, 1>>>(a, b, c, N)\n"
+                       "extern \"C\" __global__ void add(const float* a, const float* b, float* c, int n) {\n"
+                       "  c[0] = undefined_name;\n"
+                       "}\n";
+  v1::Verdict verdict = Evaluate("vector_add", source);
+  EXPECT_FALSE(verdict.correct());
+  EXPECT_EQ(verdict.stage(), "compile");
+  EXPECT_NE(verdict.compile().log().find("undefined_name"), std::string::npos);
+  bool line3 = false;
+  for (const auto& d : verdict.compile().diagnostics()) line3 |= d.line() == 3;
+  EXPECT_TRUE(line3) << verdict.compile().log();
+}
+
+TEST_F(EngineTest, BadLaunchPlanIsACompileVerdictNamingTheLine) {
+  const char* source = "\n// @launch add<<<1, 2048>>>(a, b, c, N)\n"
+                       "extern \"C\" __global__ void add(const float* a, const float* b, float* c, int n) {}\n";
+  v1::Verdict verdict = Evaluate("vector_add", source);
+  EXPECT_EQ(verdict.stage(), "compile");
+  EXPECT_NE(verdict.error().find("line 2"), std::string::npos) << verdict.error();
+
+  v1::Verdict no_plan = Evaluate("vector_add", "extern \"C\" __global__ void add() {}\n");
+  EXPECT_EQ(no_plan.stage(), "compile");
+  EXPECT_NE(no_plan.error().find("@launch"), std::string::npos) << no_plan.error();
+}
+
+TEST_F(EngineTest, PartialCreditFollowsTheRubric) {
+  v1::EvaluateRequest request;
+  request.set_problem_id("vector_add");
+  request.mutable_submission()->set_source(R"(
+// @launch lazy<<<1, 32>>>(a, b, c, N)
+extern "C" __global__ void lazy(const float* a, const float* b, float* c, int n) {}
+)");
+  request.set_skip_timing(true);
+  request.mutable_reward()->set_partial_credit(true);
+  auto verdict = engine_->Evaluate(request, CallContext{});
+  ASSERT_TRUE(verdict.ok());
+  EXPECT_EQ(verdict->stage(), "correctness");
+  EXPECT_DOUBLE_EQ(verdict->reward(), 0.05);
+}
+
+TEST_F(EngineTest, RequestErrorsAreStatusesNotVerdicts) {
+  v1::EvaluateRequest unknown;
+  unknown.set_problem_id("no_such_problem");
+  unknown.mutable_submission()->set_source(kVectorAdd);
+  EXPECT_TRUE(absl::IsNotFound(engine_->Evaluate(unknown, CallContext{}).status()));
+
+  v1::EvaluateRequest empty;
+  empty.set_problem_id("vector_add");
+  EXPECT_TRUE(absl::IsInvalidArgument(engine_->Evaluate(empty, CallContext{}).status()));
+
+  v1::EvaluateRequest cuda;
+  cuda.set_problem_id("vector_add");
+  cuda.mutable_submission()->set_source(kVectorAdd);
+  cuda.set_backend(v1::BACKEND_CUDA);
+  EXPECT_TRUE(absl::IsFailedPrecondition(engine_->Evaluate(cuda, CallContext{}).status()));
+
+  CallContext expired;
+  expired.deadline = absl::Now() - absl::Seconds(1);
+  v1::EvaluateRequest ok;
+  ok.set_problem_id("vector_add");
+  ok.mutable_submission()->set_source(kVectorAdd);
+  EXPECT_TRUE(absl::IsDeadlineExceeded(engine_->Evaluate(ok, expired).status()));
+}
+
+TEST_F(EngineTest, GroupSharesTheReferenceAndDeduplicates) {
+  v1::EvaluateGroupRequest group;
+  group.set_problem_id("vector_add");
+  group.set_seed(7);
+  group.add_submissions()->set_source(kVectorAdd);
+  group.add_submissions()->set_source(kVectorAdd);  // a GRPO repeat
+  group.add_submissions()->set_source(R"(
+// @launch lazy<<<1, 32>>>(a, b, c, N)
+extern "C" __global__ void lazy(const float* a, const float* b, float* c, int n) {}
+)");
+  auto response = engine_->EvaluateGroup(group, CallContext{});
+  ASSERT_TRUE(response.ok()) << response.status();
+  ASSERT_EQ(response->verdicts_size(), 3);
+  EXPECT_TRUE(response->verdicts(0).correct()) << response->verdicts(0).error();
+  EXPECT_TRUE(response->verdicts(1).correct());
+  EXPECT_TRUE(response->verdicts(1).deduplicated());
+  EXPECT_FALSE(response->verdicts(2).correct());
+  EXPECT_GT(response->reference_timing().samples(), 0u);
+}
+
+TEST_F(EngineTest, IdenticalSubmissionsInFlightAreJudgedOnce) {
+  v1::EvaluateRequest request;
+  request.set_problem_id("relu");
+  request.set_seed(99);
+  request.set_skip_timing(true);
+  request.mutable_submission()->set_source(R"(
+// @launch relu_k<<<ceil_div(N, 128), 128>>>(x, y, N)
+extern "C" __global__ void relu_k(const float* x, float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = x[i] > 0.f ? x[i] : 0.f;
+}
+)");
+  std::vector<absl::StatusOr<v1::Verdict>> results(4, absl::UnknownError(""));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&, i] { results[i] = engine_->Evaluate(request, CallContext{}); });
+  }
+  for (auto& t : threads) t.join();
+  int deduplicated = 0;
+  for (auto& r : results) {
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(r->correct()) << r->error();
+    deduplicated += r->deduplicated();
+  }
+  EXPECT_GE(deduplicated, 3);
+}
+
+}  // namespace
+}  // namespace kerneleval

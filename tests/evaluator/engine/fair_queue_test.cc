@@ -1,0 +1,58 @@
+#include "evaluator/engine/fair_queue.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+#include <vector>
+
+namespace kerneleval {
+namespace {
+
+TEST(FairQueueTest, ServesClientsRoundRobin) {
+  FairQueue<int> queue(100);
+  for (int i = 0; i < 64; ++i) ASSERT_TRUE(queue.Push("group", i));
+  ASSERT_TRUE(queue.Push("single", 1000));
+  // The single request is served second, not 65th.
+  EXPECT_EQ(queue.Pop(), 0);
+  EXPECT_EQ(queue.Pop(), 1000);
+  EXPECT_EQ(queue.Pop(), 1);
+}
+
+TEST(FairQueueTest, KeepsOrderWithinAClient) {
+  FairQueue<int> queue(10);
+  queue.Push("a", 1);
+  queue.Push("b", 10);
+  queue.Push("a", 2);
+  queue.Push("b", 20);
+  std::vector<int> order;
+  for (int i = 0; i < 4; ++i) order.push_back(*queue.Pop());
+  EXPECT_EQ(order, (std::vector<int>{1, 10, 2, 20}));
+}
+
+TEST(FairQueueTest, RefusesWhenFullAndReportsPosition) {
+  FairQueue<int> queue(2);
+  EXPECT_EQ(queue.Push("a", 1), 0u);
+  EXPECT_EQ(queue.Push("b", 2), 1u);
+  EXPECT_EQ(queue.Push("c", 3), std::nullopt);
+  queue.Pop();
+  EXPECT_EQ(queue.Push("c", 3), 1u);
+}
+
+TEST(FairQueueTest, CloseWakesBlockedPoppersAndDrains) {
+  FairQueue<int> queue(4);
+  queue.Push("a", 7);
+  std::optional<int> first, second;
+  std::thread popper([&] {
+    first = queue.Pop();
+    second = queue.Pop();  // blocks until Close
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  queue.Close();
+  popper.join();
+  EXPECT_EQ(first, 7);
+  EXPECT_EQ(second, std::nullopt);
+  EXPECT_EQ(queue.Push("a", 1), std::nullopt);
+}
+
+}  // namespace
+}  // namespace kerneleval
