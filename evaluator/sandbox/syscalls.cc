@@ -1,0 +1,191 @@
+// RestrictSyscalls: a deny-list seccomp filter (libseccomp) per profile, after
+// dropping every capability. A deny list (not an allow list) because NVRTC,
+// ptxas and host compilers use a wide, version-dependent set of harmless
+// calls; the dangerous families are few and stable.
+#include <errno.h>
+#include <linux/capability.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "evaluator/sandbox/sandbox.h"
+
+namespace kerneleval::sandbox {
+namespace {
+
+struct FilterDeleter {
+  void operator()(scmp_filter_ctx ctx) const noexcept { seccomp_release(ctx); }
+};
+using Filter = std::unique_ptr<void, FilterDeleter>;
+
+// Drops all capabilities: bounding set (needs CAP_SETPCAP, i.e. root), ambient
+// set, then effective/permitted/inheritable. A non-root process has none.
+absl::Status DropCapabilities() {
+  for (int cap = 0; cap <= 63; ++cap) {
+    if (::prctl(PR_CAPBSET_READ, cap, 0, 0, 0) < 0) break;  // past CAP_LAST_CAP
+    ::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0);  // EPERM without CAP_SETPCAP: nothing to drop
+  }
+  ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2] = {};
+  if (::syscall(SYS_capset, &header, data) != 0) {
+    return absl::InternalError(absl::StrCat("capset: ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+// Adds one rule; a syscall unknown to this libseccomp/kernel is skipped (it
+// cannot be called by name either, and the bad-arch action covers others).
+absl::Status Add(scmp_filter_ctx ctx, uint32_t action, const char* name,
+                 std::initializer_list<scmp_arg_cmp> args = {}) {
+  const int nr = seccomp_syscall_resolve_name(name);
+  if (nr == __NR_SCMP_ERROR) return absl::OkStatus();
+  const int rc = seccomp_rule_add_array(ctx, action, nr, static_cast<unsigned>(args.size()),
+                                        args.size() ? args.begin() : nullptr);
+  if (rc != 0 && rc != -EEXIST) {
+    return absl::InternalError(absl::StrCat("seccomp_rule_add(", name, "): ", std::strerror(-rc)));
+  }
+  return absl::OkStatus();
+}
+
+#define KERNELEVAL_RETURN_IF_ERROR(expr)               \
+  do {                                                 \
+    if (absl::Status _s = (expr); !_s.ok()) return _s; \
+  } while (0)
+
+absl::Status AddCommonRules(scmp_filter_ctx ctx) {
+  const uint32_t kill = SCMP_ACT_KILL_PROCESS;
+  const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
+  // Reading or writing another process, loading code into the kernel,
+  // re-opening files by handle (escapes a mount namespace): no honest caller.
+  for (const char* name :
+       {"ptrace", "process_vm_readv", "process_vm_writev", "kexec_load", "kexec_file_load",
+        "init_module", "finit_module", "delete_module", "open_by_handle_at", "pidfd_getfd",
+        "reboot", "swapon", "swapoff", "iopl", "ioperm", "uselib"}) {
+    KERNELEVAL_RETURN_IF_ERROR(Add(ctx, kill, name));
+  }
+  // Network: no socket of any family (the worker's channel is inherited).
+  for (const char* name : {"socket", "socketpair"})
+    KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, name));
+  // Mount table and namespaces: the file-system sandbox must stay as built.
+  for (const char* name :
+       {"mount", "umount2", "pivot_root", "chroot", "unshare", "setns", "open_tree", "move_mount",
+        "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr", "name_to_handle_at"}) {
+    KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, name));
+  }
+  // Kernel attack surface that compilers and kernels never need. io_uring
+  // could also perform operations this filter would otherwise see.
+  for (const char* name : {"bpf",
+                           "perf_event_open",
+                           "userfaultfd",
+                           "keyctl",
+                           "add_key",
+                           "request_key",
+                           "io_uring_setup",
+                           "io_uring_enter",
+                           "io_uring_register",
+                           "acct",
+                           "quotactl",
+                           "quotactl_fd",
+                           "settimeofday",
+                           "clock_settime",
+                           "clock_adjtime",
+                           "adjtimex",
+                           "sethostname",
+                           "setdomainname",
+                           "syslog",
+                           "personality",
+                           "lookup_dcookie",
+                           "fanotify_init",
+                           "capset",
+                           "pidfd_open",
+                           "pidfd_send_signal",
+                           "kcmp",
+                           "landlock_create_ruleset"}) {
+    KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, name));
+  }
+  // prlimit64(pid 0 = self) is how glibc's setrlimit works (NVRTC raises its
+  // soft stack limit); other processes' limits are out of reach. Hard limits
+  // cannot be raised once the capabilities are dropped.
+  KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, "prlimit64", {SCMP_A0(SCMP_CMP_NE, 0)}));
+  // No new namespace through clone(2) either (unshare is denied above).
+  for (const scmp_datum_t flag : {CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
+                                  CLONE_NEWIPC, CLONE_NEWUTS, CLONE_NEWCGROUP}) {
+    KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, "clone", {SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag)}));
+  }
+  // clone3 passes its flags in memory the filter cannot read; ENOSYS makes
+  // glibc fall back to clone(2), whose flags the filter checks.
+  KERNELEVAL_RETURN_IF_ERROR(Add(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3"));
+  return absl::OkStatus();
+}
+
+absl::Status AddKernelRules(scmp_filter_ctx ctx) {
+  const uint32_t kill = SCMP_ACT_KILL_PROCESS;
+  const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
+  // No new program: killed (nothing legitimate in a kernel worker execs).
+  KERNELEVAL_RETURN_IF_ERROR(Add(ctx, kill, "execve"));
+  KERNELEVAL_RETURN_IF_ERROR(Add(ctx, kill, "execveat"));
+  // No new process: fork/vfork fail; clone only for threads.
+  KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, "fork"));
+  KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, "vfork"));
+  KERNELEVAL_RETURN_IF_ERROR(
+      Add(ctx, eperm, "clone", {SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0)}));
+  // Signals and limits only for this process: it has no children, and the
+  // engine and other workers (same uid) are out of reach.
+  const auto self = static_cast<scmp_datum_t>(::getpid());
+  KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, "kill", {SCMP_A0(SCMP_CMP_NE, self)}));
+  KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, "tgkill", {SCMP_A0(SCMP_CMP_NE, self)}));
+  KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, "rt_sigqueueinfo", {SCMP_A0(SCMP_CMP_NE, self)}));
+  KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, "rt_tgsigqueueinfo", {SCMP_A0(SCMP_CMP_NE, self)}));
+  KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, "tkill"));
+  KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, "setpgid"));
+  KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, "setsid"));
+  return absl::OkStatus();
+}
+
+absl::Status AddCompilerRules(scmp_filter_ctx ctx) {
+  // Host compilers fork and exec their passes and may signal their children,
+  // so kill(2) stays open except for "every process of this uid" (-1, as the
+  // kernel reads the int). Other same-uid processes remain reachable by pid on
+  // kernels without Landlock ABI 6 signal scoping (see README).
+  KERNELEVAL_RETURN_IF_ERROR(Add(ctx, SCMP_ACT_ERRNO(EPERM), "kill",
+                                 {SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffu, 0xffffffffu)}));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RestrictSyscalls(SyscallProfile profile) {
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+    return absl::InternalError(absl::StrCat("prctl(PR_SET_NO_NEW_PRIVS): ", std::strerror(errno)));
+  }
+  KERNELEVAL_RETURN_IF_ERROR(DropCapabilities());
+  Filter filter(seccomp_init(SCMP_ACT_ALLOW));
+  if (!filter) return absl::InternalError("seccomp_init failed");
+  scmp_filter_ctx ctx = filter.get();
+  // A 32-bit (int 0x80) or x32 system call would bypass a filter written for
+  // x86-64 numbers: kill instead.
+  seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+  seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 1);
+  // Every thread gets the filter, not only the caller.
+  if (int rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1); rc != 0) {
+    return absl::InternalError(absl::StrCat("seccomp TSYNC: ", std::strerror(-rc)));
+  }
+  KERNELEVAL_RETURN_IF_ERROR(AddCommonRules(ctx));
+  KERNELEVAL_RETURN_IF_ERROR(profile == SyscallProfile::kKernel ? AddKernelRules(ctx)
+                                                                : AddCompilerRules(ctx));
+  if (int rc = seccomp_load(ctx); rc != 0) {
+    return absl::InternalError(absl::StrCat("seccomp_load: ", std::strerror(-rc)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kerneleval::sandbox

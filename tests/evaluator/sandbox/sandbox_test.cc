@@ -1,0 +1,270 @@
+// The sandbox, exercised in forked children (its restrictions are
+// irrevocable): files outside the policy cannot be read, inside can; the
+// seccomp profiles refuse sockets, processes and ptrace.
+#include "evaluator/sandbox/sandbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <string>
+#include <thread>
+
+namespace kerneleval::sandbox {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string RandomToken() {
+  std::random_device device;
+  std::mt19937_64 rng(device());
+  return "token-" + std::to_string(rng()) + "-" + std::to_string(rng());
+}
+
+// Runs `body` in a forked child; returns the raw wait status.
+int RunInChild(const std::function<int()>& body) {
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(body());
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return status;
+}
+
+// A fresh directory tree per test: allowed/ (read-only in the policy),
+// writable/ (read-write), secret/ (outside the policy), each with a file.
+class SandboxTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/kerneleval-sandbox-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    root_ = pattern;
+    token_ = RandomToken();
+    for (const char* dir : {"allowed", "writable", "secret"}) {
+      fs::create_directories(root_ / dir);
+      std::ofstream(root_ / dir / "file.txt") << token_;
+    }
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+
+  FilesystemPolicy Policy() const {
+    return {.read_only = {(root_ / "allowed").string()},
+            .read_write = {(root_ / "writable").string()}};
+  }
+
+  // Reads a whole file; empty on failure, with errno left as the failure.
+  static std::string Read(const fs::path& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY);
+    if (fd < 0) return "";
+    char buffer[256];
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    ::close(fd);
+    return n > 0 ? std::string(buffer, n) : "";
+  }
+
+  // The child's checks for one mechanism; exit codes name the failed check.
+  int CheckPolicy(FilesystemMechanism mechanism) const {
+    absl::StatusOr<FilesystemMechanism> applied = RestrictFilesystemUsing(Policy(), mechanism);
+    if (!applied.ok()) {
+      std::fprintf(stderr, "%s\n", applied.status().ToString().c_str());
+      return 10;
+    }
+    if (Read(root_ / "allowed" / "file.txt") != token_) return 11;
+    if (!Read(root_ / "secret" / "file.txt").empty()) return 12;
+    if (!Read("/etc/passwd").empty()) return 13;
+    if (Read(root_ / "writable" / "file.txt") != token_) return 14;
+    std::ofstream(root_ / "writable" / "new.txt") << "x";
+    if (Read(root_ / "writable" / "new.txt") != "x") return 15;
+    const int fd = ::open((root_ / "allowed" / "new.txt").c_str(), O_CREAT | O_WRONLY, 0644);
+    if (fd >= 0) return 16;
+    if (::open((root_ / "allowed" / "file.txt").c_str(), O_WRONLY) >= 0) return 17;
+    // Relative walks out of an allowed directory reach nothing either.
+    if (::chdir((root_ / "allowed").c_str()) != 0) return 18;
+    if (!Read("../secret/file.txt").empty()) return 19;
+    return 0;
+  }
+
+  fs::path root_;
+  std::string token_;
+};
+
+TEST_F(SandboxTest, ProbeDescribesThisKernel) {
+  const Capabilities capabilities = Probe();
+  EXPECT_EQ(capabilities.root, ::geteuid() == 0);
+  const std::string description = DescribeCapabilities(capabilities);
+  EXPECT_NE(description.find("file-system sandbox"), std::string::npos) << description;
+  std::printf("sandbox capabilities: %s\n", description.c_str());
+}
+
+TEST_F(SandboxTest, LandlockAllowsOnlyThePolicy) {
+  if (Probe().landlock_abi == 0) GTEST_SKIP() << "kernel without Landlock";
+  const int status = RunInChild([&] { return CheckPolicy(FilesystemMechanism::kLandlock); });
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+TEST_F(SandboxTest, MountNamespaceFallbackAllowsOnlyThePolicy) {
+  const Capabilities capabilities = Probe();
+  if (!capabilities.root && !capabilities.user_namespaces) {
+    GTEST_SKIP() << "neither root nor user namespaces: the fallback cannot apply here";
+  }
+  const int status = RunInChild([&] {
+    if (int rc = CheckPolicy(FilesystemMechanism::kMountNamespace); rc != 0) return rc;
+    // The mount namespace hides files outright: not even their metadata.
+    struct stat st {};
+    if (::stat((root_ / "secret" / "file.txt").c_str(), &st) == 0) return 20;
+    if (::stat("/proc/self/environ", &st) == 0) return 21;
+    return 0;
+  });
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+TEST_F(SandboxTest, AutoPicksAMechanismAndNeverNone) {
+  const int status = RunInChild([&] { return CheckPolicy(FilesystemMechanism::kAuto); });
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+TEST_F(SandboxTest, FilesCanBeAllowedOneByOne) {
+  const int status = RunInChild([&] {
+    FilesystemPolicy policy{.read_only = {(root_ / "secret" / "file.txt").string()}};
+    if (!RestrictFilesystem(policy).ok()) return 10;
+    if (Read(root_ / "secret" / "file.txt") != token_) return 11;
+    if (!Read(root_ / "allowed" / "file.txt").empty()) return 12;
+    return 0;
+  });
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+TEST_F(SandboxTest, RefusesRelativePathsAndThreads) {
+  EXPECT_EQ(RestrictFilesystem({.read_only = {"relative/dir"}}).code(),
+            absl::StatusCode::kInvalidArgument);
+  const int status = RunInChild([&] {
+    std::thread sleeper([] { ::sleep(2); });
+    const absl::Status s = RestrictFilesystem(Policy());
+    sleeper.detach();
+    return s.code() == absl::StatusCode::kFailedPrecondition ? 0 : 1;
+  });
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+TEST_F(SandboxTest, FailsClosedWhenNoMechanismWorks) {
+  // Under the seccomp profile neither Landlock nor mount(2) is available: the
+  // call must report an error instead of returning unrestricted.
+  const int status = RunInChild([&] {
+    if (!RestrictSyscalls(SyscallProfile::kKernel).ok()) return 10;
+    const absl::Status s = RestrictFilesystem(Policy());
+    if (s.ok()) return 11;
+    if (s.message().find("no file-system sandbox") == std::string_view::npos) return 12;
+    return 0;
+  });
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// ------------------------------------------------------------------ seccomp
+
+int ExpectEperm(long rc) { return rc == -1 && errno == EPERM ? 0 : 1; }
+
+TEST(SyscallsTest, KernelProfileRefusesSocketsAndProcessesWithEperm) {
+  const int status = RunInChild([] {
+    if (!RestrictSyscalls(SyscallProfile::kKernel).ok()) return 10;
+    if (ExpectEperm(::socket(AF_INET, SOCK_STREAM, 0))) return 11;
+    if (ExpectEperm(::socket(AF_UNIX, SOCK_STREAM, 0))) return 12;
+    int pair[2];
+    if (ExpectEperm(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair))) return 13;
+    if (ExpectEperm(::fork())) return 14;  // glibc's fork is clone without CLONE_THREAD
+    if (ExpectEperm(::kill(::getppid(), 0))) return 15;
+    if (ExpectEperm(::unshare(CLONE_NEWUSER))) return 16;
+    // Threads still work, and so does signalling oneself.
+    int value = 0;
+    std::thread([&] { value = 1; }).join();
+    if (value != 1) return 17;
+    if (::kill(::getpid(), 0) != 0) return 18;
+    return 0;
+  });
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+TEST(SyscallsTest, KernelProfileKillsOnExecve) {
+  const int status = RunInChild([] {
+    if (!RestrictSyscalls(SyscallProfile::kKernel).ok()) return 10;
+    char* argv[] = {const_cast<char*>("/bin/true"), nullptr};
+    ::execve("/bin/true", argv, nullptr);
+    return 11;  // execve returned: not killed
+  });
+  ASSERT_TRUE(WIFSIGNALED(status)) << status;
+  EXPECT_EQ(WTERMSIG(status), SIGSYS);
+}
+
+TEST(SyscallsTest, BothProfilesKillOnPtrace) {
+  for (SyscallProfile profile : {SyscallProfile::kKernel, SyscallProfile::kCompiler}) {
+    const int status = RunInChild([profile] {
+      if (!RestrictSyscalls(profile).ok()) return 10;
+      ::ptrace(PTRACE_TRACEME, 0, nullptr, nullptr);
+      return 11;
+    });
+    ASSERT_TRUE(WIFSIGNALED(status)) << status;
+    EXPECT_EQ(WTERMSIG(status), SIGSYS);
+  }
+}
+
+TEST(SyscallsTest, CompilerProfileMayForkAndExecButNotConnect) {
+  const int status = RunInChild([] {
+    if (!RestrictSyscalls(SyscallProfile::kCompiler).ok()) return 10;
+    if (ExpectEperm(::socket(AF_INET6, SOCK_DGRAM, 0))) return 11;
+    if (ExpectEperm(::kill(-1, 0))) return 12;
+    const pid_t child = ::fork();
+    if (child < 0) return 13;
+    if (child == 0) {
+      char* argv[] = {const_cast<char*>("/bin/sh"), const_cast<char*>("-c"),
+                      const_cast<char*>("exit 7"), nullptr};
+      ::execve("/bin/sh", argv, nullptr);
+      ::_exit(99);
+    }
+    int child_status = 0;
+    ::waitpid(child, &child_status, 0);
+    if (!WIFEXITED(child_status) || WEXITSTATUS(child_status) != 7) return 14;
+    return 0;
+  });
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+TEST(SyscallsTest, RootLosesItsCapabilities) {
+  if (::geteuid() != 0) GTEST_SKIP() << "not root";
+  const int status = RunInChild([] {
+    if (!RestrictSyscalls(SyscallProfile::kKernel).ok()) return 10;
+    // CAP_CHOWN is gone: chown of a file to another user fails.
+    char path[] = "/tmp/kerneleval-cap-XXXXXX";
+    const int fd = ::mkstemp(path);
+    if (fd < 0) return 11;
+    const int rc = ::fchown(fd, 65534, 65534);
+    ::close(fd);
+    ::unlink(path);
+    return rc == 0 ? 12 : 0;
+  });
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+}  // namespace
+}  // namespace kerneleval::sandbox
