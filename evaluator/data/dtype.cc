@@ -1,0 +1,290 @@
+#include "evaluator/data/dtype.h"
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+
+namespace kerneleval::data {
+
+// Tensors travel as little-endian bytes; element access below is memcpy.
+static_assert(std::endian::native == std::endian::little);
+namespace {
+
+template <typename T>
+T Load(const void* data, size_t index) {
+  T value;
+  std::memcpy(&value, static_cast<const char*>(data) + index * sizeof(T), sizeof(T));
+  return value;
+}
+
+template <typename T>
+void Store(void* data, size_t index, T value) {
+  std::memcpy(static_cast<char*>(data) + index * sizeof(T), &value, sizeof(T));
+}
+
+// Round half to even, saturate to [lo, hi]; NaN -> 0.
+template <typename Int>
+Int SaturatingRound(double value) {
+  if (std::isnan(value)) return 0;
+  constexpr double lo = static_cast<double>(std::numeric_limits<Int>::min());
+  // For int64 the max is not representable: 2^63 is the first value above it.
+  constexpr double hi_exclusive = static_cast<double>(std::numeric_limits<Int>::max()) + 1.0;
+  const double rounded = std::nearbyint(value);  // default mode: to nearest even
+  if (rounded <= lo) return std::numeric_limits<Int>::min();
+  if (rounded >= hi_exclusive) return std::numeric_limits<Int>::max();
+  return static_cast<Int>(rounded);
+}
+
+struct DTypeInfo {
+  v1::DType dtype;
+  std::string_view name;
+  size_t size;
+};
+
+constexpr DTypeInfo kDTypes[] = {
+    {v1::DTYPE_F64, "f64", 8},   {v1::DTYPE_F32, "f32", 4}, {v1::DTYPE_F16, "f16", 2},
+    {v1::DTYPE_BF16, "bf16", 2}, {v1::DTYPE_I64, "i64", 8}, {v1::DTYPE_I32, "i32", 4},
+    {v1::DTYPE_I8, "i8", 1},     {v1::DTYPE_U8, "u8", 1},   {v1::DTYPE_BOOL, "bool", 1},
+};
+
+}  // namespace
+
+size_t DTypeSize(v1::DType dtype) {
+  for (const auto& info : kDTypes) {
+    if (info.dtype == dtype) return info.size;
+  }
+  return 0;
+}
+
+std::string_view DTypeName(v1::DType dtype) {
+  for (const auto& info : kDTypes) {
+    if (info.dtype == dtype) return info.name;
+  }
+  return "unspecified";
+}
+
+absl::StatusOr<v1::DType> ParseDType(std::string_view name) {
+  for (const auto& info : kDTypes) {
+    if (info.name == name || v1::DType_Name(info.dtype) == name) return info.dtype;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown dtype \"", std::string(name), "\" (expected f64 f32 f16 bf16 i64 i32 i8 u8 bool)"));
+}
+
+bool IsFloatingDType(v1::DType dtype) {
+  return dtype == v1::DTYPE_F64 || dtype == v1::DTYPE_F32 || dtype == v1::DTYPE_F16 ||
+         dtype == v1::DTYPE_BF16;
+}
+
+bool IsIntegerDType(v1::DType dtype) {
+  return dtype == v1::DTYPE_I64 || dtype == v1::DTYPE_I32 || dtype == v1::DTYPE_I8 ||
+         dtype == v1::DTYPE_U8;
+}
+
+double DTypeMaxFinite(v1::DType dtype) {
+  switch (dtype) {
+    case v1::DTYPE_F64:
+      return std::numeric_limits<double>::max();
+    case v1::DTYPE_F32:
+      return std::numeric_limits<float>::max();
+    case v1::DTYPE_F16:
+      return 65504.0;
+    case v1::DTYPE_BF16:
+      return BFloat16BitsToFloat(0x7F7F);
+    case v1::DTYPE_I64:
+      return static_cast<double>(std::numeric_limits<int64_t>::max());
+    case v1::DTYPE_I32:
+      return std::numeric_limits<int32_t>::max();
+    case v1::DTYPE_I8:
+      return std::numeric_limits<int8_t>::max();
+    case v1::DTYPE_U8:
+      return std::numeric_limits<uint8_t>::max();
+    case v1::DTYPE_BOOL:
+      return 1.0;
+    default:
+      return 0.0;
+  }
+}
+
+double DTypeSmallestNormal(v1::DType dtype) {
+  switch (dtype) {
+    case v1::DTYPE_F64:
+      return std::numeric_limits<double>::min();
+    case v1::DTYPE_F32:
+      return std::numeric_limits<float>::min();
+    case v1::DTYPE_F16:
+      return std::ldexp(1.0, -14);
+    case v1::DTYPE_BF16:
+      return std::numeric_limits<float>::min();  // same exponent range
+    default:
+      return 1.0;
+  }
+}
+
+uint16_t FloatToHalfBits(float value) {
+  const uint32_t bits = std::bit_cast<uint32_t>(value);
+  const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
+  const uint32_t magnitude = bits & 0x7FFFFFFFu;
+  if (magnitude >= 0x7F800000u) {  // Inf or NaN
+    if (magnitude == 0x7F800000u) return sign | 0x7C00u;
+    // NaN: quiet bit set, top payload bits kept.
+    return static_cast<uint16_t>(sign | 0x7E00u | ((magnitude >> 13) & 0x03FFu));
+  }
+  // 65520 = 65504 + half an ulp: ties to even round up to Inf (0x7BFF is odd).
+  if (magnitude >= 0x477FF000u) return sign | 0x7C00u;
+  if (magnitude < 0x38800000u) {                // below 2^-14: a half subnormal (or zero)
+    if (magnitude < 0x33000000u) return sign;   // <= 2^-25 rounds to zero (2^-25: tie, even)
+    const uint32_t exponent = magnitude >> 23;  // 102 .. 112
+    const uint32_t mantissa = (magnitude & 0x007FFFFFu) | 0x00800000u;
+    // value = mantissa * 2^(exponent - 150); in units of 2^-24: mantissa >> (126 - exponent).
+    const uint32_t shift = 126 - exponent;  // 14 .. 24
+    uint32_t quotient = mantissa >> shift;
+    const uint32_t remainder = mantissa & ((1u << shift) - 1);
+    const uint32_t halfway = 1u << (shift - 1);
+    if (remainder > halfway || (remainder == halfway && (quotient & 1u))) ++quotient;
+    return static_cast<uint16_t>(sign | quotient);  // 0x400 is the smallest normal: right
+  }
+  // Normal: rebias the exponent (127 -> 15) and drop 13 mantissa bits.
+  uint32_t half = (magnitude - 0x38000000u) >> 13;
+  const uint32_t remainder = magnitude & 0x1FFFu;
+  if (remainder > 0x1000u || (remainder == 0x1000u && (half & 1u))) ++half;  // carry is right
+  return static_cast<uint16_t>(sign | half);
+}
+
+float HalfBitsToFloat(uint16_t bits) {
+  const uint32_t sign = static_cast<uint32_t>(bits & 0x8000u) << 16;
+  const uint32_t exponent = (bits >> 10) & 0x1Fu;
+  const uint32_t mantissa = bits & 0x03FFu;
+  if (exponent == 0x1F) return std::bit_cast<float>(sign | 0x7F800000u | (mantissa << 13));
+  if (exponent == 0) {
+    // Zero or subnormal: mantissa * 2^-24, exact in binary32.
+    const float magnitude = std::ldexp(static_cast<float>(mantissa), -24);
+    return sign ? -magnitude : magnitude;
+  }
+  return std::bit_cast<float>(sign | ((exponent + 112) << 23) | (mantissa << 13));
+}
+
+uint16_t FloatToBFloat16Bits(float value) {
+  const uint32_t bits = std::bit_cast<uint32_t>(value);
+  if ((bits & 0x7FFFFFFFu) > 0x7F800000u) {
+    return static_cast<uint16_t>((bits >> 16) | 0x0040u);  // NaN: keep it quiet
+  }
+  // Round to nearest even on the dropped 16 bits; overflow carries into Inf,
+  // subnormals round the same way (the encoding is monotone).
+  const uint32_t rounding_bias = 0x7FFFu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>((bits + rounding_bias) >> 16);
+}
+
+float BFloat16BitsToFloat(uint16_t bits) {
+  return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
+}
+
+double RoundToDType(double value, v1::DType dtype) {
+  switch (dtype) {
+    case v1::DTYPE_F64:
+      return value;
+    case v1::DTYPE_F32:
+      return static_cast<float>(value);
+    case v1::DTYPE_F16:
+      return HalfBitsToFloat(FloatToHalfBits(static_cast<float>(value)));
+    case v1::DTYPE_BF16:
+      return BFloat16BitsToFloat(FloatToBFloat16Bits(static_cast<float>(value)));
+    case v1::DTYPE_I64:
+      return static_cast<double>(SaturatingRound<int64_t>(value));
+    case v1::DTYPE_I32:
+      return SaturatingRound<int32_t>(value);
+    case v1::DTYPE_I8:
+      return SaturatingRound<int8_t>(value);
+    case v1::DTYPE_U8:
+      return SaturatingRound<uint8_t>(value);
+    case v1::DTYPE_BOOL:
+      return value != 0.0 ? 1.0 : 0.0;  // NaN != 0
+    default:
+      return value;
+  }
+}
+
+double ReadElement(const void* data, v1::DType dtype, size_t index) {
+  switch (dtype) {
+    case v1::DTYPE_F64:
+      return Load<double>(data, index);
+    case v1::DTYPE_F32:
+      return Load<float>(data, index);
+    case v1::DTYPE_F16:
+      return HalfBitsToFloat(Load<uint16_t>(data, index));
+    case v1::DTYPE_BF16:
+      return BFloat16BitsToFloat(Load<uint16_t>(data, index));
+    case v1::DTYPE_I64:
+      return static_cast<double>(Load<int64_t>(data, index));
+    case v1::DTYPE_I32:
+      return Load<int32_t>(data, index);
+    case v1::DTYPE_I8:
+      return Load<int8_t>(data, index);
+    case v1::DTYPE_U8:
+      return Load<uint8_t>(data, index);
+    case v1::DTYPE_BOOL:
+      return Load<uint8_t>(data, index);  // raw byte: see dtype.h
+    default:
+      return std::numeric_limits<double>::quiet_NaN();
+  }
+}
+
+double ReadElement(std::string_view bytes, v1::DType dtype, size_t index) {
+  return ReadElement(bytes.data(), dtype, index);
+}
+
+void WriteElement(void* data, v1::DType dtype, size_t index, double value) {
+  switch (dtype) {
+    case v1::DTYPE_F64:
+      Store<double>(data, index, value);
+      break;
+    case v1::DTYPE_F32:
+      Store<float>(data, index, static_cast<float>(value));
+      break;
+    case v1::DTYPE_F16:
+      Store<uint16_t>(data, index, FloatToHalfBits(static_cast<float>(value)));
+      break;
+    case v1::DTYPE_BF16:
+      Store<uint16_t>(data, index, FloatToBFloat16Bits(static_cast<float>(value)));
+      break;
+    case v1::DTYPE_I64:
+      Store<int64_t>(data, index, SaturatingRound<int64_t>(value));
+      break;
+    case v1::DTYPE_I32:
+      Store<int32_t>(data, index, SaturatingRound<int32_t>(value));
+      break;
+    case v1::DTYPE_I8:
+      Store<int8_t>(data, index, SaturatingRound<int8_t>(value));
+      break;
+    case v1::DTYPE_U8:
+      Store<uint8_t>(data, index, SaturatingRound<uint8_t>(value));
+      break;
+    case v1::DTYPE_BOOL:
+      Store<uint8_t>(data, index, value != 0.0 ? 1 : 0);
+      break;
+    default:
+      break;
+  }
+}
+
+int64_t ReadIntegerElement(const void* data, v1::DType dtype, size_t index) {
+  switch (dtype) {
+    case v1::DTYPE_I64:
+      return Load<int64_t>(data, index);
+    case v1::DTYPE_I32:
+      return Load<int32_t>(data, index);
+    case v1::DTYPE_I8:
+      return Load<int8_t>(data, index);
+    case v1::DTYPE_U8:
+      return Load<uint8_t>(data, index);
+    case v1::DTYPE_BOOL:
+      return Load<uint8_t>(data, index);  // raw byte: see dtype.h
+    default:
+      return 0;
+  }
+}
+
+}  // namespace kerneleval::data

@@ -1,0 +1,70 @@
+// Deterministic input generation. The same (BufferSpec, case_seed) gives the
+// same bytes on every machine, compiler and thread count:
+//  - a counter-based generator, Philox4x32-10 (Salmon et al., SC'11): element i
+//    of buffer `name` is a pure function of (case_seed, name, i), so any slice
+//    can be generated alone and in any order;
+//  - transcendental functions from portable_math.h, never the C library's;
+//  - values rounded to the buffer's dtype with dtype.h.
+//
+// Per element, one Philox call on counter {i_lo, i_hi, name_lo, name_hi} with
+// key {seed_lo, seed_hi} gives four 32-bit words w0..w3:
+//   u  = (w0:w1 >> 11) * 2^-53 in [0, 1)   (uniform, int_range: w0:w1)
+//   u' = (w2:w3 >> 11) * 2^-53 in [0, 1)   (normal's angle)
+//   sign bit = w2 & 1                       (symmetric Pareto)
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "kerneleval/internal/worker.pb.h"
+#include "kerneleval/v1/problem.pb.h"
+
+namespace kerneleval::data {
+
+using PhiloxCounter = std::array<uint32_t, 4>;
+using PhiloxKey = std::array<uint32_t, 2>;
+
+// The Philox4x32 block function with 10 rounds (Random123's philox4x32_10).
+PhiloxCounter Philox4x32_10(PhiloxCounter counter, PhiloxKey key);
+
+// 64-bit FNV-1a of a buffer name: the stream of that buffer.
+uint64_t HashBufferName(std::string_view name);
+
+// The distribution used when a spec sets none: uniform [-1, 1) for floats,
+// int_range [0, 100] for integers, int_range [0, 1] for bool.
+v1::Distribution DefaultDistribution(v1::DType dtype);
+
+// Checks parameters (finite, low < high, stddev >= 0, scale and alpha > 0,
+// int_range low <= high and inside the dtype's range for integer dtypes).
+absl::Status ValidateDistribution(const v1::Distribution& distribution, v1::DType dtype);
+
+// The value of element `index` before rounding to the dtype:
+//   uniform   low + (high - low) * u
+//   normal    mean + stddev * sqrt(-2 ln(1 - u)) * cos(2 pi u')   (Box-Muller)
+//   pareto    +-scale * (1 - u)^(-1 / alpha), sign from w2 if symmetric
+//   int_range low + floor(w0:w1 * (high - low + 1) / 2^64)       (inclusive)
+// An unset distribution means DefaultDistribution(dtype).
+double SampleValue(const v1::Distribution& distribution, v1::DType dtype, uint64_t case_seed,
+                   uint64_t name_hash, uint64_t index);
+
+// Writes elements [begin, end) of the buffer into `out` (which points at
+// element 0 of a buffer of spec.elements() elements). Values are rounded to
+// spec.dtype(): floats to nearest even, saturated to the largest finite value
+// (a heavy tail never produces Inf), and a uniform draw that rounds up to
+// `high` is moved down one ulp so the range stays [low, high); integer dtypes
+// take floor() of uniform/normal/Pareto draws and saturate; int_range values
+// are stored exactly (saturated to the dtype).
+void GenerateInputRange(const internal::BufferSpec& spec, uint64_t case_seed, uint64_t begin,
+                        uint64_t end, void* out);
+
+// The whole buffer, spec.elements() * DTypeSize(spec.dtype()) bytes,
+// little-endian. `threads` > 1 splits the work (the bytes do not change).
+// An unspecified dtype gives an empty string.
+std::string GenerateInput(const internal::BufferSpec& spec, uint64_t case_seed,
+                          unsigned threads = 1);
+
+}  // namespace kerneleval::data

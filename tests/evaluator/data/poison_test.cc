@@ -1,0 +1,94 @@
+#include "evaluator/data/poison.h"
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include "evaluator/data/compare.h"
+#include "evaluator/data/dtype.h"
+
+namespace kerneleval::data {
+namespace {
+
+const v1::DType kAll[] = {v1::DTYPE_F64,  v1::DTYPE_F32, v1::DTYPE_F16,
+                          v1::DTYPE_BF16, v1::DTYPE_I64, v1::DTYPE_I32,
+                          v1::DTYPE_I8,   v1::DTYPE_U8,  v1::DTYPE_BOOL};
+
+TEST(PoisonTest, Patterns) {
+  EXPECT_EQ(PoisonedBuffer(v1::DTYPE_F32, 2), std::string("\xAD\xDE\xC0\x7F\xAD\xDE\xC0\x7F", 8));
+  EXPECT_EQ(PoisonedBuffer(v1::DTYPE_F16, 2), std::string("\x00\x7E\x00\x7E", 4));
+  EXPECT_EQ(PoisonedBuffer(v1::DTYPE_BF16, 1), std::string("\xC0\x7F", 2));
+  EXPECT_EQ(PoisonedBuffer(v1::DTYPE_F64, 1), std::string("\xEF\xBE\xAD\xDE\x00\x00\xF8\x7F", 8));
+  EXPECT_EQ(PoisonedBuffer(v1::DTYPE_I32, 2), std::string(8, '\xFF'));
+  EXPECT_EQ(PoisonedBuffer(v1::DTYPE_BOOL, 3), std::string(3, '\xFF'));
+  EXPECT_EQ(PoisonedBuffer(v1::DTYPE_UNSPECIFIED, 3), "");
+}
+
+TEST(PoisonTest, FloatPoisonIsAQuietNaN) {
+  EXPECT_TRUE(std::isnan(std::bit_cast<float>(kPoisonF32)));
+  EXPECT_NE(kPoisonF32 & 0x00400000u, 0u);  // quiet bit
+  EXPECT_TRUE(std::isnan(std::bit_cast<double>(kPoisonF64)));
+  EXPECT_NE(kPoisonF64 & 0x0008000000000000ull, 0u);
+  EXPECT_TRUE(std::isnan(HalfBitsToFloat(kPoisonF16)));
+  EXPECT_NE(kPoisonF16 & 0x0200u, 0u);
+  EXPECT_TRUE(std::isnan(BFloat16BitsToFloat(kPoisonBF16)));
+  EXPECT_NE(kPoisonBF16 & 0x0040u, 0u);
+  for (const v1::DType dtype : kAll) {
+    const std::string buffer = PoisonedBuffer(dtype, 1);
+    if (IsFloatingDType(dtype)) {
+      EXPECT_TRUE(std::isnan(ReadElement(buffer, dtype, 0)));
+    }
+  }
+}
+
+TEST(PoisonTest, FillsOddSizesCompletely) {
+  for (const size_t elements : {size_t{1}, size_t{3}, size_t{1000003}}) {
+    for (const v1::DType dtype : kAll) {
+      std::string buffer(DTypeSize(dtype) * elements, '\0');
+      FillPoison(dtype, buffer.data(), elements);
+      ASSERT_EQ(CountPoison(buffer, dtype), elements) << DTypeName(dtype);
+      ASSERT_TRUE(IsPoison(buffer, dtype, elements - 1));
+    }
+  }
+}
+
+TEST(PoisonTest, CountsWrittenElements) {
+  std::string buffer = PoisonedBuffer(v1::DTYPE_F32, 10);
+  WriteElement(buffer.data(), v1::DTYPE_F32, 3, 1.5);
+  WriteElement(buffer.data(), v1::DTYPE_F32, 7, std::nan(""));  // a NaN, but not the poison
+  EXPECT_EQ(CountPoison(buffer, v1::DTYPE_F32), 8u);
+  EXPECT_FALSE(IsPoison(buffer, v1::DTYPE_F32, 3));
+  EXPECT_FALSE(IsPoison(buffer, v1::DTYPE_F32, 7));
+  EXPECT_TRUE(IsPoison(buffer, v1::DTYPE_F32, 9));
+  EXPECT_FALSE(IsPoison(buffer, v1::DTYPE_F32, 10));  // out of range
+}
+
+// An output left as poison fails the comparison for every dtype, whatever
+// the expected values are (here: every value the dtype's default inputs take).
+TEST(PoisonTest, UnwrittenOutputFailsEveryDType) {
+  for (const v1::DType dtype : kAll) {
+    internal::Tensor expected;
+    expected.set_name("y");
+    expected.set_dtype(dtype);
+    expected.set_elements(4);
+    std::string data(DTypeSize(dtype) * 4, '\0');
+    const double values[] = {0.0, 1.0, -1.0, 100.0};
+    for (int i = 0; i < 4; ++i) {
+      WriteElement(data.data(), dtype, i, dtype == v1::DTYPE_BOOL ? i % 2 : values[i]);
+    }
+    expected.set_data(data);
+    internal::Tensor got = expected;
+    got.set_data(PoisonedBuffer(dtype, 4));
+    const ToleranceValues tol = DefaultTolerance(dtype);
+    const v1::OutputCheck check = CompareTensor(expected, got, {4}, tol.atol, tol.rtol);
+    EXPECT_FALSE(check.passed()) << DTypeName(dtype);
+    // u8 poison 255 differs from every expected value here; so does -1 for
+    // signed types except expected -1 itself.
+    EXPECT_GE(check.mismatches(), 3u) << DTypeName(dtype);
+  }
+}
+
+}  // namespace
+}  // namespace kerneleval::data
