@@ -1,0 +1,90 @@
+// The worker's own kernels, compiled to PTX by nvcc at build time and embedded
+// in kerneleval_cuda (aux_kernels.h); the driver JITs them once per worker.
+// extern "C": their symbols are their names. compute_75 PTX: the oldest
+// architecture CUDA 13 supports, JIT-compiled for whatever device runs it.
+
+// Holds the stream so that the launches queued behind it start back to back
+// once the host releases it: the first timed launch then carries no host
+// launch latency (nvbench's blocking kernel). One thread spins until both
+//   - at least `min_ns` have passed (so the clock measurement below spans
+//     enough time to be accurate), and
+//   - the host wrote a non-zero value to `*release` (mapped host memory),
+// or until `timeout_ns` (a host that died, or a queue that filled up while
+// the host was blocked in cuLaunchKernel, must not hang the GPU).
+// Writes to `out` (mapped host memory): [0] SM cycles spent (clock64),
+// [1] nanoseconds spent (%globaltimer), [2] 1 if it timed out. cycles / ns
+// is this SM's clock over the hold, in GHz.
+extern "C" __global__ void ke_hold_stream(const volatile int* release, unsigned long long min_ns,
+                                          unsigned long long timeout_ns,
+                                          volatile unsigned long long* out) {
+  unsigned long long t0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  const long long c0 = clock64();
+  unsigned long long t = t0;
+  int timed_out = 0;
+  for (;;) {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    if (t - t0 >= min_ns && *release != 0) break;
+    if (t - t0 >= timeout_ns) {
+      timed_out = 1;
+      break;
+    }
+  }
+  const long long c1 = clock64();
+  out[0] = static_cast<unsigned long long>(c1 - c0);
+  out[1] = t - t0;
+  out[2] = timed_out;
+  __threadfence_system();
+}
+
+// Writes a repeating 8-byte pattern (little-endian: byte i of the buffer is
+// byte i % 8 of `pattern`) over `bytes` bytes at `dst` (8-byte aligned).
+// Poisons outputs and scratch, and fills guard regions.
+extern "C" __global__ void ke_fill_pattern(unsigned long long* dst, unsigned long long bytes,
+                                           unsigned long long pattern) {
+  const unsigned long long words = bytes / 8;
+  const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+  for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x;
+       i < words; i += stride) {
+    dst[i] = pattern;
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    unsigned char* tail = reinterpret_cast<unsigned char*>(dst + words);
+    for (unsigned long long b = 0; b < bytes % 8; ++b) {
+      tail[b] = static_cast<unsigned char>(pattern >> (8 * b));
+    }
+  }
+}
+
+// Device-to-device copy, 16 bytes per thread per step (bandwidth calibration:
+// bytes moved = 2 * 16 * n16, read plus written).
+extern "C" __global__ void ke_copy16(const uint4* __restrict__ src, uint4* __restrict__ dst,
+                                     unsigned long long n16) {
+  const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+  for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x;
+       i < n16; i += stride) {
+    dst[i] = src[i];
+  }
+}
+
+// FP32 FMA throughput (calibration): 8 independent chains per thread, each
+// `iterations` FMAs: flops = 2 * 8 * iterations * threads. The sum goes to
+// `out` so the compiler keeps every chain.
+extern "C" __global__ void ke_fma_throughput(float* out, int iterations, float seed) {
+  float a0 = seed + threadIdx.x, a1 = a0 + 1, a2 = a0 + 2, a3 = a0 + 3;
+  float a4 = a0 + 4, a5 = a0 + 5, a6 = a0 + 6, a7 = a0 + 7;
+  const float m = 0.999999f, c = 1e-7f;
+#pragma unroll 4
+  for (int i = 0; i < iterations; ++i) {
+    a0 = fmaf(a0, m, c);
+    a1 = fmaf(a1, m, c);
+    a2 = fmaf(a2, m, c);
+    a3 = fmaf(a3, m, c);
+    a4 = fmaf(a4, m, c);
+    a5 = fmaf(a5, m, c);
+    a6 = fmaf(a6, m, c);
+    a7 = fmaf(a7, m, c);
+  }
+  const float sum = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;
+  if (sum == 1234.5f) out[blockIdx.x * blockDim.x + threadIdx.x] = sum;  // practically never
+}

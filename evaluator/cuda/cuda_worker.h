@@ -1,0 +1,156 @@
+// The GPU side of the CUDA backend: runs inside `kerneleval-worker cuda
+// --device N`, one process per device, and owns that device's primary
+// context. Untrusted kernels run here; a sticky error or a hang ends the
+// process (the backend starts a fresh one), never the engine.
+//
+// Run (correctness), per case:
+//   1. allocate every buffer with a guard region before and after it;
+//      fill the whole allocation with the guard pattern;
+//   2. inputs: GenerateInput(spec, case seed) uploaded (a host copy kept);
+//      outputs and scratch: the dtype's poison pattern (evaluator/data/poison.h);
+//   3. launch the plan (limits checked, dynamic shared memory opted in, args
+//      packed), wait until the request's deadline;
+//   4. copy outputs back; inputs compared with the host copy; guards checked;
+//   5. overwrite every buffer with zeros and free it, so nothing a program
+//      computed is left for the next one to find.
+// Time: see evaluator/cuda/README.md ("Measurement procedure").
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "evaluator/cuda/device.h"
+#include "evaluator/cuda/driver.h"
+#include "evaluator/cuda/resources.h"
+#include "kerneleval/internal/worker.pb.h"
+#include "kerneleval/v1/kerneleval.pb.h"
+
+namespace kerneleval::cuda {
+
+struct CudaWorkerOptions {
+  int device = 0;
+  // Measure copy bandwidth and FP32 FMA throughput at start-up (DeviceInfo.measured_*).
+  bool calibrate = false;
+  // Device printf buffer [bytes]: a printf flood fills it and the rest is dropped.
+  uint64_t printf_fifo_bytes = uint64_t{1} << 20;
+  // Device malloc() heap [bytes]: in-kernel allocation beyond it returns NULL.
+  uint64_t malloc_heap_bytes = uint64_t{8} << 20;
+  // Guard region before and after every buffer [bytes]; a multiple of 256 so
+  // that the buffer the kernel sees keeps cuMemAlloc's alignment.
+  uint64_t guard_bytes = 4096;
+  // Minimum time the stream-holding kernel holds [ns]: long enough for its
+  // clock measurement (cycles / ns) to be accurate to well under 1 %.
+  uint64_t hold_min_ns = 20'000;
+  // The hold gives up after this long [ns] (a full launch queue must not deadlock).
+  uint64_t hold_timeout_ns = 200'000'000;
+};
+
+// What a Run/Time call produced: the result, and whether the context is
+// unusable so the process must exit after replying.
+template <typename Result>
+struct WorkerOutcome {
+  Result result;
+  bool worker_exiting = false;
+  std::vector<std::string> notes;
+};
+
+class CudaWorker {
+ public:
+  // Loads the driver, retains the device's primary context, sets the limits
+  // (printf FIFO, malloc heap, persisting L2 = 0), loads the auxiliary kernels
+  // and, if asked, calibrates. FAILED_PRECONDITION without a driver or device.
+  static absl::StatusOr<std::unique_ptr<CudaWorker>> Create(const CudaWorkerOptions& options);
+  ~CudaWorker();
+
+  [[nodiscard]] const v1::DeviceInfo& device_info() const { return device_info_; }
+  [[nodiscard]] const DeviceProperties& properties() const { return properties_; }
+
+  // Non-OK only when nothing could be judged (e.g. out of device memory for
+  // the problem's own buffers); a fault of the program is result.failure.
+  absl::StatusOr<WorkerOutcome<internal::RunResult>> Run(const internal::RunRequest& request);
+  absl::StatusOr<WorkerOutcome<internal::TimingResult>> Time(
+      const internal::TimingRequest& request);
+
+  // Calibration. Device-to-device copy of `bytes` with the worker's 16-byte
+  // copy kernel, median of 10 [bytes/s, read + written]; FP32 FMA chains on
+  // every SM, median of 5 [FLOP/s].
+  absl::StatusOr<double> MeasureBandwidth(uint64_t bytes);
+  absl::StatusOr<double> MeasureFp32Throughput();
+
+ private:
+  struct LoadedProgram;
+  struct Buffer;
+  struct BufferSet;
+  struct Sample;
+
+  CudaWorker(const DriverApi& api, CudaWorkerOptions options);
+  absl::Status Initialise();
+
+  absl::StatusOr<LoadedProgram> LoadProgram(const internal::Program& program,
+                                            std::vector<std::string>* notes);
+  absl::StatusOr<BufferSet> AllocateBuffers(const internal::ResolvedPlan& plan, uint64_t seed);
+  absl::Status PoisonWritable(const BufferSet& buffers);
+  absl::Status LaunchPlan(LoadedProgram& program, const internal::ResolvedPlan& plan,
+                          const BufferSet& buffers);
+  // Polls `event` (nullptr: the stream) until done, a CUDA error (a fault,
+  // context lost if sticky) or `deadline` (a "timeout" fault, context lost).
+  absl::Status WaitFor(CUevent event, absl::Time deadline);
+  absl::StatusOr<internal::CaseResult> Collect(const BufferSet& buffers);
+  absl::Status Fill(CUdeviceptr ptr, uint64_t bytes, uint64_t pattern);
+  absl::StatusOr<Sample> TimeOnce(LoadedProgram& program, const internal::ResolvedPlan& plan,
+                                  const BufferSet& buffers, bool flush_l2, absl::Time deadline);
+  // A CUDA error seen while a program's work was in flight, as a fault.
+  absl::Status FaultFrom(const absl::Status& status);
+
+  const DriverApi& api_;
+  CudaWorkerOptions options_;
+  DeviceProperties properties_;
+  v1::DeviceInfo device_info_;
+  std::unique_ptr<PrimaryContext> context_;
+  Stream stream_;
+  std::unique_ptr<Module> aux_module_;
+  KernelFunction hold_kernel_;
+  KernelFunction fill_kernel_;
+  KernelFunction copy_kernel_;
+  KernelFunction fma_kernel_;
+  PinnedHostBuffer control_;  // [0] release flag (int); [64..88) hold kernel's report
+  DeviceBuffer l2_flush_;     // 2x L2, memset before each timed sample
+  Event start_;
+  Event stop_;
+  uint32_t flush_value_ = 0;   // what the next L2 flush writes
+  bool context_lost_ = false;  // a sticky error or a hang: exit after replying
+};
+
+// The fault statuses Run/Time use internally; exposed for tests.
+// A fault is ABORTED with the stage ("runtime" | "timeout") as a payload.
+absl::Status MakeFault(absl::string_view stage, absl::string_view message);
+std::optional<std::string> FaultStage(const absl::Status& status);
+// A fault, or a CUDA error seen while a program's work was in flight (both
+// are the program's doing); anything else is the request's or the machine's.
+bool IsProgramFault(const absl::Status& status);
+
+// The 8-byte pattern that repeats a dtype's poison bits (poison.h) across a
+// word: f32 0x7FC0DEAD -> 0x7FC0DEAD7FC0DEAD; f16 0x7E00 -> 0x7E007E007E007E00.
+uint64_t PoisonWord(v1::DType dtype);
+
+// The guard regions' pattern; any byte that differs afterwards was written
+// out of bounds.
+inline constexpr uint64_t kGuardWord = 0xA5C35AE1D00DFEEDull;
+
+// Byte `offset` (from the start of a region filled with Fill()) of `word`.
+inline uint8_t PatternByte(uint64_t word, uint64_t offset) {
+  return static_cast<uint8_t>(word >> (8 * (offset % 8)));
+}
+
+// `kerneleval-worker cuda` main: serves wire::WorkerRequest frames on `fd`.
+int CudaWorkerMain(int fd, int argc, char** argv);
+
+}  // namespace kerneleval::cuda

@@ -1,0 +1,120 @@
+#include "evaluator/cuda/device.h"
+
+#include <array>
+
+#include "absl/strings/str_cat.h"
+
+#ifdef KERNELEVAL_HAVE_GPU_PEAKS
+#include "gpu_peaks/peak_table.h"
+#endif
+
+namespace kerneleval::cuda {
+namespace {
+
+absl::StatusOr<int> Attribute(const DriverApi& api, CUdevice device, CUdevice_attribute attribute) {
+  int value = 0;
+  KE_CU_RETURN_IF_ERROR(api.cuDeviceGetAttribute(&value, attribute, device));
+  return value;
+}
+
+}  // namespace
+
+absl::StatusOr<DeviceProperties> QueryDevice(const DriverApi& api, int ordinal) {
+  if (ordinal < 0 || ordinal >= api.device_count) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("no CUDA device ", ordinal, " (this machine has ", api.device_count, ")"));
+  }
+  CUdevice device = 0;
+  KE_CU_RETURN_IF_ERROR(api.cuDeviceGet(&device, ordinal));
+  DeviceProperties p;
+  p.ordinal = ordinal;
+  std::array<char, 256> name{};
+  KE_CU_RETURN_IF_ERROR(api.cuDeviceGetName(name.data(), static_cast<int>(name.size()), device));
+  p.name = name.data();
+  size_t memory = 0;
+  KE_CU_RETURN_IF_ERROR(api.cuDeviceTotalMem(&memory, device));
+  p.memory_bytes = memory;
+
+  // Reads an attribute into `out` or returns its error.
+#define KE_ATTRIBUTE(out, attribute)                               \
+  do {                                                             \
+    absl::StatusOr<int> value = Attribute(api, device, attribute); \
+    if (!value.ok()) return value.status();                        \
+    out = *value;                                                  \
+  } while (0)
+  int value = 0;
+  KE_ATTRIBUTE(p.cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+  KE_ATTRIBUTE(p.cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+  KE_ATTRIBUTE(p.sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  KE_ATTRIBUTE(value, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
+  p.l2_bytes = static_cast<uint64_t>(value);
+  KE_ATTRIBUTE(value, CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE);
+  p.max_persisting_l2_bytes = static_cast<uint64_t>(value);
+  KE_ATTRIBUTE(value, CU_DEVICE_ATTRIBUTE_CLOCK_RATE);  // [kHz]
+  p.sm_clock_mhz = value / 1000.0;
+  KE_ATTRIBUTE(value, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE);  // [kHz]
+  p.memory_clock_mhz = value / 1000.0;
+  KE_ATTRIBUTE(p.memory_bus_bits, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
+  KE_ATTRIBUTE(p.warp_size, CU_DEVICE_ATTRIBUTE_WARP_SIZE);
+  KE_ATTRIBUTE(value, CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY);
+  p.can_map_host_memory = value != 0;
+
+  LaunchLimits& l = p.limits;
+  KE_ATTRIBUTE(value, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+  l.max_threads_per_block = static_cast<uint32_t>(value);
+  const CUdevice_attribute block_dims[] = {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X,
+                                           CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y,
+                                           CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z};
+  const CUdevice_attribute grid_dims[] = {CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X,
+                                          CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y,
+                                          CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z};
+  for (int i = 0; i < 3; ++i) {
+    KE_ATTRIBUTE(value, block_dims[i]);
+    l.max_block_dim[i] = static_cast<uint32_t>(value);
+    KE_ATTRIBUTE(value, grid_dims[i]);
+    l.max_grid_dim[i] = static_cast<uint32_t>(value);
+  }
+  KE_ATTRIBUTE(value, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
+  l.max_shared_per_block = static_cast<uint32_t>(value);
+  KE_ATTRIBUTE(value, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+  l.max_shared_per_block_optin = static_cast<uint32_t>(value);
+#undef KE_ATTRIBUTE
+  return p;
+}
+
+std::string ArchName(int cc_major, int cc_minor) { return absl::StrCat("sm_", cc_major, cc_minor); }
+
+v1::DeviceInfo ToDeviceInfo(const DeviceProperties& p) {
+  v1::DeviceInfo info;
+  info.set_id(absl::StrCat("cuda:", p.ordinal));
+  info.set_backend("cuda");
+  info.set_name(p.name);
+  info.set_compute_capability_major(static_cast<uint32_t>(p.cc_major));
+  info.set_compute_capability_minor(static_cast<uint32_t>(p.cc_minor));
+  info.set_sm_count(static_cast<uint32_t>(p.sm_count));
+  info.set_memory_bytes(p.memory_bytes);
+  info.set_l2_bytes(p.l2_bytes);
+  info.set_sm_clock_mhz(p.sm_clock_mhz);
+  info.set_memory_clock_mhz(p.memory_clock_mhz);
+  info.set_roofline_known(false);
+  info.set_ready(true);
+  return info;
+}
+
+void MatchPeaks(const v1::GpuPeakTable& table, v1::DeviceInfo* device) {
+  device->clear_peaks();
+  device->set_roofline_known(false);
+#ifdef KERNELEVAL_HAVE_GPU_PEAKS
+  std::optional<v1::GpuPeaks> peaks = gpu_peaks::FindGpu(
+      table, device->name(), static_cast<int>(device->compute_capability_major()),
+      static_cast<int>(device->compute_capability_minor()), device->memory_bytes());
+  if (peaks.has_value()) {
+    *device->mutable_peaks() = *std::move(peaks);
+    device->set_roofline_known(true);
+  }
+#else
+  (void)table;
+#endif
+}
+
+}  // namespace kerneleval::cuda
