@@ -1,0 +1,80 @@
+// The __global__ functions of a CUDA source and their parameters, read
+// straight from the text (before compiling) so that a launch plan can be
+// checked against them with messages in the user's terms.
+//
+// A light reader, not a compiler: comments, strings and preprocessor lines
+// are skipped, so a kernel declared through a macro is not seen. It
+// understands extern "C" (also as a block), namespaces, templates (flagged),
+// __launch_bounds__(...), static/inline/__noinline__, qualifiers
+// (const, volatile, __restrict__, __grid_constant__), default arguments,
+// array parameters (as pointers) and simple aliases of built-in types
+// (typedef, using, object-like #define).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "evaluator/plan/expr.h"
+#include "evaluator/plan/types.h"
+
+namespace kerneleval::plan {
+
+struct ParamSig {
+  std::string name;  // empty for an unnamed parameter
+  // As declared, tokens separated by one space: "const float * __restrict__".
+  std::string type;
+  bool is_pointer = false;    // a pointer or an array parameter
+  bool is_reference = false;  // T& or T&&: the binder refuses these
+  int pointer_depth = 0;      // 2 for float**
+  // Scalars: the parameter's own type (kind kOther, size 0 when unknown).
+  // Pointers: kind kOther, size_bytes 8.
+  ScalarKind kind = ScalarKind::kOther;
+  uint32_t size_bytes = 0;  // [bytes]
+  uint32_t lanes = 1;       // 4 for a float4 passed by value
+  // Pointers only: what they point to (float4* -> {kFloat, 16, 4}; kOther
+  // with size 0 when unknown, e.g. a struct or a template parameter).
+  TypeInfo pointee;
+  bool pointee_is_const = false;
+  bool has_default = false;
+};
+
+struct KernelSignature {
+  std::string name;            // as declared: "softmax_kernel"
+  std::string qualified_name;  // with enclosing namespaces: "ops::softmax_kernel"
+  bool is_extern_c = false;
+  bool is_template = false;
+  bool is_definition = false;  // has a body (else a declaration)
+  uint32_t line = 0;           // 1-based line of the kernel's name
+  // __launch_bounds__(max_threads[, ...]) when its first argument evaluates
+  // (integer literals and numeric #defines), else nullopt.
+  std::optional<int64_t> launch_bounds_max_threads;
+  std::vector<ParamSig> params;
+};
+
+struct ParsedSource {
+  // In source order; a declaration followed by its definition appears once
+  // (the definition). Overloads appear once each.
+  std::vector<KernelSignature> kernels;
+  // Object-like #defines of integer constants (`#define BLOCK 256`,
+  // `#define TILE (BLOCK / 4)`) and namespace-scope `constexpr`/`const`
+  // integer variables (`constexpr int kBlock = 256;`), for launch plans and
+  // __launch_bounds__. A name defined twice keeps its first value.
+  ParamMap constants;
+};
+
+// Most kernels one source may declare.
+inline constexpr int kMaxKernels = 256;
+
+// Errors (absl::InvalidArgumentError, "line N: ...") only where a __global__
+// is not followed by a readable function declaration (e.g. an unterminated
+// parameter list) or there are more than kMaxKernels kernels.
+absl::StatusOr<ParsedSource> ParseSource(std::string_view source);
+
+// ParseSource(source)->kernels.
+absl::StatusOr<std::vector<KernelSignature>> ParseKernelSignatures(std::string_view source);
+
+}  // namespace kerneleval::plan
