@@ -1,0 +1,232 @@
+"""A GRPO reward function (TRL's GRPOTrainer convention) backed by a kerneleval server.
+
+    from kerneleval.rewards import kernel_reward           # $KERNELEVAL_SERVER, $KERNELEVAL_TOKEN
+    trainer = GRPOTrainer(model=..., reward_funcs=[kernel_reward], train_dataset=dataset, ...)
+
+The dataset needs a `problem_id` column (a built-in problem id, e.g. "softmax");
+TRL passes every extra column to reward functions as a keyword argument holding
+one value per completion.
+
+For each call: the kernel source is extracted from every completion
+(kerneleval.extract.extract_source: the last closed ```cuda/```cpp/```c++/```
+block by default); runs of consecutive completions with the same problem id
+(TRL puts a prompt's num_generations completions next to each other) go to the
+server as one EvaluateGroup each, so a group shares one reference measurement;
+different problems' groups are sent concurrently. The reward of a completion is
+the server's `Verdict.reward` under the reward settings sent with the request
+(the seed rubric: 0 unless correct, then the speed score; partial credit when
+enabled).
+
+It never raises: a completion without code, and every completion of a group the
+server could not judge (unreachable, bad request, ...), get `failure_reward`
+(0.0) and a logged reason (logger "kerneleval.rewards"), so one bad batch does
+not kill a training run. The last call's verdicts (None where there was none)
+are kept in `reward_fn.last_verdicts` for logging.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Optional, Sequence
+
+from kerneleval.client import Client
+from kerneleval.errors import KernelEvalError
+from kerneleval.extract import extract_source
+from kerneleval.results import Verdict
+
+logger = logging.getLogger("kerneleval.rewards")
+
+RewardFunction = Callable[..., list[float]]
+
+
+def _per_completion(value: Any, count: int, name: str) -> list[Any]:
+    """A kwargs column as one value per completion (a scalar is broadcast)."""
+    if value is None or isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
+        return [value] * count
+    values = list(value)
+    if len(values) != count:
+        raise ValueError(f"{name} has {len(values)} values for {count} completions")
+    return values
+
+
+def _runs(
+    problem_ids: Sequence[Optional[str]], graded: Sequence[bool], max_group_size: int
+) -> list[tuple[str, list[int]]]:
+    """Runs of consecutive completions with the same problem id (code-less ones
+    stay inside a run and are then left out of it), at most max_group_size each."""
+    runs: list[tuple[str, list[int]]] = []
+    previous: Any = object()
+    for index, problem_id in enumerate(problem_ids):
+        if problem_id != previous:
+            runs.append((problem_id, []))
+            previous = problem_id
+        if graded[index]:
+            runs[-1][1].append(index)
+    chunked = []
+    for problem_id, indices in runs:
+        for start in range(0, len(indices), max_group_size):
+            chunked.append((problem_id, indices[start : start + max_group_size]))
+    return chunked
+
+
+def make_kernel_reward(
+    client: Optional[Client] = None,
+    *,
+    target: Optional[str] = None,
+    token: Optional[str] = None,
+    tls: Any = False,
+    reward_mode: Optional[str] = None,
+    partial_credit: Optional[bool] = None,
+    backend: Optional[str] = None,
+    problem_key: str = "problem_id",
+    default_problem: Optional[str] = None,
+    pick: str = "last",
+    max_group_size: int = 128,
+    max_concurrency: int = 8,
+    timeout: Optional[float] = None,
+    limits: Optional[dict[str, Any]] = None,
+    compile_options: Optional[Sequence[str]] = None,
+    client_id: Optional[str] = None,
+    failure_reward: float = 0.0,
+    name: str = "kernel_reward",
+) -> RewardFunction:
+    """A reward function `fn(prompts, completions, **kwargs) -> list[float]`.
+
+    client: a Client to use; else one is made (lazily, on first call) from
+        target/token/tls, which default to $KERNELEVAL_SERVER (localhost:50051)
+        and $KERNELEVAL_TOKEN.
+    reward_mode: "speedup" | "roofline" | None (the server's default).
+    partial_credit: True | False | None (the server's default).
+    backend: "auto" | "cuda" | "cpu" | None.
+    problem_key: the kwargs column naming each completion's problem;
+        default_problem is used where it is missing.
+    pick: "last" | "largest" code block (kerneleval.extract).
+    max_group_size: split longer runs (the server's --max-group-size, 128).
+    max_concurrency: problems' groups in flight at once.
+    timeout: deadline of each EvaluateGroup call [s] (None: none).
+    limits: EvaluationLimits as a dict, e.g. {"timeout_seconds": 20}.
+    """
+    lock = threading.Lock()
+    state: dict[str, Any] = {"client": client}
+
+    def get_client() -> Client:
+        with lock:
+            if state["client"] is None:
+                state["client"] = Client(target, token=token, tls=tls)
+            return state["client"]
+
+    def evaluate_run(problem_id: str, sources: list[str]) -> list[Verdict]:
+        result = get_client().evaluate_group(
+            problem_id,
+            sources,
+            reward_mode=reward_mode,
+            partial_credit=partial_credit,
+            backend=backend,
+            limits=limits,
+            compile_options=compile_options,
+            client_id=client_id,
+            timeout=timeout,
+        )
+        if len(result.verdicts) != len(sources):
+            raise RuntimeError(f"the server sent {len(result.verdicts)} verdicts for {len(sources)} submissions")
+        return result.verdicts
+
+    def reward_fn(prompts: Any = None, completions: Any = None, **kwargs: Any) -> list[float]:
+        completions = list(completions or [])
+        count = len(completions)
+        rewards = [float(failure_reward)] * count
+        verdicts: list[Optional[Verdict]] = [None] * count
+        reward_fn.last_verdicts = verdicts  # type: ignore[attr-defined]
+        if count == 0:
+            return rewards
+        try:
+            problem_ids = _per_completion(kwargs.get(problem_key, default_problem), count, problem_key)
+        except ValueError as error:
+            logger.error("kernel_reward: %s; every completion gets %s", error, failure_reward)
+            return rewards
+        problem_ids = [p if p else default_problem for p in problem_ids]
+
+        sources: list[Optional[str]] = []
+        for index, completion in enumerate(completions):
+            try:
+                source = extract_source(completion, pick=pick)
+            except Exception as error:  # noqa: BLE001 - a reward function must not raise
+                logger.warning("kernel_reward: completion %d: extraction failed: %s", index, error)
+                source = None
+            if source is None:
+                logger.info("kernel_reward: completion %d: no code block; reward %s", index, failure_reward)
+            elif not problem_ids[index]:
+                logger.warning(
+                    "kernel_reward: completion %d: no problem id (kwargs[%r]); reward %s",
+                    index, problem_key, failure_reward,
+                )
+                source = None
+            sources.append(source)
+
+        runs = _runs(problem_ids, [s is not None for s in sources], max(1, max_group_size))
+
+        def grade(run: tuple[str, list[int]]) -> None:
+            problem_id, indices = run
+            try:
+                run_verdicts = evaluate_run(problem_id, [sources[i] for i in indices])  # type: ignore[misc]
+            except KernelEvalError as error:
+                logger.warning(
+                    "kernel_reward: problem %r, %d completions: server error %s%s; reward %s",
+                    problem_id, len(indices), error,
+                    f" (request {error.request_id})" if error.request_id else "", failure_reward,
+                )
+                return
+            except Exception as error:  # noqa: BLE001
+                logger.exception(
+                    "kernel_reward: problem %r, %d completions: %s; reward %s",
+                    problem_id, len(indices), error, failure_reward,
+                )
+                return
+            for index, verdict in zip(indices, run_verdicts):
+                verdicts[index] = verdict
+                rewards[index] = float(verdict.reward)
+                if not verdict.correct:
+                    logger.debug(
+                        "kernel_reward: completion %d (%s): stage %s: %s; reward %s",
+                        index, problem_id, verdict.stage, verdict.error, verdict.reward,
+                    )
+
+        if len(runs) == 1:
+            grade(runs[0])
+        elif runs:
+            with ThreadPoolExecutor(max_workers=max(1, min(max_concurrency, len(runs)))) as pool:
+                list(pool.map(grade, runs))
+        return rewards
+
+    reward_fn.__name__ = name
+    reward_fn.__qualname__ = name
+    reward_fn.last_verdicts = []  # type: ignore[attr-defined]
+    reward_fn.get_client = get_client  # type: ignore[attr-defined]
+    return reward_fn
+
+
+_default: Optional[RewardFunction] = None
+_default_lock = threading.Lock()
+
+
+def kernel_reward(prompts: Any = None, completions: Any = None, **kwargs: Any) -> list[float]:
+    """The reward function with the environment's settings: server
+    $KERNELEVAL_SERVER (default localhost:50051), token $KERNELEVAL_TOKEN, reward
+    mode $KERNELEVAL_REWARD_MODE and partial credit $KERNELEVAL_PARTIAL_CREDIT
+    ("1"/"0"; unset: the server's defaults). Use make_kernel_reward for more."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            partial = os.environ.get("KERNELEVAL_PARTIAL_CREDIT")
+            _default = make_kernel_reward(
+                target=os.environ.get("KERNELEVAL_SERVER") or None,
+                token=os.environ.get("KERNELEVAL_TOKEN") or None,
+                reward_mode=os.environ.get("KERNELEVAL_REWARD_MODE") or None,
+                partial_credit=None if partial in (None, "") else partial == "1",
+            )
+    rewards = _default(prompts, completions, **kwargs)
+    kernel_reward.last_verdicts = _default.last_verdicts  # type: ignore[attr-defined]
+    return rewards

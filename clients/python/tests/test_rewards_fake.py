@@ -1,0 +1,161 @@
+"""The GRPO reward function against the fake server: grouping, concurrency,
+code-less completions and server errors (never an exception)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+import grpc
+import pytest
+from fake_server import Abort, Sleep
+
+from kerneleval import Client, pb
+from kerneleval import rewards as rewards_module
+from kerneleval.rewards import kernel_reward, make_kernel_reward
+from conftest import VECTOR_ADD
+
+
+def fenced(source: str) -> str:
+    body = source if source.endswith("\n") else source + "\n"
+    return f"Here you go:\n```cuda\n{body}```\n"
+
+
+def test_one_group_per_run_of_a_problem(fake):
+    reward = make_kernel_reward(client=Client(fake.target), reward_mode="speedup", partial_credit=True)
+    completions = [fenced(VECTOR_ADD), fenced("WRONG"), fenced("SYNTAX"), fenced("SLOW")]
+    rewards = reward(["p"] * 4, completions, problem_id=["vector_add"] * 4)
+    assert rewards == pytest.approx([1.3, 0.05, 0.0, 0.1])
+    calls = fake.servicer.calls_to("EvaluateGroup")
+    assert len(calls) == 1
+    request = calls[0].request
+    assert request.problem_id == "vector_add" and len(request.submissions) == 4
+    assert request.reward.mode == pb.REWARD_MODE_SPEEDUP and request.reward.partial_credit
+    assert [v.stage for v in reward.last_verdicts] == ["passed", "correctness", "compile", "passed"]
+    assert reward.__name__ == "kernel_reward"
+
+
+def test_consecutive_runs_and_concurrency_across_problems(fake):
+    # Each group takes 0.3 s on the server: sequential would take >= 0.9 s.
+    fake.servicer.script("EvaluateGroup", Sleep(0.3), Sleep(0.3), Sleep(0.3))
+    reward = make_kernel_reward(client=Client(fake.target))
+    ids = ["vector_add", "vector_add", "softmax", "softmax", "vector_add"]
+    completions = [fenced(VECTOR_ADD), fenced("WRONG"), fenced(VECTOR_ADD), fenced("SLOW"), fenced(VECTOR_ADD)]
+    start = time.monotonic()
+    rewards = reward(None, completions, problem_id=ids)
+    elapsed = time.monotonic() - start
+    assert rewards == pytest.approx([1.3, 0.0, 1.3, 0.1, 1.3])
+    groups = sorted(
+        (c.request.problem_id, len(c.request.submissions)) for c in fake.servicer.calls_to("EvaluateGroup")
+    )
+    assert groups == [("softmax", 2), ("vector_add", 1), ("vector_add", 2)]
+    assert elapsed < 0.8, f"groups were not sent concurrently ({elapsed:.2f} s)"
+
+
+def test_code_less_completions_get_zero_and_stay_out_of_the_group(fake, caplog):
+    reward = make_kernel_reward(client=Client(fake.target))
+    completions = [fenced(VECTOR_ADD), "I don't know.", fenced(VECTOR_ADD), "```python\nx = 1\n```"]
+    with caplog.at_level(logging.INFO, logger="kerneleval.rewards"):
+        rewards = reward(None, completions, problem_id=["vector_add"] * 4)
+    assert rewards == pytest.approx([1.3, 0.0, 1.3, 0.0])
+    calls = fake.servicer.calls_to("EvaluateGroup")
+    assert len(calls) == 1 and len(calls[0].request.submissions) == 2  # one group despite the gap
+    assert "completion 1: no code block" in caplog.text and "completion 3: no code block" in caplog.text
+    assert reward.last_verdicts[1] is None and reward.last_verdicts[2].correct
+
+
+def test_chat_completions(fake):
+    reward = make_kernel_reward(client=Client(fake.target))
+    completions = [[{"role": "assistant", "content": fenced(VECTOR_ADD)}], [{"role": "assistant", "content": "no"}]]
+    assert reward([[{"role": "user", "content": "write"}]] * 2, completions, problem_id=["vector_add"] * 2) == [
+        pytest.approx(1.3),
+        0.0,
+    ]
+
+
+def test_server_error_gives_zero_and_a_logged_reason(fake, caplog):
+    fake.servicer.script("EvaluateGroup", Abort(grpc.StatusCode.INVALID_ARGUMENT, "submissions: too many", headers=True))
+    reward = make_kernel_reward(client=Client(fake.target))
+    with caplog.at_level(logging.WARNING, logger="kerneleval.rewards"):
+        rewards = reward(None, [fenced(VECTOR_ADD)] * 2, problem_id=["vector_add"] * 2)
+    assert rewards == [0.0, 0.0]
+    assert "INVALID_ARGUMENT: submissions: too many" in caplog.text
+    assert "(request fake-" in caplog.text
+
+
+def test_one_failing_problem_does_not_sink_the_others(fake):
+    reward = make_kernel_reward(client=Client(fake.target))
+    rewards = reward(None, [fenced(VECTOR_ADD), fenced(VECTOR_ADD)], problem_id=["no_such_problem", "vector_add"])
+    assert rewards == pytest.approx([0.0, 1.3])
+
+
+def test_unreachable_server_never_raises(fake, caplog):
+    port = fake.port
+    fake.stop()
+    reward = make_kernel_reward(target=f"127.0.0.1:{port}", timeout=5)
+    with caplog.at_level(logging.WARNING, logger="kerneleval.rewards"):
+        assert reward(None, [fenced(VECTOR_ADD)], problem_id=["vector_add"]) == [0.0]
+    assert "UNAVAILABLE" in caplog.text
+
+
+def test_bad_kwargs_never_raise(fake, caplog):
+    reward = make_kernel_reward(client=Client(fake.target))
+    assert reward(None, [fenced(VECTOR_ADD)] * 2, problem_id=["vector_add"]) == [0.0, 0.0]  # wrong length
+    assert reward(None, [fenced(VECTOR_ADD)]) == [0.0]  # no problem id at all
+    assert reward(None, []) == []
+    assert fake.servicer.calls_to("EvaluateGroup") == []
+    # A scalar problem id applies to every completion; default_problem fills gaps.
+    assert reward(None, [fenced(VECTOR_ADD)] * 2, problem_id="vector_add") == pytest.approx([1.3, 1.3])
+    with_default = make_kernel_reward(client=Client(fake.target), default_problem="vector_add")
+    assert with_default(None, [fenced(VECTOR_ADD)], problem_id=[None]) == pytest.approx([1.3])
+
+
+def test_groups_are_split_at_max_group_size(fake):
+    reward = make_kernel_reward(client=Client(fake.target), max_group_size=3)
+    rewards = reward(None, [fenced(VECTOR_ADD)] * 7, problem_id=["vector_add"] * 7)
+    assert rewards == pytest.approx([1.3] * 7)
+    sizes = sorted(len(c.request.submissions) for c in fake.servicer.calls_to("EvaluateGroup"))
+    assert sizes == [1, 3, 3]
+
+
+def test_settings_are_sent(fake):
+    reward = make_kernel_reward(
+        client=Client(fake.target), reward_mode="roofline", partial_credit=False, backend="cpu",
+        limits={"timeout_seconds": 9}, compile_options=["--use_fast_math"], client_id="run-7", problem_key="task",
+    )
+    assert reward(None, [fenced(VECTOR_ADD)], task=["vector_add"]) == pytest.approx([0.3 + 2.7 * 0.25])
+    request = fake.servicer.calls_to("EvaluateGroup")[0].request
+    assert request.reward.mode == pb.REWARD_MODE_ROOFLINE and not request.reward.partial_credit
+    assert request.backend == pb.BACKEND_CPU and request.limits.timeout_seconds == 9
+    assert request.client_id == "run-7"
+    assert list(request.submissions[0].compile_options.options) == ["--use_fast_math"]
+
+
+def test_default_kernel_reward_reads_the_environment(fake_factory, monkeypatch):
+    server = fake_factory(token="tok")
+    monkeypatch.setenv("KERNELEVAL_SERVER", server.target)
+    monkeypatch.setenv("KERNELEVAL_TOKEN", "tok")
+    monkeypatch.setenv("KERNELEVAL_REWARD_MODE", "speedup")
+    monkeypatch.setenv("KERNELEVAL_PARTIAL_CREDIT", "1")
+    monkeypatch.setattr(rewards_module, "_default", None)
+    assert kernel_reward([], [fenced("WRONG")], problem_id=["vector_add"]) == pytest.approx([0.05])
+    request = server.servicer.calls_to("EvaluateGroup")[0].request
+    assert request.reward.partial_credit and request.reward.mode == pb.REWARD_MODE_SPEEDUP
+    assert kernel_reward.last_verdicts[0].stage == "correctness"
+    monkeypatch.setattr(rewards_module, "_default", None)
+
+
+def test_reward_function_is_safe_to_call_from_threads(fake):
+    reward = make_kernel_reward(client=Client(fake.target))
+    results = []
+
+    def work() -> None:
+        results.append(reward(None, [fenced(VECTOR_ADD)], problem_id=["vector_add"]))
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == [pytest.approx([1.3])] * 8
