@@ -1,0 +1,80 @@
+"""The build hooks: stubs generated at build time, never checked in; an sdist
+carries the .proto files and builds without the repository around it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO_ROOT
+
+PACKAGE_DIR = REPO_ROOT / "clients" / "python"
+PROTO_FILES = sorted(p.name for p in (REPO_ROOT / "proto" / "kerneleval" / "v1").glob("*.proto"))
+
+
+def test_no_generated_code_is_checked_in():
+    tracked = subprocess.run(
+        ["git", "ls-files", "clients/python"], cwd=REPO_ROOT, capture_output=True, text=True
+    )
+    if tracked.returncode != 0:
+        pytest.skip("not a git checkout")
+    files = tracked.stdout.split()
+    assert not [f for f in files if f.endswith(("_pb2.py", "_pb2_grpc.py", "_pb2.pyi")) or "/_proto/" in f]
+    assert not [f for f in files if f.endswith(".proto")]
+
+
+def test_sdist_vendors_the_protos_and_builds_alone(tmp_path):
+    pytest.importorskip("grpc_tools")
+    # A copy of the checkout's package and proto/ (the build must not touch the tree).
+    checkout = tmp_path / "checkout"
+    shutil.copytree(PACKAGE_DIR, checkout / "clients" / "python",
+                    ignore=shutil.ignore_patterns("build", "*.egg-info", "_proto", "__pycache__", ".pytest_cache"))
+    shutil.copytree(REPO_ROOT / "proto", checkout / "proto")
+    dist = tmp_path / "dist"
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    subprocess.run([sys.executable, "setup.py", "-q", "sdist", "-d", str(dist)],
+                   cwd=checkout / "clients" / "python", check=True, capture_output=True, env=env)
+    (archive,) = dist.glob("kerneleval-*.tar.gz")
+    with tarfile.open(archive) as tar:
+        names = tar.getnames()
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(tmp_path / "unpacked", filter="data")
+        else:  # pragma: no cover - Python < 3.11.4
+            tar.extractall(tmp_path / "unpacked")
+    root = names[0].split("/")[0]
+    assert sorted(Path(n).name for n in names if n.endswith(".proto")) == PROTO_FILES
+    assert f"{root}/proto/kerneleval/v1/kerneleval.proto" in names
+    assert not [n for n in names if "_pb2" in n]
+    # The checkout's source tree was not written to.
+    assert not (checkout / "clients" / "python" / "proto").exists()
+    assert not (checkout / "clients" / "python" / "src" / "kerneleval" / "_proto").exists()
+
+    # Build from the unpacked sdist, where ../../proto does not exist.
+    unpacked = tmp_path / "unpacked" / root
+    assert not (unpacked.parent.parent / "proto").exists()
+    build_lib = tmp_path / "lib"
+    subprocess.run([sys.executable, "setup.py", "-q", "build_py", "-d", str(build_lib)],
+                   cwd=unpacked, check=True, capture_output=True, env=env)
+    generated = sorted(p.name for p in (build_lib / "kerneleval" / "_proto" / "v1").glob("*_pb2.py"))
+    assert generated == sorted(n.replace(".proto", "_pb2.py") for n in PROTO_FILES)
+    code = "import kerneleval, kerneleval.pb as pb; print(kerneleval.__file__); print(pb.Verdict.DESCRIPTOR.full_name)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True,
+                         env={**env, "PYTHONPATH": str(build_lib)})
+    file_line, name_line = out.stdout.split()
+    assert file_line.startswith(str(build_lib)) and name_line == "kerneleval.v1.Verdict"
+
+
+def test_installed_requirements_match_the_generated_code():
+    from importlib import metadata
+
+    requirements = metadata.requires("kerneleval") or []
+    base = [r for r in requirements if "extra ==" not in r]
+    assert any(r.startswith("grpcio>=") for r in base), base
+    assert any(r.startswith("protobuf") for r in base), base
+    assert not any(r.startswith("openenv") for r in base)  # the core client needs no openenv

@@ -1,0 +1,268 @@
+"""Against a real kerneleval-server (CPU backend) started by the fixtures in
+conftest.py: every client call, streaming, groups, auth, the OpenEnv
+environment over a few turns, the reward function, and reward parity with the
+seed rubric (imported verbatim from ../shared/seed/reward_rubric.py).
+
+Skipped, with the reason, when the server binary is not built.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from kerneleval import (
+    AsyncClient,
+    Client,
+    InvalidArgument,
+    NotFound,
+    Unauthenticated,
+    Verdict,
+)
+from conftest import (
+    VECTOR_ADD,
+    VECTOR_ADD_CRASH,
+    VECTOR_ADD_HANG,
+    VECTOR_ADD_SYNTAX,
+    VECTOR_ADD_WRONG,
+)
+
+pytestmark = pytest.mark.real_server
+
+RPC_TIMEOUT = 300.0  # [s] the CPU backend emulates CUDA: evaluations take seconds
+HANG_LIMITS = {"timeout_seconds": 5.0}
+
+# One thread per row, sums in double: well inside softmax's rtol 1e-4 for rows
+# of 30011 columns, and fast enough for the CPU backend.
+SOFTMAX = """// @launch softmax_rows<<<ceil_div(ROWS, 128), 128>>>(x, y, ROWS, COLS)
+extern "C" __global__ void softmax_rows(const float* x, float* y, int rows, int cols) {
+  int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= rows) return;
+  const float* in = x + (long long)r * cols;
+  float* out = y + (long long)r * cols;
+  float m = in[0];
+  for (int c = 1; c < cols; ++c) m = fmaxf(m, in[c]);
+  double s = 0.0;
+  for (int c = 0; c < cols; ++c) s += exp((double)(in[c] - m));
+  for (int c = 0; c < cols; ++c) out[c] = (float)(exp((double)(in[c] - m)) / s);
+}
+"""
+# Every output half of what it should be.
+SOFTMAX_WRONG = SOFTMAX.replace("/ s);", "/ s) * 0.5f;")
+
+BUILTIN_PROBLEMS = {"vector_add", "relu", "softmax", "row_sum", "matmul", "layernorm"}
+
+
+@pytest.fixture
+def client(real):
+    with Client(real.target, timeout=RPC_TIMEOUT) as c:
+        yield c
+
+
+# ------------------------------------------------------------------ calls
+
+
+def test_problems_and_problem(client):
+    problems = client.problems()
+    ids = {p.id for p in problems}
+    assert BUILTIN_PROBLEMS <= ids, f"missing built-in problems: {BUILTIN_PROBLEMS - ids}"
+    assert all(p.title for p in problems)
+    tagged = client.problems(tag="reduction")
+    assert tagged and all("reduction" in p.tags for p in tagged) and len(tagged) < len(problems)
+
+    softmax = client.problem("softmax")
+    assert softmax.id == "softmax" and softmax.problem.id == "softmax"
+    assert softmax.prompt and softmax.description and softmax.description in softmax.prompt
+    assert "x" in softmax.signature and "y" in softmax.signature
+    assert "@launch" in softmax.example_launch
+    assert set(softmax.parameters) == {"ROWS", "COLS"}
+    with pytest.raises(NotFound):
+        client.problem("no_such_problem")
+
+
+def test_devices(client):
+    devices = client.devices()
+    assert devices, "the server reports no device"
+    assert any(d.backend == "cpu" for d in devices)
+
+
+def test_compile(client):
+    result = client.compile(VECTOR_ADD)
+    assert result.success, result.log
+    assert [k.name for k in result.kernels] == ["add"]
+    assert result.kernels[0].registers_per_thread > 0
+    assert result.arch.startswith("sm_")
+    failed = client.compile(VECTOR_ADD_SYNTAX)
+    assert not failed.success and failed.log
+    assert any(d.severity == "error" for d in failed.diagnostics)
+
+
+def test_evaluate_correct(client):
+    verdict = client.evaluate("vector_add", VECTOR_ADD, reward_mode="speedup", partial_credit=False)
+    assert isinstance(verdict, Verdict)
+    assert verdict.correct and verdict.stage == "passed" and verdict.error == "", verdict.error
+    assert verdict.problem_id == "vector_add" and verdict.backend == "cpu"
+    assert verdict.speedup is not None and verdict.speedup > 0
+    assert verdict.reward >= 0.1
+    assert verdict.time_us and verdict.timing.emulated
+    assert verdict.correctness.passed and verdict.correctness.shapes_checked >= 1
+    assert verdict.reward_settings.mode == "speedup" and verdict.reward_settings.partial_credit is False
+    data = verdict.to_dict()
+    assert data["correct"] is True and data["stage"] == "passed" and data["problem_id"] == "vector_add"
+    assert data["reward"] == verdict.reward and "wall_seconds" in data
+
+
+def test_evaluate_failures_are_verdicts(client):
+    wrong = client.evaluate("vector_add", VECTOR_ADD_WRONG, partial_credit=True)
+    assert not wrong.correct and wrong.stage == "correctness" and wrong.error
+    assert wrong.reward == pytest.approx(0.05)
+    check = wrong.correctness.first_failure
+    assert check is not None and check.output == "c" and check.mismatches > 0
+    assert wrong.speedup is None
+
+    broken = client.evaluate("vector_add", VECTOR_ADD_SYNTAX, partial_credit=True)
+    assert broken.stage == "compile" and broken.reward == 0.0 and broken.compile.log
+
+
+def test_evaluate_runtime_failure_and_timeout(client):
+    crash = client.evaluate("vector_add", VECTOR_ADD_CRASH, partial_credit=True)
+    assert not crash.correct and crash.stage == "runtime", (crash.stage, crash.error)
+    assert crash.reward == pytest.approx(0.02)
+    hang = client.evaluate("vector_add", VECTOR_ADD_HANG, partial_credit=True, limits=HANG_LIMITS)
+    assert not hang.correct and hang.stage == "timeout", (hang.stage, hang.error)
+    assert hang.reward == pytest.approx(0.02)
+
+
+def test_evaluate_request_errors(client):
+    with pytest.raises(NotFound):
+        client.evaluate("no_such_problem", VECTOR_ADD)
+    with pytest.raises(InvalidArgument):
+        client.evaluate("vector_add", "")
+    with pytest.raises(InvalidArgument):
+        client.evaluate_group("vector_add", [])
+
+
+def test_stream(client):
+    events = list(client.evaluate_stream("vector_add", VECTOR_ADD, reward_mode="speedup"))
+    assert events, "no events"
+    assert events[-1].kind == "verdict" and events[-1].correct
+    assert all(e.kind != "verdict" for e in events[:-1])
+    assert {e.kind for e in events[:-1]} <= {"queued", "compiled", "correctness", "timing"}
+    assert any(e.kind == "compiled" for e in events), [e.kind for e in events]
+
+
+def test_group(client):
+    group = client.evaluate_group(
+        "vector_add", [VECTOR_ADD, VECTOR_ADD_WRONG, VECTOR_ADD_SYNTAX], reward_mode="speedup", partial_credit=True
+    )
+    assert [v.stage for v in group] == ["passed", "correctness", "compile"]
+    assert group[0].reward >= 0.1 and group.rewards[1:] == pytest.approx([0.05, 0.0])
+    assert group.reference_timing is not None and group.reference_timing.samples > 0
+
+
+def test_async_client(real):
+    async def main() -> None:
+        async with AsyncClient(real.target, timeout=RPC_TIMEOUT) as client:
+            verdict, problems = await asyncio.gather(
+                client.evaluate("vector_add", VECTOR_ADD), client.problems()
+            )
+            assert verdict.correct and {p.id for p in problems} >= BUILTIN_PROBLEMS
+            events = [e async for e in client.evaluate_stream("vector_add", VECTOR_ADD_WRONG)]
+            assert events[-1].stage == "correctness"
+
+    asyncio.run(main())
+
+
+def test_token(real_server_with_token):
+    target = real_server_with_token.target
+    with Client(target, token="s3cret-token", timeout=RPC_TIMEOUT) as client:
+        assert client.problems()
+        assert client.evaluate("vector_add", VECTOR_ADD).correct
+    with Client(target, token="wrong-token") as client, pytest.raises(Unauthenticated):
+        client.problems()
+    with Client(target, token="") as client, pytest.raises(Unauthenticated):
+        client.evaluate("vector_add", VECTOR_ADD)
+
+
+# ---------------------------------------------------------------- OpenEnv
+
+
+def test_openenv_environment_over_a_few_turns(real):
+    pytest.importorskip("openenv.core")
+    from kerneleval.openenv_env import KernelAction, KernelEvalEnvironment
+
+    env = KernelEvalEnvironment(
+        target=real.target, max_turns=4, reward_mode="speedup", partial_credit=True, timeout=RPC_TIMEOUT
+    )
+    try:
+        observation = env.reset(problem_id="softmax")
+        assert observation.problem_id == "softmax" and "@launch" in observation.example_launch
+        assert observation.prompt and observation.signature and not observation.done
+
+        wrong = env.step(KernelAction(source=f"My first try:\n```cuda\n{SOFTMAX_WRONG}```"))
+        assert wrong.stage == "correctness" and not wrong.correct, (wrong.stage, wrong.error)
+        assert wrong.reward == pytest.approx(0.05) and not wrong.done
+        assert "Wrong output" in wrong.feedback and "'y'" in wrong.feedback and "differ" in wrong.feedback
+
+        correct = env.step(KernelAction(source=SOFTMAX))
+        assert correct.correct and correct.stage == "passed", (correct.stage, correct.error, correct.feedback)
+        assert correct.reward >= 0.1 and correct.done and correct.turn == 2
+        assert correct.verdict["stage"] == "passed"
+        assert env.state.solved
+    finally:
+        env.close()
+
+
+# ---------------------------------------------------------------- rewards
+
+
+def test_reward_function(real):
+    from kerneleval.rewards import make_kernel_reward
+
+    reward = make_kernel_reward(target=real.target, reward_mode="speedup", partial_credit=True, timeout=RPC_TIMEOUT)
+    completions = [
+        f"```cuda\n{VECTOR_ADD}```",
+        [{"role": "assistant", "content": f"Try this:\n```cpp\n{VECTOR_ADD_WRONG}```"}],
+        "Sorry, I cannot help with that.",
+        f"```c++\n{VECTOR_ADD_SYNTAX}```",
+        f"```cuda\n{SOFTMAX}```",
+    ]
+    ids = ["vector_add"] * 4 + ["softmax"]
+    rewards = reward(["prompt"] * 5, completions, problem_id=ids)
+    verdicts = reward.last_verdicts
+    assert rewards[0] >= 0.1 and rewards[0] == verdicts[0].reward
+    assert rewards[1] == pytest.approx(0.05) and verdicts[1].stage == "correctness"
+    assert rewards[2] == 0.0 and verdicts[2] is None
+    assert rewards[3] == 0.0 and verdicts[3].stage == "compile"
+    assert rewards[4] >= 0.1 and verdicts[4].problem_id == "softmax"
+
+
+# ----------------------------------------------------------------- parity
+
+
+@pytest.mark.parametrize("mode", ["speedup", "roofline"])
+@pytest.mark.parametrize("partial", [False, True])
+def test_rewards_equal_the_seed_rubric(real, seed_rubric, mode, partial):
+    """The server's reward of each verdict equals the seed rubric's score of
+    the observation kerneleval makes of it (same reward settings)."""
+    pytest.importorskip("openenv.core")
+    from kerneleval.openenv_env import observation_from_verdict
+
+    rubric = seed_rubric.kernel_rubric(mode, partial)
+    sources = [VECTOR_ADD, VECTOR_ADD_WRONG, VECTOR_ADD_SYNTAX, VECTOR_ADD_CRASH, VECTOR_ADD_HANG]
+    with Client(real.target, timeout=RPC_TIMEOUT) as client:
+        group = client.evaluate_group(
+            "vector_add", sources, reward_mode=mode, partial_credit=partial, limits=HANG_LIMITS
+        )
+    assert {v.stage for v in group} >= {"passed", "correctness", "compile"}
+    for source, verdict in zip(sources, group):
+        assert verdict.reward_settings.mode == mode and verdict.reward_settings.partial_credit is partial
+        observation = observation_from_verdict(verdict)
+        expected = rubric(None, observation)
+        assert verdict.reward == pytest.approx(expected, abs=1e-12), (
+            f"{mode}/partial={partial}, stage {verdict.stage}, speedup {verdict.speedup}, "
+            f"roofline {verdict.roofline_frac}: server {verdict.reward}, seed {expected}"
+        )
+    correct = group[0]
+    assert correct.correct and correct.reward >= 0.1
