@@ -1,0 +1,140 @@
+#include "server/config.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
+
+namespace kerneleval::server {
+
+void AddServerFlags(CLI::App& app, ServerConfig* config) {
+  ServerOptions& server = config->server;
+  EngineOptions& engine = config->engine;
+  app.add_option("--listen", server.listen_address,
+                 "Address to serve gRPC on, HOST:PORT (port 0: any free port)")
+      ->envname("KERNELEVAL_LISTEN")
+      ->capture_default_str();
+  app.add_option("--backend", config->backend,
+                 "Default backend: auto (a GPU when present, else the CPU), cuda (require GPUs; "
+                 "requests may still ask for cpu), cpu (never probe GPUs)")
+      ->envname("KERNELEVAL_BACKEND")
+      ->check(CLI::IsMember({"auto", "cuda", "cpu"}))
+      ->capture_default_str();
+  app.add_option("--problems-dir", engine.problems_dir,
+                 "Directory of built-in problems (<id>/problem.textproto); default: the "
+                 "engine's (problems/ next to the install)")
+      ->envname("KERNELEVAL_PROBLEMS_DIR");
+  app.add_option("--compile-workers", engine.compile_workers,
+                 "Concurrent NVRTC compilations; 0 = one per core")
+      ->envname("KERNELEVAL_COMPILE_WORKERS")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--compile-cache-dir", engine.compile_cache_dir,
+                 "On-disk compile cache directory; empty = in-memory cache only")
+      ->envname("KERNELEVAL_COMPILE_CACHE_DIR");
+  app.add_option("--queue-capacity", engine.queue_capacity,
+                 "Evaluations queued per device before RESOURCE_EXHAUSTED")
+      ->envname("KERNELEVAL_QUEUE_CAPACITY")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-source-bytes", engine.max_source_bytes,
+                 "Largest accepted source per submission [bytes]")
+      ->envname("KERNELEVAL_MAX_SOURCE_BYTES")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-group-size", engine.max_group_size, "Most submissions in one EvaluateGroup")
+      ->envname("KERNELEVAL_MAX_GROUP_SIZE")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--log-level", config->log_level,
+                 "trace, debug, info, warn, error, critical or off")
+      ->envname("KERNELEVAL_LOG_LEVEL")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
+      ->capture_default_str();
+  app.add_option("--metrics-port", config->metrics_port,
+                 "Serve Prometheus metrics on http://0.0.0.0:PORT/metrics; 0 = off")
+      ->envname("KERNELEVAL_METRICS_PORT")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
+  app.add_option("--token", server.service.token,
+                 "Require 'authorization: Bearer <token>' on every call except health "
+                 "(env KERNELEVAL_TOKEN; prefer the env: flags show in ps)")
+      ->envname("KERNELEVAL_TOKEN");
+  app.add_option("--tls-cert", server.tls_cert_path, "PEM certificate chain; with --tls-key: TLS")
+      ->envname("KERNELEVAL_TLS_CERT")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-key", server.tls_key_path, "PEM private key of --tls-cert")
+      ->envname("KERNELEVAL_TLS_KEY")
+      ->check(CLI::ExistingFile);
+  app.add_flag("--calibrate", engine.calibrate,
+               "Measure each GPU's bandwidth and FP32 FLOP/s at start (ListDevices reports them)")
+      ->envname("KERNELEVAL_CALIBRATE");
+  app.add_option("--reward-mode", config->reward_mode,
+                 "Default reward: speedup or roofline (default: $KERNEL_ENV_REWARD, else "
+                 "speedup, as the seed rubric reads it)")
+      ->check(CLI::IsMember({"speedup", "roofline"}));
+  app.add_flag("--partial-credit,!--no-partial-credit", config->partial_credit,
+               "Default partial credit for failed submissions (default: on when "
+               "$KERNEL_ENV_PARTIAL_CREDIT is \"1\", as the seed reads it)");
+  app.add_option("--shutdown-grace-seconds", config->shutdown_grace_seconds,
+                 "On SIGTERM/SIGINT: let in-flight calls finish for this long [s], then cancel "
+                 "them and exit 0")
+      ->envname("KERNELEVAL_SHUTDOWN_GRACE_SECONDS")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--worker-binary", engine.worker_binary,
+                 "The kerneleval-worker executable; default: the engine's")
+      ->envname("KERNELEVAL_WORKER_BINARY");
+  app.add_option("--default-arch", engine.default_arch,
+                 "NVRTC target when neither the request nor a device names one")
+      ->capture_default_str();
+  app.add_option("--run-timeout-seconds", engine.run_timeout_seconds,
+                 "Wall-clock limit of one correctness or timing run [s]")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--blocking-threads", server.service.blocking_threads,
+                 "Threads serving synchronous engine calls (Compile)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+}
+
+absl::Status FinalizeServerConfig(const CLI::App& app, ServerConfig* config) {
+  EngineOptions& engine = config->engine;
+  if (config->backend == "cpu") {
+    engine.default_backend = v1::BACKEND_CPU;
+    engine.enable_cuda = false;
+  } else if (config->backend == "cuda") {
+    engine.default_backend = v1::BACKEND_CUDA;
+  } else {
+    engine.default_backend = v1::BACKEND_AUTO;
+  }
+
+  if (config->reward_mode.empty()) {
+    const char* env = std::getenv("KERNEL_ENV_REWARD");
+    config->reward_mode = (env != nullptr && *env != '\0') ? env : "speedup";
+  }
+  if (config->reward_mode != "speedup" && config->reward_mode != "roofline") {
+    return absl::InvalidArgumentError(absl::StrCat("--reward-mode (or KERNEL_ENV_REWARD): \"",
+                                                   config->reward_mode,
+                                                   "\" is not speedup or roofline"));
+  }
+  engine.reward_mode = config->reward_mode;
+  config->partial_credit_given = app.count("--partial-credit") > 0;
+  if (!config->partial_credit_given) {
+    const char* env = std::getenv("KERNEL_ENV_PARTIAL_CREDIT");
+    config->partial_credit = env != nullptr && std::string_view(env) == "1";
+  }
+  engine.partial_credit = config->partial_credit;
+
+  if (config->server.tls_cert_path.empty() != config->server.tls_key_path.empty()) {
+    return absl::InvalidArgumentError("--tls-cert and --tls-key: give both or neither");
+  }
+  config->server.service.limits.max_source_bytes = engine.max_source_bytes;
+  config->server.service.limits.max_group_size = engine.max_group_size;
+  config->server.metrics_address =
+      config->metrics_port > 0 ? absl::StrCat("0.0.0.0:", config->metrics_port) : "";
+  return absl::OkStatus();
+}
+
+}  // namespace kerneleval::server

@@ -1,0 +1,113 @@
+// kerneleval-server: the gRPC server in front of the evaluation engine.
+// SIGTERM/SIGINT: graceful stop (health NOT_SERVING, drain for
+// --shutdown-grace-seconds, cancel the rest), exit 0.
+#include <pthread.h>
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <memory>
+#include <thread>
+
+#include "server/config.h"
+#include "server/metrics.h"
+#include "server/server.h"
+
+namespace {
+
+void LogDevices(kerneleval::Engine& engine) {
+  const auto devices = engine.ListDevices();
+  if (devices.devices_size() == 0) spdlog::warn("no devices: every evaluation will fail");
+  for (const auto& device : devices.devices()) {
+    if (device.backend() == "cuda") {
+      spdlog::info("device {} [cuda] {} sm_{}{} {} SMs {:.1f} GiB{}{}", device.id(), device.name(),
+                   device.compute_capability_major(), device.compute_capability_minor(),
+                   device.sm_count(), static_cast<double>(device.memory_bytes()) / (1u << 30),
+                   device.roofline_known() ? "" : " (not in the peak table: no roofline)",
+                   device.ready() ? "" : " (not ready)");
+    } else {
+      spdlog::info("device {} [{}] {}{}", device.id(), device.backend(), device.name(),
+                   device.ready() ? "" : " (not ready)");
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  namespace ks = kerneleval::server;
+  CLI::App app{
+      "kerneleval-server: grade CUDA kernels over gRPC (kerneleval.v1.KernelEval).\n"
+      "Every flag also reads the environment variable shown."};
+  ks::ServerConfig config;
+  ks::AddServerFlags(app, &config);
+  CLI11_PARSE(app, argc, argv);
+  if (auto status = ks::FinalizeServerConfig(app, &config); !status.ok()) {
+    std::fprintf(stderr, "kerneleval-server: %s\n", std::string(status.message()).c_str());
+    return 2;
+  }
+  spdlog::set_level(spdlog::level::from_str(config.log_level));
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%L%$ %v");
+
+  // Signals are taken by sigwait on this thread only: block them before any
+  // other thread (gRPC, engine) starts so that every thread inherits the mask.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  auto metrics = std::make_shared<ks::ServerMetrics>();
+  config.engine.observer = metrics;
+  spdlog::info(
+      "engine: backend={} reward={} partial_credit={} queue_capacity={} "
+      "compile_workers={}",
+      config.backend, config.reward_mode, config.partial_credit, config.engine.queue_capacity,
+      config.engine.compile_workers);
+  auto engine = kerneleval::Engine::Create(config.engine);
+  if (!engine.ok()) {
+    spdlog::critical("cannot start the engine: {}", engine.status().ToString());
+    return 1;
+  }
+  LogDevices(**engine);
+
+  auto server = ks::KernelEvalServer::Start(engine->get(), config.server, metrics);
+  if (!server.ok()) {
+    spdlog::critical("{}", server.status().ToString());
+    (*engine)->Shutdown(absl::Now());
+    return 1;
+  }
+
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  const absl::Duration grace = absl::Seconds(config.shutdown_grace_seconds);
+  spdlog::info("{}: graceful shutdown (grace {:.0f}s)",
+               signal_number == SIGTERM ? "SIGTERM" : "SIGINT", config.shutdown_grace_seconds);
+
+  // Last resort: a second signal, or shutdown overrunning the grace by 10 s,
+  // ends the process at once (both gRPC and the engine honour the deadline,
+  // so this only fires on a bug).
+  std::thread watchdog([&stop_signals, grace] {
+    const absl::Duration bound = grace + absl::Seconds(10);
+    const timespec timeout = absl::ToTimespec(bound);
+    siginfo_t info;
+    if (sigtimedwait(&stop_signals, &info, &timeout) > 0) {
+      spdlog::warn("second signal: exiting now");
+      spdlog::shutdown();
+      std::_Exit(1);
+    }
+    spdlog::error("shutdown overran the grace period by 10s: exiting now");
+    spdlog::shutdown();
+    std::_Exit(0);
+  });
+  watchdog.detach();
+
+  (*server)->Shutdown(absl::Now() + grace);
+  server->reset();
+  engine->reset();
+  spdlog::info("exit");
+  spdlog::shutdown();
+  return 0;
+}

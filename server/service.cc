@@ -1,0 +1,529 @@
+#include "server/service.h"
+
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "server/metrics.h"
+#include "server/request_id.h"
+#include "server/status.h"
+#include "server/thread_pool.h"
+
+namespace kerneleval::server {
+namespace {
+
+std::string_view CodeName(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK:
+      return "OK";
+    case grpc::StatusCode::CANCELLED:
+      return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN:
+      return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND:
+      return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS:
+      return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return "PERMISSION_DENIED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED:
+      return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE:
+      return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL:
+      return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE:
+      return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS:
+      return "DATA_LOSS";
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return "UNAUTHENTICATED";
+    default:
+      return "UNKNOWN";
+  }
+}
+
+const grpc::Status& CancelledStatus() {
+  static const grpc::Status kStatus(grpc::StatusCode::CANCELLED,
+                                    "the client cancelled the call or its deadline passed");
+  return kStatus;
+}
+
+// What every call carries from arrival to finish. Shared (shared_ptr) by the
+// reactor and every engine callback, so that a callback arriving after the
+// client left never touches freed memory.
+struct CallState {
+  CallState(std::string_view rpc_name, std::string id, std::shared_ptr<ServerMetrics> metrics_in)
+      : rpc(rpc_name), request_id(std::move(id)), metrics(std::move(metrics_in)) {
+    if (metrics) metrics->OnRequestStarted();
+  }
+
+  // True for exactly one caller: the one that finishes the RPC (and may
+  // write its response). Until then the reactor and response are alive.
+  [[nodiscard]] bool Claim() { return !finished.exchange(true); }
+
+  // Metrics and the log line of a finished call.
+  void Record(const grpc::Status& status, std::string_view detail = {}) const {
+    const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+    if (metrics) metrics->OnRequestFinished(rpc, CodeName(status.error_code()), seconds);
+    if (status.ok()) {
+      const bool evaluation = rpc.rfind("Evaluate", 0) == 0;
+      spdlog::log(evaluation ? spdlog::level::info : spdlog::level::debug, "[{}] {} OK{}{} {:.3f}s",
+                  request_id, rpc, detail.empty() ? "" : " ", detail, seconds);
+    } else {
+      const bool client_side = status.error_code() == grpc::StatusCode::INVALID_ARGUMENT ||
+                               status.error_code() == grpc::StatusCode::NOT_FOUND ||
+                               status.error_code() == grpc::StatusCode::CANCELLED ||
+                               status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
+                               status.error_code() == grpc::StatusCode::UNAUTHENTICATED;
+      spdlog::log(client_side ? spdlog::level::info : spdlog::level::warn, "[{}] {} {}: {} {:.3f}s",
+                  request_id, rpc, CodeName(status.error_code()), status.error_message(), seconds);
+    }
+  }
+
+  const std::string_view rpc;
+  const std::string request_id;
+  const absl::Time start = absl::Now();
+  const std::shared_ptr<ServerMetrics> metrics;
+  std::atomic<bool> cancelled{false};
+  std::atomic<bool> finished{false};
+};
+
+std::string VerdictSummary(const v1::Verdict& verdict) {
+  return absl::StrCat("stage=", verdict.stage(), " reward=", verdict.reward());
+}
+
+// A unary call finished by whoever claims it first: the engine's callback,
+// OnCancel, or the handler itself for an early error.
+class UnaryReactor final : public grpc::ServerUnaryReactor {
+ public:
+  explicit UnaryReactor(std::shared_ptr<CallState> state) : state_(std::move(state)) {}
+  void OnCancel() override {
+    state_->cancelled.store(true);
+    if (!state_->Claim()) return;
+    state_->Record(CancelledStatus());
+    Finish(CancelledStatus());
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  const std::shared_ptr<CallState> state_;
+};
+
+// Finishes `reactor` unless someone else did; `fill_response` runs first (the
+// response is alive until Finish). Safe from any thread: the reactor is only
+// dereferenced after a successful claim.
+template <typename FillResponse>
+void FinishUnary(const std::shared_ptr<CallState>& state, grpc::ServerUnaryReactor* reactor,
+                 const grpc::Status& status, FillResponse&& fill_response,
+                 std::string_view detail = {}) {
+  if (!state->Claim()) return;
+  if (status.ok()) fill_response();
+  state->Record(status, detail);
+  reactor->Finish(status);
+}
+
+void FinishUnary(const std::shared_ptr<CallState>& state, grpc::ServerUnaryReactor* reactor,
+                 const grpc::Status& status) {
+  FinishUnary(state, reactor, status, [] {});
+}
+
+// EvaluateStream: progress events then the verdict, one write in flight at a
+// time. Decisions are taken under `mutex`; calls into gRPC happen after it is
+// released (gRPC may run reactions on the calling thread).
+class StreamReactor;
+
+struct StreamState : CallState {
+  using CallState::CallState;
+
+  // Actions decided under the lock, performed outside it.
+  struct Action {
+    const v1::EvaluateEvent* write = nullptr;
+    std::optional<grpc::Status> finish;
+  };
+
+  void Enqueue(v1::EvaluateEvent event) {
+    Action action;
+    {
+      std::lock_guard lock(mutex);
+      if (final_status) return;
+      pending.push_back(std::move(event));
+      action = PumpLocked();
+    }
+    Perform(action);
+  }
+
+  // The final status (and for OK the verdict event, written before it).
+  void Complete(const grpc::Status& status, std::optional<v1::EvaluateEvent> last,
+                std::string_view detail = {}) {
+    Action action;
+    {
+      std::lock_guard lock(mutex);
+      if (final_status) return;
+      if (last) pending.push_back(*std::move(last));
+      final_status = status;
+      Record(status, detail);
+      action = PumpLocked();
+    }
+    Perform(action);
+  }
+
+  void OnWriteDone(bool ok) {
+    Action action;
+    {
+      std::lock_guard lock(mutex);
+      write_in_flight = false;
+      if (!ok) {  // the stream broke: the client is gone
+        cancelled.store(true);
+        pending.clear();
+        if (!final_status) {
+          final_status = CancelledStatus();
+          Record(*final_status);
+        }
+      }
+      action = PumpLocked();
+    }
+    Perform(action);
+  }
+
+  void OnCancel() {
+    cancelled.store(true);
+    Action action;
+    {
+      std::lock_guard lock(mutex);
+      pending.clear();
+      if (!final_status) {
+        final_status = CancelledStatus();
+        Record(*final_status);
+      }
+      action = PumpLocked();
+    }
+    Perform(action);
+  }
+
+  Action PumpLocked() {
+    Action action;
+    if (finish_called || write_in_flight) return action;
+    if (!pending.empty()) {
+      writing = std::move(pending.front());
+      pending.pop_front();
+      write_in_flight = true;
+      action.write = &writing;
+    } else if (final_status) {
+      finish_called = true;
+      action.finish = *final_status;
+    }
+    return action;
+  }
+
+  void Perform(const Action& action);
+
+  std::mutex mutex;
+  grpc::ServerWriteReactor<v1::EvaluateEvent>* reactor = nullptr;  // alive until Finish
+  std::deque<v1::EvaluateEvent> pending;
+  v1::EvaluateEvent writing;  // the event being written; stable until OnWriteDone
+  bool write_in_flight = false;
+  std::optional<grpc::Status> final_status;
+  bool finish_called = false;
+};
+
+class StreamReactor final : public grpc::ServerWriteReactor<v1::EvaluateEvent> {
+ public:
+  explicit StreamReactor(std::shared_ptr<StreamState> state) : state_(std::move(state)) {
+    state_->reactor = this;
+  }
+  void OnWriteDone(bool ok) override {
+    const auto state = state_;  // keeps the state alive across the call
+    state->OnWriteDone(ok);
+  }
+  void OnCancel() override {
+    const auto state = state_;
+    state->OnCancel();
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  const std::shared_ptr<StreamState> state_;
+};
+
+void StreamState::Perform(const Action& action) {
+  if (action.write != nullptr) {
+    reactor->StartWrite(action.write);
+  } else if (action.finish) {
+    reactor->Finish(*action.finish);
+  }
+}
+
+absl::Time DeadlineOf(const grpc::CallbackServerContext& context) {
+  const auto deadline = context.deadline();
+  if (deadline == std::chrono::system_clock::time_point::max()) return absl::InfiniteFuture();
+  return absl::FromChrono(deadline);
+}
+
+std::string ClientRequestId(const grpc::CallbackServerContext& context) {
+  const auto& metadata = context.client_metadata();
+  const auto it = metadata.find(kRequestIdHeader);
+  if (it == metadata.end()) return NewRequestId();
+  return RequestIdFromClient(std::string_view(it->second.data(), it->second.size()));
+}
+
+}  // namespace
+
+std::string ClientIdFromPeer(const std::string& peer) {
+  const size_t colon = peer.rfind(':');
+  const size_t bracket = peer.rfind(']');
+  // "ipv6:[::1]:5000": the port follows the bracket; "unix:/path" has none.
+  if (colon == std::string::npos || (bracket != std::string::npos && colon < bracket)) return peer;
+  if (peer.rfind("unix:", 0) == 0) return peer;
+  const std::string_view port(peer.data() + colon + 1, peer.size() - colon - 1);
+  if (port.empty() || port.find_first_not_of("0123456789") != std::string_view::npos) return peer;
+  const size_t first_colon = peer.find(':');
+  if (first_colon == colon) return peer;  // "host" part only after the scheme
+  return peer.substr(0, colon);
+}
+
+namespace {
+
+// The checks every call passes before any engine work; sets the request id
+// as initial metadata. OK: proceed.
+grpc::Status Admit(grpc::CallbackServerContext* context, const CallState& state,
+                   const TokenAuthenticator& authenticator) {
+  context->AddInitialMetadata(kRequestIdHeader, state.request_id);
+  if (!authenticator.Allows(*context)) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        "authorization: missing or wrong bearer token");
+  }
+  if (context->IsCancelled()) return CancelledStatus();
+  return ToGrpcStatus(CheckDeadline(DeadlineOf(*context), absl::Now()));
+}
+
+CallContext MakeCallContext(const grpc::CallbackServerContext& context,
+                            const std::shared_ptr<CallState>& state, const std::string& client_id) {
+  CallContext call;
+  call.request_id = state->request_id;
+  call.client_id = client_id.empty() ? ClientIdFromPeer(context.peer()) : client_id;
+  call.deadline = DeadlineOf(context);
+  call.cancelled = [state] { return state->cancelled.load(); };
+  return call;
+}
+
+}  // namespace
+
+KernelEvalService::KernelEvalService(Engine* engine, ServiceOptions options,
+                                     std::shared_ptr<ServerMetrics> metrics)
+    : engine_(engine),
+      options_(std::move(options)),
+      authenticator_(options_.token),
+      metrics_(std::move(metrics)),
+      blocking_pool_(std::make_unique<ThreadPool>(options_.blocking_threads)) {}
+
+KernelEvalService::~KernelEvalService() = default;
+
+void KernelEvalService::StopBlockingWork() { blocking_pool_->Stop(); }
+
+grpc::ServerUnaryReactor* KernelEvalService::Evaluate(grpc::CallbackServerContext* context,
+                                                      const v1::EvaluateRequest* request,
+                                                      v1::EvaluateResponse* response) {
+  auto state = std::make_shared<CallState>("Evaluate", ClientRequestId(*context), metrics_);
+  auto* reactor = new UnaryReactor(state);
+  if (auto status = Admit(context, *state, authenticator_); !status.ok()) {
+    FinishUnary(state, reactor, status);
+    return reactor;
+  }
+  if (auto status = ValidateEvaluateRequest(*request, options_.limits); !status.ok()) {
+    FinishUnary(state, reactor, ToGrpcStatus(status));
+    return reactor;
+  }
+  spdlog::debug("[{}] Evaluate problem={} from {}", state->request_id,
+                request->has_problem() ? request->problem().id() : request->problem_id(),
+                context->peer());
+  engine_->EvaluateAsync(*request, MakeCallContext(*context, state, request->client_id()),
+                         [state, reactor, response](absl::StatusOr<v1::Verdict> verdict) {
+                           if (!verdict.ok()) {
+                             FinishUnary(state, reactor, ToGrpcStatus(verdict.status()));
+                             return;
+                           }
+                           if (verdict->request_id().empty())
+                             verdict->set_request_id(state->request_id);
+                           const std::string summary = VerdictSummary(*verdict);
+                           FinishUnary(
+                               state, reactor, grpc::Status::OK,
+                               [&] { *response->mutable_verdict() = *std::move(verdict); },
+                               summary);
+                         });
+  return reactor;
+}
+
+grpc::ServerWriteReactor<v1::EvaluateEvent>* KernelEvalService::EvaluateStream(
+    grpc::CallbackServerContext* context, const v1::EvaluateRequest* request) {
+  auto state = std::make_shared<StreamState>("EvaluateStream", ClientRequestId(*context), metrics_);
+  auto* reactor = new StreamReactor(state);
+  if (auto status = Admit(context, *state, authenticator_); !status.ok()) {
+    state->Complete(status, std::nullopt);
+    return reactor;
+  }
+  if (auto status = ValidateEvaluateRequest(*request, options_.limits); !status.ok()) {
+    state->Complete(ToGrpcStatus(status), std::nullopt);
+    return reactor;
+  }
+  spdlog::debug("[{}] EvaluateStream problem={} from {}", state->request_id,
+                request->has_problem() ? request->problem().id() : request->problem_id(),
+                context->peer());
+  // Stream events are sent as they come; the initial metadata (with the
+  // request id) goes out with the first one.
+  CallContext call = MakeCallContext(*context, state, request->client_id());
+  call.on_event = [state](const v1::EvaluateEvent& event) {
+    if (event.has_verdict()) return;  // the verdict comes through `done`
+    state->Enqueue(event);
+  };
+  engine_->EvaluateAsync(*request, std::move(call), [state](absl::StatusOr<v1::Verdict> verdict) {
+    if (!verdict.ok()) {
+      state->Complete(ToGrpcStatus(verdict.status()), std::nullopt);
+      return;
+    }
+    if (verdict->request_id().empty()) {
+      verdict->set_request_id(state->request_id);
+    }
+    const std::string summary = VerdictSummary(*verdict);
+    v1::EvaluateEvent last;
+    *last.mutable_verdict() = *std::move(verdict);
+    state->Complete(grpc::Status::OK, std::move(last), summary);
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* KernelEvalService::EvaluateGroup(grpc::CallbackServerContext* context,
+                                                           const v1::EvaluateGroupRequest* request,
+                                                           v1::EvaluateGroupResponse* response) {
+  auto state = std::make_shared<CallState>("EvaluateGroup", ClientRequestId(*context), metrics_);
+  auto* reactor = new UnaryReactor(state);
+  if (auto status = Admit(context, *state, authenticator_); !status.ok()) {
+    FinishUnary(state, reactor, status);
+    return reactor;
+  }
+  if (auto status = ValidateEvaluateGroupRequest(*request, options_.limits); !status.ok()) {
+    FinishUnary(state, reactor, ToGrpcStatus(status));
+    return reactor;
+  }
+  spdlog::debug("[{}] EvaluateGroup problem={} submissions={} from {}", state->request_id,
+                request->has_problem() ? request->problem().id() : request->problem_id(),
+                request->submissions_size(), context->peer());
+  engine_->EvaluateGroupAsync(
+      *request, MakeCallContext(*context, state, request->client_id()),
+      [state, reactor, response](absl::StatusOr<v1::EvaluateGroupResponse> group) {
+        if (!group.ok()) {
+          FinishUnary(state, reactor, ToGrpcStatus(group.status()));
+          return;
+        }
+        int passed = 0;
+        for (auto& verdict : *group->mutable_verdicts()) {
+          if (verdict.request_id().empty()) verdict.set_request_id(state->request_id);
+          passed += verdict.correct() ? 1 : 0;
+        }
+        const std::string summary =
+            absl::StrCat("verdicts=", group->verdicts_size(), " correct=", passed);
+        FinishUnary(
+            state, reactor, grpc::Status::OK, [&] { *response = *std::move(group); }, summary);
+      });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* KernelEvalService::Compile(grpc::CallbackServerContext* context,
+                                                     const v1::CompileRequest* request,
+                                                     v1::CompileResponse* response) {
+  auto state = std::make_shared<CallState>("Compile", ClientRequestId(*context), metrics_);
+  auto* reactor = new UnaryReactor(state);
+  if (auto status = Admit(context, *state, authenticator_); !status.ok()) {
+    FinishUnary(state, reactor, status);
+    return reactor;
+  }
+  if (auto status = ValidateCompileRequest(*request, options_.limits); !status.ok()) {
+    FinishUnary(state, reactor, ToGrpcStatus(status));
+    return reactor;
+  }
+  CallContext call = MakeCallContext(*context, state, /*client_id=*/"");
+  const bool queued = blocking_pool_->Submit(
+      // The request is copied: after a cancel OnCancel finishes the call and
+      // gRPC frees its messages while this task may still be compiling.
+      [this, state, reactor, request = *request, response, call = std::move(call)] {
+        if (state->cancelled.load()) return;
+        absl::StatusOr<v1::CompileResult> result = engine_->Compile(request, call);
+        if (!result.ok()) {
+          FinishUnary(state, reactor, ToGrpcStatus(result.status()));
+          return;
+        }
+        FinishUnary(state, reactor, grpc::Status::OK,
+                    [&] { *response->mutable_result() = *std::move(result); });
+      });
+  if (!queued) {
+    FinishUnary(state, reactor,
+                grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down"));
+  }
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* KernelEvalService::ListProblems(grpc::CallbackServerContext* context,
+                                                          const v1::ListProblemsRequest* request,
+                                                          v1::ListProblemsResponse* response) {
+  auto state = std::make_shared<CallState>("ListProblems", ClientRequestId(*context), metrics_);
+  auto* reactor = new UnaryReactor(state);
+  if (auto status = Admit(context, *state, authenticator_); !status.ok()) {
+    FinishUnary(state, reactor, status);
+    return reactor;
+  }
+  absl::StatusOr<v1::ListProblemsResponse> result = engine_->ListProblems(*request);
+  FinishUnary(state, reactor, ToGrpcStatus(result.status()),
+              [&] { *response = *std::move(result); });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* KernelEvalService::GetProblem(grpc::CallbackServerContext* context,
+                                                        const v1::GetProblemRequest* request,
+                                                        v1::GetProblemResponse* response) {
+  auto state = std::make_shared<CallState>("GetProblem", ClientRequestId(*context), metrics_);
+  auto* reactor = new UnaryReactor(state);
+  if (auto status = Admit(context, *state, authenticator_); !status.ok()) {
+    FinishUnary(state, reactor, status);
+    return reactor;
+  }
+  if (auto status = ValidateGetProblemRequest(*request); !status.ok()) {
+    FinishUnary(state, reactor, ToGrpcStatus(status));
+    return reactor;
+  }
+  absl::StatusOr<v1::GetProblemResponse> result = engine_->GetProblem(*request);
+  FinishUnary(state, reactor, ToGrpcStatus(result.status()),
+              [&] { *response = *std::move(result); });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* KernelEvalService::ListDevices(grpc::CallbackServerContext* context,
+                                                         const v1::ListDevicesRequest* request,
+                                                         v1::ListDevicesResponse* response) {
+  auto state = std::make_shared<CallState>("ListDevices", ClientRequestId(*context), metrics_);
+  auto* reactor = new UnaryReactor(state);
+  if (auto status = Admit(context, *state, authenticator_); !status.ok()) {
+    FinishUnary(state, reactor, status);
+    return reactor;
+  }
+  v1::ListDevicesResponse devices = engine_->ListDevices();
+  FinishUnary(state, reactor, grpc::Status::OK, [&] { *response = std::move(devices); });
+  return reactor;
+}
+
+}  // namespace kerneleval::server

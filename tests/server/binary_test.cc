@@ -1,0 +1,160 @@
+// The kerneleval-server binary: starts with the real engine on the CPU
+// backend, serves, and exits 0 on SIGTERM. Skips when the binary is not built
+// (it needs the engine, kerneleval_engine).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <regex>
+#include <string>
+#include <thread>
+
+#include "cli/client/client.h"
+
+#ifndef KERNELEVAL_SERVER_BINARY
+#define KERNELEVAL_SERVER_BINARY ""
+#endif
+#ifndef KERNELEVAL_SOURCE_DIR
+#define KERNELEVAL_SOURCE_DIR ""
+#endif
+
+namespace kerneleval {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
+// A child process with its stdout+stderr on a pipe we read.
+class ServerProcess {
+ public:
+  explicit ServerProcess(std::vector<std::string> args) {
+    int fds[2];
+    if (pipe(fds) != 0) return;
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(fds[1], STDOUT_FILENO);
+      dup2(fds[1], STDERR_FILENO);
+      close(fds[0]);
+      close(fds[1]);
+      std::vector<char*> argv;
+      for (auto& arg : args) argv.push_back(arg.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    close(fds[1]);
+    output_fd_ = fds[0];
+    fcntl(output_fd_, F_SETFL, O_NONBLOCK);
+  }
+  ~ServerProcess() {
+    if (pid_ > 0 && !exited_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (output_fd_ >= 0) close(output_fd_);
+  }
+
+  // Reads what is available; returns everything read so far.
+  const std::string& Output() {
+    char buffer[4096];
+    ssize_t got;
+    while ((got = read(output_fd_, buffer, sizeof(buffer))) > 0) output_.append(buffer, got);
+    return output_;
+  }
+
+  // The port from "listening on port N", or 0 after `timeout`.
+  int WaitForPort(milliseconds timeout) {
+    const std::regex pattern("listening on port ([0-9]+)");
+    const auto until = steady_clock::now() + timeout;
+    while (steady_clock::now() < until) {
+      std::smatch match;
+      const std::string& text = Output();
+      if (std::regex_search(text, match, pattern)) return std::stoi(match[1]);
+      if (Exited()) return 0;
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    return 0;
+  }
+
+  bool Exited() {
+    if (exited_) return true;
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      exited_ = true;
+      status_ = status;
+    }
+    return exited_;
+  }
+
+  // The exit status, or -1 if it did not exit within `timeout`.
+  int WaitForExit(milliseconds timeout) {
+    const auto until = steady_clock::now() + timeout;
+    while (!Exited()) {
+      if (steady_clock::now() > until) return -1;
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    return WIFEXITED(status_) ? WEXITSTATUS(status_) : 128 + WTERMSIG(status_);
+  }
+
+  [[nodiscard]] pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_ = -1;
+  int output_fd_ = -1;
+  std::string output_;
+  bool exited_ = false;
+  int status_ = 0;
+};
+
+TEST(ServerBinary, HelpDocumentsEveryFlag) {
+  if (std::string(KERNELEVAL_SERVER_BINARY).empty()) GTEST_SKIP() << "kerneleval-server not built";
+  ServerProcess process({KERNELEVAL_SERVER_BINARY, "--help"});
+  ASSERT_EQ(process.WaitForExit(milliseconds(30'000)), 0);
+  const std::string& help = process.Output();
+  for (const char* flag :
+       {"--listen", "--backend", "--problems-dir", "--compile-workers", "--compile-cache-dir",
+        "--queue-capacity", "--max-source-bytes", "--max-group-size", "--log-level",
+        "--metrics-port", "--token", "--tls-cert", "--tls-key", "--calibrate", "--reward-mode",
+        "--partial-credit", "--shutdown-grace-seconds"}) {
+    EXPECT_NE(help.find(flag), std::string::npos) << flag;
+  }
+}
+
+TEST(ServerBinary, ServesOnTheCpuBackendAndExitsZeroOnSigterm) {
+  if (std::string(KERNELEVAL_SERVER_BINARY).empty()) GTEST_SKIP() << "kerneleval-server not built";
+  ServerProcess process({KERNELEVAL_SERVER_BINARY, "--backend", "cpu", "--listen", "127.0.0.1:0",
+                         "--problems-dir", std::string(KERNELEVAL_SOURCE_DIR) + "/problems",
+                         "--shutdown-grace-seconds", "5", "--log-level", "info"});
+  const int port = process.WaitForPort(milliseconds(60'000));
+  ASSERT_GT(port, 0) << process.Output();
+
+  client::ClientOptions options;
+  options.target = "127.0.0.1:" + std::to_string(port);
+  options.timeout = absl::Seconds(10);
+  auto client = client::KernelEvalClient::Create(options);
+  ASSERT_TRUE(client.ok());
+  auto devices = (*client)->ListDevices();
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  bool has_cpu = false;
+  for (const auto& device : devices->devices()) has_cpu = has_cpu || device.backend() == "cpu";
+  EXPECT_TRUE(has_cpu);
+  auto problems = (*client)->ListProblems({});
+  EXPECT_TRUE(problems.ok()) << problems.status();
+
+  ASSERT_EQ(kill(process.pid(), SIGTERM), 0);
+  EXPECT_EQ(process.WaitForExit(milliseconds(30'000)), 0) << process.Output();
+  EXPECT_NE(process.Output().find("graceful shutdown"), std::string::npos) << process.Output();
+}
+
+TEST(ServerBinary, BadFlagIsAUsageError) {
+  if (std::string(KERNELEVAL_SERVER_BINARY).empty()) GTEST_SKIP() << "kerneleval-server not built";
+  ServerProcess process({KERNELEVAL_SERVER_BINARY, "--backend", "tpu"});
+  EXPECT_NE(process.WaitForExit(milliseconds(30'000)), 0);
+}
+
+}  // namespace
+}  // namespace kerneleval
