@@ -78,3 +78,15 @@ def test_installed_requirements_match_the_generated_code():
     assert any(r.startswith("grpcio>=") for r in base), base
     assert any(r.startswith("protobuf") for r in base), base
     assert not any(r.startswith("openenv") for r in base)  # the core client needs no openenv
+
+
+def test_examples_and_readme_snippets_are_valid_python():
+    example = REPO_ROOT / "examples" / "grpo_train.py"
+    compile(example.read_text(), str(example), "exec")
+    import re
+
+    readme = (PACKAGE_DIR / "README.md").read_text()
+    snippets = re.findall(r"```python\n(.*?)```", readme, re.DOTALL)
+    assert len(snippets) >= 4
+    for snippet in snippets:
+        compile(snippet, "README.md", "exec")
