@@ -435,3 +435,12 @@ def test_importing_the_client_does_not_import_openenv():
 def test_logging_is_quiet_by_default(caplog):
     # A library adds no handlers of its own.
     assert not logging.getLogger("kerneleval").handlers
+
+
+def test_stream_starts_when_iterated(fake):
+    with Client(fake.target) as client:
+        stream = client.evaluate_stream("vector_add", VECTOR_ADD)
+        time.sleep(0.2)
+        assert fake.servicer.calls_to("EvaluateStream") == []
+        assert list(stream)[-1].correct
+    assert len(fake.servicer.calls_to("EvaluateStream")) == 1

@@ -159,3 +159,14 @@ def test_reward_function_is_safe_to_call_from_threads(fake):
     for thread in threads:
         thread.join()
     assert results == [pytest.approx([1.3])] * 8
+
+
+def test_the_clients_default_deadline_applies(fake, caplog):
+    fake.servicer.script("EvaluateGroup", Sleep(1.0))
+    reward = make_kernel_reward(client=Client(fake.target, timeout=0.2))
+    with caplog.at_level(logging.WARNING, logger="kerneleval.rewards"):
+        assert reward(None, [fenced(VECTOR_ADD)], problem_id=["vector_add"]) == [0.0]
+    assert "DEADLINE_EXCEEDED" in caplog.text
+    fake.servicer.script("EvaluateGroup", Sleep(0.4))
+    patient = make_kernel_reward(client=Client(fake.target, timeout=0.2), timeout=5)
+    assert patient(None, [fenced(VECTOR_ADD)], problem_id=["vector_add"]) == pytest.approx([1.3])

@@ -196,11 +196,9 @@ class Client(_ClientBase):
     ) -> Iterator[Event]:
         """As evaluate, but yields progress events (Queued, Compiled,
         CorrectnessDone, TimingProgress) and the Verdict as the last event.
-        Closing the iterator early cancels the call."""
+        The call starts when iteration does; closing the iterator early cancels it."""
         request = _evaluate_request(problem, source, self._with_client_id(kwargs))
-        stub = self._pick(self._stubs)
-        call = stub.EvaluateStream(request, **self._call_kwargs(timeout, request_id))
-        return _iterate_events(call)
+        return _iterate_events(self._pick(self._stubs), request, self._call_kwargs(timeout, request_id))
 
     def evaluate_group(
         self,
@@ -257,7 +255,9 @@ class Client(_ClientBase):
         return [DeviceInfo.from_proto(d) for d in response.devices]
 
 
-def _iterate_events(call: Any) -> Iterator[Event]:
+def _iterate_events(stub: Any, request: Message, call_kwargs: dict[str, Any]) -> Iterator[Event]:
+    # The call starts at the first next(): an iterator never iterated costs the server nothing.
+    call = stub.EvaluateStream(request, **call_kwargs)
     try:
         for message in call:
             yield event_from_proto(message)
@@ -324,9 +324,7 @@ class AsyncClient(_ClientBase):
                         request_id: Optional[str] = None, **kwargs: Any) -> AsyncIterator[Event]:
         """See Client.evaluate_stream: `async for event in client.evaluate_stream(...)`."""
         request = _evaluate_request(problem, source, self._with_client_id(kwargs))
-        stub = self._pick(self._stubs)
-        call = stub.EvaluateStream(request, **self._call_kwargs(timeout, request_id))
-        return _aiterate_events(call)
+        return _aiterate_events(self._pick(self._stubs), request, self._call_kwargs(timeout, request_id))
 
     async def evaluate_group(self, problem: Union[str, Message], sources: Sequence[Any] = (), *,
                              timeout: Any = _UNSET, request_id: Optional[str] = None,
@@ -364,7 +362,8 @@ class AsyncClient(_ClientBase):
         return [DeviceInfo.from_proto(d) for d in response.devices]
 
 
-async def _aiterate_events(call: Any) -> AsyncIterator[Event]:
+async def _aiterate_events(stub: Any, request: Message, call_kwargs: dict[str, Any]) -> AsyncIterator[Event]:
+    call = stub.EvaluateStream(request, **call_kwargs)
     try:
         async for message in call:
             yield event_from_proto(message)

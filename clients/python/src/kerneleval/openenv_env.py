@@ -197,7 +197,8 @@ class KernelEvalEnvironment(Environment[KernelAction, KernelObservation, KernelS
             target/token/tls ($KERNELEVAL_SERVER / $KERNELEVAL_TOKEN by default).
         problem_id: the default problem of reset() and of steps without one.
         reward_mode, partial_credit, backend, limits: sent with every evaluation.
-        timeout: deadline of each evaluation call [s]; a step's timeout_s overrides it.
+        timeout: deadline of each call [s]; a step's timeout_s overrides it; None:
+            the client's default.
         rubric: an OpenEnv Rubric scoring (action, observation); None: the server's reward.
         """
         super().__init__(transform=transform, rubric=rubric)
@@ -239,7 +240,7 @@ class KernelEvalEnvironment(Environment[KernelAction, KernelObservation, KernelS
         if not problem_id:
             raise ValueError("kerneleval: reset needs a problem_id (or a default problem_id for the environment)")
         self._seed = seed
-        info = self._client.problem(problem_id, timeout=self._timeout)
+        info = self._client.problem(problem_id, **self._timeout_kwargs(None))
         self._state = KernelState(
             episode_id=episode_id,
             step_count=0,
@@ -259,6 +260,10 @@ class KernelEvalEnvironment(Environment[KernelAction, KernelObservation, KernelS
             metadata={"title": info.title, "tags": list(info.tags)},
         )
         return self._apply_transform(observation)
+
+    def _timeout_kwargs(self, timeout_s: Optional[float]) -> dict[str, Any]:
+        timeout = timeout_s if timeout_s is not None else self._timeout
+        return {"timeout": timeout} if timeout is not None else {}  # else the client's default
 
     def _source_of(self, action: KernelAction) -> Optional[str]:
         if self._extract_code and "```" in action.source:
@@ -299,7 +304,7 @@ class KernelEvalEnvironment(Environment[KernelAction, KernelObservation, KernelS
                     backend=self._backend,
                     seed=self._seed,
                     limits=self._limits,
-                    timeout=timeout_s if timeout_s is not None else self._timeout,
+                    **self._timeout_kwargs(timeout_s),
                 )
             except KernelEvalError as error:
                 observation = KernelObservation(

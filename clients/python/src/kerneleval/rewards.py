@@ -106,7 +106,7 @@ def make_kernel_reward(
     pick: "last" | "largest" code block (kerneleval.extract).
     max_group_size: split longer runs (the server's --max-group-size, 128).
     max_concurrency: problems' groups in flight at once.
-    timeout: deadline of each EvaluateGroup call [s] (None: none).
+    timeout: deadline of each EvaluateGroup call [s] (None: the client's default).
     limits: EvaluationLimits as a dict, e.g. {"timeout_seconds": 20}.
     """
     lock = threading.Lock()
@@ -119,6 +119,7 @@ def make_kernel_reward(
             return state["client"]
 
     def evaluate_run(problem_id: str, sources: list[str]) -> list[Verdict]:
+        call_timeout = {"timeout": timeout} if timeout is not None else {}  # else the client's default
         result = get_client().evaluate_group(
             problem_id,
             sources,
@@ -128,7 +129,7 @@ def make_kernel_reward(
             limits=limits,
             compile_options=compile_options,
             client_id=client_id,
-            timeout=timeout,
+            **call_timeout,
         )
         if len(result.verdicts) != len(sources):
             raise RuntimeError(f"the server sent {len(result.verdicts)} verdicts for {len(sources)} submissions")
