@@ -252,11 +252,16 @@ class FakeKernelEval(pb.KernelEvalServicer):
 class FakeServer:
     """A FakeKernelEval served on 127.0.0.1:<free port>."""
 
-    def __init__(self, token: Optional[str] = None, name: str = "fake", port: int = 0):
+    def __init__(self, token: Optional[str] = None, name: str = "fake", port: int = 0,
+                 tls: Optional[tuple[bytes, bytes]] = None):
+        """tls: (private key PEM, certificate chain PEM) to serve TLS."""
         self.servicer = FakeKernelEval(token=token, name=name)
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
         pb.add_KernelEvalServicer_to_server(self.servicer, self.server)
-        self.port = self.server.add_insecure_port(f"127.0.0.1:{port}")
+        if tls is None:
+            self.port = self.server.add_insecure_port(f"127.0.0.1:{port}")
+        else:
+            self.port = self.server.add_secure_port(f"127.0.0.1:{port}", grpc.ssl_server_credentials([tls]))
         self.target = f"127.0.0.1:{self.port}"
         self.server.start()
 

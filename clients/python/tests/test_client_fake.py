@@ -444,3 +444,35 @@ def test_stream_starts_when_iterated(fake):
         assert fake.servicer.calls_to("EvaluateStream") == []
         assert list(stream)[-1].correct
     assert len(fake.servicer.calls_to("EvaluateStream")) == 1
+
+
+def test_tls_with_a_ca_file(tmp_path):
+    import shutil
+    import subprocess
+
+    from fake_server import FakeServer
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl not installed")
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
+         "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )
+    server = FakeServer(token="tls-token", tls=(key.read_bytes(), cert.read_bytes()))
+    try:
+        with Client(f"localhost:{server.port}", token="tls-token", tls=str(cert), timeout=10) as client:
+            assert client.devices()[0].id == "cpu"
+        with Client(f"localhost:{server.port}", tls=cert.read_bytes(), token="tls-token", timeout=10) as client:
+            assert client.problems()
+        # Plaintext to a TLS server, or TLS without trusting its CA: no connection.
+        with Client(f"localhost:{server.port}", max_attempts=1, timeout=5) as client, pytest.raises(Unavailable):
+            client.devices()
+        with Client(f"localhost:{server.port}", tls=True, max_attempts=1, timeout=5) as client:
+            with pytest.raises(Unavailable):
+                client.devices()
+    finally:
+        server.stop()
+    with pytest.raises(ValueError):
+        Client("localhost:1", tls=str(tmp_path / "missing.pem"))
