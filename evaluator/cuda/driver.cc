@@ -35,10 +35,11 @@ const CuResultEntry* FindCuResult(CUresult result) {
 // "evaluator/cuda/x.cc" from an absolute __FILE__, for readable messages.
 absl::string_view ShortFile(const char* file) {
   absl::string_view path(file);
+  size_t first = absl::string_view::npos;
   for (absl::string_view root : {"/evaluator/", "/tests/", "/cli/", "/server/", "/bench/"}) {
-    if (size_t at = path.rfind(root); at != absl::string_view::npos) return path.substr(at + 1);
+    first = std::min(first, path.find(root));
   }
-  return path;
+  return first == absl::string_view::npos ? path : path.substr(first + 1);
 }
 
 absl::StatusCode CodeFor(CUresult result) {

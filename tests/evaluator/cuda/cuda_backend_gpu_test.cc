@@ -1,0 +1,375 @@
+// CudaBackend on a real GPU (ctest label "gpu"): every test skips cleanly
+// when no device is present. Kernels are compiled here with NVRTC for the
+// device's architecture, as the engine's compile stage would.
+#include <gtest/gtest.h>
+#include <nvrtc.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "evaluator/cuda/cuda_backend.h"
+#include "evaluator/data/dtype.h"
+#include "evaluator/data/poison.h"
+#include "evaluator/data/prng.h"
+#include "evaluator/timing/sampling.h"
+
+namespace kerneleval::cuda {
+namespace {
+
+constexpr char kVectorAdd[] = R"(
+extern "C" __global__ void add(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+}
+// Far out of bounds: an illegal address, a sticky error.
+extern "C" __global__ void add_wild(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i + 1000000000LL * 64] = a[i] + b[i];
+}
+// One element past the end: lands in the guard region.
+extern "C" __global__ void add_past_end(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+  if (i == 0) c[n] = 1.0f;
+}
+extern "C" __global__ void spin_forever(const float* a, const float* b, float* c, int n) {
+  volatile int keep = 1;
+  while (keep) {}
+}
+// Returns what its output already holds: must never see a result.
+extern "C" __global__ void reads_leftovers(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = c[i];
+}
+extern "C" __global__ void add_and_clobber(float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) { c[i] = a[i] + b[i]; a[i] = 0.0f; }
+}
+// Needs the dynamic shared memory opt-in (> 48 KiB).
+extern "C" __global__ void add_via_smem(const float* a, const float* b, float* c, int n) {
+  extern __shared__ float staging[];
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  staging[threadIdx.x * 64] = (i < n) ? a[i] + b[i] : 0.0f;
+  __syncthreads();
+  if (i < n) c[i] = staging[threadIdx.x * 64];
+}
+extern "C" __global__ void add_printf_flood(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  for (int k = 0; k < 100; ++k) printf("flood %d %d\n", i, k);
+  if (i < n) c[i] = a[i] + b[i];
+}
+)";
+
+std::string WorkerBinary() {
+  const char* env = std::getenv("KERNELEVAL_WORKER");
+  return env != nullptr ? env : KERNELEVAL_WORKER_BINARY;
+}
+
+// A CUBIN for `arch` ("sm_90"); fails the test on a compile error.
+std::string CompileCubin(const std::string& source, const std::string& arch) {
+  nvrtcProgram program = nullptr;
+  EXPECT_EQ(nvrtcCreateProgram(&program, source.c_str(), "test.cu", 0, nullptr, nullptr),
+            NVRTC_SUCCESS);
+  const std::string arch_option = "--gpu-architecture=" + arch;
+  const char* options[] = {arch_option.c_str()};
+  const nvrtcResult compiled = nvrtcCompileProgram(program, 1, options);
+  size_t log_size = 0;
+  nvrtcGetProgramLogSize(program, &log_size);
+  std::string log(log_size, '\0');
+  nvrtcGetProgramLog(program, log.data());
+  EXPECT_EQ(compiled, NVRTC_SUCCESS) << log;
+  size_t cubin_size = 0;
+  nvrtcGetCUBINSize(program, &cubin_size);
+  std::string cubin(cubin_size, '\0');
+  nvrtcGetCUBIN(program, cubin.data());
+  nvrtcDestroyProgram(&program);
+  return cubin;
+}
+
+class CudaBackendGpuTest : public testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    CudaBackendOptions options;
+    options.worker_binary = WorkerBinary();
+    absl::StatusOr<std::unique_ptr<CudaBackend>> backend = CudaBackend::Create(0, options);
+    if (!backend.ok()) {
+      skip_reason_ = new std::string(backend.status().ToString());
+      return;
+    }
+    backend_ = backend->release();
+    cubin_ = new std::string(CompileCubin(kVectorAdd, backend_->target_arch()));
+  }
+  static void TearDownTestSuite() {
+    delete backend_;
+    backend_ = nullptr;
+  }
+  void SetUp() override {
+    if (backend_ == nullptr) GTEST_SKIP() << "no CUDA device: " << *skip_reason_;
+  }
+
+  static internal::Program Program(const std::string& label) {
+    internal::Program program;
+    program.set_label(label);
+    program.mutable_compiled()->set_success(true);
+    program.mutable_compiled()->set_arch(backend_->target_arch());
+    program.mutable_compiled()->set_cubin(*cubin_);
+    return program;
+  }
+
+  static internal::ResolvedPlan Plan(const std::string& kernel, int n, uint32_t dynamic_shared = 0,
+                                     uint32_t block = 256) {
+    internal::ResolvedPlan plan;
+    for (const char* name : {"a", "b"}) {
+      internal::BufferSpec* spec = plan.add_buffers();
+      spec->set_name(name);
+      spec->set_dtype(v1::DTYPE_F32);
+      spec->set_elements(n);
+      spec->set_role(internal::BUFFER_ROLE_INPUT);
+    }
+    internal::BufferSpec* out = plan.add_buffers();
+    out->set_name("c");
+    out->set_dtype(v1::DTYPE_F32);
+    out->set_elements(n);
+    out->set_role(internal::BUFFER_ROLE_OUTPUT);
+    internal::ResolvedLaunch* launch = plan.add_launches();
+    launch->set_kernel(kernel);
+    launch->set_symbol(kernel);
+    launch->add_grid((n + block - 1) / block);
+    launch->add_block(block);
+    launch->set_dynamic_shared_bytes(dynamic_shared);
+    for (const char* name : {"a", "b", "c"}) {
+      internal::KernelArg* arg = launch->add_args();
+      arg->set_buffer(name);
+      arg->set_size_bytes(8);
+    }
+    internal::KernelArg* count = launch->add_args();
+    count->set_scalar(n);
+    count->set_size_bytes(4);
+    count->set_is_signed(true);
+    return plan;
+  }
+
+  static internal::RunRequest Request(const std::string& kernel, int n, uint64_t seed = 7,
+                                      uint32_t dynamic_shared = 0) {
+    internal::RunRequest request;
+    *request.mutable_program() = Program(kernel);
+    internal::Case* test_case = request.add_cases();
+    test_case->set_label("n=" + std::to_string(n));
+    test_case->set_input_seed(seed);
+    *test_case->mutable_plan() = Plan(kernel, n, dynamic_shared);
+    request.set_timeout_seconds(20);
+    return request;
+  }
+
+  // a + b on the host from the same generated inputs.
+  static std::vector<float> Expected(const internal::ResolvedPlan& plan, uint64_t seed) {
+    const std::string a = data::GenerateInput(plan.buffers(0), seed);
+    const std::string b = data::GenerateInput(plan.buffers(1), seed);
+    std::vector<float> sum(a.size() / 4);
+    for (size_t i = 0; i < sum.size(); ++i) {
+      float x, y;
+      std::memcpy(&x, a.data() + 4 * i, 4);
+      std::memcpy(&y, b.data() + 4 * i, 4);
+      sum[i] = x + y;
+    }
+    return sum;
+  }
+
+  static void ExpectSum(const internal::CaseResult& result, const internal::ResolvedPlan& plan,
+                        uint64_t seed) {
+    ASSERT_EQ(result.outputs_size(), 1);
+    const std::vector<float> expected = Expected(plan, seed);
+    const std::string& got = result.outputs(0).data();
+    ASSERT_EQ(got.size(), expected.size() * 4);
+    EXPECT_EQ(std::memcmp(got.data(), expected.data(), got.size()), 0);
+    EXPECT_TRUE(result.modified_input().empty());
+  }
+
+  void ExpectVectorAddPasses() {
+    const internal::RunRequest request = Request("add", 4096, 11);
+    absl::StatusOr<internal::RunResult> result = backend_->Run(request);
+    ASSERT_TRUE(result.ok()) << result.status();
+    ASSERT_FALSE(result->has_failure()) << result->failure().message();
+    ExpectSum(result->cases(0), request.cases(0).plan(), 11);
+  }
+
+  static inline CudaBackend* backend_ = nullptr;
+  static inline std::string* cubin_ = nullptr;
+  static inline std::string* skip_reason_ = nullptr;
+};
+
+TEST_F(CudaBackendGpuTest, DescribesTheDevice) {
+  const v1::DeviceInfo info = backend_->device();
+  EXPECT_EQ(info.id(), "cuda:0");
+  EXPECT_GT(info.sm_count(), 0u);
+  EXPECT_GT(info.l2_bytes(), 0u);
+  EXPECT_GT(info.sm_clock_mhz(), 0);
+  EXPECT_TRUE(info.ready());
+  std::printf("device: %s, %s, roofline %s\n", info.name().c_str(), backend_->target_arch().c_str(),
+              info.roofline_known() ? "known" : "unknown");
+}
+
+TEST_F(CudaBackendGpuTest, VectorAddOnSeveralCases) {
+  internal::RunRequest request = Request("add", 1000, 3);
+  internal::Case* big = request.add_cases();
+  big->set_label("n=1M");
+  big->set_input_seed(4);
+  *big->mutable_plan() = Plan("add", 1 << 20);
+  absl::StatusOr<internal::RunResult> result = backend_->Run(request);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_FALSE(result->has_failure()) << result->failure().message();
+  ASSERT_EQ(result->cases_size(), 2);
+  ExpectSum(result->cases(0), request.cases(0).plan(), 3);
+  ExpectSum(result->cases(1), request.cases(1).plan(), 4);
+}
+
+TEST_F(CudaBackendGpuTest, IllegalAddressIsARuntimeFailureAndTheWorkerIsReplaced) {
+  const int restarts = backend_->restarts();
+  absl::StatusOr<internal::RunResult> result = backend_->Run(Request("add_wild", 4096));
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_TRUE(result->has_failure());
+  EXPECT_EQ(result->failure().stage(), "runtime");
+  EXPECT_NE(result->failure().message().find("CUDA_ERROR_ILLEGAL_ADDRESS"), std::string::npos)
+      << result->failure().message();
+  EXPECT_EQ(result->failure().program(), "add_wild");
+  EXPECT_EQ(backend_->restarts(), restarts + 1);
+  ExpectVectorAddPasses();
+}
+
+TEST_F(CudaBackendGpuTest, WriteIntoTheGuardIsARuntimeFailure) {
+  absl::StatusOr<internal::RunResult> result = backend_->Run(Request("add_past_end", 4096));
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_TRUE(result->has_failure());
+  EXPECT_EQ(result->failure().stage(), "runtime");
+  EXPECT_NE(result->failure().message().find("out-of-bounds write: 0 bytes before and 4 bytes "
+                                             "after buffer 'c'"),
+            std::string::npos)
+      << result->failure().message();
+  ExpectVectorAddPasses();
+}
+
+TEST_F(CudaBackendGpuTest, InfiniteLoopTimesOutThenTheNextRunPasses) {
+  internal::RunRequest request = Request("spin_forever", 256);
+  request.set_timeout_seconds(2);
+  const int restarts = backend_->restarts();
+  absl::StatusOr<internal::RunResult> result = backend_->Run(request);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_TRUE(result->has_failure());
+  EXPECT_EQ(result->failure().stage(), "timeout");
+  EXPECT_EQ(backend_->restarts(), restarts + 1);
+  ExpectVectorAddPasses();
+}
+
+TEST_F(CudaBackendGpuTest, LeftoverMemoryIsNeverVisible) {
+  // The reference computes c; the candidate then returns what its own
+  // (fresh) output buffer holds: it must be poison, never the sum.
+  ExpectVectorAddPasses();
+  absl::StatusOr<internal::RunResult> result = backend_->Run(Request("reads_leftovers", 4096, 11));
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_FALSE(result->has_failure()) << result->failure().message();
+  const internal::Tensor& out = result->cases(0).outputs(0);
+  EXPECT_EQ(data::CountPoison(out.data(), v1::DTYPE_F32), 4096u);
+}
+
+TEST_F(CudaBackendGpuTest, ModifiedInputIsReported) {
+  absl::StatusOr<internal::RunResult> result = backend_->Run(Request("add_and_clobber", 4096));
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_FALSE(result->has_failure()) << result->failure().message();
+  EXPECT_EQ(result->cases(0).modified_input(), "a");
+}
+
+TEST_F(CudaBackendGpuTest, LaunchOverTheLimitIsARuntimeFailureWithoutRestart) {
+  internal::RunRequest request = Request("add", 4096);
+  request.mutable_cases(0)->mutable_plan()->mutable_launches(0)->set_block(0, 2048);
+  const int restarts = backend_->restarts();
+  absl::StatusOr<internal::RunResult> result = backend_->Run(request);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_TRUE(result->has_failure());
+  EXPECT_EQ(result->failure().stage(), "runtime");
+  EXPECT_NE(result->failure().message().find("threads per block"), std::string::npos)
+      << result->failure().message();
+  EXPECT_EQ(backend_->restarts(), restarts);
+  ExpectVectorAddPasses();
+}
+
+TEST_F(CudaBackendGpuTest, LargeDynamicSharedMemoryIsOptedIn) {
+  // 256 threads x 64 floats x 4 bytes = 64 KiB > 48 KiB.
+  const internal::RunRequest request = Request("add_via_smem", 4096, 5, 64 * 1024);
+  absl::StatusOr<internal::RunResult> result = backend_->Run(request);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_FALSE(result->has_failure()) << result->failure().message();
+  ExpectSum(result->cases(0), request.cases(0).plan(), 5);
+}
+
+TEST_F(CudaBackendGpuTest, PrintfFloodIsBounded) {
+  const internal::RunRequest request = Request("add_printf_flood", 1 << 16, 6);
+  absl::StatusOr<internal::RunResult> result = backend_->Run(request);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_FALSE(result->has_failure()) << result->failure().message();
+  ExpectSum(result->cases(0), request.cases(0).plan(), 6);
+}
+
+TEST_F(CudaBackendGpuTest, SelfTimingIsStable) {
+  // The same kernel as reference and candidate: the medians must agree.
+  internal::TimingRequest request;
+  const int n = 1 << 24;  // 192 MiB moved per run: well past launch overhead
+  for (const char* label : {"reference", "candidate"}) {
+    internal::TimedProgram* timed = request.add_programs();
+    *timed->mutable_program() = Program(label);
+    *timed->mutable_plan() = Plan("add", n);
+  }
+  for (uint64_t seed : {1, 2, 3, 4}) request.add_input_seeds(seed);
+  *request.mutable_config() = timing::DefaultTimingConfig();
+  request.set_timeout_seconds(60);
+  absl::StatusOr<internal::TimingResult> result = backend_->Time(request);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_FALSE(result->has_failure()) << result->failure().message();
+  ASSERT_EQ(result->programs_size(), 2);
+  auto summarize = [&](int p) {
+    const auto& samples = result->programs(p).samples_us();
+    return timing::Summarize(std::span<const double>(samples.data(), samples.size()));
+  };
+  const timing::SampleStats ref = summarize(0);
+  const timing::SampleStats cand = summarize(1);
+  std::printf(
+      "self-timing: ref %.2f us (n=%u, rel err %.4f), cand %.2f us (n=%u), clock %.0f "
+      "MHz (min %.0f), throttled %d, converged %d\n",
+      ref.median, ref.samples, ref.rel_stderr_median, cand.median, cand.samples,
+      result->sm_clock_mhz(), result->sm_clock_min_mhz(), result->throttled(), result->converged());
+  EXPECT_GE(ref.samples, 10u);
+  EXPECT_NEAR(timing::Speedup(ref, cand), 1.0, 0.05);
+  EXPECT_GT(result->sm_clock_mhz(), 0);
+  // 3 x 4 bytes x n at the device's bandwidth: a copy this size cannot run
+  // faster than ~1/10 of the median on any GPU made so far.
+  EXPECT_GT(ref.median, 10.0);
+  for (const internal::ProgramTiming& program : result->programs()) {
+    ASSERT_EQ(program.last_outputs_size(), 4);
+    for (int s = 0; s < 4; ++s) {
+      ExpectSum(program.last_outputs(s), request.programs(0).plan(), s + 1);
+    }
+  }
+}
+
+TEST_F(CudaBackendGpuTest, TimingCatchesAFaultingCandidate) {
+  internal::TimingRequest request;
+  internal::TimedProgram* reference = request.add_programs();
+  *reference->mutable_program() = Program("reference");
+  *reference->mutable_plan() = Plan("add", 4096);
+  internal::TimedProgram* candidate = request.add_programs();
+  *candidate->mutable_program() = Program("candidate");
+  *candidate->mutable_plan() = Plan("add_wild", 4096);
+  request.add_input_seeds(1);
+  request.set_timeout_seconds(30);
+  absl::StatusOr<internal::TimingResult> result = backend_->Time(request);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_TRUE(result->has_failure());
+  EXPECT_EQ(result->failure().stage(), "runtime");
+  EXPECT_EQ(result->failure().program(), "candidate");
+  ExpectVectorAddPasses();
+}
+
+}  // namespace
+}  // namespace kerneleval::cuda
