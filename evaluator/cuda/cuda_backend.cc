@@ -103,29 +103,28 @@ absl::Status CudaBackend::Call(const wire::WorkerRequest& request, double timeou
   }
   const double timeout = timeout_seconds > 0 ? timeout_seconds : options_.default_timeout_seconds;
   const absl::Time deadline = absl::Now() + absl::Seconds(timeout + options_.kill_grace_seconds);
-  const absl::Status status = worker_->Call(request, reply, deadline);
+  absl::Status status = worker_->Call(request, reply, deadline);
   if (absl::IsDeadlineExceeded(status)) {
-    DropWorker();  // Call() already killed it
-    return status;
-  }
-  if (!status.ok()) {
-    const std::string how = worker_->exit_description();
-    DropWorker();
-    return absl::AbortedError(how.empty() ? std::string(status.message()) : how);
-  }
-  last_notes_.assign(reply->notes().begin(), reply->notes().end());
-  for (const std::string& note : last_notes_) spdlog::info("cuda:{}: {}", device_, note);
-  if (reply->worker_exiting()) {
-    spdlog::warn("cuda:{}: worker {} exits after a fault; starting a fresh one", device_,
+    spdlog::warn("cuda:{}: worker {} did not answer by the deadline: killed", device_,
                  worker_->pid());
-    DropWorker();
-    // Replace it now, so the next evaluation does not pay for the start; a
-    // failure here is retried by the next call.
-    if (absl::Status restarted = StartWorker(); !restarted.ok()) {
-      spdlog::error("cuda:{}: {}", device_, std::string(restarted.message()));
-    }
+  } else if (!status.ok()) {
+    const std::string how = worker_->exit_description();
+    spdlog::warn("cuda:{}: worker {} died: {}", device_, worker_->pid(),
+                 how.empty() ? std::string(status.message()) : how);
+    status = absl::AbortedError(how.empty() ? std::string(status.message()) : how);
+  } else {
+    last_notes_.assign(reply->notes().begin(), reply->notes().end());
+    for (const std::string& note : last_notes_) spdlog::info("cuda:{}: {}", device_, note);
+    if (!reply->worker_exiting()) return absl::OkStatus();
+    spdlog::warn("cuda:{}: worker {} exits after a fault", device_, worker_->pid());
   }
-  return absl::OkStatus();
+  // The worker is gone or going: replace it now, so that the next evaluation
+  // does not pay for the start. A failure here is retried by the next call.
+  DropWorker();
+  if (absl::Status restarted = StartWorker(); !restarted.ok()) {
+    spdlog::error("cuda:{}: {}", device_, std::string(restarted.message()));
+  }
+  return status;
 }
 
 v1::DeviceInfo CudaBackend::device() const {

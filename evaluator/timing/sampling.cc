@@ -97,6 +97,8 @@ internal::TimingConfig DefaultTimingConfig() {
 
 internal::TimingConfig WithDefaults(const internal::TimingConfig& requested) {
   const internal::TimingConfig defaults = DefaultTimingConfig();
+  // No config at all: every default, the L2 flush included.
+  if (requested.ByteSizeLong() == 0) return defaults;
   internal::TimingConfig config = requested;
   if (config.warmup_runs() == 0) config.set_warmup_runs(defaults.warmup_runs());
   if (config.min_samples() == 0) config.set_min_samples(defaults.min_samples());
@@ -146,7 +148,8 @@ std::vector<double> DiscardThrottled(std::span<const double> samples_us,
   std::vector<double> kept;
   kept.reserve(samples_us.size());
   for (size_t i = 0; i < samples_us.size(); ++i) {
-    if (i < clock_mhz.size() && IsThrottled(clock_mhz[i], reference_clock_mhz, fraction)) continue;
+    const bool has_reading = i < clock_mhz.size() && clock_mhz[i] > 0;
+    if (has_reading && IsThrottled(clock_mhz[i], reference_clock_mhz, fraction)) continue;
     kept.push_back(samples_us[i]);
   }
   return kept;

@@ -45,7 +45,9 @@ double MedianStandardError(std::span<const double> samples_us);
 internal::TimingConfig DefaultTimingConfig();
 
 // `requested` with every zero field (proto3's "unset") replaced by the
-// default. flush_l2 cannot be told apart from unset, so it is taken as given.
+// default. A config with no field set at all is DefaultTimingConfig() (L2
+// flush on); otherwise flush_l2, which cannot be told apart from unset, is
+// taken as given.
 internal::TimingConfig WithDefaults(const internal::TimingConfig& requested);
 
 // When to stop sampling one program. The config's values are used as given
@@ -93,7 +95,7 @@ inline constexpr double kThrottleFraction = 0.75;
 bool IsThrottled(double clock_mhz, double reference_clock_mhz, double fraction = kThrottleFraction);
 
 // The samples whose clock (same index in `clock_mhz`) was not throttled.
-// Samples without a clock reading (clock_mhz shorter) are kept.
+// Samples without a clock reading (clock_mhz shorter, or a reading <= 0) are kept.
 std::vector<double> DiscardThrottled(std::span<const double> samples_us,
                                      std::span<const double> clock_mhz, double reference_clock_mhz,
                                      double fraction = kThrottleFraction);

@@ -163,6 +163,9 @@ TEST(TimingConfigTest, DefaultsAndWithDefaults) {
   EXPECT_EQ(filled.warmup_runs(), 3u);
   EXPECT_DOUBLE_EQ(filled.target_rel_stderr(), 0.005);
   EXPECT_FALSE(filled.flush_l2());  // indistinguishable from unset: taken as given
+  // No config at all: the defaults, flush included.
+  EXPECT_TRUE(WithDefaults(internal::TimingConfig()).flush_l2());
+  EXPECT_EQ(WithDefaults(internal::TimingConfig()).min_samples(), 10u);
 }
 
 TEST(SpeedupTest, RatioOfMedians) {
@@ -191,6 +194,8 @@ TEST(ThrottleTest, SeventyFivePercentOfTheReference) {
   const std::vector<double> samples = {10, 11, 12, 13};
   const std::vector<double> clocks = {1980, 900, 1800};  // the last has no reading
   EXPECT_EQ(DiscardThrottled(samples, clocks, 1980), (std::vector<double>{10, 12, 13}));
+  const std::vector<double> unmeasured = {0, 0, 1000, 0};  // 0: no reading, kept
+  EXPECT_EQ(DiscardThrottled(samples, unmeasured, 1980), (std::vector<double>{10, 11, 13}));
 }
 
 }  // namespace
