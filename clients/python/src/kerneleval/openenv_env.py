@@ -36,11 +36,16 @@ import functools
 import os
 from typing import Any, Optional
 
-from openenv.core import EnvClient
-from openenv.core.client_types import StepResult
-from openenv.core.env_server import Action, Environment, Observation, State
-from openenv.core.env_server import create_app as _openenv_create_app
-from pydantic import Field
+try:
+    from openenv.core import EnvClient
+    from openenv.core.client_types import StepResult
+    from openenv.core.env_server import Action, Environment, Observation, State
+    from openenv.core.env_server import create_app as _openenv_create_app
+    from pydantic import Field
+except ImportError as error:  # pragma: no cover - only without the extra
+    raise ImportError(
+        f"kerneleval.openenv_env needs openenv-core ({error}): pip install 'kerneleval[openenv]'"
+    ) from error
 
 from kerneleval.client import Client
 from kerneleval.errors import KernelEvalError
