@@ -83,14 +83,18 @@ class Binder {
             detail::Cat("no value for the problem's parameter '", parameter.name(), "'"));
       }
     }
-    if (absl::Status status = DeclareNames(); !status.ok()) return status;
+    if (absl::Status status = DeclareNames(); !status.ok()) {
+      return status;
+    }
 
     internal::ResolvedPlan resolved;
     for (const v1::TensorSpec& input : problem_.inputs()) {
       absl::StatusOr<internal::BufferSpec> buffer =
           ResolveBuffer(input.name(), input.dtype(), input.shape(), internal::BUFFER_ROLE_INPUT,
                         detail::Cat("input '", input.name(), "': "));
-      if (!buffer.ok()) return buffer.status();
+      if (!buffer.ok()) {
+        return buffer.status();
+      }
       *buffer->mutable_distribution() = input.distribution();
       *resolved.add_buffers() = *std::move(buffer);
     }
@@ -98,7 +102,9 @@ class Binder {
       absl::StatusOr<internal::BufferSpec> buffer =
           ResolveBuffer(output.name(), output.dtype(), output.shape(), internal::BUFFER_ROLE_OUTPUT,
                         detail::Cat("output '", output.name(), "': "));
-      if (!buffer.ok()) return buffer.status();
+      if (!buffer.ok()) {
+        return buffer.status();
+      }
       *resolved.add_buffers() = *std::move(buffer);
     }
     for (const v1::ScratchBuffer& scratch : plan_.scratch()) {
@@ -109,7 +115,9 @@ class Binder {
       absl::StatusOr<internal::BufferSpec> buffer =
           ResolveBuffer(scratch.name(), scratch.dtype(), scratch.shape(),
                         internal::BUFFER_ROLE_SCRATCH, ScratchPrefix(scratch));
-      if (!buffer.ok()) return buffer.status();
+      if (!buffer.ok()) {
+        return buffer.status();
+      }
       *resolved.add_buffers() = *std::move(buffer);
     }
     for (const internal::BufferSpec& buffer : resolved.buffers()) {
@@ -117,7 +125,9 @@ class Binder {
     }
     for (int i = 0; i < plan_.launches_size(); ++i) {
       absl::StatusOr<internal::ResolvedLaunch> launch = ResolveLaunch(plan_.launches(i), i);
-      if (!launch.ok()) return launch.status();
+      if (!launch.ok()) {
+        return launch.status();
+      }
       *resolved.add_launches() = *std::move(launch);
     }
     return resolved;
@@ -133,7 +143,9 @@ class Binder {
   }
 
   static std::string LaunchPrefix(const v1::Launch& launch, int index) {
-    if (launch.source_line() > 0) return detail::Cat("line ", launch.source_line(), ": ");
+    if (launch.source_line() > 0) {
+      return detail::Cat("line ", launch.source_line(), ": ");
+    }
     return detail::Cat("launch ", index + 1, " (", Quoted(launch.kernel()), "): ");
   }
 
@@ -169,10 +181,14 @@ class Binder {
 
   absl::Status DeclareNames() {
     for (const auto& [name, value] : params_) {
-      if (absl::Status s = Declare(name, NameKind::kParameter, "problem: "); !s.ok()) return s;
+      if (absl::Status s = Declare(name, NameKind::kParameter, "problem: "); !s.ok()) {
+        return s;
+      }
     }
     for (const v1::TensorSpec& input : problem_.inputs()) {
-      if (absl::Status s = Declare(input.name(), NameKind::kInput, "problem: "); !s.ok()) return s;
+      if (absl::Status s = Declare(input.name(), NameKind::kInput, "problem: "); !s.ok()) {
+        return s;
+      }
     }
     for (const v1::TensorSpec& output : problem_.outputs()) {
       if (absl::Status s = Declare(output.name(), NameKind::kOutput, "problem: "); !s.ok()) {
@@ -180,7 +196,9 @@ class Binder {
       }
     }
     for (const auto& [name, value] : constants_) {
-      if (absl::Status s = Declare(name, NameKind::kConstant, "source: "); !s.ok()) return s;
+      if (absl::Status s = Declare(name, NameKind::kConstant, "source: "); !s.ok()) {
+        return s;
+      }
     }
     for (const v1::ScratchBuffer& scratch : plan_.scratch()) {
       if (absl::Status s = Declare(scratch.name(), NameKind::kScratch, ScratchPrefix(scratch));
@@ -223,8 +241,12 @@ class Binder {
       }
     }
     const ParamLookup lookup = [this](std::string_view name) -> std::optional<int64_t> {
-      if (auto it = params_.find(name); it != params_.end()) return it->second;
-      if (auto it = constants_.find(name); it != constants_.end()) return it->second;
+      if (auto it = params_.find(name); it != params_.end()) {
+        return it->second;
+      }
+      if (auto it = constants_.find(name); it != constants_.end()) {
+        return it->second;
+      }
       return std::nullopt;
     };
     absl::StatusOr<int64_t> value = EvalIntExpr(expr, lookup);
@@ -246,7 +268,9 @@ class Binder {
     for (int d = 0; d < shape.size(); ++d) {
       const std::string what = detail::Cat("dimension ", d + 1);
       absl::StatusOr<int64_t> extent = Eval(shape[d], prefix, what);
-      if (!extent.ok()) return extent.status();
+      if (!extent.ok()) {
+        return extent.status();
+      }
       if (*extent < 1) {
         return absl::InvalidArgumentError(detail::Cat(prefix, what, " (", Quoted(shape[d]), ") is ",
                                                       *extent,
@@ -317,10 +341,14 @@ class Binder {
     std::array<uint32_t, 3> values = {1, 1, 1};
     for (size_t axis = 0; axis < 3; ++axis) {
       const std::string_view expr = detail::StripSpace(*exprs[axis]);
-      if (expr.empty()) continue;
+      if (expr.empty()) {
+        continue;
+      }
       const std::string what = detail::Cat(which, ".", kAxes[axis]);
       absl::StatusOr<int64_t> value = Eval(expr, prefix, what);
-      if (!value.ok()) return value.status();
+      if (!value.ok()) {
+        return value.status();
+      }
       if (*value < 1) {
         return absl::InvalidArgumentError(detail::Cat(prefix, what, " = ", *value, ": every ",
                                                       which, " dimension must be at least 1"));
@@ -345,7 +373,9 @@ class Binder {
   absl::StatusOr<internal::ResolvedLaunch> ResolveLaunch(const v1::Launch& launch, int index) {
     const std::string prefix = LaunchPrefix(launch, index);
     absl::StatusOr<const KernelSignature*> found = FindKernel(launch, prefix);
-    if (!found.ok()) return found.status();
+    if (!found.ok()) {
+      return found.status();
+    }
     const KernelSignature& kernel = **found;
 
     internal::ResolvedLaunch resolved;
@@ -355,11 +385,15 @@ class Binder {
     absl::StatusOr<std::array<uint32_t, 3>> grid =
         ResolveDims(launch.grid(), "grid",
                     {limits_.max_grid_x, limits_.max_grid_y, limits_.max_grid_z}, prefix);
-    if (!grid.ok()) return grid.status();
+    if (!grid.ok()) {
+      return grid.status();
+    }
     absl::StatusOr<std::array<uint32_t, 3>> block =
         ResolveDims(launch.block(), "block",
                     {limits_.max_block_x, limits_.max_block_y, limits_.max_block_z}, prefix);
-    if (!block.ok()) return block.status();
+    if (!block.ok()) {
+      return block.status();
+    }
     const uint64_t threads = uint64_t{(*block)[0]} * (*block)[1] * (*block)[2];
     if (threads > limits_.max_threads_per_block) {
       return absl::InvalidArgumentError(detail::Cat(
@@ -372,13 +406,19 @@ class Binder {
           prefix, "the block has ", threads, " threads, more than ", Printable(kernel.name),
           "'s __launch_bounds__(", *kernel.launch_bounds_max_threads, ")"));
     }
-    for (uint32_t v : *grid) resolved.add_grid(v);
-    for (uint32_t v : *block) resolved.add_block(v);
+    for (uint32_t v : *grid) {
+      resolved.add_grid(v);
+    }
+    for (uint32_t v : *block) {
+      resolved.add_block(v);
+    }
 
     const std::string_view smem_expr = detail::StripSpace(launch.shared_mem_bytes());
     if (!smem_expr.empty()) {
       absl::StatusOr<int64_t> smem = Eval(smem_expr, prefix, "shared memory bytes");
-      if (!smem.ok()) return smem.status();
+      if (!smem.ok()) {
+        return smem.status();
+      }
       if (*smem < 0 || *smem > int64_t{limits_.max_dynamic_shared_bytes}) {
         return absl::InvalidArgumentError(detail::Cat(prefix, "dynamic shared memory of ", *smem,
                                                       " bytes is outside the limit 0..",
@@ -395,7 +435,9 @@ class Binder {
     }
     for (int i = 0; i < launch.args_size(); ++i) {
       absl::StatusOr<internal::KernelArg> arg = BindArg(launch.args(i), kernel, i, prefix);
-      if (!arg.ok()) return arg.status();
+      if (!arg.ok()) {
+        return arg.status();
+      }
       *resolved.add_args() = *std::move(arg);
     }
     return resolved;
@@ -426,7 +468,9 @@ class Binder {
                                BufferList(), ")"));
     }
     absl::StatusOr<int64_t> value = Eval(text, prefix, label);
-    if (!value.ok()) return value.status();
+    if (!value.ok()) {
+      return value.status();
+    }
     return BindScalar(*value, kernel, index, error);
   }
 
@@ -454,7 +498,7 @@ class Binder {
       return error(detail::Cat("buffer '", buffer, "' holds ", DTypeName(dtype), " but ",
                                ParamDescription(kernel, index), " points to ",
                                ScalarKindName(param.pointee.kind), " of ",
-                               param.pointee.lane_bytes(), " bytes"));
+                               param.pointee.LaneBytes(), " bytes"));
     }
     internal::KernelArg arg;
     arg.set_buffer(buffer);
@@ -480,7 +524,9 @@ class Binder {
       const int64_t max =
           bits == 64 ? std::numeric_limits<int64_t>::max() : (int64_t{1} << (bits - 1)) - 1;
       const int64_t min = -max - 1;
-      if (value < min || value > max) return out_of_range(detail::Cat(min, "..", max));
+      if (value < min || value > max) {
+        return out_of_range(detail::Cat(min, "..", max));
+      }
       arg.set_scalar(value);
       arg.set_is_signed(true);
       return arg;
@@ -496,7 +542,9 @@ class Binder {
       return arg;
     }
     if (param.kind == ScalarKind::kBool && param.size_bytes == 1) {
-      if (value != 0 && value != 1) return out_of_range("0..1");
+      if (value != 0 && value != 1) {
+        return out_of_range("0..1");
+      }
       arg.set_scalar(value);
       arg.set_is_signed(false);
       return arg;

@@ -36,9 +36,13 @@ size_t FindMatching(std::string_view text, size_t open) {
     if (c == '(' || c == '[' || c == '{') {
       stack.push_back(c == '(' ? ')' : c == '[' ? ']' : '}');
     } else if (c == ')' || c == ']' || c == '}') {
-      if (stack.empty() || stack.back() != c) return std::string_view::npos;
+      if (stack.empty() || stack.back() != c) {
+        return std::string_view::npos;
+      }
       stack.pop_back();
-      if (stack.empty()) return i;
+      if (stack.empty()) {
+        return i;
+      }
     }
   }
   return std::string_view::npos;
@@ -48,7 +52,9 @@ size_t FindMatching(std::string_view text, size_t open) {
 // text gives no parts.
 absl::StatusOr<std::vector<std::string_view>> SplitTopLevel(std::string_view text) {
   std::vector<std::string_view> parts;
-  if (Strip(text).empty()) return parts;
+  if (Strip(text).empty()) {
+    return parts;
+  }
   std::string stack;
   size_t start = 0;
   for (size_t i = 0; i < text.size(); ++i) {
@@ -78,8 +84,12 @@ absl::StatusOr<std::vector<std::string_view>> SplitTopLevel(std::string_view tex
 std::string_view TakeQualifiedName(std::string_view& text) {
   size_t end = 0;
   while (true) {
-    if (end >= text.size() || !IsIdentStart(text[end])) break;
-    while (end < text.size() && IsIdentChar(text[end])) ++end;
+    if (end >= text.size() || !IsIdentStart(text[end])) {
+      break;
+    }
+    while (end < text.size() && IsIdentChar(text[end])) {
+      ++end;
+    }
     if (text.substr(end, 2) == "::" && end + 2 < text.size() && IsIdentStart(text[end + 2])) {
       end += 2;
       continue;
@@ -94,7 +104,9 @@ std::string_view TakeQualifiedName(std::string_view& text) {
 std::string_view TakeIdentifier(std::string_view& text) {
   size_t end = 0;
   if (!text.empty() && IsIdentStart(text[0])) {
-    while (end < text.size() && IsIdentChar(text[end])) ++end;
+    while (end < text.size() && IsIdentChar(text[end])) {
+      ++end;
+    }
   }
   const std::string_view name = text.substr(0, end);
   text.remove_prefix(end);
@@ -102,7 +114,9 @@ std::string_view TakeIdentifier(std::string_view& text) {
 }
 
 absl::Status CheckExpression(std::string_view expr, std::string_view what) {
-  if (expr.empty()) return absl::InvalidArgumentError(detail::Cat(what, " is empty"));
+  if (expr.empty()) {
+    return absl::InvalidArgumentError(detail::Cat(what, " is empty"));
+  }
   absl::Status status = CheckExprSyntax(expr);
   if (!status.ok()) {
     return absl::InvalidArgumentError(detail::Cat(what, ": ", status.message()));
@@ -146,12 +160,20 @@ absl::StatusOr<v1::Dim3Expr> ParseDim3(std::string_view text, std::string_view w
         return status;
       }
     }
-    if (!parts->empty()) dims.set_x(std::string((*parts)[0]));
-    if (parts->size() > 1) dims.set_y(std::string((*parts)[1]));
-    if (parts->size() > 2) dims.set_z(std::string((*parts)[2]));
+    if (!parts->empty()) {
+      dims.set_x(std::string((*parts)[0]));
+    }
+    if (parts->size() > 1) {
+      dims.set_y(std::string((*parts)[1]));
+    }
+    if (parts->size() > 2) {
+      dims.set_z(std::string((*parts)[2]));
+    }
     return dims;
   }
-  if (absl::Status status = CheckExpression(text, what); !status.ok()) return status;
+  if (absl::Status status = CheckExpression(text, what); !status.ok()) {
+    return status;
+  }
   dims.set_x(std::string(text));
   return dims;
 }
@@ -186,7 +208,9 @@ absl::StatusOr<v1::Launch> ParseLaunch(std::string_view body, uint32_t line) {
   }
   absl::StatusOr<std::vector<std::string_view>> config =
       SplitTopLevel(rest.substr(3, config_end - 3));
-  if (!config.ok()) return error(detail::Cat("launch configuration: ", config.status().message()));
+  if (!config.ok()) {
+    return error(detail::Cat("launch configuration: ", config.status().message()));
+  }
   if (config->size() == 4) {
     return error("a stream argument is not allowed: the harness owns the stream");
   }
@@ -200,10 +224,14 @@ absl::StatusOr<v1::Launch> ParseLaunch(std::string_view body, uint32_t line) {
   launch.set_kernel(std::string(kernel));
   launch.set_source_line(line);
   absl::StatusOr<v1::Dim3Expr> grid = ParseDim3((*config)[0], "grid");
-  if (!grid.ok()) return error(detail::ToStd(grid.status().message()));
+  if (!grid.ok()) {
+    return error(detail::ToStd(grid.status().message()));
+  }
   *launch.mutable_grid() = *std::move(grid);
   absl::StatusOr<v1::Dim3Expr> block = ParseDim3((*config)[1], "block");
-  if (!block.ok()) return error(detail::ToStd(block.status().message()));
+  if (!block.ok()) {
+    return error(detail::ToStd(block.status().message()));
+  }
   *launch.mutable_block() = *std::move(block);
   if (config->size() == 3) {
     if (absl::Status status = CheckExpression((*config)[2], "shared memory bytes"); !status.ok()) {
@@ -221,12 +249,16 @@ absl::StatusOr<v1::Launch> ParseLaunch(std::string_view body, uint32_t line) {
     return error("expected ')' closing the argument list (or unbalanced brackets in it)");
   }
   std::string_view trailing = Strip(after.substr(close + 1));
-  if (!trailing.empty() && trailing[0] == ';') trailing = Strip(trailing.substr(1));
+  if (!trailing.empty() && trailing[0] == ';') {
+    trailing = Strip(trailing.substr(1));
+  }
   if (!trailing.empty()) {
     return error(detail::Cat("unexpected text after the argument list: '", Snippet(trailing), "'"));
   }
   absl::StatusOr<std::vector<std::string_view>> args = SplitTopLevel(after.substr(1, close - 1));
-  if (!args.ok()) return error(detail::Cat("arguments: ", args.status().message()));
+  if (!args.ok()) {
+    return error(detail::Cat("arguments: ", args.status().message()));
+  }
   for (size_t i = 0; i < args->size(); ++i) {
     if (absl::Status status = CheckExpression((*args)[i], detail::Cat("argument ", i + 1));
         !status.ok()) {
@@ -243,9 +275,13 @@ absl::StatusOr<v1::ScratchBuffer> ParseScratch(std::string_view body, uint32_t l
   auto error = [&](std::string_view what) { return DirectiveError(line, kWhat, what); };
   std::string_view rest = Strip(body);
   const std::string_view name = TakeIdentifier(rest);
-  if (name.empty()) return error("expected a buffer name, e.g. '@scratch partial: f32[N]'");
+  if (name.empty()) {
+    return error("expected a buffer name, e.g. '@scratch partial: f32[N]'");
+  }
   rest = detail::StripLeadingSpace(rest);
-  if (rest.empty() || rest[0] != ':') return error("expected ':' after the buffer name");
+  if (rest.empty() || rest[0] != ':') {
+    return error("expected ':' after the buffer name");
+  }
   rest = detail::StripLeadingSpace(rest.substr(1));
   const std::string_view dtype_name = TakeIdentifier(rest);
   std::optional<v1::DType> dtype = DTypeFromName(dtype_name);
@@ -265,10 +301,16 @@ absl::StatusOr<v1::ScratchBuffer> ParseScratch(std::string_view body, uint32_t l
   }
   while (!rest.empty() && rest[0] == '[') {
     const size_t close = FindMatching(rest, 0);
-    if (close == std::string_view::npos) return error("expected ']' closing the shape");
+    if (close == std::string_view::npos) {
+      return error("expected ']' closing the shape");
+    }
     absl::StatusOr<std::vector<std::string_view>> dims = SplitTopLevel(rest.substr(1, close - 1));
-    if (!dims.ok()) return error(detail::Cat("shape: ", dims.status().message()));
-    if (dims->empty()) return error("the shape needs at least one dimension");
+    if (!dims.ok()) {
+      return error(detail::Cat("shape: ", dims.status().message()));
+    }
+    if (dims->empty()) {
+      return error("the shape needs at least one dimension");
+    }
     for (std::string_view dim : *dims) {
       if (absl::Status status =
               CheckExpression(dim, detail::Cat("dimension ", scratch.shape_size() + 1));
@@ -279,7 +321,9 @@ absl::StatusOr<v1::ScratchBuffer> ParseScratch(std::string_view body, uint32_t l
     }
     rest = detail::StripLeadingSpace(rest.substr(close + 1));
   }
-  if (!rest.empty() && rest[0] == ';') rest = Strip(rest.substr(1));
+  if (!rest.empty() && rest[0] == ';') {
+    rest = Strip(rest.substr(1));
+  }
   if (!rest.empty()) {
     return error(detail::Cat("unexpected text after the shape: '", Snippet(rest), "'"));
   }
@@ -289,9 +333,13 @@ absl::StatusOr<v1::ScratchBuffer> ParseScratch(std::string_view body, uint32_t l
 // The text after the directive keyword, or nullopt when `comment` does not
 // start with it. "@launchx" is not "@launch".
 std::optional<std::string_view> AfterKeyword(std::string_view comment, std::string_view keyword) {
-  if (comment.substr(0, keyword.size()) != keyword) return std::nullopt;
+  if (comment.substr(0, keyword.size()) != keyword) {
+    return std::nullopt;
+  }
   std::string_view rest = comment.substr(keyword.size());
-  if (!rest.empty() && IsIdentChar(rest[0])) return std::nullopt;
+  if (!rest.empty() && IsIdentChar(rest[0])) {
+    return std::nullopt;
+  }
   return rest;
 }
 
@@ -305,22 +353,30 @@ absl::StatusOr<v1::LaunchPlan> ParseDirectives(std::string_view source) {
   for (const detail::LineComment& comment : lexed.line_comments) {
     // "/// @launch" (a doc comment) counts too.
     const size_t start = comment.text.find_first_not_of("/ \t");
-    if (start == std::string_view::npos || comment.text[start] != '@') continue;
+    if (start == std::string_view::npos || comment.text[start] != '@') {
+      continue;
+    }
     const std::string_view text = comment.text.substr(start);
     const std::optional<std::string_view> launch_body = AfterKeyword(text, "@launch");
     const std::optional<std::string_view> scratch_body = AfterKeyword(text, "@scratch");
-    if (!launch_body.has_value() && !scratch_body.has_value()) continue;
+    if (!launch_body.has_value() && !scratch_body.has_value()) {
+      continue;
+    }
     if (++directives > kMaxDirectives) {
       return absl::InvalidArgumentError(
           detail::Cat("line ", comment.line, ": more than ", kMaxDirectives, " directives"));
     }
     if (launch_body.has_value()) {
       absl::StatusOr<v1::Launch> launch = ParseLaunch(*launch_body, comment.line);
-      if (!launch.ok()) return launch.status();
+      if (!launch.ok()) {
+        return launch.status();
+      }
       *plan.add_launches() = *std::move(launch);
     } else {
       absl::StatusOr<v1::ScratchBuffer> scratch = ParseScratch(*scratch_body, comment.line);
-      if (!scratch.ok()) return scratch.status();
+      if (!scratch.ok()) {
+        return scratch.status();
+      }
       auto [it, inserted] = scratch_lines.emplace(scratch->name(), comment.line);
       if (!inserted) {
         return DirectiveError(

@@ -21,9 +21,15 @@ bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
 int HexDigitValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  if (c >= '0' && c <= '9') {
+    return c - '0';
+  }
+  if (c >= 'a' && c <= 'f') {
+    return c - 'a' + 10;
+  }
+  if (c >= 'A' && c <= 'F') {
+    return c - 'A' + 10;
+  }
   return -1;
 }
 
@@ -56,9 +62,13 @@ class Parser {
                                                     " characters"));
     }
     SkipSpaces();
-    if (pos_ >= text_.size()) return Error("empty expression");
+    if (pos_ >= text_.size()) {
+      return Error("empty expression");
+    }
     absl::StatusOr<Value> value = ParseSum();
-    if (!value.ok()) return value;
+    if (!value.ok()) {
+      return value;
+    }
     SkipSpaces();
     if (pos_ < text_.size()) {
       return Error(
@@ -75,41 +85,59 @@ class Parser {
   }
 
   void SkipSpaces() {
-    while (pos_ < text_.size() && IsSpace(text_[pos_])) ++pos_;
+    while (pos_ < text_.size() && IsSpace(text_[pos_])) {
+      ++pos_;
+    }
   }
   bool Peek(char c) {
     SkipSpaces();
     return pos_ < text_.size() && text_[pos_] == c;
   }
   bool Consume(char c) {
-    if (!Peek(c)) return false;
+    if (!Peek(c)) {
+      return false;
+    }
     ++pos_;
     return true;
   }
   absl::Status Expect(char c) {
-    if (Consume(c)) return absl::OkStatus();
-    if (pos_ >= text_.size()) return Error(detail::Cat("expected '", std::string(1, c), "'"));
+    if (Consume(c)) {
+      return absl::OkStatus();
+    }
+    if (pos_ >= text_.size()) {
+      return Error(detail::Cat("expected '", std::string(1, c), "'"));
+    }
     return Error(detail::Cat("expected '", std::string(1, c), "', found '",
                              detail::EscapeForMessage(text_.substr(pos_, 1)), "'"));
   }
 
   std::string_view ParseIdentifier() {
     const size_t start = pos_;
-    while (pos_ < text_.size() && IsIdentChar(text_[pos_])) ++pos_;
+    while (pos_ < text_.size() && IsIdentChar(text_[pos_])) {
+      ++pos_;
+    }
     return text_.substr(start, pos_ - start);
   }
 
   absl::StatusOr<Value> ParseSum() {
     absl::StatusOr<Value> left = ParseProduct();
-    if (!left.ok()) return left;
+    if (!left.ok()) {
+      return left;
+    }
     while (true) {
       SkipSpaces();
-      if (pos_ >= text_.size()) break;
+      if (pos_ >= text_.size()) {
+        break;
+      }
       const char op = text_[pos_];
-      if (op != '+' && op != '-') break;
+      if (op != '+' && op != '-') {
+        break;
+      }
       const size_t op_pos = pos_++;
       absl::StatusOr<Value> right = ParseProduct();
-      if (!right.ok()) return right;
+      if (!right.ok()) {
+        return right;
+      }
       if (!left->has_value() || !right->has_value()) {
         *left = std::nullopt;
         continue;
@@ -117,7 +145,9 @@ class Parser {
       int64_t result = 0;
       const bool overflow = op == '+' ? __builtin_add_overflow(**left, **right, &result)
                                       : __builtin_sub_overflow(**left, **right, &result);
-      if (overflow) return ErrorAt("integer overflow", op_pos);
+      if (overflow) {
+        return ErrorAt("integer overflow", op_pos);
+      }
       *left = result;
     }
     return left;
@@ -125,15 +155,23 @@ class Parser {
 
   absl::StatusOr<Value> ParseProduct() {
     absl::StatusOr<Value> left = ParseUnary();
-    if (!left.ok()) return left;
+    if (!left.ok()) {
+      return left;
+    }
     while (true) {
       SkipSpaces();
-      if (pos_ >= text_.size()) break;
+      if (pos_ >= text_.size()) {
+        break;
+      }
       const char op = text_[pos_];
-      if (op != '*' && op != '/' && op != '%') break;
+      if (op != '*' && op != '/' && op != '%') {
+        break;
+      }
       const size_t op_pos = pos_++;
       absl::StatusOr<Value> right = ParseUnary();
-      if (!right.ok()) return right;
+      if (!right.ok()) {
+        return right;
+      }
       if (op != '*' && right->has_value() && **right == 0) {
         return ErrorAt(op == '/' ? "division by zero" : "modulo by zero", op_pos);
       }
@@ -144,10 +182,14 @@ class Parser {
       const int64_t a = **left, b = **right;
       if (op == '*') {
         int64_t result = 0;
-        if (__builtin_mul_overflow(a, b, &result)) return ErrorAt("integer overflow", op_pos);
+        if (__builtin_mul_overflow(a, b, &result)) {
+          return ErrorAt("integer overflow", op_pos);
+        }
         *left = result;
       } else if (op == '/') {
-        if (a == kInt64Min && b == -1) return ErrorAt("integer overflow", op_pos);
+        if (a == kInt64Min && b == -1) {
+          return ErrorAt("integer overflow", op_pos);
+        }
         *left = a / b;
       } else {
         *left = b == -1 ? 0 : a % b;  // INT64_MIN % -1 is undefined in C++; the answer is 0
@@ -182,24 +224,38 @@ class Parser {
 
   absl::StatusOr<Value> ParsePrimary() {
     SkipSpaces();
-    if (pos_ >= text_.size()) return Error("expected a number, a name or '('");
+    if (pos_ >= text_.size()) {
+      return Error("expected a number, a name or '('");
+    }
     const char c = text_[pos_];
     if (c == '(') {
       ++pos_;
       absl::StatusOr<Value> inner = ParseSum();
-      if (!inner.ok()) return inner;
-      if (absl::Status status = Expect(')'); !status.ok()) return status;
+      if (!inner.ok()) {
+        return inner;
+      }
+      if (absl::Status status = Expect(')'); !status.ok()) {
+        return status;
+      }
       return inner;
     }
-    if (IsDigit(c)) return ParseNumber();
+    if (IsDigit(c)) {
+      return ParseNumber();
+    }
     if (IsIdentStart(c)) {
       const size_t name_pos = pos_;
       const std::string_view name = ParseIdentifier();
-      if (Peek('(')) return ParseCall(name, name_pos);
-      if (name == "sizeof") return Error("expected '(' after sizeof");
+      if (Peek('(')) {
+        return ParseCall(name, name_pos);
+      }
+      if (name == "sizeof") {
+        return Error("expected '(' after sizeof");
+      }
       return ResolveName(name, name_pos);
     }
-    if (c == '.') return Error("floating-point literals are not supported");
+    if (c == '.') {
+      return Error("floating-point literals are not supported");
+    }
     return Error(detail::Cat("unexpected '", detail::EscapeForMessage(text_.substr(pos_, 1)), "'"));
   }
 
@@ -221,7 +277,9 @@ class Parser {
         any_digit = true;
         ++pos_;
       }
-      if (!any_digit) return ErrorAt("hexadecimal literal without digits", start);
+      if (!any_digit) {
+        return ErrorAt("hexadecimal literal without digits", start);
+      }
     } else {
       if (text_[pos_] == '0' && pos_ + 1 < text_.size() && IsDigit(text_[pos_ + 1])) {
         return ErrorAt("octal literals (leading 0) are not supported", start);
@@ -247,7 +305,9 @@ class Parser {
       }
       ++pos_;
     }
-    if (n_u > 1 || n_l > 2) return ErrorAt("invalid integer suffix", start);
+    if (n_u > 1 || n_l > 2) {
+      return ErrorAt("invalid integer suffix", start);
+    }
     if (pos_ < text_.size() && (text_[pos_] == '.' || IsIdentChar(text_[pos_]))) {
       if (text_[pos_] == '.' || ((text_[pos_] == 'e' || text_[pos_] == 'E') && !n_u && !n_l)) {
         return ErrorAt("floating-point literals are not supported", start);
@@ -260,30 +320,44 @@ class Parser {
   absl::StatusOr<Value> ResolveName(std::string_view name, size_t name_pos) {
     if (resolver_.names_seen != nullptr) {
       bool seen = false;
-      for (const std::string& known : *resolver_.names_seen) seen = seen || known == name;
-      if (!seen) resolver_.names_seen->emplace_back(name);
+      for (const std::string& known : *resolver_.names_seen) {
+        seen = seen || known == name;
+      }
+      if (!seen) {
+        resolver_.names_seen->emplace_back(name);
+      }
     }
     switch (resolver_.mode) {
       case NameResolver::Mode::kSyntax:
         return Value();
       case NameResolver::Mode::kValidate:
-        if (resolver_.known->count(std::string(name)) > 0) return Value();
+        if (resolver_.known->count(std::string(name)) > 0) {
+          return Value();
+        }
         return ErrorAt(UnknownNameMessage(name), name_pos);
       case NameResolver::Mode::kEvaluate:
         break;
     }
     std::optional<int64_t> value;
-    if (*resolver_.lookup) value = (*resolver_.lookup)(name);
-    if (!value.has_value()) return ErrorAt(UnknownNameMessage(name), name_pos);
+    if (*resolver_.lookup) {
+      value = (*resolver_.lookup)(name);
+    }
+    if (!value.has_value()) {
+      return ErrorAt(UnknownNameMessage(name), name_pos);
+    }
     return Value(*value);
   }
 
   std::string UnknownNameMessage(std::string_view name) const {
     std::vector<std::string_view> known;
     if (resolver_.mode == NameResolver::Mode::kValidate) {
-      for (const std::string& k : *resolver_.known) known.push_back(k);
+      for (const std::string& k : *resolver_.known) {
+        known.push_back(k);
+      }
     } else if (resolver_.params_for_message != nullptr) {
-      for (const auto& [k, v] : *resolver_.params_for_message) known.push_back(k);
+      for (const auto& [k, v] : *resolver_.params_for_message) {
+        known.push_back(k);
+      }
     } else {
       return detail::Cat("unknown name '", name, "'");
     }
@@ -292,50 +366,80 @@ class Parser {
   }
 
   absl::StatusOr<Value> ParseCall(std::string_view name, size_t name_pos) {
-    if (name == "sizeof") return ParseSizeof(name_pos);
+    if (name == "sizeof") {
+      return ParseSizeof(name_pos);
+    }
     const bool is_min = name == "min", is_max = name == "max", is_ceil_div = name == "ceil_div";
     if (!is_min && !is_max && !is_ceil_div) {
       return ErrorAt(
           detail::Cat("unknown function '", name, "' (functions: ceil_div, min, max, sizeof)"),
           name_pos);
     }
-    if (absl::Status status = Expect('('); !status.ok()) return status;
+    if (absl::Status status = Expect('('); !status.ok()) {
+      return status;
+    }
     absl::StatusOr<Value> a = ParseSum();
-    if (!a.ok()) return a;
+    if (!a.ok()) {
+      return a;
+    }
     if (Peek(')')) {
       return Error(detail::Cat(name, "() takes 2 arguments, found 1"));
     }
-    if (absl::Status status = Expect(','); !status.ok()) return status;
+    if (absl::Status status = Expect(','); !status.ok()) {
+      return status;
+    }
     SkipSpaces();
     const size_t b_pos = pos_;
     absl::StatusOr<Value> b = ParseSum();
-    if (!b.ok()) return b;
-    if (Peek(',')) return Error(detail::Cat(name, "() takes 2 arguments"));
-    if (absl::Status status = Expect(')'); !status.ok()) return status;
+    if (!b.ok()) {
+      return b;
+    }
+    if (Peek(',')) {
+      return Error(detail::Cat(name, "() takes 2 arguments"));
+    }
+    if (absl::Status status = Expect(')'); !status.ok()) {
+      return status;
+    }
     if (is_ceil_div && b->has_value() && **b == 0) {
       return ErrorAt("division by zero in ceil_div", b_pos);
     }
-    if (!a->has_value() || !b->has_value()) return Value();
+    if (!a->has_value() || !b->has_value()) {
+      return Value();
+    }
     const int64_t x = **a, y = **b;
-    if (is_min) return Value(x < y ? x : y);
-    if (is_max) return Value(x > y ? x : y);
-    if (x == kInt64Min && y == -1) return ErrorAt("integer overflow in ceil_div", name_pos);
+    if (is_min) {
+      return Value(x < y ? x : y);
+    }
+    if (is_max) {
+      return Value(x > y ? x : y);
+    }
+    if (x == kInt64Min && y == -1) {
+      return ErrorAt("integer overflow in ceil_div", name_pos);
+    }
     // Ceiling of the exact quotient: C++ truncates toward zero, so round up
     // when there is a remainder and the exact quotient is positive.
     int64_t quotient = x / y;
     const int64_t remainder = x % y;
-    if (remainder != 0 && ((remainder > 0) == (y > 0))) ++quotient;
+    if (remainder != 0 && ((remainder > 0) == (y > 0))) {
+      ++quotient;
+    }
     return Value(quotient);
   }
 
   absl::StatusOr<Value> ParseSizeof(size_t name_pos) {
-    if (absl::Status status = Expect('('); !status.ok()) return status;
+    if (absl::Status status = Expect('('); !status.ok()) {
+      return status;
+    }
     std::vector<std::string_view> words;
     const size_t type_pos = pos_;
     while (true) {
       SkipSpaces();
-      if (pos_ >= text_.size()) return Error("expected ')' closing sizeof(");
-      if (text_[pos_] == ')') break;
+      if (pos_ >= text_.size()) {
+        return Error("expected ')' closing sizeof(");
+      }
+      if (text_[pos_] == ')') {
+        break;
+      }
       if (!IsIdentStart(text_[pos_])) {
         return Error(detail::Cat("sizeof() takes a type name; unexpected '",
                                  detail::EscapeForMessage(text_.substr(pos_, 1)), "'"));
@@ -345,7 +449,9 @@ class Parser {
     ++pos_;  // ')'
     std::vector<std::string_view> type_words;
     for (std::string_view word : words) {
-      if (word != "const" && word != "volatile") type_words.push_back(word);
+      if (word != "const" && word != "volatile") {
+        type_words.push_back(word);
+      }
     }
     std::optional<TypeInfo> type = LookupBuiltinType(type_words);
     if (!type.has_value() || type->size_bytes == 0) {
@@ -372,7 +478,9 @@ absl::StatusOr<Value> Run(std::string_view expr, const NameResolver& resolver) {
 absl::StatusOr<int64_t> EvalIntExpr(std::string_view expr, const ParamMap& params) {
   const ParamLookup lookup = [&params](std::string_view name) -> std::optional<int64_t> {
     auto it = params.find(name);
-    if (it == params.end()) return std::nullopt;
+    if (it == params.end()) {
+      return std::nullopt;
+    }
     return it->second;
   };
   NameResolver resolver;
@@ -380,7 +488,9 @@ absl::StatusOr<int64_t> EvalIntExpr(std::string_view expr, const ParamMap& param
   resolver.lookup = &lookup;
   resolver.params_for_message = &params;
   absl::StatusOr<Value> value = Run(expr, resolver);
-  if (!value.ok()) return value.status();
+  if (!value.ok()) {
+    return value.status();
+  }
   return **value;
 }
 
@@ -389,7 +499,9 @@ absl::StatusOr<int64_t> EvalIntExpr(std::string_view expr, const ParamLookup& lo
   resolver.mode = NameResolver::Mode::kEvaluate;
   resolver.lookup = &lookup;
   absl::StatusOr<Value> value = Run(expr, resolver);
-  if (!value.ok()) return value.status();
+  if (!value.ok()) {
+    return value.status();
+  }
   return **value;
 }
 
@@ -411,14 +523,20 @@ std::vector<std::string> ExprNames(std::string_view expr) {
   NameResolver resolver;
   resolver.mode = NameResolver::Mode::kSyntax;
   resolver.names_seen = &names;
-  if (!Run(expr, resolver).ok()) return {};
+  if (!Run(expr, resolver).ok()) {
+    return {};
+  }
   return names;
 }
 
 bool IsIdentifier(std::string_view text) {
-  if (text.empty() || !IsIdentStart(text[0])) return false;
+  if (text.empty() || !IsIdentStart(text[0])) {
+    return false;
+  }
   for (char c : text) {
-    if (!IsIdentChar(c)) return false;
+    if (!IsIdentChar(c)) {
+      return false;
+    }
   }
   return true;
 }

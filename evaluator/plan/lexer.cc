@@ -79,9 +79,13 @@ class Lexer {
   void LexLineComment() {
     const size_t start = pos_ + 2;
     size_t end = start;
-    while (end < src_.size() && src_[end] != '\n') ++end;
+    while (end < src_.size() && src_[end] != '\n') {
+      ++end;
+    }
     std::string_view text = src_.substr(start, end - start);
-    if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
+    if (!text.empty() && text.back() == '\r') {
+      text.remove_suffix(1);
+    }
     out_.line_comments.push_back(LineComment{text, line_});
     pos_ = end;  // the '\n' is handled by the main loop
   }
@@ -93,7 +97,9 @@ class Lexer {
         pos_ += 2;
         return;
       }
-      if (src_[pos_] == '\n') ++line_;
+      if (src_[pos_] == '\n') {
+        ++line_;
+      }
       ++pos_;
     }
   }
@@ -113,7 +119,9 @@ class Lexer {
       } else if (src_[pos_] == '/' && Next(1) == '*') {
         SkipBlockComment();
       } else if (src_[pos_] == '/' && Next(1) == '/') {
-        while (pos_ < src_.size() && src_[pos_] != '\n') ++pos_;
+        while (pos_ < src_.size() && src_[pos_] != '\n') {
+          ++pos_;
+        }
       } else {
         ++pos_;
       }
@@ -130,13 +138,19 @@ class Lexer {
     while (pos_ < src_.size()) {
       const char c = src_[pos_];
       if (c == '\\' && pos_ + 1 < src_.size()) {
-        if (src_[pos_ + 1] == '\n') ++line_;
+        if (src_[pos_ + 1] == '\n') {
+          ++line_;
+        }
         pos_ += 2;
         continue;
       }
-      if (c == '\n') break;
+      if (c == '\n') {
+        break;
+      }
       ++pos_;
-      if (c == quote) break;
+      if (c == quote) {
+        break;
+      }
     }
     Emit(kind, start, pos_ - start);
   }
@@ -162,17 +176,23 @@ class Lexer {
         p += delim.size() + 2;
         break;
       }
-      if (src_[p] == '\n') ++line_;
+      if (src_[p] == '\n') {
+        ++line_;
+      }
       ++p;
     }
-    if (p > src_.size()) p = src_.size();
+    if (p > src_.size()) {
+      p = src_.size();
+    }
     pos_ = p;
     out_.tokens.push_back(Token{TokenKind::kString, src_.substr(start, pos_ - start), first_line});
   }
 
   void LexIdentifierOrPrefixedLiteral() {
     const size_t start = pos_;
-    while (pos_ < src_.size() && IsIdentChar(static_cast<unsigned char>(src_[pos_]))) ++pos_;
+    while (pos_ < src_.size() && IsIdentChar(static_cast<unsigned char>(src_[pos_]))) {
+      ++pos_;
+    }
     const std::string_view word = src_.substr(start, pos_ - start);
     if (pos_ < src_.size() && (src_[pos_] == '"' || src_[pos_] == '\'')) {
       const bool string_prefix = word == "u8" || word == "u" || word == "U" || word == "L";
@@ -194,18 +214,16 @@ class Lexer {
     const size_t start = pos_;
     while (pos_ < src_.size()) {
       const char c = src_[pos_];
-      if (IsIdentChar(static_cast<unsigned char>(c)) || c == '.') {
-        ++pos_;
-      } else if ((c == '+' || c == '-') && pos_ > start &&
-                 (src_[pos_ - 1] == 'e' || src_[pos_ - 1] == 'E' || src_[pos_ - 1] == 'p' ||
-                  src_[pos_ - 1] == 'P')) {
-        ++pos_;
-      } else if (c == '\'' && pos_ + 1 < src_.size() &&
-                 IsIdentChar(static_cast<unsigned char>(src_[pos_ + 1]))) {
-        ++pos_;  // digit separator
-      } else {
+      const char previous = pos_ > start ? src_[pos_ - 1] : '\0';
+      const bool exponent_sign = (c == '+' || c == '-') && (previous == 'e' || previous == 'E' ||
+                                                            previous == 'p' || previous == 'P');
+      const bool digit_separator = c == '\'' && pos_ + 1 < src_.size() &&
+                                   IsIdentChar(static_cast<unsigned char>(src_[pos_ + 1]));
+      if (!IsIdentChar(static_cast<unsigned char>(c)) && c != '.' && !exponent_sign &&
+          !digit_separator) {
         break;
       }
+      ++pos_;
     }
     Emit(TokenKind::kNumber, start, pos_ - start);
   }

@@ -64,7 +64,9 @@ std::string StripComments(std::string_view text) {
 std::string JoinTokens(const std::vector<Token>& tokens, size_t begin, size_t end) {
   std::string joined;
   for (size_t i = begin; i < end && i < tokens.size(); ++i) {
-    if (!joined.empty()) joined += ' ';
+    if (!joined.empty()) {
+      joined += ' ';
+    }
     joined += tokens[i].text;
   }
   return joined;
@@ -89,7 +91,9 @@ class SourceReader {
           ClearPending();
           paren_depth_ = 0;
         } else if (Is(token, "}")) {
-          if (!scopes_.empty()) scopes_.pop_back();
+          if (!scopes_.empty()) {
+            scopes_.pop_back();
+          }
           ClearPending();
           paren_depth_ = 0;
         } else if (Is(token, ";")) {
@@ -98,7 +102,9 @@ class SourceReader {
         } else if (Is(token, "(")) {
           ++paren_depth_;
         } else if (Is(token, ")")) {
-          if (paren_depth_ > 0) --paren_depth_;
+          if (paren_depth_ > 0) {
+            --paren_depth_;
+          }
         }
         ++i;
         continue;
@@ -137,9 +143,13 @@ class SourceReader {
       }
       const auto macro = global_macros_.find(token.text);
       if (Is(token, "__global__") || macro != global_macros_.end()) {
-        if (macro != global_macros_.end() && macro->second) pending_extern_c_ = true;
+        if (macro != global_macros_.end() && macro->second) {
+          pending_extern_c_ = true;
+        }
         absl::StatusOr<size_t> next = ReadKernel(i);
-        if (!next.ok()) return next.status();
+        if (!next.ok()) {
+          return next.status();
+        }
         i = *next;
         continue;
       }
@@ -157,16 +167,22 @@ class SourceReader {
   }
 
   bool AtNamespaceScope() const {
-    if (paren_depth_ != 0) return false;
+    if (paren_depth_ != 0) {
+      return false;
+    }
     for (const Scope& scope : scopes_) {
-      if (scope.kind == ScopeKind::kOther) return false;
+      if (scope.kind == ScopeKind::kOther) {
+        return false;
+      }
     }
     return true;
   }
 
   bool InExternCBlock() const {
     for (const Scope& scope : scopes_) {
-      if (scope.kind == ScopeKind::kExternC) return true;
+      if (scope.kind == ScopeKind::kExternC) {
+        return true;
+      }
     }
     return false;
   }
@@ -195,7 +211,9 @@ class SourceReader {
       } else if (paren == 0 && Is(t, "<")) {
         ++angle;
       } else if (paren == 0 && Is(t, ">")) {
-        if (--angle == 0) return i + 1;
+        if (--angle == 0) {
+          return i + 1;
+        }
       } else if (Is(t, ";") || Is(t, "{") || Is(t, "}")) {
         return i;  // malformed: stop before the statement boundary
       }
@@ -211,7 +229,9 @@ class SourceReader {
       if (Is(tokens[i], "(")) {
         ++depth;
       } else if (Is(tokens[i], ")")) {
-        if (--depth == 0) return i;
+        if (--depth == 0) {
+          return i;
+        }
       } else if (Is(tokens[i], "{") || Is(tokens[i], "}") || Is(tokens[i], ";")) {
         return std::string_view::npos;
       }
@@ -228,7 +248,9 @@ class SourceReader {
       name += tokens[j].text;
       ++j;
     }
-    if (j < tokens.size() && Is(tokens[j], "{")) pending_namespace_ = name;
+    if (j < tokens.size() && Is(tokens[j], "{")) {
+      pending_namespace_ = name;
+    }
     return j;
   }
 
@@ -236,7 +258,9 @@ class SourceReader {
   std::optional<TypeInfo> ResolveType(const std::vector<std::string_view>& words) const {
     if (words.size() == 1) {
       auto alias = aliases_.find(words[0]);
-      if (alias != aliases_.end()) return alias->second;
+      if (alias != aliases_.end()) {
+        return alias->second;
+      }
     }
     return LookupBuiltinType(words);
   }
@@ -248,19 +272,25 @@ class SourceReader {
     size_t j = i + 1;
     for (; j < tokens.size() && j < i + 16 && !Is(tokens[j], ";"); ++j) {
       if (IsIdent(tokens[j])) {
-        if (!IsQualifier(tokens[j].text)) words.push_back(tokens[j].text);
+        if (!IsQualifier(tokens[j].text)) {
+          words.push_back(tokens[j].text);
+        }
       } else if (!Is(tokens[j], "=") && !Is(tokens[j], "::")) {
         return;  // '*', templates, function types: not a simple alias
       }
     }
-    if (j >= tokens.size() || !Is(tokens[j], ";") || words.size() < 2) return;
+    if (j >= tokens.size() || !Is(tokens[j], ";") || words.size() < 2) {
+      return;
+    }
     std::string_view name;
     std::vector<std::string_view> type_words;
     if (Is(tokens[i], "typedef")) {
       name = words.back();
       type_words.assign(words.begin(), words.end() - 1);
     } else {
-      if (i + 2 >= tokens.size() || !Is(tokens[i + 2], "=")) return;  // using namespace ...
+      if (i + 2 >= tokens.size() || !Is(tokens[i + 2], "=")) {
+        return;  // using namespace ...
+      }
       name = words.front();
       type_words.assign(words.begin() + 1, words.end());
       // Drop namespace qualifiers: using T = std::int64_t.
@@ -269,7 +299,9 @@ class SourceReader {
       }
     }
     std::optional<TypeInfo> type = ResolveType(type_words);
-    if (type.has_value()) aliases_.emplace(std::string(name), *type);
+    if (type.has_value()) {
+      aliases_.emplace(std::string(name), *type);
+    }
   }
 
   // [static] [constexpr|const] <integer type> NAME = <integer expression>;
@@ -277,9 +309,12 @@ class SourceReader {
     const std::vector<Token>& tokens = lexed_.tokens;
     std::vector<std::string_view> words;
     size_t j = i;
-    for (; j < tokens.size() && j < i + 8 && IsIdent(tokens[j]); ++j)
+    for (; j < tokens.size() && j < i + 8 && IsIdent(tokens[j]); ++j) {
       words.push_back(tokens[j].text);
-    if (j >= tokens.size() || !Is(tokens[j], "=") || words.size() < 2) return;
+    }
+    if (j >= tokens.size() || !Is(tokens[j], "=") || words.size() < 2) {
+      return;
+    }
     const std::string_view name = words.back();
     std::vector<std::string_view> type_words;
     bool is_constant = false;
@@ -290,7 +325,9 @@ class SourceReader {
         type_words.push_back(words[w]);
       }
     }
-    if (!is_constant) return;
+    if (!is_constant) {
+      return;
+    }
     if (!(type_words.size() == 1 && type_words[0] == "auto")) {
       std::optional<TypeInfo> type = ResolveType(type_words);
       if (!type.has_value() || type->lanes != 1 ||
@@ -302,34 +339,54 @@ class SourceReader {
     size_t k = value_begin;
     int depth = 0;
     for (; k < tokens.size() && k < value_begin + 64; ++k) {
-      if (Is(tokens[k], ";") && depth == 0) break;
-      if (Is(tokens[k], "(")) ++depth;
-      if (Is(tokens[k], ")") && --depth < 0) return;
-      if (Is(tokens[k], "{") || Is(tokens[k], "}") || (Is(tokens[k], ",") && depth == 0)) return;
+      if (Is(tokens[k], ";") && depth == 0) {
+        break;
+      }
+      if (Is(tokens[k], "(")) {
+        ++depth;
+      }
+      if (Is(tokens[k], ")") && --depth < 0) {
+        return;
+      }
+      if (Is(tokens[k], "{") || Is(tokens[k], "}") || (Is(tokens[k], ",") && depth == 0)) {
+        return;
+      }
     }
-    if (k >= tokens.size() || !Is(tokens[k], ";")) return;
+    if (k >= tokens.size() || !Is(tokens[k], ";")) {
+      return;
+    }
     DefineConstant(name, JoinTokens(tokens, value_begin, k));
   }
 
   void DefineConstant(std::string_view name, std::string_view value_text) {
-    if (result_.constants.count(name) > 0) return;
+    if (result_.constants.count(name) > 0) {
+      return;
+    }
     const ParamMap& constants = result_.constants;
     absl::StatusOr<int64_t> value = EvalIntExpr(
         value_text, ParamLookup([&constants](std::string_view n) -> std::optional<int64_t> {
           auto it = constants.find(n);
-          if (it == constants.end()) return std::nullopt;
+          if (it == constants.end()) {
+            return std::nullopt;
+          }
           return it->second;
         }));
-    if (value.ok()) result_.constants.emplace(std::string(name), *value);
+    if (value.ok()) {
+      result_.constants.emplace(std::string(name), *value);
+    }
   }
 
   // #define NAME <integer expression> / <built-in type> / ... __global__ ...
   void ReadPreprocessorLines() {
     for (const detail::PreprocessorLine& line : lexed_.preprocessor_lines) {
       std::string_view text = detail::StripLeadingSpace(line.text);
-      if (text.substr(0, 6) != "define") continue;
+      if (text.substr(0, 6) != "define") {
+        continue;
+      }
       text.remove_prefix(6);
-      if (text.empty() || (text[0] != ' ' && text[0] != '\t')) continue;
+      if (text.empty() || (text[0] != ' ' && text[0] != '\t')) {
+        continue;
+      }
       text = detail::StripLeadingSpace(text);
       size_t name_end = 0;
       while (name_end < text.size() &&
@@ -337,11 +394,17 @@ class SourceReader {
               text[name_end] == '_')) {
         ++name_end;
       }
-      if (name_end == 0 || absl::ascii_isdigit(static_cast<unsigned char>(text[0]))) continue;
+      if (name_end == 0 || absl::ascii_isdigit(static_cast<unsigned char>(text[0]))) {
+        continue;
+      }
       const std::string_view name = text.substr(0, name_end);
-      if (name_end < text.size() && text[name_end] == '(') continue;  // function-like
+      if (name_end < text.size() && text[name_end] == '(') {
+        continue;  // function-like
+      }
       const std::string value = StripComments(text.substr(name_end));
-      if (value.empty()) continue;
+      if (value.empty()) {
+        continue;
+      }
       const detail::LexedSource value_tokens = detail::Lex(value);
       bool has_global = false, has_extern_c = false;
       std::vector<std::string_view> words;
@@ -350,7 +413,9 @@ class SourceReader {
         has_global = has_global || Is(t, "__global__");
         has_extern_c = has_extern_c || (t.kind == TokenKind::kString && t.text == "\"C\"");
         if (IsIdent(t)) {
-          if (!IsQualifier(t.text)) words.push_back(t.text);
+          if (!IsQualifier(t.text)) {
+            words.push_back(t.text);
+          }
         } else {
           only_words = false;
         }
@@ -379,7 +444,9 @@ class SourceReader {
     const Token* name = nullptr;
     size_t j = i + 1;
     while (true) {
-      if (j >= tokens.size()) return error("__global__ is not followed by a function declaration");
+      if (j >= tokens.size()) {
+        return error("__global__ is not followed by a function declaration");
+      }
       const Token& t = tokens[j];
       if (Is(t, ";") || Is(t, "{") || Is(t, "}") || Is(t, "=")) {
         return error("__global__ is not followed by a function declaration");
@@ -390,7 +457,9 @@ class SourceReader {
         if (close == std::string_view::npos) {
           return error(detail::Cat("unterminated ", t.text, "(...)"));
         }
-        if (Is(t, "__launch_bounds__")) ReadLaunchBounds(j + 2, close, kernel);
+        if (Is(t, "__launch_bounds__")) {
+          ReadLaunchBounds(j + 2, close, kernel);
+        }
         j = close + 1;
         name = nullptr;
         continue;
@@ -413,7 +482,9 @@ class SourceReader {
         j = SkipAngles(j);
         continue;
       }
-      if (Is(t, "(")) break;
+      if (Is(t, "(")) {
+        break;
+      }
       name = IsIdent(t) ? &t : nullptr;
       ++j;
     }
@@ -437,7 +508,9 @@ class SourceReader {
     kernel.is_definition = k < tokens.size() && Is(tokens[k], "{");
     pending_template_ = false;
     pending_extern_c_ = false;
-    if (absl::Status status = AddKernel(std::move(kernel)); !status.ok()) return status;
+    if (absl::Status status = AddKernel(std::move(kernel)); !status.ok()) {
+      return status;
+    }
     return close + 1;
   }
 
@@ -446,37 +519,63 @@ class SourceReader {
     size_t first_end = begin;
     int depth = 0;
     for (; first_end < end; ++first_end) {
-      if (Is(tokens[first_end], "(")) ++depth;
-      if (Is(tokens[first_end], ")")) --depth;
-      if (Is(tokens[first_end], ",") && depth == 0) break;
+      if (Is(tokens[first_end], "(")) {
+        ++depth;
+      }
+      if (Is(tokens[first_end], ")")) {
+        --depth;
+      }
+      if (Is(tokens[first_end], ",") && depth == 0) {
+        break;
+      }
     }
     const ParamMap& constants = result_.constants;
     absl::StatusOr<int64_t> value = EvalIntExpr(JoinTokens(tokens, begin, first_end), constants);
-    if (value.ok()) kernel.launch_bounds_max_threads = *value;
+    if (value.ok()) {
+      kernel.launch_bounds_max_threads = *value;
+    }
   }
 
   void ReadParams(size_t begin, size_t end, KernelSignature& kernel) {
     const std::vector<Token>& tokens = lexed_.tokens;
-    if (end == begin + 1 && Is(tokens[begin], "void")) return;  // k(void)
+    if (end == begin + 1 && Is(tokens[begin], "void")) {
+      return;  // k(void)
+    }
     size_t start = begin;
     int paren = 0, angle = 0, bracket = 0;
     bool in_default = false;
     for (size_t i = begin; i <= end; ++i) {
       if (i == end || (Is(tokens[i], ",") && paren == 0 && angle == 0 && bracket == 0)) {
-        if (i > start) kernel.params.push_back(ReadParam(start, i));
+        if (i > start) {
+          kernel.params.push_back(ReadParam(start, i));
+        }
         start = i + 1;
         in_default = false;
         continue;
       }
       const Token& t = tokens[i];
-      if (Is(t, "(")) ++paren;
-      if (Is(t, ")")) --paren;
-      if (Is(t, "[")) ++bracket;
-      if (Is(t, "]")) --bracket;
-      if (Is(t, "=") && paren == 0) in_default = true;
+      if (Is(t, "(")) {
+        ++paren;
+      }
+      if (Is(t, ")")) {
+        --paren;
+      }
+      if (Is(t, "[")) {
+        ++bracket;
+      }
+      if (Is(t, "]")) {
+        --bracket;
+      }
+      if (Is(t, "=") && paren == 0) {
+        in_default = true;
+      }
       // In a default value '<' may be less-than; in a type it opens template arguments.
-      if (!in_default && Is(t, "<")) ++angle;
-      if (!in_default && Is(t, ">") && angle > 0) --angle;
+      if (!in_default && Is(t, "<")) {
+        ++angle;
+      }
+      if (!in_default && Is(t, ">") && angle > 0) {
+        --angle;
+      }
     }
   }
 
@@ -487,8 +586,12 @@ class SourceReader {
     size_t decl_end = end;
     int paren = 0;
     for (size_t i = begin; i < end; ++i) {
-      if (Is(tokens[i], "(")) ++paren;
-      if (Is(tokens[i], ")")) --paren;
+      if (Is(tokens[i], "(")) {
+        ++paren;
+      }
+      if (Is(tokens[i], ")")) {
+        --paren;
+      }
       if (paren == 0 && Is(tokens[i], "=")) {
         param.has_default = true;
         decl_end = i;
@@ -499,7 +602,9 @@ class SourceReader {
     for (size_t i = begin; i < decl_end; ++i) {
       if (Is(tokens[i], "[")) {
         type_end = i;
-        for (size_t k = i; k < decl_end; ++k) param.pointer_depth += Is(tokens[k], "[") ? 1 : 0;
+        for (size_t k = i; k < decl_end; ++k) {
+          param.pointer_depth += Is(tokens[k], "[") ? 1 : 0;
+        }
         break;
       }
     }
@@ -509,9 +614,13 @@ class SourceReader {
     for (size_t i = begin; i < type_end; ++i) {
       const Token& t = tokens[i];
       if (IsIdent(t)) {
-        if (i + 1 < type_end && Is(tokens[i + 1], "::")) continue;  // std::int64_t
+        if (i + 1 < type_end && Is(tokens[i + 1], "::")) {
+          continue;  // std::int64_t
+        }
         if (IsQualifier(t.text)) {
-          if (Is(t, "const") && !seen_star) param.pointee_is_const = true;
+          if (Is(t, "const") && !seen_star) {
+            param.pointee_is_const = true;
+          }
           continue;
         }
         word_indices.push_back(i);
@@ -535,19 +644,26 @@ class SourceReader {
     }
     std::string type;
     for (size_t i = begin; i < decl_end; ++i) {
-      if (i == name_index) continue;
+      if (i == name_index) {
+        continue;
+      }
       if (Is(tokens[i], "::") || (i + 1 < decl_end && Is(tokens[i + 1], "::"))) {
         type += tokens[i].text;  // keep std::int64_t together
         continue;
       }
-      if (!type.empty() && type.back() != ':') type += ' ';
+      if (!type.empty() && type.back() != ':') {
+        type += ' ';
+      }
       type += tokens[i].text;
     }
     param.type = std::move(type);
     std::optional<TypeInfo> resolved;
     if (!complex_declarator) {
       std::vector<std::string_view> words;
-      for (size_t index : word_indices) words.push_back(tokens[index].text);
+      words.reserve(word_indices.size());
+      for (size_t index : word_indices) {
+        words.push_back(tokens[index].text);
+      }
       resolved = ResolveType(words);
     }
     param.is_pointer = param.pointer_depth > 0;
@@ -577,7 +693,9 @@ class SourceReader {
                          static_cast<int>(p.pointee.kind), ",", p.pointee.size_bytes, ",",
                          p.pointee.lanes, ",");
       // Unknown types are told apart by their spelling.
-      if ((p.is_pointer ? p.pointee.kind : p.kind) == ScalarKind::kOther) key += p.type;
+      if ((p.is_pointer ? p.pointee.kind : p.kind) == ScalarKind::kOther) {
+        key += p.type;
+      }
     }
     return key;
   }
@@ -625,7 +743,9 @@ absl::StatusOr<ParsedSource> ParseSource(std::string_view source) {
 
 absl::StatusOr<std::vector<KernelSignature>> ParseKernelSignatures(std::string_view source) {
   absl::StatusOr<ParsedSource> parsed = ParseSource(source);
-  if (!parsed.ok()) return parsed.status();
+  if (!parsed.ok()) {
+    return parsed.status();
+  }
   return std::move(parsed->kernels);
 }
 

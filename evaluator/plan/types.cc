@@ -83,13 +83,21 @@ std::optional<TypeInfo> IntegerSpecifiers(const std::vector<std::string_view>& w
   if (n_signed + n_unsigned > 1 || n_short > 1 || n_long > 2 || n_int > 1 || n_char > 1) {
     return std::nullopt;
   }
-  if ((n_short && n_long) || (n_char && (n_short || n_long || n_int))) return std::nullopt;
+  if ((n_short && n_long) || (n_char && (n_short || n_long || n_int))) {
+    return std::nullopt;
+  }
   // Plain char is signed on every target nvcc supports (x86-64, aarch64 with
   // nvcc's -fsigned-char default for device code).
   const ScalarKind kind = n_unsigned ? kU : kS;
-  if (n_char) return TypeInfo{kind, 1, 1};
-  if (n_short) return TypeInfo{kind, 2, 1};
-  if (n_long) return TypeInfo{kind, 8, 1};
+  if (n_char) {
+    return TypeInfo{kind, 1, 1};
+  }
+  if (n_short) {
+    return TypeInfo{kind, 2, 1};
+  }
+  if (n_long) {
+    return TypeInfo{kind, 8, 1};
+  }
   return TypeInfo{kind, 4, 1};
 }
 
@@ -120,10 +128,14 @@ std::string_view ScalarKindName(ScalarKind kind) {
 }
 
 std::optional<TypeInfo> LookupBuiltinType(const std::vector<std::string_view>& words) {
-  if (words.empty()) return std::nullopt;
+  if (words.empty()) {
+    return std::nullopt;
+  }
   if (words.size() == 1) {
     for (const NamedType& named : kNamedTypes) {
-      if (named.name == words[0]) return named.info;
+      if (named.name == words[0]) {
+        return named.info;
+      }
     }
   }
   return IntegerSpecifiers(words);
@@ -133,10 +145,16 @@ std::optional<TypeInfo> LookupBuiltinType(std::string_view spelled) {
   std::vector<std::string_view> words;
   size_t i = 0;
   while (i < spelled.size()) {
-    while (i < spelled.size() && detail::IsAsciiSpace(spelled[i])) ++i;
+    while (i < spelled.size() && detail::IsAsciiSpace(spelled[i])) {
+      ++i;
+    }
     const size_t start = i;
-    while (i < spelled.size() && !detail::IsAsciiSpace(spelled[i])) ++i;
-    if (i > start) words.push_back(spelled.substr(start, i - start));
+    while (i < spelled.size() && !detail::IsAsciiSpace(spelled[i])) {
+      ++i;
+    }
+    if (i > start) {
+      words.push_back(spelled.substr(start, i - start));
+    }
   }
   return LookupBuiltinType(words);
 }
@@ -160,7 +178,9 @@ std::optional<v1::DType> DTypeFromName(std::string_view name) {
       {"bool", v1::DTYPE_BOOL},
   }};
   for (const auto& [spelling, dtype] : kNames) {
-    if (spelling == name) return dtype;
+    if (spelling == name) {
+      return dtype;
+    }
   }
   return std::nullopt;
 }
@@ -213,8 +233,10 @@ uint32_t DTypeSizeBytes(v1::DType dtype) {
 }
 
 bool PointeeAcceptsDType(const TypeInfo& pointee, v1::DType dtype) {
-  if (pointee.kind == ScalarKind::kVoid) return DTypeSizeBytes(dtype) != 0;
-  const uint32_t lane = pointee.lane_bytes();
+  if (pointee.kind == ScalarKind::kVoid) {
+    return DTypeSizeBytes(dtype) != 0;
+  }
+  const uint32_t lane = pointee.LaneBytes();
   const bool is_integer =
       pointee.kind == ScalarKind::kSignedInt || pointee.kind == ScalarKind::kUnsignedInt;
   switch (dtype) {

@@ -35,7 +35,7 @@ struct TypeInfo {
   uint32_t lanes = 1;
 
   // [bytes] one lane, e.g. 4 for float4.
-  uint32_t lane_bytes() const { return lanes == 0 ? 0 : size_bytes / lanes; }
+  uint32_t LaneBytes() const { return lanes == 0 ? 0 : size_bytes / lanes; }
   friend bool operator==(const TypeInfo&, const TypeInfo&) = default;
 };
 

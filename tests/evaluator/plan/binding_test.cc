@@ -55,9 +55,13 @@ absl::StatusOr<internal::ResolvedPlan> Resolve(std::string_view source,
                                                const ParamMap& params = kShape,
                                                const PlanLimits& limits = {}) {
   absl::StatusOr<v1::LaunchPlan> plan = ParseDirectives(source);
-  if (!plan.ok()) return plan.status();
+  if (!plan.ok()) {
+    return plan.status();
+  }
   absl::StatusOr<ParsedSource> parsed = ParseSource(source);
-  if (!parsed.ok()) return parsed.status();
+  if (!parsed.ok()) {
+    return parsed.status();
+  }
   return ResolvePlan(*plan, problem, params, *parsed, limits);
 }
 
@@ -65,9 +69,12 @@ std::string ResolveError(std::string_view source, const v1::Problem& problem = S
                          const ParamMap& params = kShape, const PlanLimits& limits = {}) {
   absl::StatusOr<internal::ResolvedPlan> resolved = Resolve(source, problem, params, limits);
   EXPECT_FALSE(resolved.ok()) << resolved->DebugString();
-  if (resolved.ok()) return "";
+  if (resolved.ok()) {
+    return "";
+  }
   EXPECT_EQ(resolved.status().code(), absl::StatusCode::kInvalidArgument);
-  return std::string(resolved.status().message());
+  const absl::string_view message = resolved.status().message();
+  return {message.data(), message.size()};
 }
 
 void ExpectProtoEq(const google::protobuf::Message& got, const google::protobuf::Message& want) {

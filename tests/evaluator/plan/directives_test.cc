@@ -11,7 +11,6 @@ namespace kerneleval::plan {
 namespace {
 
 using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
 v1::LaunchPlan Parse(std::string_view source) {
@@ -23,9 +22,12 @@ v1::LaunchPlan Parse(std::string_view source) {
 std::string ParseError(std::string_view source) {
   absl::StatusOr<v1::LaunchPlan> plan = ParseDirectives(source);
   EXPECT_FALSE(plan.ok()) << "parsed: " << plan->DebugString();
-  if (plan.ok()) return "";
+  if (plan.ok()) {
+    return "";
+  }
   EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
-  return std::string(plan.status().message());
+  const absl::string_view message = plan.status().message();
+  return {message.data(), message.size()};
 }
 
 v1::LaunchPlan FromText(const std::string& text) {
@@ -254,13 +256,17 @@ TEST(DirectivesTest, TheFirstBadDirectiveIsReported) {
 
 TEST(DirectivesTest, TooManyDirectives) {
   std::string source;
-  for (int i = 0; i <= kMaxDirectives; ++i) source += "// @launch k<<<1, 1>>>(a)\n";
+  for (int i = 0; i <= kMaxDirectives; ++i) {
+    source += "// @launch k<<<1, 1>>>(a)\n";
+  }
   EXPECT_EQ(ParseError(source), "line 257: more than 256 directives");
 }
 
 TEST(DirectivesTest, MessagesArePrintable) {
   const std::string message = ParseError(std::string("// @launch k<<<1, 1>>>(a) \x01\xfe\n"));
-  for (char c : message) EXPECT_TRUE(c >= 0x20 && c < 0x7f) << message;
+  for (char c : message) {
+    EXPECT_TRUE(c >= 0x20 && c < 0x7f) << message;
+  }
 }
 
 }  // namespace

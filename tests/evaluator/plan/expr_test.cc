@@ -21,9 +21,12 @@ int64_t Eval(std::string_view expr, const ParamMap& params = {}) {
 std::string EvalError(std::string_view expr, const ParamMap& params = {}) {
   absl::StatusOr<int64_t> value = EvalIntExpr(expr, params);
   EXPECT_FALSE(value.ok()) << expr << " evaluated to " << value.value_or(0);
-  if (value.ok()) return "";
+  if (value.ok()) {
+    return "";
+  }
   EXPECT_EQ(value.status().code(), absl::StatusCode::kInvalidArgument);
-  return std::string(value.status().message());
+  const absl::string_view message = value.status().message();
+  return {message.data(), message.size()};
 }
 
 TEST(ExprTest, Literals) {
@@ -92,7 +95,9 @@ TEST(ExprTest, Parameters) {
   EXPECT_EQ(Eval("ROWS * COLS", params), 4096000);
   EXPECT_EQ(Eval("_x1 * _x1", params), 4);
   const ParamLookup lookup = [](std::string_view name) -> std::optional<int64_t> {
-    if (name == "K") return 7;
+    if (name == "K") {
+      return 7;
+    }
     return std::nullopt;
   };
   EXPECT_EQ(EvalIntExpr("K * 6", lookup).value(), 42);
@@ -204,12 +209,16 @@ TEST(ExprTest, DepthAndLengthLimits) {
   std::string minuses(100, '-');
   EXPECT_THAT(EvalError(minuses + "1"), HasSubstr("nested deeper than 64 levels"));
   std::string calls;
-  for (int i = 0; i < 70; ++i) calls += "min(1, ";
+  for (int i = 0; i < 70; ++i) {
+    calls += "min(1, ";
+  }
   calls += "1" + std::string(70, ')');
   EXPECT_THAT(EvalError(calls), HasSubstr("nested deeper than 64 levels"));
 
   std::string long_sum = "1";
-  while (long_sum.size() <= kMaxExprLength) long_sum += "+1";
+  while (long_sum.size() <= kMaxExprLength) {
+    long_sum += "+1";
+  }
   EXPECT_THAT(EvalError(long_sum), HasSubstr("longer than 1024 characters"));
   std::string just_fits = std::string(kMaxExprLength - 1, ' ') + "7";
   EXPECT_EQ(Eval(just_fits), 7);

@@ -60,7 +60,9 @@ class InputGenerator {
                                                                  "sizeof(float)",
                                                                  "sizeof(unsigned long long)",
                                                                  "sizeof(__half2)"};
-    if (depth == 0 || Below(4) == 0) return std::string(Pick(kLeaves));
+    if (depth == 0 || Below(4) == 0) {
+      return std::string(Pick(kLeaves));
+    }
     static constexpr std::array<std::string_view, 5> kOps = {" + ", " - ", " * ", " / ", " % "};
     static constexpr std::array<std::string_view, 3> kFunctions = {"ceil_div", "min", "max"};
     switch (Below(4)) {
@@ -127,7 +129,9 @@ class InputGenerator {
                                                                  "\xff"};
     std::string out;
     const size_t n = 1 + Below(30);
-    for (size_t i = 0; i < n; ++i) out += Pick(kTokens);
+    for (size_t i = 0; i < n; ++i) {
+      out += Pick(kTokens);
+    }
     return out;
   }
 
@@ -155,10 +159,14 @@ class InputGenerator {
           break;
         }
         case 4:  // flip a byte
-          if (!text.empty()) text[Below(text.size())] = static_cast<char>(Below(256));
+          if (!text.empty()) {
+            text[Below(text.size())] = static_cast<char>(Below(256));
+          }
           break;
         default: {  // swap two bytes
-          if (text.size() >= 2) std::swap(text[Below(text.size())], text[Below(text.size())]);
+          if (text.size() >= 2) {
+            std::swap(text[Below(text.size())], text[Below(text.size())]);
+          }
           break;
         }
       }
@@ -183,7 +191,9 @@ class InputGenerator {
     };
     std::string text;
     const size_t lines = 1 + Below(4);
-    for (size_t i = 0; i < lines; ++i) text += Pick(kValid);
+    for (size_t i = 0; i < lines; ++i) {
+      text += Pick(kValid);
+    }
     return Mutate(std::move(text));
   }
 

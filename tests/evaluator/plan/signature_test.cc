@@ -8,8 +8,6 @@
 namespace kerneleval::plan {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 using ::testing::Pair;
 using ::testing::UnorderedElementsAre;
 
@@ -22,9 +20,12 @@ std::vector<KernelSignature> Kernels(std::string_view source) {
 std::string Error(std::string_view source) {
   absl::StatusOr<std::vector<KernelSignature>> kernels = ParseKernelSignatures(source);
   EXPECT_FALSE(kernels.ok());
-  if (kernels.ok()) return "";
+  if (kernels.ok()) {
+    return "";
+  }
   EXPECT_EQ(kernels.status().code(), absl::StatusCode::kInvalidArgument);
-  return std::string(kernels.status().message());
+  const absl::string_view message = kernels.status().message();
+  return {message.data(), message.size()};
 }
 
 // The parameters of a one-kernel source.
@@ -148,7 +149,9 @@ __global__ void k(__half* h, const __nv_bfloat16* __restrict__ b, float4* v, con
 TEST(SignatureTest, UnnamedParamsDefaultsAndVoid) {
   std::vector<ParamSig> p = Params("__global__ void k(float*, int, unsigned int, size_t);");
   ASSERT_EQ(p.size(), 4u);
-  for (const ParamSig& param : p) EXPECT_EQ(param.name, "");
+  for (const ParamSig& param : p) {
+    EXPECT_EQ(param.name, "");
+  }
   EXPECT_EQ(p[2].kind, ScalarKind::kUnsignedInt);
   EXPECT_EQ(p[2].type, "unsigned int");
 
