@@ -327,6 +327,8 @@ const char* MechanismName(FilesystemMechanism mechanism) {
       return "landlock";
     case FilesystemMechanism::kMountNamespace:
       return "mount-namespace";
+    case FilesystemMechanism::kLandlockAndMountNamespace:
+      return "landlock+mount-namespace";
   }
   return "?";
 }
@@ -341,6 +343,20 @@ absl::StatusOr<FilesystemMechanism> RestrictFilesystemUsing(const FilesystemPoli
                      threads, " threads; the others would stay unrestricted)"));
   }
   std::vector<std::string> failures;
+  if (mechanism == FilesystemMechanism::kLandlockAndMountNamespace) {
+    // The namespace first (it needs mount(2), and its paths are what
+    // Landlock's rules then refer to), then Landlock over it.
+    absl::Status hidden = ApplyMountNamespace(*paths);
+    const int abi = LandlockAbi();
+    absl::Status guarded = abi > 0 ? ApplyLandlock(*paths, abi)
+                                   : absl::UnavailableError("not supported by this kernel");
+    if (hidden.ok() && guarded.ok()) return FilesystemMechanism::kLandlockAndMountNamespace;
+    if (hidden.ok()) return FilesystemMechanism::kMountNamespace;
+    if (guarded.ok()) return FilesystemMechanism::kLandlock;
+    return absl::FailedPreconditionError(
+        absl::StrCat("no file-system sandbox could be applied (mount namespace: ", hidden.message(),
+                     "; landlock: ", guarded.message(), ")"));
+  }
   if (mechanism != FilesystemMechanism::kMountNamespace) {
     if (const int abi = LandlockAbi(); abi > 0) {
       absl::Status s = ApplyLandlock(*paths, abi);

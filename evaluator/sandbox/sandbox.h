@@ -35,6 +35,11 @@ enum class FilesystemMechanism {
   kAuto,            // Landlock, else kMountNamespace
   kLandlock,        // Landlock only; an error when the kernel lacks it
   kMountNamespace,  // tmpfs root + bind mounts + pivot_root only
+  // Both where both work: the mount namespace makes everything outside the
+  // policy nonexistent (stat, existence probes such as __has_include and the
+  // errno in error messages show nothing), Landlock guards the view inside.
+  // Falls back to whichever one works; an error when neither does.
+  kLandlockAndMountNamespace,
 };
 const char* MechanismName(FilesystemMechanism mechanism);
 

@@ -134,6 +134,33 @@ TEST_F(SandboxTest, MountNamespaceFallbackAllowsOnlyThePolicy) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
+TEST_F(SandboxTest, LayeredMechanismHidesAndGuards) {
+  const Capabilities capabilities = Probe();
+  const int status = RunInChild([&] {
+    absl::StatusOr<FilesystemMechanism> applied =
+        RestrictFilesystemUsing(Policy(), FilesystemMechanism::kLandlockAndMountNamespace);
+    if (!applied.ok()) return 10;
+    const bool both =
+        capabilities.landlock_abi > 0 && (capabilities.root || capabilities.user_namespaces);
+    if (both && *applied != FilesystemMechanism::kLandlockAndMountNamespace) return 11;
+    if (Read(root_ / "allowed" / "file.txt") != token_) return 12;
+    if (!Read(root_ / "secret" / "file.txt").empty()) return 13;
+    struct stat st {};
+    if (*applied != FilesystemMechanism::kLandlock &&
+        ::stat((root_ / "secret" / "file.txt").c_str(), &st) == 0) {
+      return 14;
+    }
+    // Landlock still applies inside the namespace: the read-only mount's
+    // directory cannot gain a file even where the bind mount would allow it.
+    if (::open((root_ / "allowed" / "new.txt").c_str(), O_CREAT | O_WRONLY, 0644) >= 0) return 15;
+    std::ofstream(root_ / "writable" / "new.txt") << "x";
+    if (Read(root_ / "writable" / "new.txt") != "x") return 16;
+    return 0;
+  });
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
 TEST_F(SandboxTest, AutoPicksAMechanismAndNeverNone) {
   const int status = RunInChild([&] { return CheckPolicy(FilesystemMechanism::kAuto); });
   ASSERT_TRUE(WIFEXITED(status)) << status;
