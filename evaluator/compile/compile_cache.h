@@ -1,0 +1,67 @@
+// Content-addressed cache of compile results: an in-memory LRU bounded in
+// bytes, plus an optional directory shared across restarts (and processes).
+// Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "kerneleval/v1/kerneleval.pb.h"
+
+namespace kerneleval::compile {
+
+// Bump when anything that changes compile output changes on kerneleval's side
+// (NVRTC arguments, prelude handling, result post-processing).
+inline constexpr std::string_view kCompileSettingsVersion = "kerneleval-compile-2";
+
+struct CacheKeyInputs {
+  std::string_view source;
+  const std::vector<std::string>* options = nullptr;  // canonical and sorted (CheckUserOptions)
+  std::string_view arch;
+  std::string_view toolkit_version;  // NVRTC's, e.g. "13.0"
+  std::string_view prelude;          // the pre-included header's content
+};
+// SHA-256 (hex) of every input, each length-prefixed, and the settings
+// version.
+std::string CacheKey(const CacheKeyInputs& inputs);
+
+class CompileCache {
+ public:
+  // memory_bytes: bound on the in-memory entries' serialized sizes (0: no
+  // memory cache). directory: empty for none; created if missing.
+  CompileCache(uint64_t memory_bytes, std::string directory);
+
+  // The memory LRU first, then the directory (a disk hit is promoted to
+  // memory). nullptr on a miss. The result is shared and immutable.
+  std::shared_ptr<const v1::CompileResult> Lookup(const std::string& key);
+  // Memory, and the directory through a temporary file renamed into place
+  // (readers never see a partial file; concurrent writers of one key are
+  // harmless, both write the same bytes).
+  void Insert(const std::string& key, std::shared_ptr<const v1::CompileResult> result);
+
+  [[nodiscard]] uint64_t memory_bytes_used() const;
+  [[nodiscard]] size_t memory_entries() const;
+
+ private:
+  struct Entry {
+    std::string key;
+    std::shared_ptr<const v1::CompileResult> result;
+    uint64_t bytes = 0;
+  };
+  void InsertInMemory(const std::string& key, std::shared_ptr<const v1::CompileResult> result);
+  [[nodiscard]] std::string PathFor(const std::string& key) const;
+
+  const uint64_t memory_limit_bytes_;
+  const std::string directory_;
+  mutable std::mutex mutex_;
+  std::list<Entry> lru_;  // front: most recently used
+  std::unordered_map<std::string, std::list<Entry>::iterator> index_;
+  uint64_t memory_bytes_ = 0;
+};
+
+}  // namespace kerneleval::compile

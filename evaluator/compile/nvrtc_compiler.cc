@@ -1,0 +1,143 @@
+#include "evaluator/compile/nvrtc_compiler.h"
+
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "evaluator/compile/diagnostics.h"
+#include "evaluator/compile/kernel_info.h"
+#include "evaluator/compile/options.h"
+
+namespace kerneleval::compile {
+
+absl::Status NvrtcError(nvrtcResult result, const char* call, const char* file, int line) {
+  return absl::InternalError(
+      absl::StrCat(file, ":", line, ": ", call, " failed: ", nvrtcGetErrorString(result)));
+}
+
+absl::StatusOr<NvrtcProgram> NvrtcProgram::Create(const std::string& source,
+                                                  const std::string& name) {
+  nvrtcProgram program = nullptr;
+  KERNELEVAL_NVRTC_RETURN_IF_ERROR(
+      nvrtcCreateProgram(&program, source.c_str(), name.c_str(), 0, nullptr, nullptr));
+  return NvrtcProgram(program);
+}
+
+NvrtcProgram::NvrtcProgram(NvrtcProgram&& other) noexcept
+    : program_(std::exchange(other.program_, nullptr)) {}
+
+NvrtcProgram& NvrtcProgram::operator=(NvrtcProgram&& other) noexcept {
+  if (this != &other) {
+    if (program_ != nullptr) nvrtcDestroyProgram(&program_);
+    program_ = std::exchange(other.program_, nullptr);
+  }
+  return *this;
+}
+
+NvrtcProgram::~NvrtcProgram() {
+  if (program_ != nullptr) nvrtcDestroyProgram(&program_);  // result ignored: no throw
+}
+
+absl::StatusOr<std::string> NvrtcProgram::Log() const {
+  size_t size = 0;
+  KERNELEVAL_NVRTC_RETURN_IF_ERROR(nvrtcGetProgramLogSize(program_, &size));
+  std::string log(size, '\0');
+  if (size > 0) KERNELEVAL_NVRTC_RETURN_IF_ERROR(nvrtcGetProgramLog(program_, log.data()));
+  while (!log.empty() && log.back() == '\0') log.pop_back();
+  return log;
+}
+
+absl::StatusOr<std::string> NvrtcProgram::Ptx() const {
+  size_t size = 0;
+  KERNELEVAL_NVRTC_RETURN_IF_ERROR(nvrtcGetPTXSize(program_, &size));
+  std::string ptx(size, '\0');
+  if (size > 0) KERNELEVAL_NVRTC_RETURN_IF_ERROR(nvrtcGetPTX(program_, ptx.data()));
+  while (!ptx.empty() && ptx.back() == '\0') ptx.pop_back();
+  return ptx;
+}
+
+absl::StatusOr<std::string> NvrtcProgram::Cubin() const {
+  size_t size = 0;
+  KERNELEVAL_NVRTC_RETURN_IF_ERROR(nvrtcGetCUBINSize(program_, &size));
+  std::string cubin(size, '\0');
+  if (size > 0) KERNELEVAL_NVRTC_RETURN_IF_ERROR(nvrtcGetCUBIN(program_, cubin.data()));
+  return cubin;
+}
+
+std::vector<std::string> NvrtcArguments(const std::vector<std::string>& user_options,
+                                        const std::string& arch, const NvrtcSettings& settings) {
+  std::vector<std::string> args = user_options;
+  args.push_back(absl::StrCat("--gpu-architecture=", arch));
+  // Registers, spills, stack and shared memory per kernel, into the log.
+  if (!IsVirtualArch(arch)) args.push_back("--ptxas-options=-v");
+  const ToolkitPaths& t = settings.toolkit;
+  args.push_back(absl::StrCat("--include-path=", t.include_dir));
+  if (!t.cccl_include_dir.empty())
+    args.push_back(absl::StrCat("--include-path=", t.cccl_include_dir));
+  args.push_back(absl::StrCat("--include-path=", t.kerneleval_include_dir));
+  // An absolute path: NVRTC would first look for a relative one in the
+  // current directory.
+  args.push_back(absl::StrCat("--pre-include=", t.prelude));
+  args.push_back("--no-source-include");
+  if (!settings.pch_dir.empty()) {
+    args.push_back("--pch");
+    args.push_back(absl::StrCat("--pch-dir=", settings.pch_dir));
+    args.push_back("--pch-messages=false");
+  }
+  return args;
+}
+
+absl::StatusOr<v1::CompileResult> CompileWithNvrtc(const std::string& source,
+                                                   const std::vector<std::string>& user_options,
+                                                   const std::string& arch,
+                                                   const NvrtcSettings& settings) {
+  v1::CompileResult result;
+  result.set_arch(arch);
+  result.set_toolkit_version(NvrtcVersionString());
+  for (const std::string& option : user_options) result.add_options(option);
+
+  const std::vector<std::string> args = NvrtcArguments(user_options, arch, settings);
+  std::vector<const char*> argv;
+  argv.reserve(args.size());
+  for (const std::string& arg : args) argv.push_back(arg.c_str());
+
+  absl::StatusOr<NvrtcProgram> program = NvrtcProgram::Create(source, std::string(kProgramName));
+  if (!program.ok()) return program.status();
+  const auto start = std::chrono::steady_clock::now();
+  const nvrtcResult compiled =
+      nvrtcCompileProgram(program->get(), static_cast<int>(argv.size()), argv.data());
+  result.set_compile_seconds(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  if (compiled != NVRTC_SUCCESS && compiled != NVRTC_ERROR_COMPILATION &&
+      compiled != NVRTC_ERROR_INVALID_OPTION) {
+    return NvrtcError(compiled, "nvrtcCompileProgram", __FILE__, __LINE__);
+  }
+  absl::StatusOr<std::string> raw_log = program->Log();
+  if (!raw_log.ok()) return raw_log.status();
+  result.set_log(UserFacingLog(*raw_log, settings.pch_dir));
+  for (v1::Diagnostic& d : ParseDiagnostics(result.log(), source)) {
+    *result.add_diagnostics() = std::move(d);
+  }
+  if (compiled != NVRTC_SUCCESS) {
+    result.set_success(false);
+    if (result.log().empty()) result.set_log(nvrtcGetErrorString(compiled));
+    return result;
+  }
+  result.set_success(true);
+  absl::StatusOr<std::string> ptx = program->Ptx();
+  if (!ptx.ok()) return ptx.status();
+  std::string cubin;
+  if (!IsVirtualArch(arch)) {
+    absl::StatusOr<std::string> binary = program->Cubin();
+    if (!binary.ok()) return binary.status();
+    cubin = *std::move(binary);
+  }
+  for (v1::KernelInfo& kernel : ExtractKernels(*ptx, cubin, *raw_log, source)) {
+    *result.add_kernels() = std::move(kernel);
+  }
+  result.set_ptx(*std::move(ptx));
+  result.set_cubin(std::move(cubin));
+  return result;
+}
+
+}  // namespace kerneleval::compile
