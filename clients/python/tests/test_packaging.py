@@ -86,6 +86,10 @@ def test_examples_and_readme_snippets_are_valid_python():
     import re
 
     readme = (PACKAGE_DIR / "README.md").read_text()
+    # Runs up to argument parsing without trl (imported only in main()).
+    help_text = subprocess.run([sys.executable, str(example), "--help"], capture_output=True, text=True, check=True)
+    assert "--reward-mode" in help_text.stdout
+
     snippets = re.findall(r"```python\n(.*?)```", readme, re.DOTALL)
     assert len(snippets) >= 4
     for snippet in snippets:
