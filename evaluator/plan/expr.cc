@@ -13,7 +13,6 @@ namespace kerneleval::plan {
 namespace {
 
 constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
-constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 
 bool IsIdentStart(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool IsIdentChar(char c) { return IsIdentStart(c) || (c >= '0' && c <= '9'); }
