@@ -107,17 +107,25 @@ class RealServer:
         pytest.fail(f"kerneleval-server did not start: {last_error}\n--- log ---\n{self.log()}")
 
     def _wait_ready(self) -> str:
+        """Until the evaluation service reports SERVING (a worker is ready)."""
+        from kerneleval import Client, KernelEvalError
+
         deadline = time.monotonic() + SERVER_START_SECONDS
-        with grpc.insecure_channel(self.target) as channel:
+        status = "no connection"
+        with Client(self.target, max_attempts=1, timeout=2) as client:
             while time.monotonic() < deadline:
                 if self.process.poll() is not None:
                     return f"exited with status {self.process.returncode}"
                 try:
-                    grpc.channel_ready_future(channel).result(timeout=0.5)
+                    status = client.health()
+                except KernelEvalError as error:
+                    if error.code == grpc.StatusCode.UNIMPLEMENTED:  # no health service: connected is ready
+                        return ""
+                    status = str(error)
+                if status == "SERVING":
                     return ""
-                except grpc.FutureTimeoutError:
-                    continue
-        return f"not ready within {SERVER_START_SECONDS} s"
+                time.sleep(0.2)
+        return f"not ready within {SERVER_START_SECONDS} s (health: {status})"
 
     def log(self) -> str:
         try:

@@ -258,12 +258,22 @@ class FakeServer:
         self.servicer = FakeKernelEval(token=token, name=name)
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
         pb.add_KernelEvalServicer_to_server(self.servicer, self.server)
+        # grpc.health.v1.Health/Check on raw bytes: {service name: status number}.
+        self.health = {"": 1, pb.SERVICE_NAME: 1}
+        self.server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
+            "grpc.health.v1.Health", {"Check": grpc.unary_unary_rpc_method_handler(self._health_check)}),))
         if tls is None:
             self.port = self.server.add_insecure_port(f"127.0.0.1:{port}")
         else:
             self.port = self.server.add_secure_port(f"127.0.0.1:{port}", grpc.ssl_server_credentials([tls]))
         self.target = f"127.0.0.1:{self.port}"
         self.server.start()
+
+    def _health_check(self, request: bytes, context: grpc.ServicerContext) -> bytes:
+        service = request[2:].decode() if request else ""  # short names: one length byte
+        if service not in self.health:
+            context.abort(grpc.StatusCode.NOT_FOUND, "unknown service")
+        return bytes([0x08, self.health[service]])
 
     def stop(self) -> None:
         self.server.stop(grace=None)

@@ -476,3 +476,28 @@ def test_tls_with_a_ca_file(tmp_path):
         server.stop()
     with pytest.raises(ValueError):
         Client("localhost:1", tls=str(tmp_path / "missing.pem"))
+
+
+def test_health(fake_factory):
+    server = fake_factory(token="needed-for-rpcs-not-for-health")
+    with Client(server.target) as client:
+        assert client.health() == "SERVING"
+        assert client.health("") == "SERVING"
+        server.health[pb.SERVICE_NAME] = 2
+        assert client.health() == "NOT_SERVING"
+        assert client.health("no.such.Service") == "SERVICE_UNKNOWN"
+
+    async def main() -> None:
+        async with AsyncClient(server.target) as client:
+            assert await client.health() == "NOT_SERVING"
+
+    asyncio.run(main())
+
+
+def test_health_request_encoding():
+    from kerneleval.client import _health_request, _health_status
+
+    assert _health_request("") == b""
+    assert _health_request("a.B") == b"\x0a\x03a.B"
+    assert _health_request("x" * 200)[:3] == b"\x0a\xc8\x01"
+    assert _health_status(b"\x08\x01") == "SERVING" and _health_status(b"") == "UNKNOWN"

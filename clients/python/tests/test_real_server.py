@@ -181,6 +181,8 @@ def test_token(real_server_with_token):
         assert client.evaluate("vector_add", VECTOR_ADD).correct
     with Client(target, token="wrong-token") as client, pytest.raises(Unauthenticated):
         client.problems()
+    with Client(target, token="") as client:
+        assert client.health() == "SERVING"  # health needs no token
     with Client(target, token="") as client, pytest.raises(Unauthenticated):
         client.evaluate("vector_add", VECTOR_ADD)
 
@@ -266,3 +268,9 @@ def test_rewards_equal_the_seed_rubric(real, seed_rubric, mode, partial):
         )
     correct = group[0]
     assert correct.correct and correct.reward >= 0.1
+
+
+def test_health(real):
+    with Client(real.target) as client:
+        assert client.health() == "SERVING"
+        assert client.health("") == "SERVING"

@@ -170,3 +170,17 @@ def test_the_clients_default_deadline_applies(fake, caplog):
     fake.servicer.script("EvaluateGroup", Sleep(0.4))
     patient = make_kernel_reward(client=Client(fake.target, timeout=0.2), timeout=5)
     assert patient(None, [fenced(VECTOR_ADD)], problem_id=["vector_add"]) == pytest.approx([1.3])
+
+
+def test_a_full_queue_is_asked_again(fake, caplog):
+    full = Abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "the queue of cpu is full; retry later", headers=True)
+    fake.servicer.script("EvaluateGroup", full, full)
+    reward = make_kernel_reward(client=Client(fake.target), busy_retry_seconds=10)
+    with caplog.at_level(logging.INFO, logger="kerneleval.rewards"):
+        assert reward(None, [fenced(VECTOR_ADD)], problem_id=["vector_add"]) == pytest.approx([1.3])
+    assert len(fake.servicer.calls_to("EvaluateGroup")) == 3
+    assert "retrying in 0.5 s" in caplog.text and "retrying in 1.0 s" in caplog.text
+    fake.servicer.script("EvaluateGroup", full)
+    impatient = make_kernel_reward(client=Client(fake.target), busy_retry_seconds=0)
+    assert impatient(None, [fenced(VECTOR_ADD)], problem_id=["vector_add"]) == [0.0]
+    assert len(fake.servicer.calls_to("EvaluateGroup")) == 4

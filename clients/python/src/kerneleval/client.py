@@ -106,6 +106,31 @@ class _ClientBase:
         return f"{type(self).__name__}(target={self.target!r})"
 
 
+HEALTH_METHOD = "/grpc.health.v1.Health/Check"
+_HEALTH_STATUSES = {0: "UNKNOWN", 1: "SERVING", 2: "NOT_SERVING", 3: "SERVICE_UNKNOWN"}
+
+
+def _health_request(service: str) -> bytes:
+    """grpc.health.v1.HealthCheckRequest {string service = 1;}, encoded by hand
+    (no grpcio-health-checking dependency)."""
+    data = service.encode()
+    if not data:
+        return b""
+    length, varint = len(data), bytearray()
+    while length >= 0x80:
+        varint.append((length & 0x7F) | 0x80)
+        length >>= 7
+    varint.append(length)
+    return b"\x0a" + bytes(varint) + data
+
+
+def _health_status(response: bytes) -> str:
+    """HealthCheckResponse {ServingStatus status = 1;} -> its name."""
+    if len(response) >= 2 and response[0] == 0x08:
+        return _HEALTH_STATUSES.get(response[1], "UNKNOWN")
+    return "UNKNOWN"
+
+
 def _evaluate_request(problem: Any, source: Any, kwargs: dict[str, Any]) -> Message:
     if isinstance(problem, pb.EvaluateRequest):
         return problem
@@ -254,6 +279,20 @@ class Client(_ClientBase):
         response = self._unary("ListDevices", pb.ListDevicesRequest(), timeout, request_id)
         return [DeviceInfo.from_proto(d) for d in response.devices]
 
+    def health(self, service: str = pb.SERVICE_NAME, *, timeout: Any = _UNSET) -> str:
+        """grpc.health.v1 Check: "SERVING", "NOT_SERVING" (e.g. no worker ready yet),
+        "SERVICE_UNKNOWN" or "UNKNOWN". service "" is the whole server (liveness);
+        the default, the evaluation service (readiness). Needs no token. With
+        several channels, asks the next one in turn."""
+        check = self._pick(self._channels).unary_unary(HEALTH_METHOD)
+        try:
+            response = check(_health_request(service), timeout=self.timeout if timeout is _UNSET else timeout)
+        except grpc.RpcError as error:
+            if error.code() == grpc.StatusCode.NOT_FOUND:
+                return "SERVICE_UNKNOWN"
+            raise from_rpc_error(error) from error
+        return _health_status(response)
+
 
 def _iterate_events(stub: Any, request: Message, call_kwargs: dict[str, Any]) -> Iterator[Event]:
     # The call starts at the first next(): an iterator never iterated costs the server nothing.
@@ -360,6 +399,17 @@ class AsyncClient(_ClientBase):
     async def devices(self, *, timeout: Any = _UNSET, request_id: Optional[str] = None) -> list[DeviceInfo]:
         response = await self._unary("ListDevices", pb.ListDevicesRequest(), timeout, request_id)
         return [DeviceInfo.from_proto(d) for d in response.devices]
+
+    async def health(self, service: str = pb.SERVICE_NAME, *, timeout: Any = _UNSET) -> str:
+        """See Client.health."""
+        check = self._pick(self._channels).unary_unary(HEALTH_METHOD)
+        try:
+            response = await check(_health_request(service), timeout=self.timeout if timeout is _UNSET else timeout)
+        except grpc.RpcError as error:
+            if error.code() == grpc.StatusCode.NOT_FOUND:
+                return "SERVICE_UNKNOWN"
+            raise from_rpc_error(error) from error
+        return _health_status(response)
 
 
 async def _aiterate_events(stub: Any, request: Message, call_kwargs: dict[str, Any]) -> AsyncIterator[Event]:

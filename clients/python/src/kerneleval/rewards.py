@@ -17,6 +17,9 @@ the server's `Verdict.reward` under the reward settings sent with the request
 (the seed rubric: 0 unless correct, then the speed score; partial credit when
 enabled).
 
+A full server queue (RESOURCE_EXHAUSTED, refused before any work) is asked
+again with backoff for up to `busy_retry_seconds`.
+
 It never raises: a completion without code, and every completion of a group the
 server could not judge (unreachable, bad request, ...), get `failure_reward`
 (0.0) and a logged reason (logger "kerneleval.rewards"), so one bad batch does
@@ -29,11 +32,12 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Optional, Sequence
 
 from kerneleval.client import Client
-from kerneleval.errors import KernelEvalError
+from kerneleval.errors import KernelEvalError, ResourceExhausted
 from kerneleval.extract import extract_source
 from kerneleval.results import Verdict
 
@@ -90,6 +94,7 @@ def make_kernel_reward(
     limits: Optional[dict[str, Any]] = None,
     compile_options: Optional[Sequence[str]] = None,
     client_id: Optional[str] = None,
+    busy_retry_seconds: float = 120.0,
     failure_reward: float = 0.0,
     name: str = "kernel_reward",
 ) -> RewardFunction:
@@ -108,6 +113,9 @@ def make_kernel_reward(
     max_concurrency: problems' groups in flight at once.
     timeout: deadline of each EvaluateGroup call [s] (None: the client's default).
     limits: EvaluationLimits as a dict, e.g. {"timeout_seconds": 20}.
+    busy_retry_seconds: how long to keep asking again, with backoff, when a
+        server's queue is full (RESOURCE_EXHAUSTED) before scoring the group
+        failure_reward; 0: never.
     """
     lock = threading.Lock()
     state: dict[str, Any] = {"client": client}
@@ -120,17 +128,31 @@ def make_kernel_reward(
 
     def evaluate_run(problem_id: str, sources: list[str]) -> list[Verdict]:
         call_timeout = {"timeout": timeout} if timeout is not None else {}  # else the client's default
-        result = get_client().evaluate_group(
-            problem_id,
-            sources,
-            reward_mode=reward_mode,
-            partial_credit=partial_credit,
-            backend=backend,
-            limits=limits,
-            compile_options=compile_options,
-            client_id=client_id,
-            **call_timeout,
-        )
+        give_up = time.monotonic() + busy_retry_seconds
+        delay = 0.5
+        while True:
+            try:
+                result = get_client().evaluate_group(
+                    problem_id,
+                    sources,
+                    reward_mode=reward_mode,
+                    partial_credit=partial_credit,
+                    backend=backend,
+                    limits=limits,
+                    compile_options=compile_options,
+                    client_id=client_id,
+                    **call_timeout,
+                )
+                break
+            except ResourceExhausted as error:
+                # A full queue refuses at once, before any work: safe to ask again
+                # (with balancing, the next server in turn). A message over the
+                # transport limit is not worth repeating.
+                if "larger than" in error.details or time.monotonic() + delay > give_up:
+                    raise
+                logger.info("kernel_reward: problem %r: %s; retrying in %.1f s", problem_id, error.details, delay)
+                time.sleep(delay)
+                delay = min(2 * delay, 10.0)
         if len(result.verdicts) != len(sources):
             raise RuntimeError(f"the server sent {len(result.verdicts)} verdicts for {len(sources)} submissions")
         return result.verdicts
