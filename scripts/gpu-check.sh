@@ -1,0 +1,272 @@
+#!/usr/bin/env bash
+# GPU checks in two halves (see scripts/README.md):
+#
+#   scripts/gpu-check.sh bundle OUT_DIR        on a build machine (no GPU needed)
+#   scripts/gpu-check.sh run BUNDLE_DIR RESULTS_DIR   on the GPU machine
+#
+# bundle: builds what is needed (in $KERNELEVAL_BUILD_DIR, default build-cuda)
+#   and copies into OUT_DIR the binaries (kerneleval, kerneleval-server,
+#   kerneleval-worker, every ctest executable labelled "gpu", the bench
+#   binaries), the shared libraries they need that the GPU machine may lack
+#   (everything ldd finds except glibc and the CUDA driver/toolkit libraries,
+#   which the GPU machine has), problems/ and the data files, plus env.sh
+#   (LD_LIBRARY_PATH, KERNELEVAL_WORKER, ...). Debug info is stripped; the
+#   bundle must stay under 64 MiB (checked, and printed).
+# run: runs every bundled gpu test binary, the timing probe and benchmarks,
+#   and scripts/torch_crosscheck.py; each step is logged and the next runs
+#   even if it failed. RESULTS_DIR gets summary.txt, probe.json,
+#   crosscheck.json and logs.tar.gz (few files: the device tool returns at
+#   most 8).
+set -uo pipefail
+
+SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO_DIR="$(cd "${SCRIPT_DIR}/.." && pwd)"
+MAX_BUNDLE_BYTES=$((64 * 1024 * 1024))
+
+usage() {
+  sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  exit 2
+}
+
+log() { printf '[gpu-check] %s\n' "$*" >&2; }
+
+# ------------------------------------------------------------------ bundle
+
+# Libraries the GPU machine provides itself: glibc's, the kernel's vdso, and
+# the CUDA driver and toolkit (libcuda comes with the driver; nvrtc & co with
+# the toolkit, in the version the driver matches).
+is_system_library() {
+  case "$(basename "$1")" in
+    linux-vdso.so* | ld-linux*.so* | libc.so* | libm.so* | libdl.so* | libpthread.so* | \
+      librt.so* | libresolv.so* | libutil.so* | libanl.so*) return 0 ;;
+    libcuda.so* | libnvrtc*.so* | libcudart*.so* | libnvJitLink*.so* | libnvidia-*.so*) return 0 ;;
+  esac
+  return 1
+}
+
+bundle() {
+  local out="$1"
+  local build="${KERNELEVAL_BUILD_DIR:-${REPO_DIR}/build-cuda}"
+  local jobs="${KERNELEVAL_BUILD_JOBS:-2}"
+  log "build dir: ${build}"
+  if [[ ! -f "${build}/build.ninja" ]]; then
+    cmake -S "${REPO_DIR}" -B "${build}" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo || {
+      log "cmake configure failed"
+      return 1
+    }
+  fi
+  # Build each wanted target on its own: one that does not build (another
+  # part mid-change) must not stop the others.
+  local all_targets
+  all_targets="$(ninja -C "${build}" -t targets all 2>/dev/null | sed -n 's/^\([^:/]*\): phony$/\1/p' |
+    grep -v '^cmake_' || true)"
+  local wanted=(kerneleval kerneleval-server kerneleval-worker kerneleval_cuda_test_worker
+                kerneleval_cuda_timing_probe)
+  # Every executable in bench/ and every test executable labelled gpu.
+  while read -r t; do wanted+=("$t"); done < <(printf '%s\n' "${all_targets}" |
+    grep -E '(^|/)(bench_|kerneleval_.*bench|.*_bench$)' || true)
+  # GPU test executables must exist before ctest can list their tests (and
+  # labels): build the ones whose names say gpu first.
+  while read -r t; do wanted+=("$t"); done < <(printf '%s\n' "${all_targets}" | grep -iE 'gpu' | grep -vE '(peaks|[.])' || true)
+  local built=() failed=()
+  for target in "${wanted[@]}"; do
+    if ! printf '%s\n' "${all_targets}" | grep -qx "${target}"; then continue; fi
+    if cmake --build "${build}" -j "${jobs}" --target "${target}" >"/tmp/gpu-check-build-${target}.log" 2>&1; then
+      built+=("${target}")
+    else
+      failed+=("${target}")
+      log "target ${target} failed to build (see /tmp/gpu-check-build-${target}.log)"
+    fi
+  done
+  # Whatever other gpu-labelled tests exist (e.g. the engine-level suite).
+  local gpu_tests
+  gpu_tests="$(cd "${build}" && ctest -L gpu --show-only=json-v1 2>/dev/null | python3 -c '
+import json, sys
+try:
+    data = json.load(sys.stdin)
+except ValueError:
+    sys.exit(0)
+seen = set()
+for test in data.get("tests", []):
+    command = test.get("command") or []
+    if command and command[0] not in seen:
+        seen.add(command[0])
+        print(command[0])
+')"
+  local gpu_built=""
+  for exe in ${gpu_tests}; do
+    local target
+    target="$(basename "${exe}")"
+    if printf '%s\n' "${built[@]}" | grep -qx "${target}" ||
+      cmake --build "${build}" -j "${jobs}" --target "${target}" >"/tmp/gpu-check-build-${target}.log" 2>&1; then
+      gpu_built+=" ${exe}"
+    else
+      failed+=("${target}")
+    fi
+  done
+  gpu_tests="${gpu_built}"
+
+  rm -rf "${out}"
+  mkdir -p "${out}/bin" "${out}/lib" "${out}/share" "${out}/gpu-tests"
+  # Only what built now: a stale binary from an earlier build would test old code.
+  local executables=()
+  for target in "${built[@]}"; do
+    local path
+    path="$(find "${build}" -type f -name "${target}" -perm -u+x ! -path '*/CMakeFiles/*' 2>/dev/null | head -n 1)"
+    [[ -z "${path}" ]] && continue
+    case "${target}" in
+      cuda_gpu_test) ;;  # with the gpu tests below
+      *) executables+=("${path}:bin") ;;
+    esac
+  done
+  for exe in ${gpu_tests}; do
+    [[ -x "${exe}" ]] && executables+=("${exe}:gpu-tests")
+  done
+
+  local copied=()
+  for item in "${executables[@]}"; do
+    local path="${item%%:*}" dir="${item##*:}"
+    local dest
+    dest="${out}/${dir}/$(basename "${path}")"
+    [[ -e "${dest}" ]] && continue
+    # Debug info off: RelWithDebInfo binaries are several times larger.
+    objcopy --strip-debug "${path}" "${dest}" 2>/dev/null || cp "${path}" "${dest}"
+    chmod +x "${dest}"
+    copied+=("${dir}/$(basename "${path}")")
+    while read -r lib; do
+      [[ -z "${lib}" || ! -f "${lib}" ]] && continue
+      is_system_library "${lib}" && continue
+      local lib_dest="${out}/lib/$(basename "${lib}")"
+      [[ -e "${lib_dest}" ]] || objcopy --strip-debug "${lib}" "${lib_dest}" 2>/dev/null ||
+        cp -L "${lib}" "${lib_dest}"
+    done < <(ldd "${path}" 2>/dev/null | awk '/=> \// {print $3}')
+  done
+
+  # Data: problems, the CPU prelude and compile includes, the peak table.
+  [[ -d "${REPO_DIR}/problems" ]] && cp -r "${REPO_DIR}/problems" "${out}/share/problems"
+  [[ -d "${REPO_DIR}/evaluator/cpu/prelude" ]] &&
+    mkdir -p "${out}/share/cpu" && cp -r "${REPO_DIR}/evaluator/cpu/prelude" "${out}/share/cpu/"
+  [[ -d "${REPO_DIR}/evaluator/compile/include" ]] &&
+    mkdir -p "${out}/share/compile" && cp -r "${REPO_DIR}/evaluator/compile/include" "${out}/share/compile/"
+  [[ -f "${REPO_DIR}/gpu_peaks/gpu_peaks.textproto" ]] &&
+    cp "${REPO_DIR}/gpu_peaks/gpu_peaks.textproto" "${out}/share/"
+  cp "${SCRIPT_DIR}/gpu-check.sh" "${SCRIPT_DIR}/torch_crosscheck.py" "${out}/"
+
+  # env.sh: what the binaries need at run time on the GPU machine.
+  local worker=kerneleval-worker
+  [[ -x "${out}/bin/kerneleval-worker" ]] || worker=kerneleval_cuda_test_worker
+  cat >"${out}/env.sh" <<EOF
+# Source me: sets up the bundled binaries on the GPU machine.
+KE_BUNDLE="\$(cd "\$(dirname "\${BASH_SOURCE[0]}")" && pwd)"
+export KE_BUNDLE
+# Bundled libraries first, then the CUDA toolkit's (nvrtc) and the driver's.
+export LD_LIBRARY_PATH="\${KE_BUNDLE}/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:/usr/local/nvidia/lib64:/usr/local/nvidia/lib\${LD_LIBRARY_PATH:+:\${LD_LIBRARY_PATH}}"
+export PATH="\${KE_BUNDLE}/bin:\${PATH}"
+export KERNELEVAL_WORKER="\${KE_BUNDLE}/bin/${worker}"
+export KERNELEVAL_PROBLEMS_DIR="\${KE_BUNDLE}/share/problems"
+EOF
+  {
+    echo "built from: $(git -C "${REPO_DIR}" rev-parse HEAD 2>/dev/null) ($(date -u +%FT%TZ))"
+    echo "worker: ${worker}"
+    echo "targets built: ${built[*]:-}"
+    echo "targets that failed to build: ${failed[*]:-none}"
+    echo "files:"
+    printf '  %s\n' "${copied[@]}"
+  } >"${out}/MANIFEST"
+
+  local bytes
+  bytes="$(du -sb "${out}" | cut -f1)"
+  log "bundle: ${out}: $((bytes / 1024 / 1024)) MiB (${bytes} bytes), ${#copied[@]} executables, $(ls "${out}/lib" | wc -l) libraries"
+  [[ ${#failed[@]} -gt 0 ]] && log "not built: ${failed[*]}"
+  if ((bytes > MAX_BUNDLE_BYTES)); then
+    log "ERROR: the bundle is over 64 MiB"
+    return 1
+  fi
+  return 0
+}
+
+# --------------------------------------------------------------------- run
+
+run() {
+  local bundle_dir results
+  bundle_dir="$(cd "$1" && pwd)" || { log "no bundle at $1"; return 2; }
+  mkdir -p "$2" && results="$(cd "$2" && pwd)"
+  local logs="${results}/logs"
+  mkdir -p "${logs}"
+  # shellcheck source=/dev/null
+  source "${bundle_dir}/env.sh"
+  local summary="${results}/summary.txt"
+  : >"${summary}"
+  local -a rows=()
+
+  # step NAME COMMAND...: runs with a timeout, logs to logs/NAME.log, records
+  # pass/FAIL and carries on.
+  step() {
+    local name="$1"
+    shift
+    local start end rc
+    start="$(date +%s)"
+    log "step ${name}: $*"
+    timeout --kill-after=10 "${STEP_TIMEOUT:-300}" "$@" >"${logs}/${name}.log" 2>&1
+    rc=$?
+    end="$(date +%s)"
+    local status=pass
+    ((rc != 0)) && status="FAIL(rc=${rc})"
+    ((rc == 124 || rc == 137)) && status="TIMEOUT"
+    rows+=("$(printf '%-34s %-12s %5ss  %s' "${name}" "${status}" "$((end - start))" "$(tail -n 1 "${logs}/${name}.log" | cut -c1-80)")")
+    return ${rc}
+  }
+
+  step device-info bash -c 'nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv; nvidia-smi -q -d CLOCK,PERFORMANCE'
+  # The gpu tests: gtest binaries run directly (ctest files point at the
+  # build machine's paths).
+  for test in "${bundle_dir}"/gpu-tests/*; do
+    [[ -x "${test}" ]] || continue
+    step "test-$(basename "${test}")" "${test}" --gtest_color=no
+    # One line per test with its outcome, for the summary.
+    grep -E '^\[ +(OK|FAILED|SKIPPED) +\] .* \([0-9]+ ms\)$' "${logs}/test-$(basename "${test}").log" \
+      >>"${logs}/test-results.txt" || true
+  done
+  STEP_TIMEOUT=600 step timing-probe kerneleval_cuda_timing_probe --calibrate --json "${results}/probe.json"
+  for bench in "${bundle_dir}"/bin/*bench*; do
+    [[ -x "${bench}" ]] || continue
+    step "bench-$(basename "${bench}")" "${bench}"
+  done
+  if [[ -f "${results}/probe.json" ]]; then
+    step torch-crosscheck python3 "${bundle_dir}/torch_crosscheck.py" --probe "${results}/probe.json" --out "${results}/crosscheck.json"
+  else
+    rows+=("$(printf '%-34s %-12s' torch-crosscheck 'SKIPPED (no probe.json)')")
+  fi
+
+  {
+    echo "kerneleval gpu-check: $(date -u +%FT%TZ) on $(hostname)"
+    head -n 3 "${bundle_dir}/MANIFEST"
+    echo
+    printf '%-34s %-12s %6s  %s\n' step status time "last line of its log"
+    printf '%s\n' "${rows[@]}"
+    echo
+    if [[ -f "${logs}/test-results.txt" ]]; then
+      echo "gpu tests: $(grep -c '^\[ *OK' "${logs}/test-results.txt") passed," \
+        "$(grep -c '^\[ *FAILED' "${logs}/test-results.txt") failed," \
+        "$(grep -c '^\[ *SKIPPED' "${logs}/test-results.txt") skipped"
+      grep -E '^\[ *(FAILED|SKIPPED)' "${logs}/test-results.txt" | sed 's/^/  /'
+    fi
+    for name in timing-probe torch-crosscheck; do
+      [[ -f "${logs}/${name}.log" ]] || continue
+      echo
+      echo "--- ${name}"
+      tail -n 8 "${logs}/${name}.log"
+    done
+  } >"${summary}"
+  tar -czf "${results}/logs.tar.gz" -C "${results}" logs && rm -rf "${logs}"
+  cat "${summary}"
+  # Failing when any step failed, so a caller can tell at a glance.
+  printf '%s\n' "${rows[@]}" | grep -qE 'FAIL|TIMEOUT' && return 1
+  return 0
+}
+
+case "${1:-}" in
+  bundle) [[ $# -eq 2 ]] || usage; bundle "$2" ;;
+  run) [[ $# -eq 3 ]] || usage; run "$2" "$3" ;;
+  *) usage ;;
+esac
