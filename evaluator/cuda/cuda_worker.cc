@@ -267,9 +267,11 @@ absl::StatusOr<CudaWorker::LoadedProgram> CudaWorker::LoadProgram(const internal
   loaded.label = program.label();
   const v1::CompileResult& compiled = program.compiled();
   const std::string arch = ArchName(properties_.cc_major, properties_.cc_minor);
-  // sm_90a CUBINs run on 9.0 devices only, like sm_90 ones.
+  // sm_90a CUBINs run on 9.0 devices only, like sm_90 ones. An unnamed arch:
+  // let the driver judge the CUBIN.
   const bool cubin_matches =
-      !compiled.cubin().empty() && (compiled.arch() == arch || compiled.arch() == arch + "a");
+      !compiled.cubin().empty() &&
+      (compiled.arch().empty() || compiled.arch() == arch || compiled.arch() == arch + "a");
   std::string why_jit;
   if (cubin_matches) {
     absl::StatusOr<Module> module = Module::Load(api_, compiled.cubin());
