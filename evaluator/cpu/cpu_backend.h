@@ -1,0 +1,85 @@
+// CpuBackend: the Backend that runs submissions on the host CPU, so that the
+// whole evaluator (compile, run, timeout, correctness, timing) works on
+// machines without a GPU. Its timings are CPU times of an emulation, not GPU
+// times: speedups measured here say little about a GPU.
+//
+// Engine side only: every request goes to a `kerneleval-worker cpu` process
+// (cpu_worker.h), which compiles the source with the host compiler in a
+// sandbox and runs kernels in sandboxed runner processes. A worker that fails
+// (a kernel failure, a timeout, a crash) is replaced before the next request.
+// Thread-safe; requests are served one at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "evaluator/engine/backend.h"
+#include "evaluator/process/worker_process.h"
+
+namespace kerneleval::cpu {
+
+struct CpuBackendOptions {
+  std::string worker_binary;  // empty: process::DefaultWorkerBinary()
+  // [s] Kernel execution limit of one Run or Time call when the request gives
+  // none (compiles have their own limit below).
+  double timeout_seconds = 10;
+  double compile_timeout_seconds = 60;  // [s] per host compile
+  // [bytes] Address-space limit of the worker, its compiler and its runners.
+  uint64_t memory_bytes = uint64_t{4} << 30;
+  uint64_t max_output_bytes = uint64_t{1} << 30;  // [bytes] outputs of one reply
+  unsigned threads = 0;  // OS threads running blocks; 0: hardware concurrency (at most 16)
+  uint64_t fiber_stack_bytes = 64 << 10;  // [bytes] stack per GPU thread
+  uint64_t print_budget_bytes = 1 << 20;  // [bytes] device printf output per run (discarded)
+  uint64_t heap_bytes = 8 << 20;          // [bytes] device malloc heap per run
+  // Compiled objects and the precompiled prelude; empty: a private temporary
+  // directory removed with the backend.
+  std::string cache_dir;
+  std::string prelude_dir;       // empty: KERNELEVAL_CPU_PRELUDE_DIR or the built-in one
+  std::string cuda_include_dir;  // empty: KERNELEVAL_CUDA_INCLUDE_DIR or the build's toolkit
+  std::string compiler = "g++";
+  bool precompiled_prelude = true;
+  // Start the worker and build the precompiled prelude in Create() (a few
+  // seconds once per cache directory) rather than in the first request.
+  bool warm_up = true;
+};
+
+class CpuBackend : public Backend {
+ public:
+  static absl::StatusOr<std::unique_ptr<CpuBackend>> Create(CpuBackendOptions options);
+  ~CpuBackend() override;
+
+  [[nodiscard]] std::string_view name() const override { return "cpu"; }
+  [[nodiscard]] v1::DeviceInfo device() const override { return device_; }
+  [[nodiscard]] std::string target_arch() const override { return {}; }
+
+  // Compile failures (including features the CPU backend cannot run) come
+  // back as RunResult.failure with stage "compile".
+  absl::StatusOr<internal::RunResult> Run(const internal::RunRequest& request) override;
+  absl::StatusOr<internal::TimingResult> Time(const internal::TimingRequest& request) override;
+
+  // Worker processes started so far (tests: a failure replaces the worker).
+  [[nodiscard]] uint64_t workers_started() const;
+  [[nodiscard]] const CpuBackendOptions& options() const { return options_; }
+
+ private:
+  CpuBackend(CpuBackendOptions options, bool owns_cache_dir);
+
+  // Sends `request` to the worker and unpacks the reply into `reply`;
+  // replaces the worker after any failure of the call.
+  absl::Status Call(const google::protobuf::Message& request, google::protobuf::Message* reply,
+                    double budget_seconds);
+
+  CpuBackendOptions options_;
+  bool owns_cache_dir_;
+  v1::DeviceInfo device_;
+  mutable std::mutex mutex_;
+  std::optional<process::WorkerProcess> worker_;
+  uint64_t workers_started_ = 0;
+};
+
+}  // namespace kerneleval::cpu

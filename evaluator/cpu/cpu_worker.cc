@@ -1,0 +1,518 @@
+#include "evaluator/cpu/cpu_worker.h"
+
+#include <google/protobuf/any.pb.h>
+#include <google/protobuf/wrappers.pb.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "evaluator/cpu/host_compiler.h"
+#include "evaluator/cpu/runner.h"
+#include "evaluator/cpu/source_rewrite.h"
+#include "evaluator/data/dtype.h"
+#include "evaluator/process/framing.h"
+#include "evaluator/timing/sampling.h"
+
+namespace kerneleval::cpu {
+namespace {
+
+std::string FromEnvOr(const char* name, const char* fallback) {
+  const char* value = std::getenv(name);
+  return value && *value ? value : fallback;
+}
+
+// ---- Requests.
+
+// The kernel names of every launch of `plans`, sorted and unique: launcher i
+// of the compiled library runs names[i].
+template <class Plans>
+std::vector<std::string> KernelNames(const Plans& plans) {
+  std::set<std::string> names;
+  for (const internal::ResolvedPlan* plan : plans) {
+    for (const internal::ResolvedLaunch& launch : plan->launches()) names.insert(launch.kernel());
+  }
+  return {names.begin(), names.end()};
+}
+
+// Checks what the runner relies on; returns the plan's output bytes.
+absl::StatusOr<uint64_t> ValidatePlan(const internal::ResolvedPlan& plan) {
+  std::set<std::string> names;
+  uint64_t output_bytes = 0;
+  for (const internal::BufferSpec& buffer : plan.buffers()) {
+    const size_t element = data::DTypeSize(buffer.dtype());
+    if (element == 0) {
+      return absl::InvalidArgumentError(absl::StrCat("buffer ", buffer.name(), " has no dtype"));
+    }
+    if (buffer.elements() > (uint64_t{1} << 40) / element) {
+      return absl::InvalidArgumentError(absl::StrCat("buffer ", buffer.name(), " is too large"));
+    }
+    if (!names.insert(buffer.name()).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("buffer ", buffer.name(), " is defined twice"));
+    }
+    if (buffer.role() == internal::BUFFER_ROLE_OUTPUT) output_bytes += buffer.elements() * element;
+  }
+  for (const internal::ResolvedLaunch& launch : plan.launches()) {
+    if (!IsValidKernelName(launch.kernel())) {
+      return absl::InvalidArgumentError(absl::StrCat("not a kernel name: ", launch.kernel()));
+    }
+    for (const internal::KernelArg& arg : launch.args()) {
+      if (arg.value_case() == internal::KernelArg::VALUE_NOT_SET) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("an argument of ", launch.kernel(), " has no value"));
+      }
+      if (arg.has_buffer() && !names.count(arg.buffer())) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(launch.kernel(), " is passed unknown buffer ", arg.buffer()));
+      }
+    }
+  }
+  return output_bytes;
+}
+
+// The compiler's messages, with what they mean for the user first.
+std::string FormatCompileFailure(const std::string& log,
+                                 const std::vector<std::string>& kernel_names) {
+  std::string summary;
+  const std::string launchers_prefix = absl::StrCat(kLaunchersFileName, ":");
+  std::set<std::string> unlaunchable;
+  for (absl::string_view line : absl::StrSplit(log, '\n')) {
+    const size_t at = line.find(launchers_prefix);
+    if (at != absl::string_view::npos) {
+      int number = 0;
+      const absl::string_view rest = line.substr(at + launchers_prefix.size());
+      if (absl::SimpleAtoi(rest.substr(0, rest.find(':')), &number) && number >= 3 &&
+          static_cast<size_t>(number - 3) < kernel_names.size()) {
+        unlaunchable.insert(kernel_names[static_cast<size_t>(number - 3)]);
+      }
+    }
+  }
+  for (const std::string& kernel : unlaunchable) {
+    absl::StrAppend(&summary, "the plan's kernel '", kernel,
+                    "' cannot be launched: it is not defined in the source, is overloaded, or is "
+                    "not a __global__ void function\n");
+  }
+  if (log.find("undefined reference to") != std::string::npos) {
+    absl::StrAppend(&summary,
+                    "the CPU backend cannot link a function the code calls (CUDA runtime API "
+                    "calls and device libraries are not available)\n");
+  }
+  return absl::StrCat(summary, "host compile (CPU backend) failed:\n", log);
+}
+
+class Worker {
+ public:
+  explicit Worker(CpuWorkerSettings settings) : settings_(std::move(settings)) {
+    HostCompilerOptions options;
+    options.compiler = settings_.compiler;
+    options.prelude_dir =
+        settings_.prelude_dir.empty() ? DefaultPreludeDir() : settings_.prelude_dir;
+    options.cuda_include_dir =
+        settings_.cuda_include_dir.empty() ? DefaultCudaIncludeDir() : settings_.cuda_include_dir;
+    options.cache_dir = settings_.cache_dir;
+    options.timeout_seconds = settings_.compile_timeout_seconds;
+    options.precompiled_prelude = settings_.precompiled_prelude;
+    absl::StatusOr<HostCompiler> compiler = HostCompiler::Create(std::move(options));
+    if (compiler.ok()) {
+      compiler_.emplace(*std::move(compiler));
+    } else {
+      setup_error_ = compiler.status();
+    }
+    runtime_.threads = settings_.threads ? settings_.threads
+                                         : std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
+    runtime_.fiber_stack_bytes = settings_.fiber_stack_bytes;
+    runtime_.print_budget_bytes = settings_.print_budget_bytes;
+    runtime_.heap_bytes = settings_.heap_bytes;
+  }
+
+  absl::StatusOr<internal::RunResult> Run(const internal::RunRequest& request) {
+    if (!setup_error_.ok()) return setup_error_;
+    internal::RunResult result;
+    uint64_t output_bytes = 0;
+    std::vector<const internal::ResolvedPlan*> plans;
+    for (const internal::Case& c : request.cases()) {
+      absl::StatusOr<uint64_t> bytes = ValidatePlan(c.plan());
+      if (!bytes.ok()) return bytes.status();
+      output_bytes += *bytes;
+      plans.push_back(&c.plan());
+    }
+    if (output_bytes > settings_.max_output_bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat("the cases' outputs (", output_bytes,
+                                                       " bytes) exceed the CPU backend's limit of ",
+                                                       settings_.max_output_bytes, " bytes"));
+    }
+    const std::vector<std::string> names = KernelNames(plans);
+    absl::StatusOr<std::optional<internal::RunFailure>> compiled =
+        Compile(request.program(), names);
+    if (!compiled.ok()) return compiled.status();
+    if (compiled->has_value()) {
+      *result.mutable_failure() = **compiled;
+      return result;
+    }
+    RunnerConfig config = MakeConfig(names);
+    absl::StatusOr<RunnerProcess> runner = RunnerProcess::Start([&](int fd, RunnerReport* report) {
+      return RunCasesInRunner(fd, report, config, request);
+    });
+    if (!runner.ok()) return runner.status();
+    const double timeout = request.timeout_seconds() > 0 ? request.timeout_seconds()
+                                                         : settings_.default_timeout_seconds;
+    const absl::Status received =
+        process::ReadMessage(runner->fd(), &result, absl::Now() + absl::Seconds(timeout));
+    const auto case_label = [&](const RunnerReport& report) {
+      const int c = report.case_index.load();
+      return c >= 0 && c < request.cases_size() ? request.cases(c).label() : std::string();
+    };
+    if (absl::IsDeadlineExceeded(received)) {
+      runner->Kill();
+      result.Clear();
+      internal::RunFailure* failure = result.mutable_failure();
+      failure->set_stage("timeout");
+      failure->set_message(
+          absl::StrCat("the kernel did not finish within ", timeout, " s",
+                       Where(runner->report(), plans, case_label(runner->report()))));
+      failure->set_program(request.program().label());
+      failure->set_case_label(case_label(runner->report()));
+      return result;
+    }
+    const int status = runner->Wait(absl::Seconds(received.ok() ? 2 : 5));
+    if (received.ok() && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+      if (result.cases_size() != request.cases_size()) {
+        return absl::InternalError("the runner returned the wrong number of cases");
+      }
+      return result;
+    }
+    result.Clear();
+    if (WIFEXITED(status) && WEXITSTATUS(status) == kSetupFailedExit) {
+      return absl::InternalError(DescribeRunnerEnd(status, runner->report()));
+    }
+    internal::RunFailure* failure = result.mutable_failure();
+    failure->set_stage("runtime");
+    failure->set_message(
+        absl::StrCat(DescribeRunnerEnd(status, runner->report()),
+                     Where(runner->report(), plans, case_label(runner->report()))));
+    failure->set_program(request.program().label());
+    failure->set_case_label(case_label(runner->report()));
+    return result;
+  }
+
+  absl::StatusOr<internal::TimingResult> Time(const internal::TimingRequest& request) {
+    if (!setup_error_.ok()) return setup_error_;
+    internal::TimingResult result;
+    const internal::TimingConfig config = timing::WithDefaults(request.config());
+    std::vector<uint64_t> seeds(request.input_seeds().begin(), request.input_seeds().end());
+    if (seeds.empty()) {
+      for (uint32_t i = 0; i < std::max<uint32_t>(1, config.input_sets()); ++i)
+        seeds.push_back(i + 1);
+    }
+    uint64_t output_bytes = 0;
+    for (const internal::TimedProgram& program : request.programs()) {
+      absl::StatusOr<uint64_t> bytes = ValidatePlan(program.plan());
+      if (!bytes.ok()) return bytes.status();
+      output_bytes += *bytes * seeds.size();
+    }
+    if (output_bytes > settings_.max_output_bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat("the timed outputs (", output_bytes,
+                                                       " bytes) exceed the CPU backend's limit of ",
+                                                       settings_.max_output_bytes, " bytes"));
+    }
+    const double timeout = request.timeout_seconds() > 0 ? request.timeout_seconds()
+                                                         : settings_.default_timeout_seconds;
+    // Compile everything first: compile time is not the kernels' time.
+    std::vector<RunnerConfig> configs;
+    for (const internal::TimedProgram& program : request.programs()) {
+      const std::vector<std::string> names = KernelNames(std::vector{&program.plan()});
+      absl::StatusOr<std::optional<internal::RunFailure>> compiled =
+          Compile(program.program(), names);
+      if (!compiled.ok()) return compiled.status();
+      if (compiled->has_value()) {
+        *result.mutable_failure() = **compiled;
+        return result;
+      }
+      configs.push_back(MakeConfig(names));
+    }
+    const absl::Time deadline = absl::Now() + absl::Seconds(timeout);
+    // One runner per program: the programs never share memory.
+    std::vector<RunnerProcess> runners;
+    for (int p = 0; p < request.programs_size(); ++p) {
+      absl::StatusOr<RunnerProcess> runner =
+          RunnerProcess::Start([&](int fd, RunnerReport* report) {
+            return TimeProgramInRunner(fd, report, configs[static_cast<size_t>(p)],
+                                       request.programs(p).plan(), seeds, config.flush_l2());
+          });
+      if (!runner.ok()) return runner.status();
+      runners.push_back(*std::move(runner));
+    }
+    std::string reply;
+    auto fail = [&](int p, absl::Status status) -> absl::StatusOr<internal::TimingResult> {
+      RunnerProcess& runner = runners[static_cast<size_t>(p)];
+      internal::TimingResult failed;
+      internal::RunFailure* failure = failed.mutable_failure();
+      failure->set_program(request.programs(p).program().label());
+      const std::vector<const internal::ResolvedPlan*> plan = {&request.programs(p).plan()};
+      if (absl::IsDeadlineExceeded(status)) {
+        runner.Kill();
+        failure->set_stage("timeout");
+        failure->set_message(absl::StrCat("timing did not finish within ", timeout, " s",
+                                          Where(runner.report(), plan, "")));
+        return failed;
+      }
+      const int wait_status = runner.Wait(absl::Seconds(5));
+      if (WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == kSetupFailedExit) {
+        return absl::InternalError(DescribeRunnerEnd(wait_status, runner.report()));
+      }
+      std::string cause = DescribeRunnerEnd(wait_status, runner.report());
+      if (cause.empty()) cause = absl::StrCat("the runner broke the protocol: ", status.message());
+      failure->set_stage("runtime");
+      failure->set_message(absl::StrCat(cause, Where(runner.report(), plan, "")));
+      return failed;
+    };
+    for (int p = 0; p < request.programs_size(); ++p) {
+      absl::Status s =
+          process::ReadFrame(runners[static_cast<size_t>(p)].fd(), &reply, deadline, 64);
+      if (!s.ok() || reply != "ready") return fail(p, s.ok() ? absl::DataLossError("no ready") : s);
+    }
+    // Exactly one reply per command: a reply sent early by kernel code
+    // leaves an extra frame that the next read sees as a protocol error.
+    auto command = [&](int p, char op, size_t set) -> absl::Status {
+      const int fd = runners[static_cast<size_t>(p)].fd();
+      if (absl::Status s = process::WriteFrame(fd, absl::StrCat(std::string(1, op), set));
+          !s.ok()) {
+        return s;
+      }
+      if (absl::Status s = process::ReadFrame(fd, &reply, deadline, 64); !s.ok()) return s;
+      if (reply != "k") return absl::DataLossError("unexpected reply");
+      return absl::OkStatus();
+    };
+    std::vector<std::vector<double>> samples(static_cast<size_t>(request.programs_size()));
+    const timing::StoppingRule rule(config);
+    const size_t sets = seeds.size();
+    for (uint32_t w = 0; w < config.warmup_runs(); ++w) {
+      for (int p = 0; p < request.programs_size(); ++p) {
+        if (absl::Status s = command(p, 'P', w % sets); !s.ok()) return fail(p, s);
+        if (absl::Status s = command(p, 'R', w % sets); !s.ok()) return fail(p, s);
+      }
+    }
+    const auto start = std::chrono::steady_clock::now();
+    bool converged = false;
+    for (uint64_t round = 0;; ++round) {
+      const size_t set = round % sets;
+      for (int p = 0; p < request.programs_size(); ++p) {
+        if (absl::Status s = command(p, 'P', set); !s.ok()) return fail(p, s);
+        const auto t0 = std::chrono::steady_clock::now();
+        if (absl::Status s = command(p, 'R', set); !s.ok()) return fail(p, s);
+        const auto t1 = std::chrono::steady_clock::now();
+        samples[static_cast<size_t>(p)].push_back(
+            std::chrono::duration<double, std::micro>(t1 - t0).count());
+      }
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      bool stop = true;
+      converged = true;
+      for (const std::vector<double>& s : samples) {
+        stop = stop && rule.ShouldStop(s, elapsed);
+        converged = converged && rule.Converged(s);
+      }
+      // Every program has samples of every input set before stopping.
+      if ((stop && round + 1 >= sets) || absl::Now() >= deadline) break;
+    }
+    for (int p = 0; p < request.programs_size(); ++p) {
+      RunnerProcess& runner = runners[static_cast<size_t>(p)];
+      internal::ProgramTiming* timing = result.add_programs();
+      if (absl::Status s = process::WriteFrame(runner.fd(), "F"); !s.ok()) return fail(p, s);
+      if (absl::Status s = process::ReadMessage(runner.fd(), timing, deadline); !s.ok()) {
+        return fail(p, s);
+      }
+      if (timing->last_outputs_size() != static_cast<int>(sets)) {
+        return fail(p, absl::DataLossError("wrong number of input sets"));
+      }
+      for (double sample : samples[static_cast<size_t>(p)]) timing->add_samples_us(sample);
+      runner.Wait(absl::Seconds(2));
+    }
+    result.set_converged(converged);
+    return result;
+  }
+
+ private:
+  // nullopt: compiled, ready to run; a RunFailure (stage "compile"): the
+  // user's code cannot run on the CPU backend.
+  absl::StatusOr<std::optional<internal::RunFailure>> Compile(
+      const internal::Program& program, const std::vector<std::string>& names) {
+    internal::RunFailure failure;
+    failure.set_stage("compile");
+    failure.set_program(program.label());
+    if (std::optional<std::string> unsupported = FindUnsupportedFeature(program.source())) {
+      failure.set_message(*unsupported);
+      return failure;
+    }
+    std::vector<std::string> defines(program.defines().begin(), program.defines().end());
+    absl::StatusOr<std::string> unit = BuildTranslationUnit(program.source(), defines, names);
+    if (!unit.ok()) return unit.status();
+    absl::StatusOr<HostCompileResult> compiled = compiler_->Compile(*unit);
+    if (!compiled.ok()) return compiled.status();
+    if (!compiled->success) {
+      failure.set_message(FormatCompileFailure(compiled->log, names));
+      return failure;
+    }
+    library_path_ = compiled->library_path;
+    return std::optional<internal::RunFailure>();
+  }
+
+  RunnerConfig MakeConfig(const std::vector<std::string>& names) const {
+    RunnerConfig config;
+    config.library_path = library_path_;
+    config.kernel_names = names;
+    config.runtime = runtime_;
+    config.input_threads = runtime_.threads;
+    return config;
+  }
+
+  // ", case 'small', launch 1 (softmax)" from the runner's last position.
+  static std::string Where(const RunnerReport& report,
+                           const std::vector<const internal::ResolvedPlan*>& plans,
+                           const std::string& case_label) {
+    const int c = report.case_index.load();
+    const int l = report.launch_index.load();
+    std::string where;
+    if (!case_label.empty()) absl::StrAppend(&where, ", case '", case_label, "'");
+    const internal::ResolvedPlan* plan =
+        plans.size() == 1 ? plans[0]
+                          : (c >= 0 && static_cast<size_t>(c) < plans.size() ? plans[c] : nullptr);
+    if (plan && l >= 0 && l < plan->launches_size()) {
+      absl::StrAppend(&where, ", launch ", l, " (", plan->launches(l).kernel(), ")");
+    }
+    return where;
+  }
+
+  CpuWorkerSettings settings_;
+  std::optional<HostCompiler> compiler_;
+  absl::Status setup_error_;
+  DeviceRuntimeOptions runtime_;
+  std::string library_path_;
+};
+
+void ReplyError(int fd, const absl::Status& status) {
+  google::protobuf::StringValue error;
+  error.set_value(absl::StrCat(static_cast<int>(status.code()), ":", status.message()));
+  google::protobuf::Any envelope;
+  envelope.PackFrom(error);
+  (void)process::WriteMessage(fd, envelope);
+}
+
+}  // namespace
+
+std::vector<std::string> CpuWorkerSettings::ToArgs() const {
+  return {absl::StrCat("--cache-dir=", cache_dir),
+          absl::StrCat("--prelude-dir=", prelude_dir),
+          absl::StrCat("--cuda-include-dir=", cuda_include_dir),
+          absl::StrCat("--compiler=", compiler),
+          absl::StrCat("--compile-timeout=", compile_timeout_seconds),
+          absl::StrCat("--default-timeout=", default_timeout_seconds),
+          absl::StrCat("--threads=", threads),
+          absl::StrCat("--fiber-stack-bytes=", fiber_stack_bytes),
+          absl::StrCat("--print-budget-bytes=", print_budget_bytes),
+          absl::StrCat("--heap-bytes=", heap_bytes),
+          absl::StrCat("--max-output-bytes=", max_output_bytes),
+          absl::StrCat("--precompiled-prelude=", precompiled_prelude ? 1 : 0)};
+}
+
+CpuWorkerSettings CpuWorkerSettings::FromArgs(int argc, char** argv) {
+  CpuWorkerSettings s;
+  for (int i = 0; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    const size_t eq = arg.find('=');
+    if (arg.substr(0, 2) != "--" || eq == std::string_view::npos) continue;
+    const std::string_view name = arg.substr(2, eq - 2);
+    const std::string value(arg.substr(eq + 1));
+    double number = 0;
+    const bool numeric = absl::SimpleAtod(value, &number);
+    if (name == "cache-dir") s.cache_dir = value;
+    if (name == "prelude-dir") s.prelude_dir = value;
+    if (name == "cuda-include-dir") s.cuda_include_dir = value;
+    if (name == "compiler") s.compiler = value;
+    if (!numeric) continue;
+    if (name == "compile-timeout") s.compile_timeout_seconds = number;
+    if (name == "default-timeout") s.default_timeout_seconds = number;
+    if (name == "threads") s.threads = static_cast<unsigned>(number);
+    if (name == "fiber-stack-bytes") s.fiber_stack_bytes = static_cast<uint64_t>(number);
+    if (name == "print-budget-bytes") s.print_budget_bytes = static_cast<uint64_t>(number);
+    if (name == "heap-bytes") s.heap_bytes = static_cast<uint64_t>(number);
+    if (name == "max-output-bytes") s.max_output_bytes = static_cast<uint64_t>(number);
+    if (name == "precompiled-prelude") s.precompiled_prelude = number != 0;
+  }
+  return s;
+}
+
+std::string DefaultPreludeDir() {
+  if (const char* env = std::getenv("KERNELEVAL_CPU_PRELUDE_DIR"); env && *env) return env;
+  // Installed: <prefix>/bin/kerneleval-worker and <prefix>/share/kerneleval/cpu-prelude.
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const auto installed =
+        self.parent_path().parent_path() / "share" / "kerneleval" / "cpu-prelude";
+    if (std::filesystem::exists(installed / "kerneleval_cpu_prelude.h", ec)) {
+      return installed.string();
+    }
+  }
+  return KERNELEVAL_CPU_PRELUDE_SOURCE_DIR;
+}
+
+std::string DefaultCudaIncludeDir() {
+  return FromEnvOr("KERNELEVAL_CUDA_INCLUDE_DIR", KERNELEVAL_CPU_CUDA_INCLUDE_DIR);
+}
+
+int CpuWorkerMain(int channel_fd, int argc, char** argv) {
+  CpuWorkerSettings settings = CpuWorkerSettings::FromArgs(argc, argv);
+  if (settings.cache_dir.empty()) {
+    std::fprintf(stderr, "kerneleval-worker cpu: --cache-dir is required\n");
+    return 2;
+  }
+  Worker worker(std::move(settings));
+  google::protobuf::Any envelope;
+  for (;;) {
+    envelope.Clear();
+    const absl::Status read = process::ReadMessage(channel_fd, &envelope, absl::InfiniteFuture());
+    if (absl::IsUnavailable(read)) return 0;  // the engine closed the channel
+    if (!read.ok()) return 3;
+    google::protobuf::Any reply;
+    if (envelope.Is<internal::RunRequest>()) {
+      internal::RunRequest request;
+      envelope.UnpackTo(&request);
+      absl::StatusOr<internal::RunResult> result = worker.Run(request);
+      if (!result.ok()) {
+        ReplyError(channel_fd, result.status());
+        continue;
+      }
+      reply.PackFrom(*result);
+    } else if (envelope.Is<internal::TimingRequest>()) {
+      internal::TimingRequest request;
+      envelope.UnpackTo(&request);
+      absl::StatusOr<internal::TimingResult> result = worker.Time(request);
+      if (!result.ok()) {
+        ReplyError(channel_fd, result.status());
+        continue;
+      }
+      reply.PackFrom(*result);
+    } else {
+      ReplyError(channel_fd, absl::InvalidArgumentError(
+                                 absl::StrCat("unknown request type ", envelope.type_url())));
+      continue;
+    }
+    if (!process::WriteMessage(channel_fd, reply).ok()) return 4;
+  }
+}
+
+}  // namespace kerneleval::cpu

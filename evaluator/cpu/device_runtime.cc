@@ -1,0 +1,671 @@
+#include "evaluator/cpu/device_runtime.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <boost/context/fiber.hpp>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace kerneleval::cpu {
+namespace {
+
+constexpr uint32_t kNone = UINT32_MAX;
+constexpr uint32_t kMaxThreadsPerBlock = 1024;
+
+size_t PageSize() {
+  static const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  return page;
+}
+
+size_t RoundUp(size_t value, size_t unit) { return (value + unit - 1) / unit * unit; }
+
+struct Globals {
+  DeviceRuntimeOptions options;
+  FatalErrorHandler on_fatal = nullptr;
+  std::atomic<uint64_t> printed{0};
+  std::atomic<uint64_t> heap_used{0};
+  kerneleval_cpu_runtime table{};
+};
+Globals* globals = nullptr;
+
+[[noreturn]] void Fatal(const std::string& message) {
+  globals->on_fatal(message.c_str());
+  std::_Exit(70);  // the handler must not return; never continue either way
+}
+
+// Stacks of fibers, recycled within one OS thread. Each is mapped with a
+// PROT_NONE guard page below it: a stack overflow faults instead of writing
+// into the neighbour.
+class StackPool {
+ public:
+  explicit StackPool(size_t bytes) : bytes_(RoundUp(bytes, PageSize())) {}
+  StackPool(const StackPool&) = delete;
+  StackPool& operator=(const StackPool&) = delete;
+  ~StackPool() {
+    for (void* base : mapped_) ::munmap(base, bytes_ + PageSize());
+  }
+
+  boost::context::stack_context Allocate() {
+    void* base;
+    if (!free_.empty()) {
+      base = free_.back();
+      free_.pop_back();
+    } else {
+      base = ::mmap(nullptr, bytes_ + PageSize(), PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (base == MAP_FAILED) {
+        Fatal(
+            "out of memory for the stacks of GPU threads (too many threads per block for the "
+            "memory limit?)");
+      }
+      ::mprotect(base, PageSize(), PROT_NONE);
+      mapped_.push_back(base);
+    }
+    boost::context::stack_context context;
+    context.size = bytes_;
+    context.sp = static_cast<char*>(base) + PageSize() + bytes_;
+    return context;
+  }
+
+  void Release(const boost::context::stack_context& context) noexcept {
+    free_.push_back(static_cast<char*>(context.sp) - bytes_ - PageSize());
+  }
+
+ private:
+  size_t bytes_;
+  std::vector<void*> mapped_;
+  std::vector<void*> free_;
+};
+
+// Boost.Context's StackAllocator concept over a StackPool.
+struct PooledStack {
+  StackPool* pool;
+  boost::context::stack_context allocate() { return pool->Allocate(); }
+  void deallocate(boost::context::stack_context& context) noexcept { pool->Release(context); }
+};
+
+struct GridJob {
+  const kerneleval_cpu_launch* launch = nullptr;
+  kerneleval_cpu_thread_fn fn = nullptr;
+  void* closure = nullptr;
+  uint64_t total_blocks = 0;
+  std::atomic<uint64_t> next_block{0};
+};
+
+// Runs blocks on one OS thread; the ABI's fiber-side entry points act on the
+// executor of the calling OS thread.
+class BlockExecutor {
+ public:
+  BlockExecutor()
+      : stacks_(globals->options.fiber_stack_bytes),
+        shared_bytes_(RoundUp(kMaxDynamicSharedBytes, PageSize())) {
+    // Dynamic shared memory: one arena per OS thread (its address is cached
+    // by the submission's rewritten `extern __shared__` declarations), with a
+    // guard page after it.
+    void* base = ::mmap(nullptr, shared_bytes_ + PageSize(), PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (base == MAP_FAILED) Fatal("out of memory for shared memory");
+    ::mprotect(static_cast<char*>(base) + shared_bytes_, PageSize(), PROT_NONE);
+    dynamic_shared_ = base;
+    threads_.resize(kMaxThreadsPerBlock);
+  }
+  BlockExecutor(const BlockExecutor&) = delete;
+  BlockExecutor& operator=(const BlockExecutor&) = delete;
+  ~BlockExecutor() { ::munmap(dynamic_shared_, shared_bytes_ + PageSize()); }
+
+  void RunBlock(const GridJob& job, uint64_t linear_block) {
+    const kerneleval_cpu_launch& launch = *job.launch;
+    job_ = &job;
+    info_.grid_dim = launch.grid;
+    info_.block_dim = launch.block;
+    const uint64_t gx = launch.grid.x, gy = launch.grid.y;
+    info_.block_idx = {static_cast<uint32_t>(linear_block % gx),
+                       static_cast<uint32_t>((linear_block / gx) % gy),
+                       static_cast<uint32_t>(linear_block / (gx * gy))};
+    n_ = launch.block.x * launch.block.y * launch.block.z;
+    for (uint32_t t = 0; t < n_; ++t) threads_[t].state = kUnstarted;
+    warp_waiting_.assign((n_ + 31) / 32, 0);
+    next_unstarted_ = 0;
+    done_ = 0;
+    at_barrier_ = 0;
+    at_warp_ = 0;
+    active_runner_ = kNone;
+    ready_.clear();
+    ready_head_ = 0;
+
+    while (done_ < n_) {
+      if (next_unstarted_ < n_) {
+        StartRunner();
+      } else if (ready_head_ < ready_.size()) {
+        const uint32_t t = ready_[ready_head_++];
+        if (ready_head_ == ready_.size()) {
+          ready_.clear();
+          ready_head_ = 0;
+        }
+        Resume(t);
+      } else if (!Release()) {
+        Fatal(DeadlockMessage());
+      }
+    }
+  }
+
+  // ---- Fiber side (called by the submission through the ABI).
+  uint32_t NextThread() {
+    const uint32_t t = current_;
+    threads_[t].state = kDone;
+    ++done_;
+    if (t == active_runner_) {
+      if (next_unstarted_ < n_) {
+        const uint32_t next = next_unstarted_++;
+        active_runner_ = next;
+        current_ = next;
+        threads_[next].state = kRunning;
+        return next;
+      }
+      active_runner_ = kNone;
+    }
+    return UINT32_MAX;
+  }
+
+  int32_t Barrier(uint32_t kind, int32_t predicate) {
+    Thread& thread = threads_[current_];
+    thread.state = kAtBarrier;
+    thread.op.kind = kind;
+    thread.op.predicate = predicate;
+    ++at_barrier_;
+    Suspend();
+    return static_cast<int32_t>(thread.result);
+  }
+
+  uint64_t Warp(const kerneleval_cpu_warp_op& op) {
+    Thread& thread = threads_[current_];
+    thread.state = kAtWarp;
+    thread.op = op;
+    warp_waiting_[current_ / 32] |= 1u << (current_ % 32);
+    ++at_warp_;
+    Suspend();
+    return thread.result;
+  }
+
+  uint32_t ActiveMask() const { return LiveLanes(current_ / 32); }
+
+  void Yield() {
+    threads_[current_].state = kReady;
+    ready_.push_back(current_);
+    Suspend();
+  }
+
+  void* DynamicShared() const { return dynamic_shared_; }
+
+ private:
+  enum State : uint8_t { kUnstarted, kRunning, kReady, kAtBarrier, kAtWarp, kDone };
+
+  struct Thread {
+    State state = kUnstarted;
+    kerneleval_cpu_warp_op op{};
+    uint64_t result = 0;
+    boost::context::fiber fiber;  // the suspended thread's continuation
+  };
+
+  // On a fiber: back to the scheduler loop in RunBlock until resumed.
+  void Suspend() { scheduler_ = std::move(scheduler_).resume(); }
+
+  // After a fiber switched back: a suspended thread keeps its fiber; an
+  // ended fiber has nothing to keep.
+  void AfterSwitch(boost::context::fiber&& fiber) {
+    if (!fiber) return;
+    threads_[current_].fiber = std::move(fiber);
+    if (current_ == active_runner_) active_runner_ = kNone;  // it now belongs to that thread
+  }
+
+  void StartRunner() {
+    const uint32_t first = next_unstarted_++;
+    active_runner_ = first;
+    current_ = first;
+    threads_[first].state = kRunning;
+    boost::context::fiber fiber(std::allocator_arg, PooledStack{&stacks_},
+                                [this, first](boost::context::fiber&& scheduler) {
+                                  scheduler_ = std::move(scheduler);
+                                  job_->fn(job_->closure, &info_, first);
+                                  return std::move(scheduler_);
+                                });
+    AfterSwitch(std::move(fiber).resume());
+  }
+
+  void Resume(uint32_t t) {
+    current_ = t;
+    threads_[t].state = kRunning;
+    AfterSwitch(std::move(threads_[t].fiber).resume());
+  }
+
+  uint32_t LiveLanes(uint32_t warp) const {
+    uint32_t live = 0;
+    const uint32_t base = warp * 32;
+    for (uint32_t lane = 0; lane < 32 && base + lane < n_; ++lane) {
+      if (threads_[base + lane].state != kDone) live |= 1u << lane;
+    }
+    return live;
+  }
+
+  bool Release() {
+    bool released = false;
+    if (at_warp_ > 0) {
+      for (uint32_t w = 0; w < warp_waiting_.size(); ++w) {
+        const uint32_t waiting = warp_waiting_[w];
+        if (waiting == 0) continue;
+        uint32_t required = 0;
+        for (uint32_t lanes = waiting; lanes; lanes &= lanes - 1) {
+          required |= threads_[w * 32 + std::countr_zero(lanes)].op.mask;
+        }
+        if ((required & LiveLanes(w) & ~waiting) != 0) continue;  // someone is missing
+        CompleteWarp(w);
+        released = true;
+      }
+      if (released) return true;
+    }
+    if (at_barrier_ > 0 && at_barrier_ == n_ - done_) {
+      CompleteBarrier();
+      return true;
+    }
+    return false;
+  }
+
+  void CompleteWarp(uint32_t w) {
+    const uint32_t waiting = warp_waiting_[w];
+    const uint32_t base = w * 32;
+    auto op_of = [&](uint32_t lane) -> const kerneleval_cpu_warp_op& {
+      return threads_[base + lane].op;
+    };
+    uint32_t votes = 0;
+    for (uint32_t lanes = waiting; lanes; lanes &= lanes - 1) {
+      const uint32_t lane = std::countr_zero(lanes);
+      if (op_of(lane).predicate) votes |= 1u << lane;
+    }
+    for (uint32_t lanes = waiting; lanes; lanes &= lanes - 1) {
+      const uint32_t lane = std::countr_zero(lanes);
+      const kerneleval_cpu_warp_op& op = op_of(lane);
+      const uint32_t members = op.mask & waiting;
+      int32_t width = op.width;
+      if (width <= 0 || width > 32 || (width & (width - 1)) != 0) width = 32;
+      const uint32_t segment = lane & ~static_cast<uint32_t>(width - 1);
+      const uint32_t in_segment = lane - segment;
+      uint32_t source = lane;
+      uint64_t result = 0;
+      switch (op.kind) {
+        case KERNELEVAL_CPU_WARP_SYNC:
+          break;
+        case KERNELEVAL_CPU_WARP_SHFL:
+          source =
+              segment + (static_cast<uint32_t>(op.lane_arg) & static_cast<uint32_t>(width - 1));
+          break;
+        case KERNELEVAL_CPU_WARP_SHFL_UP:
+          if (op.lane_arg >= 0 && in_segment >= static_cast<uint32_t>(op.lane_arg)) {
+            source = lane - static_cast<uint32_t>(op.lane_arg);
+          }
+          break;
+        case KERNELEVAL_CPU_WARP_SHFL_DOWN:
+          if (op.lane_arg >= 0 &&
+              in_segment + static_cast<uint32_t>(op.lane_arg) < static_cast<uint32_t>(width)) {
+            source = lane + static_cast<uint32_t>(op.lane_arg);
+          }
+          break;
+        case KERNELEVAL_CPU_WARP_SHFL_XOR: {
+          const uint32_t other = lane ^ static_cast<uint32_t>(op.lane_arg);
+          if (other >= segment && other < segment + static_cast<uint32_t>(width)) source = other;
+          break;
+        }
+        case KERNELEVAL_CPU_WARP_BALLOT:
+          result = votes & op.mask;
+          break;
+        case KERNELEVAL_CPU_WARP_ANY:
+          result = (votes & members) != 0;
+          break;
+        case KERNELEVAL_CPU_WARP_ALL:
+          result = (votes & members) == members;
+          break;
+        case KERNELEVAL_CPU_WARP_REDUCE_ADD:
+        case KERNELEVAL_CPU_WARP_REDUCE_MIN_S:
+        case KERNELEVAL_CPU_WARP_REDUCE_MAX_S:
+        case KERNELEVAL_CPU_WARP_REDUCE_MIN_U:
+        case KERNELEVAL_CPU_WARP_REDUCE_MAX_U:
+        case KERNELEVAL_CPU_WARP_REDUCE_AND:
+        case KERNELEVAL_CPU_WARP_REDUCE_OR:
+        case KERNELEVAL_CPU_WARP_REDUCE_XOR:
+          result = Reduce(op.kind, members, base);
+          break;
+        case KERNELEVAL_CPU_WARP_MATCH_ANY: {
+          uint32_t same = 0;
+          for (uint32_t m = members; m; m &= m - 1) {
+            const uint32_t other = std::countr_zero(m);
+            if (op_of(other).value == op.value) same |= 1u << other;
+          }
+          result = same;
+          break;
+        }
+        case KERNELEVAL_CPU_WARP_MATCH_ALL: {
+          bool all_same = true;
+          for (uint32_t m = members; m; m &= m - 1) {
+            if (op_of(std::countr_zero(m)).value != op.value) all_same = false;
+          }
+          result = all_same ? (uint64_t{members} | (uint64_t{1} << 32)) : 0;
+          break;
+        }
+        default:
+          Fatal("unknown warp operation");
+      }
+      if (op.kind >= KERNELEVAL_CPU_WARP_SHFL && op.kind <= KERNELEVAL_CPU_WARP_SHFL_XOR) {
+        // A source lane that does not take part (exited, or not in the
+        // mask): CUDA leaves the result undefined; here it is the own value.
+        result = (waiting >> source) & 1u ? op_of(source).value : op.value;
+      }
+      threads_[base + lane].result = result;
+    }
+    for (uint32_t lanes = waiting; lanes; lanes &= lanes - 1) {
+      const uint32_t t = base + std::countr_zero(lanes);
+      threads_[t].state = kReady;
+      ready_.push_back(t);
+      --at_warp_;
+    }
+    warp_waiting_[w] = 0;
+  }
+
+  uint64_t Reduce(uint32_t kind, uint32_t members, uint32_t base) const {
+    bool first = true;
+    uint32_t acc = 0;
+    for (uint32_t m = members; m; m &= m - 1) {
+      const uint32_t v = static_cast<uint32_t>(threads_[base + std::countr_zero(m)].op.value);
+      if (first) {
+        acc = v;
+        first = false;
+        continue;
+      }
+      switch (kind) {
+        case KERNELEVAL_CPU_WARP_REDUCE_ADD:
+          acc += v;
+          break;
+        case KERNELEVAL_CPU_WARP_REDUCE_MIN_S:
+          acc = static_cast<int32_t>(v) < static_cast<int32_t>(acc) ? v : acc;
+          break;
+        case KERNELEVAL_CPU_WARP_REDUCE_MAX_S:
+          acc = static_cast<int32_t>(v) > static_cast<int32_t>(acc) ? v : acc;
+          break;
+        case KERNELEVAL_CPU_WARP_REDUCE_MIN_U:
+          acc = v < acc ? v : acc;
+          break;
+        case KERNELEVAL_CPU_WARP_REDUCE_MAX_U:
+          acc = v > acc ? v : acc;
+          break;
+        case KERNELEVAL_CPU_WARP_REDUCE_AND:
+          acc &= v;
+          break;
+        case KERNELEVAL_CPU_WARP_REDUCE_OR:
+          acc |= v;
+          break;
+        case KERNELEVAL_CPU_WARP_REDUCE_XOR:
+          acc ^= v;
+          break;
+        default:
+          break;
+      }
+    }
+    return acc;
+  }
+
+  void CompleteBarrier() {
+    int32_t count = 0;
+    for (uint32_t t = 0; t < n_; ++t) {
+      if (threads_[t].state == kAtBarrier && threads_[t].op.predicate) ++count;
+    }
+    const uint32_t waiting = at_barrier_;
+    for (uint32_t t = 0; t < n_; ++t) {
+      Thread& thread = threads_[t];
+      if (thread.state != kAtBarrier) continue;
+      switch (thread.op.kind) {
+        case KERNELEVAL_CPU_BARRIER_COUNT:
+          thread.result = static_cast<uint64_t>(count);
+          break;
+        case KERNELEVAL_CPU_BARRIER_AND:
+          thread.result = static_cast<uint32_t>(count) == waiting;
+          break;
+        case KERNELEVAL_CPU_BARRIER_OR:
+          thread.result = count > 0;
+          break;
+        default:
+          thread.result = 0;
+          break;
+      }
+      thread.state = kReady;
+      ready_.push_back(t);
+    }
+    at_barrier_ = 0;
+  }
+
+  std::string DeadlockMessage() const {
+    std::string barrier_threads, warp_threads;
+    for (uint32_t t = 0; t < n_; ++t) {
+      std::string& list = threads_[t].state == kAtBarrier ? barrier_threads : warp_threads;
+      if (threads_[t].state != kAtBarrier && threads_[t].state != kAtWarp) continue;
+      if (list.size() < 60) list += (list.empty() ? "" : ",") + std::to_string(t);
+    }
+    char message[512];
+    std::snprintf(message, sizeof(message),
+                  "deadlock in block (%u,%u,%u): threads [%s] wait at a warp operation whose "
+                  "other lanes never arrive, threads [%s] wait at __syncthreads (a warp "
+                  "collective or barrier in divergent code?)",
+                  info_.block_idx.x, info_.block_idx.y, info_.block_idx.z, warp_threads.c_str(),
+                  barrier_threads.c_str());
+    return message;
+  }
+
+  StackPool stacks_;
+  size_t shared_bytes_;
+  void* dynamic_shared_ = nullptr;
+  std::vector<Thread> threads_;
+  std::vector<uint32_t> warp_waiting_;  // per warp: lanes waiting at a warp operation
+  std::vector<uint32_t> ready_;
+  size_t ready_head_ = 0;
+  const GridJob* job_ = nullptr;
+  kerneleval_cpu_block_info info_{};
+  uint32_t n_ = 0;
+  uint32_t next_unstarted_ = 0;
+  uint32_t done_ = 0;
+  uint32_t at_barrier_ = 0;
+  uint32_t at_warp_ = 0;
+  uint32_t current_ = kNone;
+  uint32_t active_runner_ = kNone;   // thread being run by the fiber that runs threads in order
+  boost::context::fiber scheduler_;  // RunBlock's continuation, while a fiber runs
+};
+
+thread_local std::unique_ptr<BlockExecutor> tls_executor;
+
+BlockExecutor& Executor() {
+  if (!tls_executor) tls_executor = std::make_unique<BlockExecutor>();
+  return *tls_executor;
+}
+
+void RunBlocks(GridJob& job) {
+  BlockExecutor& executor = Executor();
+  for (uint64_t b = job.next_block.fetch_add(1); b < job.total_blocks;
+       b = job.next_block.fetch_add(1)) {
+    executor.RunBlock(job, b);
+  }
+}
+
+// Pool threads beyond the calling one; started on first need, parked on a
+// condition variable between launches.
+class ThreadPool {
+ public:
+  void Run(GridJob& job, unsigned helpers) {
+    while (threads_.size() < helpers) {
+      threads_.emplace_back([this, index = threads_.size()] { Loop(index); });
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      job_ = &job;
+      helpers_ = helpers;
+      running_ = helpers;
+      ++generation_;
+    }
+    start_.notify_all();
+    RunBlocks(job);
+    std::unique_lock<std::mutex> lock(mutex_);
+    finished_.wait(lock, [&] { return running_ == 0; });
+    job_ = nullptr;
+  }
+
+ private:
+  [[noreturn]] void Loop(size_t index) {
+    uint64_t seen = 0;
+    for (;;) {
+      GridJob* job;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        start_.wait(lock, [&] { return generation_ != seen && index < helpers_; });
+        seen = generation_;
+        job = job_;
+      }
+      RunBlocks(*job);
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (--running_ == 0) finished_.notify_all();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable start_;
+  std::condition_variable finished_;
+  std::vector<std::thread> threads_;  // never joined: the runner process _exit()s
+  GridJob* job_ = nullptr;
+  unsigned helpers_ = 0;
+  unsigned running_ = 0;
+  uint64_t generation_ = 0;
+};
+
+ThreadPool* pool = nullptr;
+
+// ---- The C ABI.
+char launch_error[256];
+
+const char* AbiRunGrid(const kerneleval_cpu_launch* launch, kerneleval_cpu_thread_fn fn,
+                       void* closure) {
+  const kerneleval_cpu_dim3 g = launch->grid, b = launch->block;
+  const uint64_t block_threads = uint64_t{b.x} * b.y * b.z;
+  if (b.x == 0 || b.y == 0 || b.z == 0 || block_threads > kMaxThreadsPerBlock || b.z > 64) {
+    std::snprintf(launch_error, sizeof(launch_error),
+                  "invalid launch configuration: block (%u,%u,%u) (at most 1024 threads, z <= 64)",
+                  b.x, b.y, b.z);
+    return launch_error;
+  }
+  if (g.x == 0 || g.y == 0 || g.z == 0 || g.x > 0x7fffffffu || g.y > 65535 || g.z > 65535) {
+    std::snprintf(launch_error, sizeof(launch_error),
+                  "invalid launch configuration: grid (%u,%u,%u)", g.x, g.y, g.z);
+    return launch_error;
+  }
+  if (launch->dynamic_shared_bytes > kMaxDynamicSharedBytes) {
+    std::snprintf(launch_error, sizeof(launch_error),
+                  "too much dynamic shared memory: %u bytes (at most %u)",
+                  launch->dynamic_shared_bytes, kMaxDynamicSharedBytes);
+    return launch_error;
+  }
+  GridJob job;
+  job.launch = launch;
+  job.fn = fn;
+  job.closure = closure;
+  job.total_blocks = uint64_t{g.x} * g.y * g.z;
+  const uint64_t wanted = std::min<uint64_t>(globals->options.threads, job.total_blocks);
+  if (wanted <= 1) {
+    RunBlocks(job);
+  } else {
+    if (!pool) pool = new ThreadPool();  // lives until the process ends
+    pool->Run(job, static_cast<unsigned>(wanted - 1));
+  }
+  return nullptr;
+}
+
+uint32_t AbiNextThread() { return tls_executor->NextThread(); }
+int32_t AbiBarrier(uint32_t kind, int32_t predicate) {
+  return tls_executor->Barrier(kind, predicate);
+}
+uint64_t AbiWarp(const kerneleval_cpu_warp_op* op) { return tls_executor->Warp(*op); }
+uint32_t AbiActiveMask() { return tls_executor->ActiveMask(); }
+void AbiYield() { tls_executor->Yield(); }
+void* AbiDynamicShared() { return Executor().DynamicShared(); }
+
+size_t AbiPrintBudget() {
+  const uint64_t printed = globals->printed.load(std::memory_order_relaxed);
+  return printed >= globals->options.print_budget_bytes
+             ? 0
+             : globals->options.print_budget_bytes - printed;
+}
+void AbiPrint(const char*, size_t length) {
+  globals->printed.fetch_add(length, std::memory_order_relaxed);
+}
+
+constexpr size_t kHeapHeader = 16;  // [bytes] keeps 16-byte alignment
+
+void* AbiHeapAlloc(size_t bytes) {
+  if (bytes == 0 || bytes > globals->options.heap_bytes) return nullptr;
+  const uint64_t total = bytes + kHeapHeader;
+  uint64_t used = globals->heap_used.load(std::memory_order_relaxed);
+  do {
+    if (used + total > globals->options.heap_bytes) return nullptr;
+  } while (!globals->heap_used.compare_exchange_weak(used, used + total));
+  auto* block = static_cast<char*>(std::malloc(total));
+  if (!block) {
+    globals->heap_used.fetch_sub(total);
+    return nullptr;
+  }
+  std::memcpy(block, &total, sizeof(total));
+  return block + kHeapHeader;
+}
+
+void AbiHeapFree(void* pointer) {
+  if (!pointer) return;
+  char* block = static_cast<char*>(pointer) - kHeapHeader;
+  uint64_t total;
+  std::memcpy(&total, block, sizeof(total));
+  globals->heap_used.fetch_sub(total);
+  std::free(block);
+}
+
+void AbiTrap(const char* message) {
+  Fatal(message ? std::string(message, strnlen(message, 1000)) : "trap");
+}
+
+}  // namespace
+
+const kerneleval_cpu_runtime* InstallDeviceRuntime(const DeviceRuntimeOptions& options,
+                                                   FatalErrorHandler on_fatal) {
+  if (!globals) globals = new Globals();  // lives until the process ends
+  globals->options = options;
+  if (globals->options.threads == 0) globals->options.threads = 1;
+  globals->on_fatal = on_fatal;
+  kerneleval_cpu_runtime& t = globals->table;
+  t.abi_version = KERNELEVAL_CPU_ABI_VERSION;
+  t.size = sizeof(kerneleval_cpu_runtime);
+  t.run_grid = AbiRunGrid;
+  t.next_thread = AbiNextThread;
+  t.barrier = AbiBarrier;
+  t.warp = AbiWarp;
+  t.active_mask = AbiActiveMask;
+  t.yield = AbiYield;
+  t.dynamic_shared = AbiDynamicShared;
+  t.print_budget = AbiPrintBudget;
+  t.print = AbiPrint;
+  t.heap_alloc = AbiHeapAlloc;
+  t.heap_free = AbiHeapFree;
+  t.trap = AbiTrap;
+  return &globals->table;
+}
+
+uint64_t DevicePrintedBytes() { return globals ? globals->printed.load() : 0; }
+
+}  // namespace kerneleval::cpu

@@ -1,0 +1,53 @@
+// The execution model of the CPU backend, behind the C ABI of
+// prelude/kerneleval_cpu_abi.h: it runs inside the runner process that loaded
+// a compiled submission.
+//
+//  - The blocks of a launch run in parallel on a small pool of OS threads;
+//    each OS thread runs whole blocks, one at a time, so a thread_local
+//    variable of the submission is per-block (__shared__) storage.
+//  - The threads of a block are cooperative fibers (Boost.Context) on that OS
+//    thread. They are created lazily: one fiber runs the block's threads one
+//    after another; only when a thread reaches a barrier or a warp operation
+//    does it keep that fiber (suspended) and a new fiber carries on with the
+//    next thread. A kernel without barriers or warp operations thus runs as a
+//    plain loop on one fiber.
+//  - A barrier is released when every thread of the block that has not
+//    exited waits at one; a warp operation when every lane named in the
+//    waiting lanes' masks that has not exited waits at one (lock-step
+//    semantics: all values are in before any result is handed out).
+//  - When every live thread waits and nothing can be released (lanes of a
+//    warp at a shuffle while others wait at __syncthreads), the run fails with
+//    a deadlock message.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "evaluator/cpu/prelude/kerneleval_cpu_abi.h"
+
+namespace kerneleval::cpu {
+
+// [bytes] Largest dynamic shared memory of one block (an H100's opt-in limit).
+inline constexpr uint32_t kMaxDynamicSharedBytes = 227 * 1024;
+
+struct DeviceRuntimeOptions {
+  unsigned threads = 1;                         // OS threads running blocks
+  size_t fiber_stack_bytes = size_t{64} << 10;  // [bytes] per GPU thread, plus a guard page
+  size_t print_budget_bytes = size_t{1} << 20;  // [bytes] device printf output, then dropped
+  size_t heap_bytes = size_t{8} << 20;          // [bytes] device malloc (CUDA's default)
+};
+
+// Receives fatal errors of kernel code (trap, failed assert, deadlock,
+// exhausted fiber stacks). Must not return: it ends the process.
+using FatalErrorHandler = void (*)(const char* message);
+
+// Installs the runtime of this process (there is one: the ABI has no context
+// pointer) and returns the table to hand to kerneleval_cpu_init(). Pool
+// threads start on the first launch with more than one block.
+const kerneleval_cpu_runtime* InstallDeviceRuntime(const DeviceRuntimeOptions& options,
+                                                   FatalErrorHandler on_fatal);
+
+// [bytes] Device printf output produced so far (counted, not kept).
+uint64_t DevicePrintedBytes();
+
+}  // namespace kerneleval::cpu

@@ -1,0 +1,392 @@
+#include "evaluator/cpu/host_compiler.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "evaluator/cpu/source_rewrite.h"
+#include "evaluator/sandbox/sandbox.h"
+
+namespace kerneleval::cpu {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kPreludeHeader[] = "kerneleval_cpu_prelude.h";
+constexpr char kAbiHeader[] = "kerneleval_cpu_abi.h";
+constexpr int kSandboxFailedExit = 120;
+constexpr int kExecFailedExit = 127;
+
+std::string ReadFileOrEmpty(const std::string& path, size_t limit = SIZE_MAX) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  std::string data;
+  char buffer[65536];
+  while (in && data.size() < limit) {
+    in.read(buffer, static_cast<std::streamsize>(std::min(sizeof(buffer), limit - data.size())));
+    data.append(buffer, static_cast<size_t>(in.gcount()));
+  }
+  return data;
+}
+
+absl::Status WriteFile(const std::string& path, std::string_view data) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(data.data(), static_cast<std::streamsize>(data.size()));
+  out.close();
+  if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
+  return absl::OkStatus();
+}
+
+std::string Hex64(uint64_t value) {
+  char text[17];
+  std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
+// 64-bit FNV-1a: a cache key only (entries are compared in full on a hit).
+uint64_t Fnv1a(std::string_view data, uint64_t hash = 0xcbf29ce484222325ull) {
+  for (unsigned char c : data) {
+    hash ^= c;
+    hash *= 0x100000001b3ull;
+  }
+  return hash;
+}
+
+std::string ResolveCompiler(const std::string& compiler) {
+  if (compiler.find('/') != std::string::npos) return compiler;
+  const char* path = std::getenv("PATH");
+  for (absl::string_view dir : absl::StrSplit(path ? path : "/usr/bin:/bin", ':')) {
+    if (dir.empty()) continue;
+    const std::string candidate = absl::StrCat(dir, "/", compiler);
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return {};
+}
+
+// Waits for `pid` until `deadline`; returns the wait status, or nullopt on
+// timeout (the child is still running).
+std::optional<int> WaitUntil(pid_t pid, std::chrono::steady_clock::time_point deadline) {
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  for (;;) {
+    int status = 0;
+    const pid_t rc = ::waitpid(pid, &status, WNOHANG);
+    if (rc == pid) {
+      if (pidfd >= 0) ::close(pidfd);
+      return status;
+    }
+    if (rc < 0 && errno != EINTR) {
+      if (pidfd >= 0) ::close(pidfd);
+      return 0;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) {
+      if (pidfd >= 0) ::close(pidfd);
+      return std::nullopt;
+    }
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1;
+    if (pidfd >= 0) {
+      pollfd p{pidfd, POLLIN, 0};
+      ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1000)));
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::min<int64_t>(left, 2)));
+    }
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<HostCompiler> HostCompiler::Create(HostCompilerOptions options) {
+  const std::string compiler = ResolveCompiler(options.compiler);
+  if (compiler.empty() || ::access(compiler.c_str(), X_OK) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("host compiler ", options.compiler, " not found (the CPU backend needs g++)"));
+  }
+  options.compiler = fs::weakly_canonical(compiler).string();
+  for (const char* header : {kPreludeHeader, kAbiHeader}) {
+    if (!fs::exists(fs::path(options.prelude_dir) / header)) {
+      return absl::FailedPreconditionError(absl::StrCat("CPU backend prelude ", header,
+                                                        " not found in '", options.prelude_dir,
+                                                        "' (set KERNELEVAL_CPU_PRELUDE_DIR)"));
+    }
+  }
+  if (!fs::exists(fs::path(options.cuda_include_dir) / "cuda_fp16.h")) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("CUDA headers (cuda_fp16.h) not found in '", options.cuda_include_dir, "'"));
+  }
+  std::error_code ec;
+  fs::create_directories(fs::path(options.cache_dir) / "lib", ec);
+  fs::create_directories(fs::path(options.cache_dir) / "work", ec);
+  if (ec) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot create the cache directory ", options.cache_dir, ": ", ec.message()));
+  }
+  options.prelude_dir = fs::canonical(options.prelude_dir).string();
+  options.cuda_include_dir = fs::canonical(options.cuda_include_dir).string();
+  options.cache_dir = fs::canonical(options.cache_dir).string();
+  HostCompiler compiler_object(std::move(options));
+  const HostCompilerOptions& o = compiler_object.options_;
+  struct stat st {};
+  ::stat(o.compiler.c_str(), &st);
+  compiler_object.fingerprint_ = absl::StrCat(
+      "compiler ", o.compiler, " ", st.st_size, " ", st.st_mtime, "\nflags ",
+      absl::StrJoin(compiler_object.CommonFlags(), " "), "\nprelude ",
+      Hex64(Fnv1a(ReadFileOrEmpty((fs::path(o.prelude_dir) / kPreludeHeader).string()))),
+      Hex64(Fnv1a(ReadFileOrEmpty((fs::path(o.prelude_dir) / kAbiHeader).string()))), "\n");
+  return compiler_object;
+}
+
+std::vector<std::string> HostCompiler::CommonFlags() const {
+  return {"-std=c++20",
+          options_.optimization,
+          "-fPIC",
+          "-fvisibility=hidden",
+          "-fno-exceptions",
+          "-fno-rtti",
+          "-fno-math-errno",
+          "-fdiagnostics-color=never",
+          "-fno-diagnostics-show-caret",
+          "-fmax-errors=20",
+          "-w",
+          "-isystem",
+          options_.cuda_include_dir};
+}
+
+std::vector<std::string> HostCompiler::ReadablePaths() const {
+  std::vector<std::string> paths = {"/usr/bin",
+                                    "/usr/lib",
+                                    "/usr/libexec",
+                                    "/usr/include",
+                                    "/usr/lib64",
+                                    "/lib",
+                                    "/lib64",
+                                    "/bin",
+                                    "/etc/ld.so.cache",
+                                    "/dev/null",
+                                    options_.prelude_dir,
+                                    options_.cuda_include_dir};
+  // A compiler outside /usr (e.g. /opt/gcc-13/bin/g++): its whole prefix.
+  const fs::path prefix = fs::path(options_.compiler).parent_path().parent_path();
+  if (!prefix.empty() && prefix != "/usr" && prefix != "/") paths.push_back(prefix.string());
+  return paths;
+}
+
+absl::StatusOr<HostCompiler::Outcome> HostCompiler::RunSandboxed(
+    const std::vector<std::string>& args, const std::string& work_dir,
+    const std::vector<std::string>& extra_readable) {
+  sandbox::FilesystemPolicy policy;
+  policy.read_only = ReadablePaths();
+  policy.read_only.insert(policy.read_only.end(), extra_readable.begin(), extra_readable.end());
+  policy.read_write = {work_dir};
+  const std::string log_path = (fs::path(work_dir) / "compiler.log").string();
+
+  std::vector<std::string> argv_strings = {options_.compiler};
+  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : argv_strings) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  // A fixed environment: no inherited variables reach the compiler.
+  std::vector<std::string> env_strings = {"PATH=/usr/bin:/bin", "LC_ALL=C", "LANG=C",
+                                          absl::StrCat("TMPDIR=", work_dir),
+                                          absl::StrCat("HOME=", work_dir)};
+  std::vector<char*> envp;
+  for (std::string& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(options_.timeout_seconds));
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) return absl::ResourceExhaustedError(absl::StrCat("fork: ", std::strerror(errno)));
+  if (pid == 0) {
+    // The worker is single-threaded, so the child may allocate before exec.
+    ::setpgid(0, 0);  // a group of its own: a timeout kills cc1plus, as and ld too
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(kSandboxFailedExit);
+    const int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (log_fd < 0 || null_fd < 0 || ::chdir(work_dir.c_str()) != 0) ::_exit(kSandboxFailedExit);
+    ::dup2(null_fd, 0);
+    ::dup2(log_fd, 1);
+    ::dup2(log_fd, 2);
+    ::close_range(3, ~0u, 0);
+    const rlim_t cpu_seconds = static_cast<rlim_t>(options_.timeout_seconds) + 5;
+    const rlimit cpu{cpu_seconds, cpu_seconds};
+    ::setrlimit(RLIMIT_CPU, &cpu);
+    if (absl::Status s = sandbox::RestrictFilesystem(policy); !s.ok()) {
+      const std::string message = absl::StrCat("sandbox (file system): ", s.message(), "\n");
+      (void)!::write(2, message.data(), message.size());
+      ::_exit(kSandboxFailedExit);
+    }
+    if (absl::Status s = sandbox::RestrictSyscalls(sandbox::SyscallProfile::kCompiler); !s.ok()) {
+      const std::string message = absl::StrCat("sandbox (system calls): ", s.message(), "\n");
+      (void)!::write(2, message.data(), message.size());
+      ::_exit(kSandboxFailedExit);
+    }
+    ::execve(argv[0], argv.data(), envp.data());
+    ::_exit(kExecFailedExit);
+  }
+  ::setpgid(pid, pid);
+  const std::optional<int> status = WaitUntil(pid, deadline);
+  Outcome outcome;
+  if (!status) {
+    ::kill(-pid, SIGKILL);
+    ::kill(pid, SIGKILL);
+    int ignored;
+    ::waitpid(pid, &ignored, 0);
+    outcome.exit_status = -1;
+  } else {
+    ::kill(-pid, SIGKILL);  // nothing of the compile outlives it
+    outcome.exit_status = WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status);
+  }
+  outcome.log = ReadFileOrEmpty(log_path, options_.max_log_bytes);
+  if (outcome.exit_status == kSandboxFailedExit) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the host compiler could not be sandboxed: ", outcome.log));
+  }
+  if (outcome.exit_status == kExecFailedExit) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the host compiler ", options_.compiler, " could not be started"));
+  }
+  return outcome;
+}
+
+void HostCompiler::PreparePrecompiledPrelude() {
+  pch_tried_ = true;
+  if (!options_.precompiled_prelude) return;
+  const std::string dir =
+      (fs::path(options_.cache_dir) / absl::StrCat("pch-", Hex64(Fnv1a(fingerprint_)))).string();
+  const std::string gch = (fs::path(dir) / absl::StrCat(kPreludeHeader, ".gch")).string();
+  std::error_code ec;
+  if (fs::exists(gch, ec)) {
+    pch_dir_ = dir;
+    return;
+  }
+  const std::string work =
+      (fs::path(options_.cache_dir) / "work" / absl::StrCat("pch-", ::getpid())).string();
+  fs::remove_all(work, ec);
+  fs::create_directories(work, ec);
+  std::vector<std::string> args = CommonFlags();
+  const std::string output = (fs::path(work) / absl::StrCat(kPreludeHeader, ".gch")).string();
+  args.insert(args.end(),
+              {"-x", "c++-header", (fs::path(options_.prelude_dir) / kPreludeHeader).string(), "-o",
+               output});
+  absl::StatusOr<Outcome> outcome = RunSandboxed(args, work, {});
+  if (outcome.ok() && outcome->exit_status == 0) {
+    fs::create_directories(dir, ec);
+    fs::rename(output, gch, ec);  // atomic: a concurrent worker may win, same bytes
+    if (!ec || fs::exists(gch)) pch_dir_ = dir;
+  }
+  fs::remove_all(work, ec);
+}
+
+absl::StatusOr<HostCompileResult> HostCompiler::Compile(std::string_view translation_unit) {
+  if (!pch_tried_) PreparePrecompiledPrelude();
+  const std::string key = absl::StrCat(fingerprint_, "pch ", pch_dir_.empty() ? "no" : "yes",
+                                       "\n---\n", std::string(translation_unit));
+  const std::string entry_dir = (fs::path(options_.cache_dir) / "lib" / Hex64(Fnv1a(key))).string();
+  const std::string library = (fs::path(entry_dir) / "lib.so").string();
+  const std::string key_path = (fs::path(entry_dir) / "key").string();
+  std::error_code ec;
+  HostCompileResult result;
+  if (fs::exists(library, ec) && ReadFileOrEmpty(key_path) == key) {
+    fs::last_write_time(key_path, fs::file_time_type::clock::now(), ec);  // recently used
+    result.success = true;
+    result.cache_hit = true;
+    result.library_path = library;
+    return result;
+  }
+
+  const auto start = std::chrono::steady_clock::now();
+  const std::string work =
+      (fs::path(options_.cache_dir) / "work" / absl::StrCat(::getpid(), "-", ++work_counter_))
+          .string();
+  fs::remove_all(work, ec);
+  fs::create_directories(work, ec);
+  if (ec) return absl::InternalError(absl::StrCat("cannot create ", work, ": ", ec.message()));
+  const std::string source_path = (fs::path(work) / "tu.cc").string();
+  if (absl::Status s = WriteFile(source_path, translation_unit); !s.ok()) return s;
+  std::vector<std::string> args = CommonFlags();
+  std::vector<std::string> readable;
+  if (!pch_dir_.empty()) {
+    args.insert(args.end(), {"-I", pch_dir_});
+    readable.push_back(pch_dir_);
+  }
+  args.insert(args.end(),
+              {"-I", options_.prelude_dir, "-shared", "-Wl,-z,defs", "tu.cc", "-o", "lib.so"});
+  absl::StatusOr<Outcome> outcome = RunSandboxed(args, work, readable);
+  if (!outcome.ok()) {
+    fs::remove_all(work, ec);
+    return outcome.status();
+  }
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (outcome->exit_status == -1) {
+    fs::remove_all(work, ec);
+    return absl::DeadlineExceededError(
+        absl::StrCat("the host compile took longer than ", options_.timeout_seconds, " s"));
+  }
+  // Messages name the user's file; the machine's paths are shortened.
+  std::string log = absl::StrReplaceAll(
+      outcome->log, {{absl::StrCat(work, "/"), ""},
+                     {absl::StrCat(options_.prelude_dir, "/"), "<kerneleval-cpu>/"},
+                     {absl::StrCat(options_.cuda_include_dir, "/"), "<cuda>/"}});
+  if (outcome->exit_status != 0) {
+    fs::remove_all(work, ec);
+    result.success = false;
+    result.log = std::move(log);
+    return result;
+  }
+  fs::create_directories(entry_dir, ec);
+  const std::string staged_key = (fs::path(work) / "key").string();
+  if (absl::Status s = WriteFile(staged_key, key); !s.ok()) return s;
+  fs::rename(fs::path(work) / "lib.so", library, ec);
+  if (!ec) fs::rename(staged_key, key_path, ec);
+  if (ec) {
+    // A colliding entry (another key with the same hash): keep this object
+    // beside the work files instead of caching it.
+    result.library_path = (fs::path(work) / "lib.so").string();
+  } else {
+    result.library_path = library;
+    fs::remove_all(work, ec);
+  }
+  result.success = true;
+  result.log = std::move(log);
+  TrimCache();
+  return result;
+}
+
+void HostCompiler::TrimCache() {
+  std::error_code ec;
+  std::vector<std::pair<fs::file_time_type, fs::path>> entries;
+  for (const auto& entry : fs::directory_iterator(fs::path(options_.cache_dir) / "lib", ec)) {
+    entries.emplace_back(fs::last_write_time(entry.path() / "key", ec), entry.path());
+  }
+  if (entries.size() <= options_.max_cache_entries) return;
+  std::sort(entries.begin(), entries.end());
+  for (size_t i = 0; i + options_.max_cache_entries < entries.size(); ++i) {
+    fs::remove_all(entries[i].second, ec);
+  }
+}
+
+}  // namespace kerneleval::cpu

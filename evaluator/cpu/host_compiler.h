@@ -1,0 +1,78 @@
+// The host compile of the CPU backend: a translation unit (source_rewrite.h)
+// to a shared object, by g++ in a sandbox that can read only the toolchain,
+// the CUDA headers and the prelude, and write only its own work directory.
+// Compiled objects are cached by content within the cache directory; the
+// prelude is precompiled once (a .gch) to make repeat compiles cheap.
+//
+// Must be used from a single-threaded process (the worker): the compiler is
+// forked and sandboxed before exec, and the sandbox refuses to run in a
+// process with other threads.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace kerneleval::cpu {
+
+struct HostCompilerOptions {
+  std::string compiler = "g++";  // a name on PATH or an absolute path
+  std::string prelude_dir;       // holds kerneleval_cpu_prelude.h
+  std::string cuda_include_dir;  // the toolkit's include/ (cuda_fp16.h, vector_types.h)
+  std::string cache_dir;         // shared objects, the precompiled prelude, work dirs
+  double timeout_seconds = 60;   // [s] wall clock per compile
+  bool precompiled_prelude = true;
+  std::string optimization = "-O2";
+  size_t max_log_bytes = 16 << 10;  // [bytes] of compiler messages kept
+  size_t max_cache_entries = 512;   // shared objects kept, oldest removed first
+};
+
+struct HostCompileResult {
+  bool success = false;
+  std::string library_path;  // the shared object, when success
+  std::string log;           // the compiler's messages (errors), user paths only
+  double seconds = 0;        // [s] wall time; 0 on a cache hit
+  bool cache_hit = false;
+};
+
+class HostCompiler {
+ public:
+  // Checks the compiler, the prelude and the headers, and creates the cache
+  // directory.
+  static absl::StatusOr<HostCompiler> Create(HostCompilerOptions options);
+
+  // Compiles (or finds in the cache) `translation_unit`. A compile error is an
+  // OK status with success == false; a non-OK status means the compile could
+  // not run (no sandbox, no compiler, timeout).
+  absl::StatusOr<HostCompileResult> Compile(std::string_view translation_unit);
+
+  // The paths the sandboxed compiler may read.
+  [[nodiscard]] std::vector<std::string> ReadablePaths() const;
+  [[nodiscard]] const HostCompilerOptions& options() const { return options_; }
+
+ private:
+  explicit HostCompiler(HostCompilerOptions options) : options_(std::move(options)) {}
+
+  struct Outcome {
+    int exit_status = -1;  // -1: killed (timeout)
+    std::string log;
+  };
+  // Runs the compiler with `args` in `work_dir` under the sandbox.
+  absl::StatusOr<Outcome> RunSandboxed(const std::vector<std::string>& args,
+                                       const std::string& work_dir,
+                                       const std::vector<std::string>& extra_readable);
+  std::vector<std::string> CommonFlags() const;
+  void PreparePrecompiledPrelude();
+  void TrimCache();
+
+  HostCompilerOptions options_;
+  std::string fingerprint_;  // prelude contents, compiler, flags
+  std::string pch_dir_;      // empty: no precompiled prelude
+  bool pch_tried_ = false;
+  uint64_t work_counter_ = 0;
+};
+
+}  // namespace kerneleval::cpu

@@ -1,0 +1,130 @@
+// The C ABI between a compiled submission (a shared object built from the
+// user's CUDA C++ and kerneleval_cpu_prelude.h) and the CPU backend's runtime
+// (evaluator/cpu/runtime.cc, inside the runner process that dlopen()s it).
+//
+// The shared object exports:
+//   uint32_t kerneleval_cpu_init(const kerneleval_cpu_runtime*);  // returns the ABI version
+//   const char* kerneleval_cpu_launch_<i>(const kerneleval_cpu_launch*);  // nullptr: ok
+//   extern const char* const kerneleval_cpu_kernel_names[];  // kernel of launcher i
+//   extern const uint32_t kerneleval_cpu_kernel_count;
+// A launcher converts the arguments to the kernel's declared parameter types
+// and calls runtime->run_grid(), which runs every block and calls back
+// `run_threads` for the threads of each block.
+#ifndef KERNELEVAL_CPU_ABI_H_
+#define KERNELEVAL_CPU_ABI_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define KERNELEVAL_CPU_ABI_VERSION 1u
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kerneleval_cpu_dim3 {
+  uint32_t x, y, z;
+} kerneleval_cpu_dim3;
+
+enum kerneleval_cpu_arg_kind {
+  KERNELEVAL_CPU_ARG_POINTER = 0,  // a device buffer
+  KERNELEVAL_CPU_ARG_INTEGER = 1,
+  KERNELEVAL_CPU_ARG_REAL = 2,
+};
+
+typedef struct kerneleval_cpu_arg {
+  uint32_t kind;  // kerneleval_cpu_arg_kind
+  uint32_t reserved;
+  void* pointer;
+  int64_t integer;
+  double real;
+} kerneleval_cpu_arg;
+
+typedef struct kerneleval_cpu_launch {
+  kerneleval_cpu_dim3 grid;
+  kerneleval_cpu_dim3 block;
+  uint32_t dynamic_shared_bytes;
+  uint32_t arg_count;
+  const kerneleval_cpu_arg* args;
+} kerneleval_cpu_launch;
+
+// Built-in variables of the block a thread function runs.
+typedef struct kerneleval_cpu_block_info {
+  kerneleval_cpu_dim3 block_idx;
+  kerneleval_cpu_dim3 block_dim;
+  kerneleval_cpu_dim3 grid_dim;
+} kerneleval_cpu_block_info;
+
+// Runs threads of one block, starting with linear thread index `first`, on the
+// calling fiber: after each thread's kernel body returns it asks the runtime
+// (next_thread) which thread to run next, until the answer is UINT32_MAX.
+typedef void (*kerneleval_cpu_thread_fn)(void* closure, const kerneleval_cpu_block_info* info,
+                                         uint32_t first);
+
+enum kerneleval_cpu_warp_op_kind {
+  KERNELEVAL_CPU_WARP_SYNC = 0,  // __syncwarp
+  KERNELEVAL_CPU_WARP_SHFL = 1,  // lane_arg: source lane
+  KERNELEVAL_CPU_WARP_SHFL_UP = 2,
+  KERNELEVAL_CPU_WARP_SHFL_DOWN = 3,
+  KERNELEVAL_CPU_WARP_SHFL_XOR = 4,
+  KERNELEVAL_CPU_WARP_BALLOT = 5,  // predicate
+  KERNELEVAL_CPU_WARP_ANY = 6,
+  KERNELEVAL_CPU_WARP_ALL = 7,
+  KERNELEVAL_CPU_WARP_REDUCE_ADD = 8,  // value: 32-bit integer
+  KERNELEVAL_CPU_WARP_REDUCE_MIN_S = 9,
+  KERNELEVAL_CPU_WARP_REDUCE_MAX_S = 10,
+  KERNELEVAL_CPU_WARP_REDUCE_MIN_U = 11,
+  KERNELEVAL_CPU_WARP_REDUCE_MAX_U = 12,
+  KERNELEVAL_CPU_WARP_REDUCE_AND = 13,
+  KERNELEVAL_CPU_WARP_REDUCE_OR = 14,
+  KERNELEVAL_CPU_WARP_REDUCE_XOR = 15,
+  KERNELEVAL_CPU_WARP_MATCH_ANY = 16,  // value: 8 bytes compared
+  KERNELEVAL_CPU_WARP_MATCH_ALL = 17,  // result: mask, or 0 (predicate in bit 32)
+};
+
+typedef struct kerneleval_cpu_warp_op {
+  uint32_t kind;     // kerneleval_cpu_warp_op_kind
+  uint32_t mask;     // member mask as passed by the caller
+  uint64_t value;    // the lane's operand bits (zero-extended)
+  int32_t lane_arg;  // srcLane / delta / laneMask
+  int32_t width;     // shuffle segment width (power of two <= 32)
+  int32_t predicate;
+  int32_t reserved;
+} kerneleval_cpu_warp_op;
+
+enum kerneleval_cpu_barrier_kind {
+  KERNELEVAL_CPU_BARRIER_PLAIN = 0,  // __syncthreads
+  KERNELEVAL_CPU_BARRIER_COUNT = 1,  // __syncthreads_count
+  KERNELEVAL_CPU_BARRIER_AND = 2,
+  KERNELEVAL_CPU_BARRIER_OR = 3,
+};
+
+typedef struct kerneleval_cpu_runtime {
+  uint32_t abi_version;  // KERNELEVAL_CPU_ABI_VERSION
+  uint32_t size;         // sizeof(kerneleval_cpu_runtime)
+  // Runs a grid; returns nullptr when every block finished, else a message
+  // (invalid configuration). Faults in kernel code end the process.
+  const char* (*run_grid)(const kerneleval_cpu_launch* launch, kerneleval_cpu_thread_fn fn,
+                          void* closure);
+  uint32_t (*next_thread)(void);
+  // Block-wide barrier; returns the count / and / or of the predicates.
+  int32_t (*barrier)(uint32_t kind, int32_t predicate);
+  // Warp rendezvous: all lanes of op->mask that have not exited arrive, then
+  // every lane gets its result (shuffled value bits, ballot mask, ...).
+  uint64_t (*warp)(const kerneleval_cpu_warp_op* op);
+  uint32_t (*active_mask)(void);
+  void (*yield)(void);            // __nanosleep: let the block's other threads run
+  void* (*dynamic_shared)(void);  // this OS thread's dynamic shared memory
+  // Device printf: bytes still allowed (0: stop formatting), then consume.
+  size_t (*print_budget)(void);
+  void (*print)(const char* text, size_t length);
+  void* (*heap_alloc)(size_t bytes);  // device malloc, bounded; nullptr when full
+  void (*heap_free)(void* pointer);
+  void (*trap)(const char* message);  // __trap, assert: ends the run (does not return)
+} kerneleval_cpu_runtime;
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // KERNELEVAL_CPU_ABI_H_

@@ -1,0 +1,963 @@
+// CUDA's device programming model on the host, for the CPU backend.
+//
+// Every submission is compiled by the host C++ compiler (g++ -std=c++20) as
+//   #include "kerneleval_cpu_prelude.h"
+//   #line 1 "submission.cu"
+//   <the submission, with `extern __shared__` declarations rewritten>
+//   <one launcher per kernel named in the plan>
+// into a shared object that the runner process dlopen()s. This header maps
+// CUDA's keywords, built-in variables and intrinsics onto host C++; the
+// execution model (blocks on OS threads, threads of a block as fibers) lives
+// in the runtime (evaluator/cpu/runtime.cc) behind kerneleval_cpu_abi.h.
+//
+// Not a GPU: timings of code compiled with this header are CPU times.
+#ifndef KERNELEVAL_CPU_PRELUDE_H_
+#define KERNELEVAL_CPU_PRELUDE_H_
+
+// ---- 1. Standard headers, all before any keyword macro below (libstdc++
+// itself spells __attribute__((__noinline__)), and printf/malloc/free become
+// function-like macros for device code).
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <bit>
+#include <cassert>
+#include <cfloat>
+#include <chrono>
+#include <climits>
+#include <cmath>
+#include <cstdarg>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <initializer_list>
+#include <limits>
+#include <memory>
+#include <new>
+#include <numeric>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+// ---- 2. The toolkit's host-compatible headers: vector types with CUDA's
+// alignment (float4 is 16-byte aligned), make_float4 & co., dim3, and
+// __half / __nv_bfloat16 with their host arithmetic.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "kerneleval_cpu_abi.h"
+
+// Headers a submission may include that have no host meaning: their include
+// guards are taken so that including them is harmless (support for what they
+// declare, where there is any, is below).
+#define _COOPERATIVE_GROUPS_H_
+#define _COOPERATIVE_GROUPS_REDUCE_H
+#define _COOPERATIVE_GROUPS_SCAN_H
+
+// ---- 3. Keywords.
+#undef __global__
+#undef __device__
+#undef __host__
+#undef __shared__
+#undef __constant__
+#undef __managed__
+#undef __forceinline__
+#undef __noinline__
+#undef __grid_constant__
+#undef __launch_bounds__
+#define __global__
+#define __device__
+#define __host__
+// One block runs on one OS thread at a time (its threads are fibers of that
+// OS thread), so a thread-local variable is exactly per-block storage. At
+// block scope thread_local implies static.
+#define __shared__ thread_local
+#define __constant__
+#define __managed__
+#define __forceinline__ inline __attribute__((always_inline))
+#define __noinline__ __attribute__((noinline))
+#define __grid_constant__
+#define __launch_bounds__(...)
+#define __maxnreg__(...)
+#define __cluster_dims__(...)
+#ifndef __restrict__
+#define __restrict__ __restrict
+#endif
+
+// ---- 4. Built-in variables (per OS thread; the fiber switch code below
+// restores threadIdx after every suspension).
+#define KERNELEVAL_CPU_TLS __attribute__((tls_model("initial-exec")))
+static thread_local KERNELEVAL_CPU_TLS uint3 threadIdx;
+static thread_local KERNELEVAL_CPU_TLS uint3 blockIdx;
+static thread_local KERNELEVAL_CPU_TLS dim3 blockDim;
+static thread_local KERNELEVAL_CPU_TLS dim3 gridDim;
+static constexpr int warpSize = 32;
+
+namespace kerneleval_cpu::detail {
+
+inline const kerneleval_cpu_runtime* runtime = nullptr;
+
+inline const kerneleval_cpu_runtime& rt() { return *runtime; }
+
+// Every call that may switch fibers goes through this: the other fibers of the
+// block overwrite threadIdx while this one waits.
+template <class F>
+__attribute__((always_inline)) inline auto Suspending(F&& call) {
+  const uint3 saved = threadIdx;
+  auto result = call();
+  threadIdx = saved;
+  return result;
+}
+
+inline uint32_t LinearThreadIndex() {
+  return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+}
+
+template <class T>
+inline uint64_t ToBits(const T& value) {
+  static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= 8,
+                "warp shuffles take a value of at most 8 bytes");
+  uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof(T));
+  return bits;
+}
+
+template <class T>
+inline T FromBits(uint64_t bits) {
+  T value;
+  std::memcpy(&value, &bits, sizeof(T));
+  return value;
+}
+
+inline uint64_t Warp(uint32_t kind, unsigned mask, uint64_t value, int lane_arg, int width,
+                     int predicate) {
+  const kerneleval_cpu_warp_op op{kind, mask, value, lane_arg, width, predicate, 0};
+  return Suspending([&] { return rt().warp(&op); });
+}
+
+inline int32_t Barrier(uint32_t kind, int32_t predicate) {
+  return Suspending([&] { return rt().barrier(kind, predicate); });
+}
+
+}  // namespace kerneleval_cpu::detail
+
+// ---- 5. Synchronisation and warp operations.
+inline void __syncthreads() { kerneleval_cpu::detail::Barrier(KERNELEVAL_CPU_BARRIER_PLAIN, 1); }
+inline int __syncthreads_count(int predicate) {
+  return kerneleval_cpu::detail::Barrier(KERNELEVAL_CPU_BARRIER_COUNT, predicate != 0);
+}
+inline int __syncthreads_and(int predicate) {
+  return kerneleval_cpu::detail::Barrier(KERNELEVAL_CPU_BARRIER_AND, predicate != 0);
+}
+inline int __syncthreads_or(int predicate) {
+  return kerneleval_cpu::detail::Barrier(KERNELEVAL_CPU_BARRIER_OR, predicate != 0);
+}
+inline void __syncwarp(unsigned mask = 0xffffffffu) {
+  kerneleval_cpu::detail::Warp(KERNELEVAL_CPU_WARP_SYNC, mask, 0, 0, 32, 0);
+}
+
+template <class T>
+inline T __shfl_sync(unsigned mask, T value, int src_lane, int width = warpSize) {
+  using namespace kerneleval_cpu::detail;
+  return FromBits<T>(Warp(KERNELEVAL_CPU_WARP_SHFL, mask, ToBits(value), src_lane, width, 0));
+}
+template <class T>
+inline T __shfl_up_sync(unsigned mask, T value, unsigned delta, int width = warpSize) {
+  using namespace kerneleval_cpu::detail;
+  return FromBits<T>(
+      Warp(KERNELEVAL_CPU_WARP_SHFL_UP, mask, ToBits(value), static_cast<int>(delta), width, 0));
+}
+template <class T>
+inline T __shfl_down_sync(unsigned mask, T value, unsigned delta, int width = warpSize) {
+  using namespace kerneleval_cpu::detail;
+  return FromBits<T>(
+      Warp(KERNELEVAL_CPU_WARP_SHFL_DOWN, mask, ToBits(value), static_cast<int>(delta), width, 0));
+}
+template <class T>
+inline T __shfl_xor_sync(unsigned mask, T value, int lane_mask, int width = warpSize) {
+  using namespace kerneleval_cpu::detail;
+  return FromBits<T>(Warp(KERNELEVAL_CPU_WARP_SHFL_XOR, mask, ToBits(value), lane_mask, width, 0));
+}
+inline unsigned __ballot_sync(unsigned mask, int predicate) {
+  return static_cast<unsigned>(
+      kerneleval_cpu::detail::Warp(KERNELEVAL_CPU_WARP_BALLOT, mask, 0, 0, 32, predicate != 0));
+}
+inline int __any_sync(unsigned mask, int predicate) {
+  return static_cast<int>(
+      kerneleval_cpu::detail::Warp(KERNELEVAL_CPU_WARP_ANY, mask, 0, 0, 32, predicate != 0));
+}
+inline int __all_sync(unsigned mask, int predicate) {
+  return static_cast<int>(
+      kerneleval_cpu::detail::Warp(KERNELEVAL_CPU_WARP_ALL, mask, 0, 0, 32, predicate != 0));
+}
+inline int __uni_sync(unsigned mask, int predicate) {
+  const unsigned votes = __ballot_sync(mask, predicate);
+  return votes == 0 || votes == (mask & __ballot_sync(mask, 1));
+}
+inline unsigned __activemask() { return kerneleval_cpu::detail::rt().active_mask(); }
+
+#define KERNELEVAL_CPU_WARP_REDUCE(name, type, kind)                                        \
+  inline type name(unsigned mask, type value) {                                             \
+    return static_cast<type>(static_cast<uint32_t>(                                         \
+        kerneleval_cpu::detail::Warp(kind, mask, static_cast<uint32_t>(value), 0, 32, 0))); \
+  }
+KERNELEVAL_CPU_WARP_REDUCE(__reduce_add_sync, unsigned, KERNELEVAL_CPU_WARP_REDUCE_ADD)
+KERNELEVAL_CPU_WARP_REDUCE(__reduce_add_sync, int, KERNELEVAL_CPU_WARP_REDUCE_ADD)
+KERNELEVAL_CPU_WARP_REDUCE(__reduce_min_sync, unsigned, KERNELEVAL_CPU_WARP_REDUCE_MIN_U)
+KERNELEVAL_CPU_WARP_REDUCE(__reduce_min_sync, int, KERNELEVAL_CPU_WARP_REDUCE_MIN_S)
+KERNELEVAL_CPU_WARP_REDUCE(__reduce_max_sync, unsigned, KERNELEVAL_CPU_WARP_REDUCE_MAX_U)
+KERNELEVAL_CPU_WARP_REDUCE(__reduce_max_sync, int, KERNELEVAL_CPU_WARP_REDUCE_MAX_S)
+KERNELEVAL_CPU_WARP_REDUCE(__reduce_and_sync, unsigned, KERNELEVAL_CPU_WARP_REDUCE_AND)
+KERNELEVAL_CPU_WARP_REDUCE(__reduce_or_sync, unsigned, KERNELEVAL_CPU_WARP_REDUCE_OR)
+KERNELEVAL_CPU_WARP_REDUCE(__reduce_xor_sync, unsigned, KERNELEVAL_CPU_WARP_REDUCE_XOR)
+#undef KERNELEVAL_CPU_WARP_REDUCE
+
+template <class T>
+inline unsigned __match_any_sync(unsigned mask, T value) {
+  using namespace kerneleval_cpu::detail;
+  return static_cast<unsigned>(Warp(KERNELEVAL_CPU_WARP_MATCH_ANY, mask, ToBits(value), 0, 32, 0));
+}
+template <class T>
+inline unsigned __match_all_sync(unsigned mask, T value, int* predicate) {
+  using namespace kerneleval_cpu::detail;
+  const uint64_t r = Warp(KERNELEVAL_CPU_WARP_MATCH_ALL, mask, ToBits(value), 0, 32, 0);
+  *predicate = static_cast<int>((r >> 32) & 1);
+  return static_cast<unsigned>(r);
+}
+
+inline void __nanosleep(unsigned) {
+  kerneleval_cpu::detail::Suspending([] {
+    kerneleval_cpu::detail::rt().yield();
+    return 0;
+  });
+}
+
+// Memory fences: blocks run in parallel on OS threads; the threads of one
+// block share an OS thread.
+inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline void __threadfence_system() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline void __threadfence_block() { std::atomic_signal_fence(std::memory_order_seq_cst); }
+
+// ---- 6. Atomics (std::atomic_ref: the blocks run in parallel).
+namespace kerneleval_cpu::detail {
+
+template <class T, class F>
+inline T AtomicUpdate(T* address, F&& update) {
+  std::atomic_ref<T> ref(*address);
+  T old = ref.load(std::memory_order_relaxed);
+  while (!ref.compare_exchange_weak(old, update(old), std::memory_order_relaxed)) {
+  }
+  return old;
+}
+
+template <class T>
+using Same = std::type_identity_t<T>;
+
+}  // namespace kerneleval_cpu::detail
+
+template <class T>
+inline T atomicAdd(T* address, kerneleval_cpu::detail::Same<T> value) {
+  if constexpr (std::is_integral_v<T> || std::is_floating_point_v<T>) {
+    return std::atomic_ref<T>(*address).fetch_add(value, std::memory_order_relaxed);
+  } else {
+    return kerneleval_cpu::detail::AtomicUpdate(address, [&](T old) { return T(old + value); });
+  }
+}
+template <class T>
+inline T atomicSub(T* address, kerneleval_cpu::detail::Same<T> value) {
+  if constexpr (std::is_integral_v<T> || std::is_floating_point_v<T>) {
+    return std::atomic_ref<T>(*address).fetch_sub(value, std::memory_order_relaxed);
+  } else {
+    return kerneleval_cpu::detail::AtomicUpdate(address, [&](T old) { return T(old - value); });
+  }
+}
+template <class T>
+inline T atomicExch(T* address, kerneleval_cpu::detail::Same<T> value) {
+  return std::atomic_ref<T>(*address).exchange(value, std::memory_order_relaxed);
+}
+template <class T>
+inline T atomicMin(T* address, kerneleval_cpu::detail::Same<T> value) {
+  return kerneleval_cpu::detail::AtomicUpdate(address,
+                                              [&](T old) { return value < old ? value : old; });
+}
+template <class T>
+inline T atomicMax(T* address, kerneleval_cpu::detail::Same<T> value) {
+  return kerneleval_cpu::detail::AtomicUpdate(address,
+                                              [&](T old) { return old < value ? value : old; });
+}
+inline unsigned atomicInc(unsigned* address, unsigned limit) {
+  return kerneleval_cpu::detail::AtomicUpdate(
+      address, [&](unsigned old) { return old >= limit ? 0u : old + 1u; });
+}
+inline unsigned atomicDec(unsigned* address, unsigned limit) {
+  return kerneleval_cpu::detail::AtomicUpdate(
+      address, [&](unsigned old) { return (old == 0u || old > limit) ? limit : old - 1u; });
+}
+template <class T>
+inline T atomicCAS(T* address, kerneleval_cpu::detail::Same<T> compare,
+                   kerneleval_cpu::detail::Same<T> value) {
+  std::atomic_ref<T>(*address).compare_exchange_strong(compare, value, std::memory_order_relaxed);
+  return compare;  // the old value either way
+}
+template <class T>
+inline T atomicAnd(T* address, kerneleval_cpu::detail::Same<T> value) {
+  static_assert(std::is_integral_v<T>, "atomicAnd takes an integer");
+  return std::atomic_ref<T>(*address).fetch_and(value, std::memory_order_relaxed);
+}
+template <class T>
+inline T atomicOr(T* address, kerneleval_cpu::detail::Same<T> value) {
+  static_assert(std::is_integral_v<T>, "atomicOr takes an integer");
+  return std::atomic_ref<T>(*address).fetch_or(value, std::memory_order_relaxed);
+}
+template <class T>
+inline T atomicXor(T* address, kerneleval_cpu::detail::Same<T> value) {
+  static_assert(std::is_integral_v<T>, "atomicXor takes an integer");
+  return std::atomic_ref<T>(*address).fetch_xor(value, std::memory_order_relaxed);
+}
+// Scoped variants (_block, _system) behave like the device-wide ones here.
+#define KERNELEVAL_CPU_ATOMIC_SCOPES(name)                  \
+  template <class... A>                                     \
+  inline auto name##_block(A... a)->decltype(name(a...)) {  \
+    return name(a...);                                      \
+  }                                                         \
+  template <class... A>                                     \
+  inline auto name##_system(A... a)->decltype(name(a...)) { \
+    return name(a...);                                      \
+  }
+KERNELEVAL_CPU_ATOMIC_SCOPES(atomicAdd)
+KERNELEVAL_CPU_ATOMIC_SCOPES(atomicSub)
+KERNELEVAL_CPU_ATOMIC_SCOPES(atomicExch)
+KERNELEVAL_CPU_ATOMIC_SCOPES(atomicMin)
+KERNELEVAL_CPU_ATOMIC_SCOPES(atomicMax)
+KERNELEVAL_CPU_ATOMIC_SCOPES(atomicInc)
+KERNELEVAL_CPU_ATOMIC_SCOPES(atomicDec)
+KERNELEVAL_CPU_ATOMIC_SCOPES(atomicCAS)
+KERNELEVAL_CPU_ATOMIC_SCOPES(atomicAnd)
+KERNELEVAL_CPU_ATOMIC_SCOPES(atomicOr)
+KERNELEVAL_CPU_ATOMIC_SCOPES(atomicXor)
+#undef KERNELEVAL_CPU_ATOMIC_SCOPES
+
+// ---- 7. Loads and stores with cache hints: plain accesses.
+template <class T>
+inline T __ldg(const T* p) {
+  return *p;
+}
+template <class T>
+inline T __ldca(const T* p) {
+  return *p;
+}
+template <class T>
+inline T __ldcg(const T* p) {
+  return *p;
+}
+template <class T>
+inline T __ldcs(const T* p) {
+  return *p;
+}
+template <class T>
+inline T __ldlu(const T* p) {
+  return *p;
+}
+template <class T>
+inline T __ldcv(const T* p) {
+  return *p;
+}
+template <class T>
+inline void __stwb(T* p, T v) {
+  *p = v;
+}
+template <class T>
+inline void __stcg(T* p, T v) {
+  *p = v;
+}
+template <class T>
+inline void __stcs(T* p, T v) {
+  *p = v;
+}
+template <class T>
+inline void __stwt(T* p, T v) {
+  *p = v;
+}
+
+// ---- 8. Integer and float intrinsics, math.
+// min/max for device code: CUDA overloads them for every arithmetic pair.
+template <class A, class B>
+requires(std::is_arithmetic_v<A>&& std::is_arithmetic_v<B>) inline std::common_type_t<A, B> min(
+    A a, B b) {
+  using C = std::common_type_t<A, B>;
+  if constexpr (std::is_floating_point_v<C>) {
+    return std::fmin(static_cast<C>(a), static_cast<C>(b));
+  } else {
+    return static_cast<C>(b) < static_cast<C>(a) ? static_cast<C>(b) : static_cast<C>(a);
+  }
+}
+template <class A, class B>
+requires(std::is_arithmetic_v<A>&& std::is_arithmetic_v<B>) inline std::common_type_t<A, B> max(
+    A a, B b) {
+  using C = std::common_type_t<A, B>;
+  if constexpr (std::is_floating_point_v<C>) {
+    return std::fmax(static_cast<C>(a), static_cast<C>(b));
+  } else {
+    return static_cast<C>(a) < static_cast<C>(b) ? static_cast<C>(b) : static_cast<C>(a);
+  }
+}
+
+inline float __int_as_float(int v) { return std::bit_cast<float>(v); }
+inline int __float_as_int(float v) { return std::bit_cast<int>(v); }
+inline float __uint_as_float(unsigned v) { return std::bit_cast<float>(v); }
+inline unsigned __float_as_uint(float v) { return std::bit_cast<unsigned>(v); }
+inline double __longlong_as_double(long long v) { return std::bit_cast<double>(v); }
+inline long long __double_as_longlong(double v) { return std::bit_cast<long long>(v); }
+inline int __double2hiint(double v) {
+  return static_cast<int>(std::bit_cast<unsigned long long>(v) >> 32);
+}
+inline int __double2loint(double v) {
+  return static_cast<int>(std::bit_cast<unsigned long long>(v) & 0xffffffffu);
+}
+inline double __hiloint2double(int hi, int lo) {
+  return std::bit_cast<double>((static_cast<unsigned long long>(static_cast<unsigned>(hi)) << 32) |
+                               static_cast<unsigned>(lo));
+}
+
+inline int __popc(unsigned v) { return std::popcount(v); }
+inline int __popcll(unsigned long long v) { return std::popcount(v); }
+inline int __clz(int v) { return std::countl_zero(static_cast<unsigned>(v)); }
+inline int __clzll(long long v) { return std::countl_zero(static_cast<unsigned long long>(v)); }
+inline int __ffs(int v) { return v == 0 ? 0 : std::countr_zero(static_cast<unsigned>(v)) + 1; }
+inline int __ffsll(long long v) {
+  return v == 0 ? 0 : std::countr_zero(static_cast<unsigned long long>(v)) + 1;
+}
+inline unsigned __brev(unsigned v) {
+  unsigned r = 0;
+  for (int i = 0; i < 32; ++i) r |= ((v >> i) & 1u) << (31 - i);
+  return r;
+}
+inline unsigned long long __brevll(unsigned long long v) {
+  unsigned long long r = 0;
+  for (int i = 0; i < 64; ++i) r |= ((v >> i) & 1ull) << (63 - i);
+  return r;
+}
+inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+  const unsigned long long bytes = (static_cast<unsigned long long>(y) << 32) | x;
+  unsigned r = 0;
+  for (int i = 0; i < 4; ++i) {
+    const unsigned sel = (s >> (4 * i)) & 7u;
+    r |= static_cast<unsigned>((bytes >> (8 * sel)) & 0xffu) << (8 * i);
+  }
+  return r;
+}
+inline int __mulhi(int a, int b) { return static_cast<int>((static_cast<long long>(a) * b) >> 32); }
+inline unsigned __umulhi(unsigned a, unsigned b) {
+  return static_cast<unsigned>((static_cast<unsigned long long>(a) * b) >> 32);
+}
+inline long long __mul64hi(long long a, long long b) {
+  return static_cast<long long>((static_cast<__int128>(a) * b) >> 64);
+}
+inline unsigned long long __umul64hi(unsigned long long a, unsigned long long b) {
+  return static_cast<unsigned long long>((static_cast<unsigned __int128>(a) * b) >> 64);
+}
+inline int __mul24(int a, int b) { return ((a << 8) >> 8) * ((b << 8) >> 8); }
+inline unsigned __umul24(unsigned a, unsigned b) { return (a & 0xffffffu) * (b & 0xffffffu); }
+inline unsigned __sad(int a, int b, unsigned c) {
+  return c + static_cast<unsigned>(a > b ? a - b : b - a);
+}
+inline unsigned __usad(unsigned a, unsigned b, unsigned c) { return c + (a > b ? a - b : b - a); }
+inline int __hadd(int a, int b) { return static_cast<int>((static_cast<long long>(a) + b) >> 1); }
+inline int __rhadd(int a, int b) {
+  return static_cast<int>((static_cast<long long>(a) + b + 1) >> 1);
+}
+inline unsigned __uhadd(unsigned a, unsigned b) {
+  return static_cast<unsigned>((static_cast<unsigned long long>(a) + b) >> 1);
+}
+inline unsigned __urhadd(unsigned a, unsigned b) {
+  return static_cast<unsigned>((static_cast<unsigned long long>(a) + b + 1) >> 1);
+}
+inline unsigned __funnelshift_l(unsigned lo, unsigned hi, unsigned shift) {
+  const unsigned long long v = (static_cast<unsigned long long>(hi) << 32) | lo;
+  return static_cast<unsigned>((v << (shift & 31u)) >> 32);
+}
+inline unsigned __funnelshift_lc(unsigned lo, unsigned hi, unsigned shift) {
+  const unsigned long long v = (static_cast<unsigned long long>(hi) << 32) | lo;
+  return static_cast<unsigned>((v << std::min(shift, 32u)) >> 32);
+}
+inline unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned shift) {
+  const unsigned long long v = (static_cast<unsigned long long>(hi) << 32) | lo;
+  return static_cast<unsigned>(v >> (shift & 31u));
+}
+inline unsigned __funnelshift_rc(unsigned lo, unsigned hi, unsigned shift) {
+  const unsigned long long v = (static_cast<unsigned long long>(hi) << 32) | lo;
+  return static_cast<unsigned>(v >> std::min(shift, 32u));
+}
+
+// Fast-math float intrinsics: the accurate host functions.
+inline float __expf(float x) { return ::expf(x); }
+inline float __exp10f(float x) { return ::exp10f(x); }
+inline float __logf(float x) { return ::logf(x); }
+inline float __log2f(float x) { return ::log2f(x); }
+inline float __log10f(float x) { return ::log10f(x); }
+inline float __sinf(float x) { return ::sinf(x); }
+inline float __cosf(float x) { return ::cosf(x); }
+inline float __tanf(float x) { return ::tanf(x); }
+inline void __sincosf(float x, float* s, float* c) { ::sincosf(x, s, c); }
+inline float __powf(float x, float y) { return ::powf(x, y); }
+inline float __fdividef(float x, float y) { return x / y; }
+inline float fdividef(float x, float y) { return x / y; }
+inline float __saturatef(float x) { return x >= 1.0f ? 1.0f : (x > 0.0f ? x : 0.0f); }
+inline float rsqrtf(float x) { return 1.0f / ::sqrtf(x); }
+inline double rsqrt(double x) { return 1.0 / ::sqrt(x); }
+inline float rcbrtf(float x) { return 1.0f / ::cbrtf(x); }
+inline double rcbrt(double x) { return 1.0 / ::cbrt(x); }
+inline float exp10f(float x) { return ::powf(10.0f, x); }
+inline float sinpif(float x) { return ::sinf(static_cast<float>(M_PI) * x); }
+inline float cospif(float x) { return ::cosf(static_cast<float>(M_PI) * x); }
+inline double sinpi(double x) { return ::sin(M_PI * x); }
+inline double cospi(double x) { return ::cos(M_PI * x); }
+inline void sincospif(float x, float* s, float* c) {
+  *s = sinpif(x);
+  *c = cospif(x);
+}
+inline float normcdff(float x) { return 0.5f * ::erfcf(-x * static_cast<float>(M_SQRT1_2)); }
+inline double normcdf(double x) { return 0.5 * ::erfc(-x * M_SQRT1_2); }
+inline float rhypotf(float x, float y) { return 1.0f / ::hypotf(x, y); }
+inline float norm3df(float a, float b, float c) { return ::sqrtf(a * a + b * b + c * c); }
+inline float rnorm3df(float a, float b, float c) { return 1.0f / norm3df(a, b, c); }
+inline float norm4df(float a, float b, float c, float d) {
+  return ::sqrtf(a * a + b * b + c * c + d * d);
+}
+inline float rnorm4df(float a, float b, float c, float d) { return 1.0f / norm4df(a, b, c, d); }
+inline float __frcp_rn(float x) { return 1.0f / x; }
+inline float __fsqrt_rn(float x) { return ::sqrtf(x); }
+inline float __frsqrt_rn(float x) { return 1.0f / ::sqrtf(x); }
+inline double __drcp_rn(double x) { return 1.0 / x; }
+inline double __dsqrt_rn(double x) { return ::sqrt(x); }
+// Directed rounding modes are not emulated: every variant rounds to nearest.
+#define KERNELEVAL_CPU_ROUNDED(suffix)                                                \
+  inline float __fadd_##suffix(float a, float b) { return a + b; }                    \
+  inline float __fsub_##suffix(float a, float b) { return a - b; }                    \
+  inline float __fmul_##suffix(float a, float b) { return a * b; }                    \
+  inline float __fdiv_##suffix(float a, float b) { return a / b; }                    \
+  inline float __fmaf_##suffix(float a, float b, float c) { return ::fmaf(a, b, c); } \
+  inline double __dadd_##suffix(double a, double b) { return a + b; }                 \
+  inline double __dsub_##suffix(double a, double b) { return a - b; }                 \
+  inline double __dmul_##suffix(double a, double b) { return a * b; }                 \
+  inline double __ddiv_##suffix(double a, double b) { return a / b; }                 \
+  inline double __fma_##suffix(double a, double b, double c) { return ::fma(a, b, c); }
+KERNELEVAL_CPU_ROUNDED(rn)
+KERNELEVAL_CPU_ROUNDED(rz)
+KERNELEVAL_CPU_ROUNDED(ru)
+KERNELEVAL_CPU_ROUNDED(rd)
+#undef KERNELEVAL_CPU_ROUNDED
+
+namespace kerneleval_cpu::detail {
+template <class I, class F>
+inline I Convert(F x, int mode) {  // mode: 0 nearest-even, 1 toward zero, 2 up, 3 down
+  if (std::isnan(x)) return 0;
+  F r = mode == 0   ? std::nearbyint(x)
+        : mode == 1 ? std::trunc(x)
+        : mode == 2 ? std::ceil(x)
+                    : std::floor(x);
+  if (r <= static_cast<F>(std::numeric_limits<I>::min())) return std::numeric_limits<I>::min();
+  if (r >= static_cast<F>(std::numeric_limits<I>::max())) return std::numeric_limits<I>::max();
+  return static_cast<I>(r);
+}
+}  // namespace kerneleval_cpu::detail
+#define KERNELEVAL_CPU_CONVERSIONS(suffix, mode)                                               \
+  inline int __float2int_##suffix(float x) {                                                   \
+    return kerneleval_cpu::detail::Convert<int>(x, mode);                                      \
+  }                                                                                            \
+  inline unsigned __float2uint_##suffix(float x) {                                             \
+    return kerneleval_cpu::detail::Convert<unsigned>(x, mode);                                 \
+  }                                                                                            \
+  inline long long __float2ll_##suffix(float x) {                                              \
+    return kerneleval_cpu::detail::Convert<long long>(x, mode);                                \
+  }                                                                                            \
+  inline unsigned long long __float2ull_##suffix(float x) {                                    \
+    return kerneleval_cpu::detail::Convert<unsigned long long>(x, mode);                       \
+  }                                                                                            \
+  inline int __double2int_##suffix(double x) {                                                 \
+    return kerneleval_cpu::detail::Convert<int>(x, mode);                                      \
+  }                                                                                            \
+  inline unsigned __double2uint_##suffix(double x) {                                           \
+    return kerneleval_cpu::detail::Convert<unsigned>(x, mode);                                 \
+  }                                                                                            \
+  inline long long __double2ll_##suffix(double x) {                                            \
+    return kerneleval_cpu::detail::Convert<long long>(x, mode);                                \
+  }                                                                                            \
+  inline unsigned long long __double2ull_##suffix(double x) {                                  \
+    return kerneleval_cpu::detail::Convert<unsigned long long>(x, mode);                       \
+  }                                                                                            \
+  inline float __int2float_##suffix(int x) { return static_cast<float>(x); }                   \
+  inline float __uint2float_##suffix(unsigned x) { return static_cast<float>(x); }             \
+  inline float __ll2float_##suffix(long long x) { return static_cast<float>(x); }              \
+  inline float __ull2float_##suffix(unsigned long long x) { return static_cast<float>(x); }    \
+  inline double __ll2double_##suffix(long long x) { return static_cast<double>(x); }           \
+  inline double __ull2double_##suffix(unsigned long long x) { return static_cast<double>(x); } \
+  inline float __double2float_##suffix(double x) { return static_cast<float>(x); }
+KERNELEVAL_CPU_CONVERSIONS(rn, 0)
+KERNELEVAL_CPU_CONVERSIONS(rz, 1)
+KERNELEVAL_CPU_CONVERSIONS(ru, 2)
+KERNELEVAL_CPU_CONVERSIONS(rd, 3)
+#undef KERNELEVAL_CPU_CONVERSIONS
+inline double __int2double_rn(int x) { return x; }
+inline double __uint2double_rn(unsigned x) { return x; }
+
+// ---- 9. Half and bfloat16 functions the toolkit declares for device code only
+// (its round-toward-zero conversions have host versions).
+#define KERNELEVAL_CPU_LOW_PRECISION(T, T2, to_float, from_float)                  \
+  inline T __hfma(T a, T b, T c) {                                                 \
+    return from_float(::fmaf(to_float(a), to_float(b), to_float(c)));              \
+  }                                                                                \
+  inline T __hfma_sat(T a, T b, T c) {                                             \
+    return from_float(__saturatef(::fmaf(to_float(a), to_float(b), to_float(c)))); \
+  }                                                                                \
+  inline T __hfma_relu(T a, T b, T c) {                                            \
+    const float r = ::fmaf(to_float(a), to_float(b), to_float(c));                 \
+    return from_float(r > 0.0f ? r : 0.0f);                                        \
+  }                                                                                \
+  inline T2 __hfma2(T2 a, T2 b, T2 c) {                                            \
+    T2 r;                                                                          \
+    r.x = __hfma(a.x, b.x, c.x);                                                   \
+    r.y = __hfma(a.y, b.y, c.y);                                                   \
+    return r;                                                                      \
+  }                                                                                \
+  inline T hexp(T a) { return from_float(::expf(to_float(a))); }                   \
+  inline T hexp2(T a) { return from_float(::exp2f(to_float(a))); }                 \
+  inline T hexp10(T a) { return from_float(::powf(10.0f, to_float(a))); }          \
+  inline T hlog(T a) { return from_float(::logf(to_float(a))); }                   \
+  inline T hlog2(T a) { return from_float(::log2f(to_float(a))); }                 \
+  inline T hlog10(T a) { return from_float(::log10f(to_float(a))); }               \
+  inline T hsqrt(T a) { return from_float(::sqrtf(to_float(a))); }                 \
+  inline T hrsqrt(T a) { return from_float(1.0f / ::sqrtf(to_float(a))); }         \
+  inline T hrcp(T a) { return from_float(1.0f / to_float(a)); }                    \
+  inline T hsin(T a) { return from_float(::sinf(to_float(a))); }                   \
+  inline T hcos(T a) { return from_float(::cosf(to_float(a))); }                   \
+  inline T htanh(T a) { return from_float(::tanhf(to_float(a))); }                 \
+  inline T htanh_approx(T a) { return from_float(::tanhf(to_float(a))); }          \
+  inline T hfloor(T a) { return from_float(::floorf(to_float(a))); }               \
+  inline T hceil(T a) { return from_float(::ceilf(to_float(a))); }                 \
+  inline T htrunc(T a) { return from_float(::truncf(to_float(a))); }               \
+  inline T hrint(T a) { return from_float(::nearbyintf(to_float(a))); }            \
+  inline T2 h2exp(T2 a) {                                                          \
+    T2 r;                                                                          \
+    r.x = hexp(a.x);                                                               \
+    r.y = hexp(a.y);                                                               \
+    return r;                                                                      \
+  }                                                                                \
+  inline T2 h2log(T2 a) {                                                          \
+    T2 r;                                                                          \
+    r.x = hlog(a.x);                                                               \
+    r.y = hlog(a.y);                                                               \
+    return r;                                                                      \
+  }                                                                                \
+  inline T2 h2sqrt(T2 a) {                                                         \
+    T2 r;                                                                          \
+    r.x = hsqrt(a.x);                                                              \
+    r.y = hsqrt(a.y);                                                              \
+    return r;                                                                      \
+  }                                                                                \
+  inline T2 h2rsqrt(T2 a) {                                                        \
+    T2 r;                                                                          \
+    r.x = hrsqrt(a.x);                                                             \
+    r.y = hrsqrt(a.y);                                                             \
+    return r;                                                                      \
+  }                                                                                \
+  inline T2 h2rcp(T2 a) {                                                          \
+    T2 r;                                                                          \
+    r.x = hrcp(a.x);                                                               \
+    r.y = hrcp(a.y);                                                               \
+    return r;                                                                      \
+  }
+KERNELEVAL_CPU_LOW_PRECISION(__half, __half2, __half2float, __float2half)
+KERNELEVAL_CPU_LOW_PRECISION(__nv_bfloat16, __nv_bfloat162, __bfloat162float, __float2bfloat16)
+#undef KERNELEVAL_CPU_LOW_PRECISION
+
+#define KERNELEVAL_CPU_HALF_TO_INT(prefix, T, to_float)                                \
+  inline int prefix##2int_rn(T a) { return __float2int_rn(to_float(a)); }              \
+  inline int prefix##2int_rd(T a) { return __float2int_rd(to_float(a)); }              \
+  inline int prefix##2int_ru(T a) { return __float2int_ru(to_float(a)); }              \
+  inline unsigned prefix##2uint_rn(T a) { return __float2uint_rn(to_float(a)); }       \
+  inline long long prefix##2ll_rn(T a) { return __float2ll_rn(to_float(a)); }          \
+  inline short prefix##2short_rn(T a) {                                                \
+    return static_cast<short>(std::clamp(__float2int_rn(to_float(a)), -32768, 32767)); \
+  }
+KERNELEVAL_CPU_HALF_TO_INT(__half, __half, __half2float)
+KERNELEVAL_CPU_HALF_TO_INT(__bfloat16, __nv_bfloat16, __bfloat162float)
+#undef KERNELEVAL_CPU_HALF_TO_INT
+
+// ---- 10. Timers, printf, malloc, assert, trap.
+inline long long clock64() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+inline unsigned long long __globaltimer() { return static_cast<unsigned long long>(clock64()); }
+
+namespace kerneleval_cpu::detail {
+
+__attribute__((format(printf, 1, 2))) inline int DevicePrintf(const char* format, ...) {
+  // A printf flood costs nothing once the budget (bytes, per run) is spent:
+  // nothing is formatted any more.
+  const size_t budget = rt().print_budget();
+  if (budget == 0) return 0;
+  char buffer[1024];
+  va_list args;
+  va_start(args, format);
+  const int length = std::vsnprintf(buffer, sizeof(buffer), format, args);
+  va_end(args);
+  if (length > 0) {
+    rt().print(buffer, std::min(static_cast<size_t>(length), sizeof(buffer) - 1));
+  }
+  return length;
+}
+
+inline void* DeviceMalloc(size_t bytes) { return rt().heap_alloc(bytes); }
+inline void DeviceFree(void* pointer) { rt().heap_free(pointer); }
+
+[[noreturn]] inline void Trap(const char* message) {
+  rt().trap(message);
+  __builtin_unreachable();
+}
+
+[[noreturn]] inline void AssertFailed(const char* expression, const char* file, int line) {
+  char message[512];
+  std::snprintf(message, sizeof(message), "device assertion failed: %s at %s:%d", expression, file,
+                line);
+  Trap(message);
+}
+
+}  // namespace kerneleval_cpu::detail
+
+#define printf(...) ::kerneleval_cpu::detail::DevicePrintf(__VA_ARGS__)
+#define malloc(bytes) ::kerneleval_cpu::detail::DeviceMalloc(bytes)
+#define free(pointer) ::kerneleval_cpu::detail::DeviceFree(pointer)
+#undef assert
+#define assert(expression)             \
+  ((expression) ? static_cast<void>(0) \
+                : ::kerneleval_cpu::detail::AssertFailed(#expression, __FILE__, __LINE__))
+[[noreturn]] inline void __trap() { kerneleval_cpu::detail::Trap("__trap() called"); }
+[[noreturn]] inline void __brkpt() { kerneleval_cpu::detail::Trap("__brkpt() called"); }
+inline void __prof_trigger(int) {}
+
+// ---- 11. Cooperative groups: block and warp-tile groups. Grid-wide groups
+// (this_grid, grid sync) are not supported.
+namespace cooperative_groups {
+
+class thread_block {
+ public:
+  void sync() const { __syncthreads(); }
+  static unsigned thread_rank() { return kerneleval_cpu::detail::LinearThreadIndex(); }
+  static unsigned size() { return blockDim.x * blockDim.y * blockDim.z; }
+  static unsigned num_threads() { return size(); }
+  static dim3 group_index() { return dim3(blockIdx); }
+  static dim3 thread_index() { return dim3(threadIdx); }
+  static dim3 group_dim() { return blockDim; }
+  static dim3 dim_threads() { return blockDim; }
+};
+
+inline thread_block this_thread_block() { return {}; }
+inline void sync(const thread_block& block) { block.sync(); }
+
+template <unsigned Size, class Parent = void>
+class thread_block_tile {
+  static_assert(Size > 0 && Size <= 32 && (Size & (Size - 1)) == 0,
+                "tiles of 1, 2, 4, 8, 16 or 32 threads");
+
+ public:
+  thread_block_tile() = default;
+  template <class OtherParent>
+  thread_block_tile(const thread_block_tile<Size, OtherParent>&) {}  // NOLINT: as CUDA's
+  static constexpr unsigned num_threads() { return Size; }
+  static constexpr unsigned size() { return Size; }
+  static unsigned thread_rank() { return kerneleval_cpu::detail::LinearThreadIndex() & (Size - 1); }
+  static unsigned meta_group_rank() { return kerneleval_cpu::detail::LinearThreadIndex() / Size; }
+  static unsigned meta_group_size() { return (thread_block::size() + Size - 1) / Size; }
+  static unsigned mask() {
+    const unsigned lane = kerneleval_cpu::detail::LinearThreadIndex() & 31u;
+    const unsigned base = lane & ~(Size - 1);
+    return (Size == 32 ? 0xffffffffu : ((1u << Size) - 1u)) << base;
+  }
+  void sync() const { __syncwarp(mask()); }
+  template <class T>
+  T shfl(T value, int src) const {
+    return __shfl_sync(mask(), value, src, Size);
+  }
+  template <class T>
+  T shfl_down(T value, unsigned delta) const {
+    return __shfl_down_sync(mask(), value, delta, Size);
+  }
+  template <class T>
+  T shfl_up(T value, unsigned delta) const {
+    return __shfl_up_sync(mask(), value, delta, Size);
+  }
+  template <class T>
+  T shfl_xor(T value, unsigned lane_mask) const {
+    return __shfl_xor_sync(mask(), value, static_cast<int>(lane_mask), Size);
+  }
+  int any(int predicate) const { return __any_sync(mask(), predicate); }
+  int all(int predicate) const { return __all_sync(mask(), predicate); }
+  unsigned ballot(int predicate) const {
+    const unsigned lane = kerneleval_cpu::detail::LinearThreadIndex() & 31u;
+    return __ballot_sync(mask(), predicate) >> (lane & ~(Size - 1));
+  }
+};
+
+template <unsigned Size, class Parent>
+inline thread_block_tile<Size> tiled_partition(const Parent&) {
+  return {};
+}
+
+template <class T>
+struct plus {
+  T operator()(const T& a, const T& b) const { return a + b; }
+};
+template <class T>
+struct less {
+  T operator()(const T& a, const T& b) const { return b < a ? b : a; }
+};
+template <class T>
+struct greater {
+  T operator()(const T& a, const T& b) const { return a < b ? b : a; }
+};
+template <class T>
+struct bit_and {
+  T operator()(const T& a, const T& b) const { return a & b; }
+};
+template <class T>
+struct bit_or {
+  T operator()(const T& a, const T& b) const { return a | b; }
+};
+template <class T>
+struct bit_xor {
+  T operator()(const T& a, const T& b) const { return a ^ b; }
+};
+
+// Butterfly reduction: every lane of the tile gets the result.
+template <unsigned Size, class Parent, class T, class Op>
+inline T reduce(const thread_block_tile<Size, Parent>& tile, T value, Op op) {
+  for (unsigned offset = Size / 2; offset > 0; offset /= 2) {
+    value = op(value, tile.shfl_xor(value, offset));
+  }
+  return value;
+}
+
+template <unsigned Size, class Parent, class T, class Op>
+inline T inclusive_scan(const thread_block_tile<Size, Parent>& tile, T value, Op op) {
+  const unsigned rank = tile.thread_rank();
+  for (unsigned offset = 1; offset < Size; offset *= 2) {
+    const T other = tile.shfl_up(value, offset);
+    if (rank >= offset) value = op(value, other);
+  }
+  return value;
+}
+
+template <unsigned Size, class Parent, class T, class Op>
+inline T exclusive_scan(const thread_block_tile<Size, Parent>& tile, T value, Op op) {
+  const T inclusive = inclusive_scan(tile, value, op);
+  const T shifted = tile.shfl_up(inclusive, 1);
+  return tile.thread_rank() == 0 ? T{} : shifted;
+}
+
+}  // namespace cooperative_groups
+
+// ---- 12. Launchers: the generated code after the submission instantiates
+// Launch<&kernel> once per kernel named in the plan.
+namespace kerneleval_cpu::detail {
+
+template <class P>
+inline const char* ConvertArg(const kerneleval_cpu_arg& arg, P* out) {
+  if constexpr (std::is_pointer_v<P>) {
+    if (arg.kind != KERNELEVAL_CPU_ARG_POINTER)
+      return "a buffer was passed for a non-pointer parameter";
+    *out = reinterpret_cast<P>(arg.pointer);
+    return nullptr;
+  } else if constexpr (std::is_arithmetic_v<P> || std::is_enum_v<P>) {
+    if (arg.kind == KERNELEVAL_CPU_ARG_INTEGER) {
+      *out = static_cast<P>(arg.integer);
+    } else if (arg.kind == KERNELEVAL_CPU_ARG_REAL) {
+      if constexpr (std::is_floating_point_v<P>) {
+        *out = static_cast<P>(arg.real);
+      } else {
+        return "a real number was passed for an integer parameter";
+      }
+    } else {
+      return "a buffer was passed for a scalar parameter";
+    }
+    return nullptr;
+  } else if constexpr (std::is_same_v<P, __half> || std::is_same_v<P, __nv_bfloat16>) {
+    if (arg.kind == KERNELEVAL_CPU_ARG_POINTER) return "a buffer was passed for a scalar parameter";
+    const float value = arg.kind == KERNELEVAL_CPU_ARG_REAL ? static_cast<float>(arg.real)
+                                                            : static_cast<float>(arg.integer);
+    *out = P(value);
+    return nullptr;
+  } else {
+    return "a kernel parameter of this type (struct or class by value) is not supported by the "
+           "CPU backend";
+  }
+}
+
+template <auto Kernel, class Tuple>
+void RunThreads(void* closure, const kerneleval_cpu_block_info* info, uint32_t first) {
+  const Tuple& args = *static_cast<const Tuple*>(closure);
+  blockIdx = uint3{info->block_idx.x, info->block_idx.y, info->block_idx.z};
+  blockDim = dim3(info->block_dim.x, info->block_dim.y, info->block_dim.z);
+  gridDim = dim3(info->grid_dim.x, info->grid_dim.y, info->grid_dim.z);
+  const uint32_t bx = info->block_dim.x;
+  const uint32_t bxy = bx * info->block_dim.y;
+  for (uint32_t t = first; t != UINT32_MAX; t = rt().next_thread()) {
+    threadIdx = uint3{t % bx, (t % bxy) / bx, t / bxy};
+    // Parameters are passed by value: a kernel that changes its copy changes
+    // nothing for the other threads.
+    std::apply([](auto... a) { Kernel(a...); }, args);
+  }
+}
+
+template <auto Kernel, class... P>
+const char* LaunchWithParams(void (*)(P...), const kerneleval_cpu_launch* launch) {
+  using Tuple = std::tuple<std::remove_cv_t<P>...>;
+  if (launch->arg_count != sizeof...(P)) {
+    return "the plan passes a different number of arguments than the kernel declares";
+  }
+  Tuple args{};
+  const char* error = nullptr;
+  [&]<size_t... I>(std::index_sequence<I...>) {
+    ((error = error ? error : ConvertArg(launch->args[I], &std::get<I>(args))), ...);
+  }
+  (std::index_sequence_for<P...>{});
+  if (error) return error;
+  return rt().run_grid(launch, &RunThreads<Kernel, Tuple>, &args);
+}
+
+template <auto Kernel>
+const char* Launch(const kerneleval_cpu_launch* launch) {
+  return LaunchWithParams<Kernel>(Kernel, launch);
+}
+
+}  // namespace kerneleval_cpu::detail
+
+namespace kerneleval_cpu::detail {
+// Called once by the runner after dlopen (the generated code exports it).
+inline uint32_t InitRuntime(const kerneleval_cpu_runtime* runtime) {
+  if (!runtime || runtime->abi_version != KERNELEVAL_CPU_ABI_VERSION ||
+      runtime->size < sizeof(kerneleval_cpu_runtime)) {
+    return 0;
+  }
+  kerneleval_cpu::detail::runtime = runtime;
+  return KERNELEVAL_CPU_ABI_VERSION;
+}
+}  // namespace kerneleval_cpu::detail
+
+#endif  // KERNELEVAL_CPU_PRELUDE_H_

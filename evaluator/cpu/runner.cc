@@ -1,0 +1,505 @@
+#include "evaluator/cpu/runner.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "evaluator/cpu/device_memory.h"
+#include "evaluator/data/dtype.h"
+#include "evaluator/data/poison.h"
+#include "evaluator/data/prng.h"
+#include "evaluator/process/framing.h"
+#include "evaluator/process/worker_process.h"
+#include "evaluator/sandbox/sandbox.h"
+
+namespace kerneleval::cpu {
+namespace {
+
+constexpr int kChannelFd = 3;
+
+// ---- Child side.
+RunnerReport* child_report = nullptr;
+
+void CopyMessage(const std::string& message) {
+  if (!child_report) return;
+  const size_t n = std::min(message.size(), sizeof(child_report->message) - 1);
+  std::memcpy(child_report->message, message.data(), n);
+  child_report->message[n] = '\0';
+}
+
+[[noreturn]] void ExitWith(int code, const std::string& message) {
+  CopyMessage(message);
+  ::_exit(code);
+}
+
+void OnKernelFatal(const char* message) {
+  CopyMessage(message);
+  ::_exit(kKernelErrorExit);
+}
+
+// Records where a fault happened. SA_RESETHAND has restored the default
+// action: returning re-executes the faulting instruction, which ends the
+// process with the same signal.
+void OnFault(int signal, siginfo_t* info, void*) {
+  if (child_report) {
+    child_report->fault_address = reinterpret_cast<uint64_t>(info->si_addr);
+    child_report->fault_code = info->si_code;
+    child_report->fault_signal.store(signal);
+  }
+}
+
+void InstallFaultHandlers() {
+  static char alternate_stack[64 << 10];
+  stack_t stack{};
+  stack.ss_sp = alternate_stack;
+  stack.ss_size = sizeof(alternate_stack);
+  ::sigaltstack(&stack, nullptr);
+  struct sigaction action {};
+  action.sa_sigaction = OnFault;
+  action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND;
+  sigemptyset(&action.sa_mask);
+  for (int signal : {SIGSEGV, SIGBUS, SIGFPE, SIGILL}) ::sigaction(signal, &action, nullptr);
+}
+
+struct Library {
+  std::unordered_map<std::string, const char* (*)(const kerneleval_cpu_launch*)> launchers;
+};
+
+// Sandbox, then load: the library's static initialisers are kernel code too.
+Library SandboxAndLoad(const RunnerConfig& config) {
+  sandbox::FilesystemPolicy policy;
+  policy.read_only = {config.library_path};
+  if (absl::Status s = sandbox::RestrictFilesystem(policy); !s.ok()) {
+    ExitWith(kSetupFailedExit, absl::StrCat("sandbox (file system): ", s.message()));
+  }
+  if (absl::Status s = sandbox::RestrictSyscalls(sandbox::SyscallProfile::kKernel); !s.ok()) {
+    ExitWith(kSetupFailedExit, absl::StrCat("sandbox (system calls): ", s.message()));
+  }
+  InstallFaultHandlers();
+  const kerneleval_cpu_runtime* runtime = InstallDeviceRuntime(config.runtime, OnKernelFatal);
+  void* handle = ::dlopen(config.library_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char* error = ::dlerror();
+    ExitWith(kLoadFailedExit, error ? error : "dlopen failed");
+  }
+  auto init = reinterpret_cast<uint32_t (*)(const kerneleval_cpu_runtime*)>(
+      ::dlsym(handle, "kerneleval_cpu_init"));
+  if (!init || init(runtime) != KERNELEVAL_CPU_ABI_VERSION) {
+    ExitWith(kLoadFailedExit, "the compiled library does not match the runtime's ABI");
+  }
+  Library library;
+  for (size_t i = 0; i < config.kernel_names.size(); ++i) {
+    auto launcher = reinterpret_cast<const char* (*)(const kerneleval_cpu_launch*)>(
+        ::dlsym(handle, absl::StrCat("kerneleval_cpu_launch_", i).c_str()));
+    if (!launcher) ExitWith(kLoadFailedExit, "a kernel launcher is missing from the library");
+    library.launchers[config.kernel_names[i]] = launcher;
+  }
+  return library;
+}
+
+void GenerateInto(const internal::BufferSpec& spec, uint64_t seed, void* data, unsigned threads) {
+  const uint64_t n = spec.elements();
+  const uint64_t per_thread_minimum = 1 << 16;
+  const unsigned parts = static_cast<unsigned>(
+      std::max<uint64_t>(1, std::min<uint64_t>(threads, n / per_thread_minimum)));
+  if (parts <= 1) {
+    data::GenerateInputRange(spec, seed, 0, n, data);
+    return;
+  }
+  std::vector<std::thread> workers;
+  for (unsigned p = 0; p < parts; ++p) {
+    const uint64_t begin = n * p / parts, end = n * (p + 1) / parts;
+    workers.emplace_back([&spec, seed, data, begin, end] {
+      data::GenerateInputRange(spec, seed, begin, end, data);
+    });
+  }
+  for (std::thread& t : workers) t.join();
+}
+
+// The buffers of one plan on one input set.
+class PlanMemory {
+ public:
+  PlanMemory(const internal::ResolvedPlan& plan, uint64_t seed, unsigned threads) : plan_(&plan) {
+    for (const internal::BufferSpec& spec : plan.buffers()) {
+      const size_t bytes = spec.elements() * data::DTypeSize(spec.dtype());
+      absl::StatusOr<GuardedBuffer> buffer = GuardedBuffer::Allocate(bytes);
+      if (!buffer.ok()) {
+        ExitWith(kKernelErrorExit, absl::StrCat("out of memory for buffer '", spec.name(), "' (",
+                                                bytes, " bytes): ", buffer.status().message()));
+      }
+      Entry entry{&spec, *std::move(buffer), {}};
+      if (spec.role() == internal::BUFFER_ROLE_INPUT) {
+        GenerateInto(spec, seed, entry.buffer.data(), threads);
+        entry.input_copy.assign(static_cast<const char*>(entry.buffer.data()), bytes);
+      }
+      entries_.push_back(std::move(entry));
+    }
+    for (size_t i = 0; i < entries_.size(); ++i) by_name_[entries_[i].spec->name()] = i;
+  }
+
+  void Poison() {
+    for (Entry& e : entries_) {
+      if (e.spec->role() != internal::BUFFER_ROLE_INPUT) {
+        data::FillPoison(e.spec->dtype(), e.buffer.data(), e.spec->elements());
+      }
+    }
+  }
+
+  void Register(RunnerReport* report) const {
+    uint32_t count = 0;
+    for (const Entry& e : entries_) {
+      if (count == RunnerReport::kMaxBuffers) break;
+      RunnerReport::BufferRange& range = report->buffers[count++];
+      range.begin = reinterpret_cast<uint64_t>(e.buffer.data());
+      range.end = range.begin + e.buffer.size();
+      std::snprintf(range.name, sizeof(range.name), "%s", e.spec->name().c_str());
+    }
+    report->buffer_count = count;
+  }
+
+  void Run(const Library& library, RunnerReport* report) {
+    std::vector<kerneleval_cpu_arg> args;
+    for (int l = 0; l < plan_->launches_size(); ++l) {
+      const internal::ResolvedLaunch& launch = plan_->launches(l);
+      report->launch_index.store(l);
+      args.assign(static_cast<size_t>(launch.args_size()), kerneleval_cpu_arg{});
+      for (int a = 0; a < launch.args_size(); ++a) {
+        const internal::KernelArg& arg = launch.args(a);
+        kerneleval_cpu_arg& out = args[static_cast<size_t>(a)];
+        switch (arg.value_case()) {
+          case internal::KernelArg::kBuffer: {
+            auto it = by_name_.find(arg.buffer());
+            if (it == by_name_.end()) {
+              ExitWith(kSetupFailedExit, absl::StrCat("unknown buffer ", arg.buffer()));
+            }
+            out.kind = KERNELEVAL_CPU_ARG_POINTER;
+            out.pointer = entries_[it->second].buffer.data();
+            break;
+          }
+          case internal::KernelArg::kScalar:
+            out.kind = KERNELEVAL_CPU_ARG_INTEGER;
+            out.integer = arg.scalar();
+            break;
+          case internal::KernelArg::kReal:
+            out.kind = KERNELEVAL_CPU_ARG_REAL;
+            out.real = arg.real();
+            break;
+          default:
+            ExitWith(kSetupFailedExit, "a kernel argument without a value");
+        }
+      }
+      auto dim = [](const google::protobuf::RepeatedField<uint32_t>& v, int i) {
+        return i < v.size() ? v[i] : 1u;
+      };
+      kerneleval_cpu_launch config{};
+      config.grid = {dim(launch.grid(), 0), dim(launch.grid(), 1), dim(launch.grid(), 2)};
+      config.block = {dim(launch.block(), 0), dim(launch.block(), 1), dim(launch.block(), 2)};
+      config.dynamic_shared_bytes = launch.dynamic_shared_bytes();
+      config.arg_count = static_cast<uint32_t>(args.size());
+      config.args = args.data();
+      auto launcher = library.launchers.find(launch.kernel());
+      if (launcher == library.launchers.end()) {
+        ExitWith(kSetupFailedExit, absl::StrCat("no launcher for kernel ", launch.kernel()));
+      }
+      if (const char* error = launcher->second(&config)) {
+        ExitWith(kKernelErrorExit, absl::StrCat("launch ", l, " (", launch.kernel(),
+                                                "): ", std::string(error, strnlen(error, 1000))));
+      }
+    }
+    report->launch_index.store(-1);
+  }
+
+  internal::CaseResult Collect() const {
+    internal::CaseResult result;
+    for (const Entry& e : entries_) {
+      if (e.spec->role() == internal::BUFFER_ROLE_INPUT) {
+        if (result.modified_input().empty() &&
+            std::memcmp(e.buffer.data(), e.input_copy.data(), e.input_copy.size()) != 0) {
+          result.set_modified_input(e.spec->name());
+        }
+      } else if (e.spec->role() == internal::BUFFER_ROLE_OUTPUT) {
+        internal::Tensor* tensor = result.add_outputs();
+        tensor->set_name(e.spec->name());
+        tensor->set_dtype(e.spec->dtype());
+        tensor->set_elements(e.spec->elements());
+        tensor->set_data(static_cast<const char*>(e.buffer.data()), e.buffer.size());
+      }
+    }
+    return result;
+  }
+
+ private:
+  struct Entry {
+    const internal::BufferSpec* spec;
+    GuardedBuffer buffer;
+    std::string input_copy;  // the generated bytes, to detect changes
+  };
+  const internal::ResolvedPlan* plan_;
+  std::vector<Entry> entries_;
+  std::unordered_map<std::string, size_t> by_name_;
+};
+
+// Evicts the caches between timed runs (config.flush_l2): writes a buffer
+// larger than any last-level cache.
+void FlushCaches() {
+  static std::vector<char>* junk = new std::vector<char>(size_t{64} << 20);
+  static char value = 0;
+  ++value;
+  std::memset(junk->data(), value, junk->size());
+}
+
+std::string SignalName(int signal) {
+  const char* abbreviation = sigabbrev_np(signal);
+  return absl::StrCat("signal ", signal, " (SIG", abbreviation ? abbreviation : "?", ")");
+}
+
+std::string DescribeFault(const RunnerReport& report) {
+  const uint64_t address = report.fault_address;
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint32_t count = std::min<uint32_t>(report.buffer_count, RunnerReport::kMaxBuffers);
+  for (uint32_t i = 0; i < count; ++i) {
+    const RunnerReport::BufferRange& b = report.buffers[i];
+    std::string name(b.name, strnlen(b.name, sizeof(b.name)));
+    if (address >= b.end && address < b.end + page + 16) {
+      return absl::StrFormat("at byte %d past the end of buffer '%s' (%d bytes)", address - b.end,
+                             name, b.end - b.begin);
+    }
+    if (address < b.begin && address + 2 * page >= b.begin) {
+      return absl::StrFormat("%d bytes before the start of buffer '%s'", b.begin - address, name);
+    }
+  }
+  if (address < 65536) return absl::StrFormat("near a null pointer (address 0x%x)", address);
+  return absl::StrFormat("at address 0x%x, outside every buffer", address);
+}
+
+}  // namespace
+
+absl::StatusOr<RunnerProcess> RunnerProcess::Start(
+    const std::function<int(int channel_fd, RunnerReport* report)>& body) {
+  void* page = ::mmap(nullptr, sizeof(RunnerReport), PROT_READ | PROT_WRITE,
+                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (page == MAP_FAILED) {
+    return absl::ResourceExhaustedError(absl::StrCat("mmap: ", std::strerror(errno)));
+  }
+  auto* report = new (page) RunnerReport();
+  report->case_index.store(-1);
+  report->launch_index.store(-1);
+  report->fault_signal.store(0);
+  int fds[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
+    ::munmap(page, sizeof(RunnerReport));
+    return absl::ResourceExhaustedError(absl::StrCat("socketpair: ", std::strerror(errno)));
+  }
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    ::munmap(page, sizeof(RunnerReport));
+    return absl::ResourceExhaustedError(absl::StrCat("fork: ", std::strerror(errno)));
+  }
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(kSetupFailedExit);
+    child_report = report;
+    // Nothing of the worker stays reachable: fd 3 (the engine's channel)
+    // becomes this runner's channel, stdio goes nowhere, the rest closes.
+    const int null_fd = ::open("/dev/null", O_RDWR);
+    ::dup2(fds[1], kChannelFd);
+    if (null_fd >= 0) {
+      ::dup2(null_fd, 0);
+      ::dup2(null_fd, 1);
+      ::dup2(null_fd, 2);
+    }
+    ::close_range(kChannelFd + 1, ~0u, 0);
+    ::_exit(body(kChannelFd, report));
+  }
+  ::close(fds[1]);
+  return RunnerProcess(pid, fds[0], report);
+}
+
+RunnerProcess::RunnerProcess(RunnerProcess&& other) noexcept
+    : pid_(std::exchange(other.pid_, -1)),
+      fd_(std::exchange(other.fd_, -1)),
+      report_(std::exchange(other.report_, nullptr)),
+      wait_status_(other.wait_status_) {}
+
+RunnerProcess& RunnerProcess::operator=(RunnerProcess&& other) noexcept {
+  if (this != &other) {
+    Close();
+    pid_ = std::exchange(other.pid_, -1);
+    fd_ = std::exchange(other.fd_, -1);
+    report_ = std::exchange(other.report_, nullptr);
+    wait_status_ = other.wait_status_;
+  }
+  return *this;
+}
+
+RunnerProcess::~RunnerProcess() { Close(); }
+
+void RunnerProcess::Close() noexcept {
+  Kill();
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  if (report_) ::munmap(report_, sizeof(RunnerReport));
+  report_ = nullptr;
+}
+
+void RunnerProcess::Kill() noexcept {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  wait_status_ = status;
+  pid_ = -1;
+}
+
+int RunnerProcess::Wait(absl::Duration timeout) noexcept {
+  if (pid_ <= 0) return wait_status_;
+  const absl::Time deadline = absl::Now() + timeout;
+  for (;;) {
+    int status = 0;
+    const pid_t rc = ::waitpid(pid_, &status, WNOHANG);
+    if (rc == pid_) {
+      wait_status_ = status;
+      pid_ = -1;
+      return wait_status_;
+    }
+    if (rc < 0 && errno != EINTR) {
+      pid_ = -1;
+      return wait_status_;
+    }
+    if (absl::Now() >= deadline) {
+      Kill();
+      return wait_status_;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+std::string DescribeRunnerEnd(int wait_status, const RunnerReport& report) {
+  const std::string message(report.message, strnlen(report.message, sizeof(report.message)));
+  if (WIFEXITED(wait_status)) {
+    const int code = WEXITSTATUS(wait_status);
+    switch (code) {
+      case 0:
+        return {};
+      case kKernelErrorExit:
+        return message;
+      case kLoadFailedExit:
+        return absl::StrCat("the compiled kernel could not be loaded: ", message);
+      case kSetupFailedExit:
+        return absl::StrCat("the runner could not be set up: ", message);
+      default:
+        return absl::StrCat("the kernel code ended the process (exit status ", code, ")");
+    }
+  }
+  if (!WIFSIGNALED(wait_status)) return "the runner ended abnormally";
+  const int signal = WTERMSIG(wait_status);
+  std::string text = absl::StrCat("killed by ", SignalName(signal));
+  const bool recorded = report.fault_signal.load() == signal;
+  switch (signal) {
+    case SIGSEGV:
+    case SIGBUS:
+      absl::StrAppend(&text, ": out-of-bounds access?");
+      if (recorded) absl::StrAppend(&text, " (", DescribeFault(report), ")");
+      break;
+    case SIGFPE:
+      absl::StrAppend(&text, ": integer division by zero?");
+      break;
+    case SIGILL:
+      absl::StrAppend(&text, ": illegal instruction");
+      break;
+    case SIGABRT:
+      absl::StrAppend(&text, ": abort() (std::terminate or a failed host assert?)");
+      break;
+    case SIGSYS:
+      absl::StrAppend(&text, ": a system call the sandbox forbids");
+      break;
+    case SIGKILL:
+      absl::StrAppend(&text, " (memory limit?)");
+      break;
+    case SIGXCPU:
+      absl::StrAppend(&text, ": CPU time limit");
+      break;
+    default:
+      break;
+  }
+  return text;
+}
+
+int RunCasesInRunner(int channel_fd, RunnerReport* report, const RunnerConfig& config,
+                     const internal::RunRequest& request) {
+  const Library library = SandboxAndLoad(config);
+  internal::RunResult result;
+  for (int c = 0; c < request.cases_size(); ++c) {
+    const internal::Case& one_case = request.cases(c);
+    report->case_index.store(c);
+    // Fresh mappings per case: inputs generated, outputs and scratch poisoned.
+    PlanMemory memory(one_case.plan(), one_case.input_seed(), config.input_threads);
+    memory.Poison();
+    memory.Register(report);
+    memory.Run(library, report);
+    *result.add_cases() = memory.Collect();
+    report->buffer_count = 0;
+  }
+  if (!process::WriteMessage(channel_fd, result).ok()) return kSetupFailedExit;
+  return 0;
+}
+
+int TimeProgramInRunner(int channel_fd, RunnerReport* report, const RunnerConfig& config,
+                        const internal::ResolvedPlan& plan,
+                        const std::vector<uint64_t>& input_seeds, bool flush_cache) {
+  const Library library = SandboxAndLoad(config);
+  std::vector<std::unique_ptr<PlanMemory>> sets;
+  for (uint64_t seed : input_seeds) {
+    sets.push_back(std::make_unique<PlanMemory>(plan, seed, config.input_threads));
+    sets.back()->Poison();
+  }
+  if (!process::WriteFrame(channel_fd, "ready").ok()) return kSetupFailedExit;
+  std::string command;
+  for (;;) {
+    if (!process::ReadFrame(channel_fd, &command, absl::InfiniteFuture(), 64).ok()) {
+      return kSetupFailedExit;
+    }
+    if (command == "F") break;
+    if (command.size() < 2) return kSetupFailedExit;
+    const size_t set = static_cast<size_t>(std::strtoul(command.c_str() + 1, nullptr, 10));
+    if (set >= sets.size()) return kSetupFailedExit;
+    report->case_index.store(static_cast<int32_t>(set));
+    if (command[0] == 'P') {
+      sets[set]->Poison();
+      if (flush_cache) FlushCaches();
+    } else if (command[0] == 'R') {
+      sets[set]->Register(report);
+      sets[set]->Run(library, report);
+    } else {
+      return kSetupFailedExit;
+    }
+    if (!process::WriteFrame(channel_fd, "k").ok()) return kSetupFailedExit;
+  }
+  internal::ProgramTiming timing;
+  for (const auto& set : sets) *timing.add_last_outputs() = set->Collect();
+  if (!process::WriteMessage(channel_fd, timing).ok()) return kSetupFailedExit;
+  return 0;
+}
+
+}  // namespace kerneleval::cpu

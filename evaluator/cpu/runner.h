@@ -1,0 +1,118 @@
+// Runner processes: where untrusted kernel code runs. The cpu worker forks
+// one per Run request (and one per program of a Time request); the child
+// closes every file descriptor but its channel, applies the file-system
+// sandbox (it may read only the shared object) and the kKernel system-call
+// profile (no fork/exec, no sockets) BEFORE dlopen() runs any code of the
+// submission, runs, reports on its channel and exits. Each runner maps fresh
+// buffers, so a program never sees memory another program wrote.
+//
+// Channel protocol (framing.h frames on a stream socket):
+//   Run:    runner -> worker  one internal::RunResult, then exit 0.
+//   Time:   runner -> worker  "ready" after setup; then per command frame
+//           from the worker ("P" set: poison outputs, "R" set: run the plan,
+//           "F": finish) one reply: "k", or for "F" an internal::ProgramTiming
+//           with last_outputs per input set, then exit 0.
+// Failures: a fault ends the runner by its signal; a kernel error (trap,
+// failed assert, deadlock, invalid launch) exits kKernelErrorExit with the
+// message in the shared RunnerReport page.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "evaluator/cpu/device_runtime.h"
+#include "kerneleval/internal/worker.pb.h"
+
+namespace kerneleval::cpu {
+
+inline constexpr int kKernelErrorExit = 70;  // message in RunnerReport::message
+inline constexpr int kSetupFailedExit = 71;  // sandbox or harness: not the kernel's fault
+inline constexpr int kLoadFailedExit = 72;   // dlopen failed (message)
+
+// A page shared between the worker and a runner: where the runner was, and
+// what went wrong. Written by the runner (and, in a fault, by its signal
+// handler); read by the worker after the runner ended. Kernel code can write
+// it too: it only ever feeds a failure message.
+struct RunnerReport {
+  static constexpr int kMaxBuffers = 64;
+  struct BufferRange {
+    uint64_t begin;
+    uint64_t end;
+    char name[48];
+  };
+  std::atomic<int32_t> case_index;    // -1 before the first case
+  std::atomic<int32_t> launch_index;  // -1 outside launches
+  std::atomic<int32_t> fault_signal;
+  int32_t fault_code;
+  uint64_t fault_address;
+  uint32_t buffer_count;
+  BufferRange buffers[kMaxBuffers];
+  char message[4096];
+};
+
+struct RunnerConfig {
+  std::string library_path;               // the compiled submission
+  std::vector<std::string> kernel_names;  // launcher i of the library runs kernel_names[i]
+  DeviceRuntimeOptions runtime;
+  unsigned input_threads = 1;  // threads generating inputs
+};
+
+// A forked runner, seen from the worker. Move-only; the destructor kills and
+// reaps the child and unmaps the report.
+class RunnerProcess {
+ public:
+  // Forks; the child runs `body(channel_fd, report)` and _exit()s with its
+  // return value. The calling process must be single-threaded.
+  static absl::StatusOr<RunnerProcess> Start(
+      const std::function<int(int channel_fd, RunnerReport* report)>& body);
+
+  RunnerProcess(RunnerProcess&& other) noexcept;
+  RunnerProcess& operator=(RunnerProcess&& other) noexcept;
+  RunnerProcess(const RunnerProcess&) = delete;
+  RunnerProcess& operator=(const RunnerProcess&) = delete;
+  ~RunnerProcess();
+
+  [[nodiscard]] int fd() const { return fd_; }
+  [[nodiscard]] pid_t pid() const { return pid_; }
+  [[nodiscard]] const RunnerReport& report() const { return *report_; }
+
+  // SIGKILL, then reap. Idempotent.
+  void Kill() noexcept;
+  // Waits for the child to end (at most `timeout`, then kills it); returns
+  // the wait status.
+  int Wait(absl::Duration timeout) noexcept;
+  [[nodiscard]] bool ended() const { return pid_ < 0; }
+  [[nodiscard]] int wait_status() const { return wait_status_; }
+
+ private:
+  RunnerProcess(pid_t pid, int fd, RunnerReport* report) : pid_(pid), fd_(fd), report_(report) {}
+  void Close() noexcept;
+
+  pid_t pid_ = -1;
+  int fd_ = -1;
+  RunnerReport* report_ = nullptr;
+  int wait_status_ = 0;
+};
+
+// A sentence on how a runner ended abnormally, e.g. "killed by signal 11
+// (SIGSEGV): out-of-bounds access? write 4 bytes past the end of buffer 'y'",
+// or the kernel's own message. Empty for a clean exit 0.
+std::string DescribeRunnerEnd(int wait_status, const RunnerReport& report);
+
+// Child bodies (run inside RunnerProcess::Start's child; they never return
+// to the caller's code paths except through their exit code).
+int RunCasesInRunner(int channel_fd, RunnerReport* report, const RunnerConfig& config,
+                     const internal::RunRequest& request);
+int TimeProgramInRunner(int channel_fd, RunnerReport* report, const RunnerConfig& config,
+                        const internal::ResolvedPlan& plan,
+                        const std::vector<uint64_t>& input_seeds, bool flush_cache);
+
+}  // namespace kerneleval::cpu

@@ -1,0 +1,333 @@
+#include "evaluator/cpu/source_rewrite.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace kerneleval::cpu {
+namespace {
+
+bool IsIdentifierChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$';
+}
+
+// Positions of `word` in `masked` as a whole token.
+std::vector<size_t> FindToken(std::string_view masked, std::string_view word) {
+  std::vector<size_t> found;
+  for (size_t pos = masked.find(word); pos != std::string_view::npos;
+       pos = masked.find(word, pos + 1)) {
+    const bool left_ok = pos == 0 || !IsIdentifierChar(masked[pos - 1]);
+    const size_t end = pos + word.size();
+    const bool right_ok = end >= masked.size() || !IsIdentifierChar(masked[end]);
+    if (left_ok && right_ok) found.push_back(pos);
+  }
+  return found;
+}
+
+int LineOf(std::string_view text, size_t pos) {
+  return 1 + static_cast<int>(std::count(text.begin(), text.begin() + pos, '\n'));
+}
+
+// The first line of the directive-free code before `pos` that can start a
+// declaration: after the previous ';', '{' or '}', or after a preprocessor
+// line.
+size_t StatementStart(std::string_view masked, size_t pos) {
+  for (size_t i = pos; i > 0; --i) {
+    const char c = masked[i - 1];
+    if (c == ';' || c == '{' || c == '}') return i;
+    if (c == '\n' && i >= 2) {
+      // The line that ends at i - 1: a directive ends the search.
+      const size_t line_end = i - 1;
+      const size_t previous_newline = masked.rfind('\n', line_end - 1);
+      const size_t line_start =
+          previous_newline == std::string_view::npos ? 0 : previous_newline + 1;
+      const size_t first = masked.find_first_not_of(" \t", line_start);
+      if (first < line_end && masked[first] == '#') return i;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string MaskCommentsAndLiterals(std::string_view source) {
+  std::string out(source);
+  const size_t n = source.size();
+  size_t i = 0;
+  auto blank = [&](size_t from, size_t to) {
+    for (size_t k = from; k < to && k < n; ++k) {
+      if (out[k] != '\n') out[k] = ' ';
+    }
+  };
+  while (i < n) {
+    const char c = source[i];
+    if (c == '/' && i + 1 < n && source[i + 1] == '/') {
+      size_t end = i;
+      while (end < n && source[end] != '\n') {
+        // A backslash before the newline continues the comment.
+        if (source[end] == '\\' && end + 1 < n && source[end + 1] == '\n') ++end;
+        ++end;
+      }
+      blank(i, end);
+      i = end;
+    } else if (c == '/' && i + 1 < n && source[i + 1] == '*') {
+      const size_t close = source.find("*/", i + 2);
+      const size_t end = close == std::string_view::npos ? n : close + 2;
+      blank(i, end);
+      i = end;
+    } else if (c == 'R' && i + 1 < n && source[i + 1] == '"' &&
+               (i == 0 || !IsIdentifierChar(source[i - 1]) ||
+                (i >= 1 && (source[i - 1] == 'u' || source[i - 1] == 'U' || source[i - 1] == 'L' ||
+                            source[i - 1] == '8')))) {
+      // Raw string R"delim( ... )delim".
+      const size_t open = source.find('(', i + 2);
+      if (open == std::string_view::npos) {
+        blank(i, n);
+        break;
+      }
+      const std::string closing =
+          absl::StrCat(")", std::string(source.substr(i + 2, open - (i + 2))), "\"");
+      const size_t close = source.find(closing, open + 1);
+      const size_t end = close == std::string_view::npos ? n : close + closing.size();
+      blank(i + 1, end);
+      i = end;
+    } else if (c == '"' || c == '\'') {
+      size_t end = i + 1;
+      while (end < n && source[end] != c && source[end] != '\n') {
+        if (source[end] == '\\' && end + 1 < n) ++end;
+        ++end;
+      }
+      if (end < n && source[end] == c) ++end;
+      blank(i, end);
+      i = end;
+    } else if (std::isdigit(static_cast<unsigned char>(c)) ||
+               (c == '.' && i + 1 < n && std::isdigit(static_cast<unsigned char>(source[i + 1])))) {
+      // A pp-number, with digit separators (1'000) and exponent signs.
+      size_t end = i + 1;
+      while (end < n) {
+        const char d = source[end];
+        if (IsIdentifierChar(d) || d == '.') {
+          ++end;
+        } else if (d == '\'' && end + 1 < n && IsIdentifierChar(source[end + 1])) {
+          end += 2;
+        } else if ((d == '+' || d == '-') && (source[end - 1] == 'e' || source[end - 1] == 'E' ||
+                                              source[end - 1] == 'p' || source[end - 1] == 'P')) {
+          ++end;
+        } else {
+          break;
+        }
+      }
+      i = end;
+    } else if (IsIdentifierChar(c)) {
+      size_t end = i + 1;
+      while (end < n && IsIdentifierChar(source[end])) ++end;
+      i = end;
+    } else {
+      ++i;
+    }
+  }
+  return out;
+}
+
+std::optional<std::string> FindUnsupportedFeature(std::string_view source) {
+  const std::string masked = MaskCommentsAndLiterals(source);
+  struct Rule {
+    std::string_view token;
+    std::string_view feature;
+  };
+  static constexpr Rule kRules[] = {
+      {"asm", "inline PTX assembly (asm)"},
+      {"__asm__", "inline PTX assembly (asm)"},
+      {"__asm", "inline PTX assembly (asm)"},
+      {"wmma", "tensor-core matrix operations (nvcuda::wmma / mma.h)"},
+      {"nvcuda", "tensor-core matrix operations (nvcuda::wmma / mma.h)"},
+      {"this_grid", "grid-wide cooperative groups (grid synchronisation)"},
+      {"grid_group", "grid-wide cooperative groups (grid synchronisation)"},
+      {"this_multi_grid", "grid-wide cooperative groups (grid synchronisation)"},
+      {"this_cluster", "thread block clusters"},
+      {"cluster_group", "thread block clusters"},
+      {"cudaDeviceSynchronize", "dynamic parallelism (kernel launches from device code)"},
+      {"cudaLaunchDevice", "dynamic parallelism (kernel launches from device code)"},
+      {"cudaGetParameterBuffer", "dynamic parallelism (kernel launches from device code)"},
+      {"memcpy_async", "asynchronous copies (memcpy_async / pipelines)"},
+      {"__pipeline_memcpy_async", "asynchronous copies (memcpy_async / pipelines)"},
+      {"tex1Dfetch", "texture and surface objects"},
+      {"tex1D", "texture and surface objects"},
+      {"tex2D", "texture and surface objects"},
+      {"tex3D", "texture and surface objects"},
+      {"cudaTextureObject_t", "texture and surface objects"},
+      {"cudaSurfaceObject_t", "texture and surface objects"},
+      {"surf2Dwrite", "texture and surface objects"},
+  };
+  size_t best_pos = std::string::npos;
+  std::string_view best_feature;
+  for (const Rule& rule : kRules) {
+    const std::vector<size_t> hits = FindToken(masked, rule.token);
+    if (!hits.empty() && hits.front() < best_pos) {
+      best_pos = hits.front();
+      best_feature = rule.feature;
+    }
+  }
+  // Kernel launch syntax (a launch from device code; not `operator<<<`).
+  for (size_t pos = masked.find("<<<"); pos != std::string::npos;
+       pos = masked.find("<<<", pos + 3)) {
+    size_t before = pos;
+    while (before > 0 && std::isspace(static_cast<unsigned char>(masked[before - 1]))) --before;
+    if (before >= 8 && masked.compare(before - 8, 8, "operator") == 0) continue;
+    if (pos < best_pos) {
+      best_pos = pos;
+      best_feature = "dynamic parallelism (kernel launches from device code)";
+    }
+    break;
+  }
+  // Libraries built on the above.
+  for (std::string_view header : {"<cub/", "<thrust/", "<cutlass/", "<cute/", "<mma.h>"}) {
+    const size_t pos = masked.find(header);
+    if (pos != std::string::npos && pos < best_pos) {
+      best_pos = pos;
+      best_feature = header == "<mma.h>" ? "tensor-core matrix operations (nvcuda::wmma / mma.h)"
+                                         : "CUB, Thrust and CUTLASS headers";
+    }
+  }
+  if (best_pos == std::string::npos) return std::nullopt;
+  return absl::StrCat("the CPU backend does not support ", std::string(best_feature), " (",
+                      kSubmissionFileName, " line ", LineOf(masked, best_pos), ")");
+}
+
+std::string RewriteExternShared(std::string_view source) {
+  const std::string masked = MaskCommentsAndLiterals(source);
+  struct Edit {
+    size_t begin, end;
+    std::string text;
+  };
+  std::vector<Edit> edits;
+  size_t consumed = 0;  // statements already rewritten end before this
+  for (size_t shared : FindToken(masked, "__shared__")) {
+    if (shared < consumed) continue;
+    const size_t start = StatementStart(masked, shared);
+    const size_t semicolon = masked.find(';', shared);
+    if (semicolon == std::string::npos) continue;
+    const std::string_view statement(masked.data() + start, semicolon - start);
+    const std::vector<size_t> externs = FindToken(statement, "extern");
+    if (externs.size() != 1) continue;
+    if (statement.find('=') != std::string_view::npos) continue;
+    // The declarator: identifier [ ] at the end of the statement.
+    size_t k = statement.size();
+    auto skip_space = [&] {
+      while (k > 0 && std::isspace(static_cast<unsigned char>(statement[k - 1]))) --k;
+    };
+    skip_space();
+    if (k == 0 || statement[k - 1] != ']') continue;
+    --k;
+    skip_space();
+    if (k == 0 || statement[k - 1] != '[') continue;
+    const size_t bracket = k - 1;
+    --k;
+    skip_space();
+    const size_t name_end = k;
+    while (k > 0 && IsIdentifierChar(statement[k - 1])) --k;
+    const size_t name_begin = k;
+    if (name_begin == name_end || std::isdigit(static_cast<unsigned char>(statement[name_begin]))) {
+      continue;
+    }
+    // Only one declarator: no comma outside parentheses.
+    int depth = 0;
+    bool several = false;
+    for (size_t j = 0; j < name_begin; ++j) {
+      if (statement[j] == '(') ++depth;
+      if (statement[j] == ')') --depth;
+      if (statement[j] == ',' && depth == 0) several = true;
+    }
+    if (several) continue;
+    const std::string name(statement.substr(name_begin, name_end - name_begin));
+    const std::string_view tail(source.data() + start + name_begin, statement.size() - name_begin);
+    const auto newlines = std::count(tail.begin(), tail.end(), '\n');
+    (void)bracket;
+    // extern -> static (same length), `name []` -> pointer with initialiser.
+    edits.push_back({start + externs[0], start + externs[0] + 6, "static"});
+    edits.push_back({start + name_begin, semicolon,
+                     absl::StrCat("* const ", name, " = (decltype(", name,
+                                  "))::kerneleval_cpu::detail::rt().dynamic_shared()",
+                                  std::string(static_cast<size_t>(newlines), '\n'))});
+    consumed = semicolon + 1;
+  }
+  std::string out;
+  out.reserve(source.size() + edits.size() * 64);
+  size_t at = 0;
+  for (const Edit& edit : edits) {
+    out.append(source.substr(at, edit.begin - at));
+    out.append(edit.text);
+    at = edit.end;
+  }
+  out.append(source.substr(at));
+  return out;
+}
+
+bool IsValidKernelName(std::string_view name) {
+  if (name.empty() || name.size() > 512) return false;
+  if (!(IsIdentifierChar(name[0]) || name[0] == ':') ||
+      std::isdigit(static_cast<unsigned char>(name[0]))) {
+    return false;
+  }
+  for (char c : name) {
+    if (!(IsIdentifierChar(c) || c == ':' || c == '<' || c == '>' || c == ',' || c == ' ' ||
+          c == '(' || c == ')' || c == '*' || c == '+' || c == '-' || c == '&')) {
+      return false;
+    }
+  }
+  return true;
+}
+
+absl::StatusOr<std::string> DefineLine(std::string_view define) {
+  std::string_view body = define;
+  if (body.substr(0, 2) == "-D") body.remove_prefix(2);
+  const size_t eq = body.find('=');
+  const std::string_view name = body.substr(0, eq);
+  const std::string_view value = eq == std::string_view::npos ? "1" : body.substr(eq + 1);
+  bool name_ok = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0]));
+  for (char c : name)
+    name_ok = name_ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+  if (!name_ok || value.find_first_of("\r\n\\") != std::string_view::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("not a -DNAME=VALUE define: ", std::string(define)));
+  }
+  return absl::StrCat("#define ", std::string(name), " ", std::string(value));
+}
+
+absl::StatusOr<std::string> BuildTranslationUnit(std::string_view source,
+                                                 const std::vector<std::string>& defines,
+                                                 const std::vector<std::string>& kernel_names) {
+  std::string tu = "#include \"kerneleval_cpu_prelude.h\"\n";
+  for (const std::string& define : defines) {
+    absl::StatusOr<std::string> line = DefineLine(define);
+    if (!line.ok()) return line.status();
+    absl::StrAppend(&tu, *line, "\n");
+  }
+  absl::StrAppend(&tu, "#line 1 \"", kSubmissionFileName, "\"\n");
+  tu += RewriteExternShared(source);
+  if (!source.empty() && source.back() != '\n') tu += '\n';
+  absl::StrAppend(&tu, "#line 1 \"", kLaunchersFileName, "\"\n");
+  constexpr char kExport[] = "extern \"C\" __attribute__((visibility(\"default\")))";
+  absl::StrAppend(&tu, kExport,
+                  " uint32_t kerneleval_cpu_init(const kerneleval_cpu_runtime* runtime) { return "
+                  "::kerneleval_cpu::detail::InitRuntime(runtime); }\n");
+  absl::StrAppend(&tu, kExport,
+                  " const uint32_t kerneleval_cpu_kernel_count = ", kernel_names.size(), ";\n");
+  for (size_t i = 0; i < kernel_names.size(); ++i) {
+    if (!IsValidKernelName(kernel_names[i])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("not a kernel name the CPU backend can launch: ", kernel_names[i]));
+    }
+    // One line per launcher: a compile error on line i+3 names kernel i.
+    absl::StrAppend(&tu, kExport, " const char* kerneleval_cpu_launch_", i,
+                    "(const kerneleval_cpu_launch* launch) { return "
+                    "::kerneleval_cpu::detail::Launch<&",
+                    kernel_names[i], ">(launch); }\n");
+  }
+  return tu;
+}
+
+}  // namespace kerneleval::cpu

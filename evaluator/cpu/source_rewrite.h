@@ -1,0 +1,60 @@
+// From a submission's CUDA C++ to the host translation unit the CPU backend
+// compiles: a scan for what the host cannot run, the one source rewrite the
+// prelude cannot do with macros (`extern __shared__`), and the generated
+// launchers. Every rewrite keeps the line structure, so the host compiler's
+// diagnostics point at the user's lines.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace kerneleval::cpu {
+
+// The file name diagnostics of the user's code carry.
+inline constexpr char kSubmissionFileName[] = "submission.cu";
+// The file name of the generated launchers in diagnostics.
+inline constexpr char kLaunchersFileName[] = "kerneleval-launchers";
+
+// `source` with comments, string and character literals replaced by spaces;
+// newlines and every other character stay where they were (same length).
+std::string MaskCommentsAndLiterals(std::string_view source);
+
+// The first construct the CPU backend cannot execute, as a sentence for the
+// user ("the CPU backend does not support inline PTX assembly (asm), line 12"),
+// or nullopt. Looks at code only, never at comments or strings.
+std::optional<std::string> FindUnsupportedFeature(std::string_view source);
+
+// Rewrites each `extern __shared__ T name[];` (any order of the specifiers,
+// at any scope) into a pointer to this OS thread's dynamic shared memory:
+//   static thread_local T* const name = (decltype(name))<dynamic shared base>;
+// Same number of lines; other text unchanged.
+std::string RewriteExternShared(std::string_view source);
+
+// Whether `name` may be spliced into the generated launcher code: a
+// (qualified) identifier with optional template arguments; no comments,
+// strings, braces, semicolons, preprocessor or line breaks.
+bool IsValidKernelName(std::string_view name);
+
+// A submission define ("-DNAME=VALUE", "-DNAME", "NAME=VALUE" or "NAME") as a
+// "#define NAME VALUE" line; an error for anything else (an option, a line
+// break, a malformed name).
+absl::StatusOr<std::string> DefineLine(std::string_view define);
+
+// The whole translation unit:
+//   #include "kerneleval_cpu_prelude.h"
+//   <defines>
+//   #line 1 "submission.cu"
+//   <RewriteExternShared(source)>
+//   #line 1 "kerneleval-launchers"
+//   kerneleval_cpu_init, the kernel name table and kerneleval_cpu_launch_<i>
+//   for kernel_names[i].
+// Kernel names must pass IsValidKernelName and defines DefineLine.
+absl::StatusOr<std::string> BuildTranslationUnit(std::string_view source,
+                                                 const std::vector<std::string>& defines,
+                                                 const std::vector<std::string>& kernel_names);
+
+}  // namespace kerneleval::cpu

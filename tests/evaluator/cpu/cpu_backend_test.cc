@@ -1,0 +1,687 @@
+// CpuBackend end to end: small CUDA kernels compiled by g++ with the prelude,
+// run by kerneleval-worker's runner processes, through hand-built plans.
+#include "evaluator/cpu/cpu_backend.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "evaluator/data/prng.h"
+
+namespace kerneleval::cpu {
+namespace {
+
+namespace fs = std::filesystem;
+using internal::BufferSpec;
+using internal::KernelArg;
+
+// ---- Plan building.
+
+BufferSpec Spec(const std::string& name, v1::DType dtype, uint64_t elements,
+                internal::BufferRole role) {
+  BufferSpec spec;
+  spec.set_name(name);
+  spec.set_dtype(dtype);
+  spec.set_elements(elements);
+  spec.set_role(role);
+  return spec;
+}
+BufferSpec Input(const std::string& name, v1::DType dtype, uint64_t elements) {
+  return Spec(name, dtype, elements, internal::BUFFER_ROLE_INPUT);
+}
+BufferSpec IntInput(const std::string& name, v1::DType dtype, uint64_t elements, int64_t low,
+                    int64_t high) {
+  BufferSpec spec = Input(name, dtype, elements);
+  spec.mutable_distribution()->mutable_int_range()->set_low(low);
+  spec.mutable_distribution()->mutable_int_range()->set_high(high);
+  return spec;
+}
+BufferSpec Output(const std::string& name, v1::DType dtype, uint64_t elements) {
+  return Spec(name, dtype, elements, internal::BUFFER_ROLE_OUTPUT);
+}
+
+KernelArg Buf(const std::string& name) {
+  KernelArg arg;
+  arg.set_buffer(name);
+  arg.set_size_bytes(8);
+  return arg;
+}
+KernelArg Int(int64_t value) {
+  KernelArg arg;
+  arg.set_scalar(value);
+  arg.set_size_bytes(4);
+  arg.set_is_signed(true);
+  return arg;
+}
+KernelArg Real(double value) {
+  KernelArg arg;
+  arg.set_real(value);
+  arg.set_size_bytes(4);
+  return arg;
+}
+
+internal::ResolvedLaunch Launch(const std::string& kernel, std::vector<uint32_t> grid,
+                                std::vector<uint32_t> block, std::vector<KernelArg> args,
+                                uint32_t dynamic_shared_bytes = 0) {
+  internal::ResolvedLaunch launch;
+  launch.set_kernel(kernel);
+  for (uint32_t g : grid) launch.add_grid(g);
+  for (uint32_t b : block) launch.add_block(b);
+  for (const KernelArg& a : args) *launch.add_args() = a;
+  launch.set_dynamic_shared_bytes(dynamic_shared_bytes);
+  return launch;
+}
+
+internal::Case MakeCase(const std::string& label, uint64_t seed, std::vector<BufferSpec> buffers,
+                        std::vector<internal::ResolvedLaunch> launches) {
+  internal::Case c;
+  c.set_label(label);
+  c.set_input_seed(seed);
+  for (const BufferSpec& b : buffers) *c.mutable_plan()->add_buffers() = b;
+  for (const auto& l : launches) *c.mutable_plan()->add_launches() = l;
+  return c;
+}
+
+internal::RunRequest MakeRequest(const std::string& source, std::vector<internal::Case> cases,
+                                 double timeout_seconds = 20) {
+  internal::RunRequest request;
+  request.mutable_program()->set_label("candidate");
+  request.mutable_program()->set_source(source);
+  for (const auto& c : cases) *request.add_cases() = c;
+  request.set_timeout_seconds(timeout_seconds);
+  return request;
+}
+
+template <class T>
+std::vector<T> Values(const internal::Tensor& tensor) {
+  std::vector<T> values(tensor.data().size() / sizeof(T));
+  std::memcpy(values.data(), tensor.data().data(), values.size() * sizeof(T));
+  return values;
+}
+
+template <class T>
+std::vector<T> Generated(const BufferSpec& spec, uint64_t seed) {
+  const std::string bytes = data::GenerateInput(spec, seed);
+  std::vector<T> values(bytes.size() / sizeof(T));
+  std::memcpy(values.data(), bytes.data(), values.size() * sizeof(T));
+  return values;
+}
+
+// ---- Fixture: one backend (one worker, one cache) for the whole suite.
+
+class CpuBackendTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    std::string pattern = (fs::temp_directory_path() / "cpu-backend-test-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+    scratch_ = new std::string(pattern);
+    CpuBackendOptions options;
+    options.cache_dir = KERNELEVAL_CPU_TEST_CACHE_DIR;
+    options.threads = 2;
+    options.timeout_seconds = 20;
+    absl::StatusOr<std::unique_ptr<CpuBackend>> created = CpuBackend::Create(options);
+    ASSERT_TRUE(created.ok()) << created.status();
+    backend_ = created->release();
+  }
+  static void TearDownTestSuite() {
+    delete backend_;
+    backend_ = nullptr;
+    std::error_code ec;
+    if (scratch_) fs::remove_all(*scratch_, ec);
+    delete scratch_;
+  }
+
+  // Runs and expects success.
+  static internal::RunResult RunOk(const internal::RunRequest& request) {
+    absl::StatusOr<internal::RunResult> result = backend_->Run(request);
+    EXPECT_TRUE(result.ok()) << result.status();
+    if (!result.ok()) return {};
+    EXPECT_FALSE(result->has_failure())
+        << result->failure().stage() << ": " << result->failure().message();
+    EXPECT_EQ(result->cases_size(), request.cases_size());
+    return *result;
+  }
+  static internal::RunFailure RunFails(const internal::RunRequest& request) {
+    absl::StatusOr<internal::RunResult> result = backend_->Run(request);
+    EXPECT_TRUE(result.ok()) << result.status();
+    if (!result.ok()) return {};
+    EXPECT_TRUE(result->has_failure());
+    return result->failure();
+  }
+
+  static inline CpuBackend* backend_ = nullptr;
+  static inline std::string* scratch_ = nullptr;
+};
+
+constexpr char kVectorAdd[] = R"(
+__global__ void vector_add(const float* __restrict__ a, const float* __restrict__ b,
+                           float* __restrict__ c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+}
+)";
+
+TEST_F(CpuBackendTest, VectorAdd) {
+  const int n = 1000;
+  const BufferSpec a = Input("a", v1::DTYPE_F32, n), b = Input("b", v1::DTYPE_F32, n);
+  const internal::RunRequest request =
+      MakeRequest(kVectorAdd, {MakeCase("n1000", 7, {a, b, Output("c", v1::DTYPE_F32, n)},
+                                        {Launch("vector_add", {(n + 255) / 256}, {256},
+                                                {Buf("a"), Buf("b"), Buf("c"), Int(n)})})});
+  const internal::RunResult result = RunOk(request);
+  ASSERT_EQ(result.cases_size(), 1);
+  ASSERT_EQ(result.cases(0).outputs_size(), 1);
+  EXPECT_TRUE(result.cases(0).modified_input().empty());
+  const std::vector<float> c = Values<float>(result.cases(0).outputs(0));
+  const std::vector<float> va = Generated<float>(a, 7), vb = Generated<float>(b, 7);
+  ASSERT_EQ(c.size(), static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) ASSERT_EQ(c[i], va[i] + vb[i]) << i;
+}
+
+TEST_F(CpuBackendTest, BlockReductionWithSharedMemoryAndBarriers) {
+  // Tree reduction in static shared memory: wrong without lock-step barriers.
+  const char* source = R"(
+__global__ void block_sum(const int* x, int* sums) {
+  __shared__ int partial[256];
+  const int t = threadIdx.x;
+  partial[t] = x[blockIdx.x * blockDim.x + t];
+  __syncthreads();
+  for (int stride = blockDim.x / 2; stride > 0; stride /= 2) {
+    if (t < stride) partial[t] += partial[t + stride];
+    __syncthreads();
+  }
+  if (t == 0) sums[blockIdx.x] = partial[0];
+}
+)";
+  const int blocks = 37;
+  const BufferSpec x = IntInput("x", v1::DTYPE_I32, blocks * 256, -1000, 1000);
+  const internal::RunResult result = RunOk(MakeRequest(
+      source, {MakeCase("c", 3, {x, Output("sums", v1::DTYPE_I32, blocks)},
+                        {Launch("block_sum", {blocks}, {256}, {Buf("x"), Buf("sums")})})}));
+  ASSERT_EQ(result.cases_size(), 1);
+  const std::vector<int32_t> sums = Values<int32_t>(result.cases(0).outputs(0));
+  const std::vector<int32_t> vx = Generated<int32_t>(x, 3);
+  for (int b = 0; b < blocks; ++b) {
+    int64_t expected = 0;
+    for (int t = 0; t < 256; ++t) expected += vx[b * 256 + t];
+    EXPECT_EQ(sums[b], expected) << "block " << b;
+  }
+}
+
+TEST_F(CpuBackendTest, WarpShuffleReductions) {
+  // __shfl_down_sync to lane 0, __shfl_xor_sync to every lane, on ints and
+  // doubles; a 2D block so that lanes come from threadIdx.x and .y.
+  const char* source = R"(
+template <class T>
+__device__ T reduce_down(T v) {
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
+  return v;
+}
+template <class T>
+__device__ T reduce_xor(T v) {
+  for (int mask = 16; mask > 0; mask >>= 1) v += __shfl_xor_sync(0xffffffffu, v, mask);
+  return v;
+}
+__global__ void warp_sums(const int* x, int* down, int* butterfly, double* dsum, unsigned* votes) {
+  const int t = threadIdx.x + blockDim.x * threadIdx.y;
+  const int i = blockIdx.x * blockDim.x * blockDim.y + t;
+  const int lane = t % 32, warp = i / 32;
+  const int v = x[i];
+  const int d = reduce_down(v);
+  const int b = reduce_xor(v);
+  const double s = reduce_xor(static_cast<double>(v) * 0.5);
+  const unsigned ballot = __ballot_sync(0xffffffffu, v > 0);
+  if (lane == 0) { down[warp] = d; dsum[warp] = s; votes[warp] = ballot; }
+  if (b != __shfl_sync(0xffffffffu, b, 31)) butterfly[warp] = -1;  // all lanes agree
+  else if (lane == 5) butterfly[warp] = b;
+}
+)";
+  const int blocks = 4, threads = 128, warps = blocks * threads / 32;
+  const BufferSpec x = IntInput("x", v1::DTYPE_I32, blocks * threads, -50, 50);
+  const internal::RunResult result = RunOk(MakeRequest(
+      source,
+      {MakeCase("c", 11,
+                {x, Output("down", v1::DTYPE_I32, warps), Output("butterfly", v1::DTYPE_I32, warps),
+                 Output("dsum", v1::DTYPE_F64, warps), Output("votes", v1::DTYPE_I32, warps)},
+                {Launch("warp_sums", {blocks}, {32, 4},
+                        {Buf("x"), Buf("down"), Buf("butterfly"), Buf("dsum"), Buf("votes")})})}));
+  ASSERT_EQ(result.cases_size(), 1);
+  const auto down = Values<int32_t>(result.cases(0).outputs(0));
+  const auto butterfly = Values<int32_t>(result.cases(0).outputs(1));
+  const auto dsum = Values<double>(result.cases(0).outputs(2));
+  const auto votes = Values<uint32_t>(result.cases(0).outputs(3));
+  const std::vector<int32_t> vx = Generated<int32_t>(x, 11);
+  for (int w = 0; w < warps; ++w) {
+    int expected = 0;
+    uint32_t ballot = 0;
+    for (int l = 0; l < 32; ++l) {
+      expected += vx[w * 32 + l];
+      if (vx[w * 32 + l] > 0) ballot |= 1u << l;
+    }
+    EXPECT_EQ(down[w], expected) << "warp " << w;
+    EXPECT_EQ(butterfly[w], expected) << "warp " << w;
+    EXPECT_EQ(dsum[w], expected * 0.5) << "warp " << w;
+    EXPECT_EQ(votes[w], ballot) << "warp " << w;
+  }
+}
+
+TEST_F(CpuBackendTest, DynamicSharedMemoryAndCooperativeGroups) {
+  // Reverses each block's slice through `extern __shared__` (namespace scope
+  // and block scope), and sums it with a cooperative-groups tile reduce.
+  const char* source = R"(
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+namespace cg = cooperative_groups;
+extern __shared__ float file_scope_smem[];
+
+__global__ void reverse(const float* x, float* y, float* warp_sums, int n) {
+  extern __shared__ float tile[];
+  const int t = threadIdx.x;
+  const int base = blockIdx.x * blockDim.x;
+  tile[t] = x[base + t];
+  cg::thread_block block = cg::this_thread_block();
+  block.sync();
+  y[base + t] = file_scope_smem[blockDim.x - 1 - t];  // same memory as tile
+  cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+  const float s = cg::reduce(warp, tile[t], cg::plus<float>());
+  if (warp.thread_rank() == 0) warp_sums[(base + t) / 32] = s;
+}
+)";
+  const int blocks = 3, threads = 64, n = blocks * threads;
+  BufferSpec x = IntInput("x", v1::DTYPE_F32, n, -100, 100);  // exact sums
+  const internal::RunResult result = RunOk(MakeRequest(
+      source,
+      {MakeCase("c", 5, {x, Output("y", v1::DTYPE_F32, n), Output("sums", v1::DTYPE_F32, n / 32)},
+                {Launch("reverse", {blocks}, {threads}, {Buf("x"), Buf("y"), Buf("sums"), Int(n)},
+                        threads * 4)})}));
+  ASSERT_EQ(result.cases_size(), 1);
+  const auto y = Values<float>(result.cases(0).outputs(0));
+  const auto sums = Values<float>(result.cases(0).outputs(1));
+  const auto vx = Generated<float>(x, 5);
+  for (int b = 0; b < blocks; ++b) {
+    for (int t = 0; t < threads; ++t) {
+      ASSERT_EQ(y[b * threads + t], vx[b * threads + threads - 1 - t]) << b << "," << t;
+    }
+  }
+  for (int w = 0; w < n / 32; ++w) {
+    float expected = 0;
+    for (int l = 0; l < 32; ++l) expected += vx[w * 32 + l];
+    EXPECT_EQ(sums[w], expected) << "warp " << w;
+  }
+}
+
+TEST_F(CpuBackendTest, AtomicsFromManyBlocksAreExact) {
+  const char* source = R"(
+__global__ void histogram_sum(const int* x, unsigned long long* total, int* bins, unsigned* maxv,
+                              int n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    atomicAdd(total, static_cast<unsigned long long>(x[i]));
+    atomicAdd(&bins[x[i] % 8], 1);
+    atomicMax(maxv, static_cast<unsigned>(x[i]));
+  }
+}
+)";
+  const int n = 200000;
+  const BufferSpec x = IntInput("x", v1::DTYPE_I32, n, 0, 1000000);
+  // Outputs start poisoned: the kernel's own init would race, so a first
+  // launch zeroes them.
+  const std::string zeroing = std::string(source) + R"(
+__global__ void zero(unsigned long long* total, int* bins, unsigned* maxv) {
+  if (threadIdx.x == 0) { *total = 0; *maxv = 0; }
+  if (threadIdx.x < 8) bins[threadIdx.x] = 0;
+}
+)";
+  const internal::RunResult result = RunOk(MakeRequest(
+      zeroing, {MakeCase("c", 9,
+                         {x, Output("total", v1::DTYPE_I64, 1), Output("bins", v1::DTYPE_I32, 8),
+                          Output("maxv", v1::DTYPE_I32, 1)},
+                         {Launch("zero", {1}, {32}, {Buf("total"), Buf("bins"), Buf("maxv")}),
+                          Launch("histogram_sum", {64}, {128},
+                                 {Buf("x"), Buf("total"), Buf("bins"), Buf("maxv"), Int(n)})})}));
+  ASSERT_EQ(result.cases_size(), 1);
+  const auto vx = Generated<int32_t>(x, 9);
+  int64_t total = 0;
+  int32_t bins[8] = {};
+  uint32_t maxv = 0;
+  for (int v : vx) {
+    total += v;
+    ++bins[v % 8];
+    maxv = std::max<uint32_t>(maxv, static_cast<uint32_t>(v));
+  }
+  EXPECT_EQ(Values<int64_t>(result.cases(0).outputs(0))[0], total);
+  const auto got_bins = Values<int32_t>(result.cases(0).outputs(1));
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(got_bins[i], bins[i]) << i;
+  EXPECT_EQ(Values<uint32_t>(result.cases(0).outputs(2))[0], maxv);
+}
+
+TEST_F(CpuBackendTest, HalfAndVectorTypes) {
+  const char* source = R"(
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+__global__ void scale(const float4* __restrict__ x, const __half* h, float4* y, __half* hy,
+                      __nv_bfloat16* by, float alpha, int n4) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n4) return;
+  float4 v = x[i];
+  y[i] = make_float4(v.x * alpha, v.y * alpha, v.z * alpha, v.w * alpha);
+  const __half two = __float2half(2.0f);
+  hy[i] = __hfma(h[i], two, __float2half(1.0f));
+  by[i] = __float2bfloat16(__half2float(h[i]) * 4.0f);
+  static_assert(alignof(float4) == 16, "CUDA's float4 alignment");
+}
+)";
+  const int n4 = 100;
+  const BufferSpec x = Input("x", v1::DTYPE_F32, 4 * n4);
+  const BufferSpec h = Input("h", v1::DTYPE_F16, n4);
+  const internal::RunResult result = RunOk(MakeRequest(
+      source, {MakeCase("c", 2,
+                        {x, h, Output("y", v1::DTYPE_F32, 4 * n4), Output("hy", v1::DTYPE_F16, n4),
+                         Output("by", v1::DTYPE_BF16, n4)},
+                        {Launch("scale", {2}, {64},
+                                {Buf("x"), Buf("h"), Buf("y"), Buf("hy"), Buf("by"), Real(1.5),
+                                 Int(n4)})})}));
+  ASSERT_EQ(result.cases_size(), 1);
+  const auto y = Values<float>(result.cases(0).outputs(0));
+  const auto vx = Generated<float>(x, 2);
+  for (int i = 0; i < 4 * n4; ++i) ASSERT_EQ(y[i], vx[i] * 1.5f) << i;
+  const auto hy = Values<uint16_t>(result.cases(0).outputs(1));
+  const auto vh = Generated<uint16_t>(h, 2);
+  auto half_to_float = [](uint16_t bits) {
+    const int e = (bits >> 10) & 0x1f, m = bits & 0x3ff;
+    const float mag = e == 0 ? std::ldexp(static_cast<float>(m), -24)
+                             : std::ldexp(static_cast<float>(m | 0x400), e - 25);
+    return (bits & 0x8000) ? -mag : mag;
+  };
+  for (int i = 0; i < n4; ++i) {
+    const float expected = half_to_float(vh[i]) * 2.0f + 1.0f;
+    EXPECT_NEAR(half_to_float(hy[i]), expected, std::abs(expected) * 1e-3 + 1e-3) << i;
+  }
+}
+
+TEST_F(CpuBackendTest, OutOfBoundsWriteIsARuntimeFailureWithTheSignal) {
+  const char* source = R"(
+__global__ void overrun(float* y, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  y[i + n] = 1.0f;  // every thread writes past the end
+}
+)";
+  const internal::RunFailure failure = RunFails(
+      MakeRequest(source, {MakeCase("oob", 1, {Output("y", v1::DTYPE_F32, 1024)},
+                                    {Launch("overrun", {4}, {256}, {Buf("y"), Int(1024)})})}));
+  EXPECT_EQ(failure.stage(), "runtime");
+  EXPECT_NE(failure.message().find("SIGSEGV"), std::string::npos) << failure.message();
+  EXPECT_NE(failure.message().find("out-of-bounds access?"), std::string::npos)
+      << failure.message();
+  EXPECT_NE(failure.message().find("past the end of buffer 'y'"), std::string::npos)
+      << failure.message();
+  EXPECT_EQ(failure.case_label(), "oob");
+}
+
+TEST_F(CpuBackendTest, InfiniteLoopTimesOutAndTheNextRunSucceeds) {
+  const char* source = R"(
+__global__ void spin(float* y) {
+  volatile int forever = 1;
+  while (forever) {}
+  y[0] = 1.0f;
+}
+)";
+  const uint64_t workers_before = backend_->workers_started();
+  const auto start = std::chrono::steady_clock::now();
+  const internal::RunFailure failure =
+      RunFails(MakeRequest(source,
+                           {MakeCase("hang", 1, {Output("y", v1::DTYPE_F32, 1)},
+                                     {Launch("spin", {1}, {1}, {Buf("y")})})},
+                           /*timeout_seconds=*/1.0));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(failure.stage(), "timeout");
+  EXPECT_NE(failure.message().find("did not finish within 1 s"), std::string::npos)
+      << failure.message();
+  EXPECT_LT(seconds, 15.0);  // the compile, then 1 s
+
+  const int n = 64;
+  const internal::RunResult next = RunOk(MakeRequest(
+      kVectorAdd,
+      {MakeCase("after", 1,
+                {Input("a", v1::DTYPE_F32, n), Input("b", v1::DTYPE_F32, n),
+                 Output("c", v1::DTYPE_F32, n)},
+                {Launch("vector_add", {1}, {64}, {Buf("a"), Buf("b"), Buf("c"), Int(n)})})}));
+  EXPECT_EQ(next.cases_size(), 1);
+  EXPECT_GT(backend_->workers_started(), workers_before);  // replaced after the failure
+}
+
+TEST_F(CpuBackendTest, ModifiedInputIsReported) {
+  const char* source = R"(
+__global__ void sneaky(float* x, float* y, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) { y[i] = x[i]; if (i == n - 1) x[i] = 0.0f; }
+}
+)";
+  const internal::RunResult result = RunOk(MakeRequest(
+      source, {MakeCase("c", 1, {Input("x", v1::DTYPE_F32, 100), Output("y", v1::DTYPE_F32, 100)},
+                        {Launch("sneaky", {1}, {128}, {Buf("x"), Buf("y"), Int(100)})})}));
+  ASSERT_EQ(result.cases_size(), 1);
+  EXPECT_EQ(result.cases(0).modified_input(), "x");
+}
+
+TEST_F(CpuBackendTest, InlineAsmIsAnUnsupportedCompileFailure) {
+  const char* source = R"(
+__global__ void lane_id(unsigned* y) {
+  unsigned lane;
+  asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
+  y[threadIdx.x] = lane;
+}
+)";
+  const internal::RunFailure failure =
+      RunFails(MakeRequest(source, {MakeCase("c", 1, {Output("y", v1::DTYPE_I32, 32)},
+                                             {Launch("lane_id", {1}, {32}, {Buf("y")})})}));
+  EXPECT_EQ(failure.stage(), "compile");
+  EXPECT_NE(failure.message().find("the CPU backend does not support inline PTX assembly"),
+            std::string::npos)
+      << failure.message();
+  EXPECT_NE(failure.message().find("line 4"), std::string::npos) << failure.message();
+}
+
+TEST_F(CpuBackendTest, CompileErrorNamesTheUsersLine) {
+  const char* source =
+      "// line 1\n"
+      "__global__ void broken(float* y) {\n"
+      "  y[threadIdx.x] = undeclared_variable;\n"  // line 3
+      "}\n";
+  const internal::RunFailure failure =
+      RunFails(MakeRequest(source, {MakeCase("c", 1, {Output("y", v1::DTYPE_F32, 32)},
+                                             {Launch("broken", {1}, {32}, {Buf("y")})})}));
+  EXPECT_EQ(failure.stage(), "compile");
+  EXPECT_NE(failure.message().find("submission.cu:3:"), std::string::npos) << failure.message();
+  EXPECT_NE(failure.message().find("undeclared_variable"), std::string::npos) << failure.message();
+}
+
+TEST_F(CpuBackendTest, UnknownKernelIsNamed) {
+  const internal::RunFailure failure = RunFails(
+      MakeRequest(kVectorAdd, {MakeCase("c", 1, {Output("y", v1::DTYPE_F32, 32)},
+                                        {Launch("no_such_kernel", {1}, {32}, {Buf("y")})})}));
+  EXPECT_EQ(failure.stage(), "compile");
+  EXPECT_NE(failure.message().find("the plan's kernel 'no_such_kernel' cannot be launched"),
+            std::string::npos)
+      << failure.message();
+}
+
+// A file with a random token, outside everything the sandboxes allow.
+std::pair<std::string, std::string> PlantSecret(const std::string& dir) {
+  std::mt19937_64 random(std::random_device{}());
+  const std::string token = "SECRET" + std::to_string(random());
+  const std::string path = dir + "/secret.txt";
+  std::ofstream(path) << token << "\n";
+  return {path, token};
+}
+
+TEST_F(CpuBackendTest, IncludingAHostFileFailsWithoutLeakingIt) {
+  const auto [path, token] = PlantSecret(*scratch_);
+  const std::string source = "#include \"" + path + "\"\n__global__ void k(float* y) {}\n";
+  absl::StatusOr<internal::RunResult> result = backend_->Run(MakeRequest(
+      source,
+      {MakeCase("c", 1, {Output("y", v1::DTYPE_F32, 1)}, {Launch("k", {1}, {1}, {Buf("y")})})}));
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_TRUE(result->has_failure());
+  EXPECT_EQ(result->failure().stage(), "compile");
+  EXPECT_EQ(result->DebugString().find(token), std::string::npos) << result->DebugString();
+  EXPECT_NE(result->failure().message().find("secret.txt"), std::string::npos)
+      << result->failure().message();
+}
+
+TEST_F(CpuBackendTest, KernelCannotReachFilesProcessesOrNetwork) {
+  // Host C++ is possible in a kernel here: it must find the runner sandboxed.
+  const auto [secret_path, token] = PlantSecret(*scratch_);
+  const std::string written = *scratch_ + "/written-by-kernel.txt";
+  const std::string source = R"(
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+__global__ void escape(int* result) {
+  if (threadIdx.x != 0) return;
+  int flags = 0;
+  const int in = open(")" + secret_path +
+                             R"(", O_RDONLY);
+  if (in >= 0) { char c = 0; if (read(in, &c, 1) == 1) flags |= 1; }
+  const int out = open(")" + written +
+                             R"(", O_WRONLY | O_CREAT, 0644);
+  if (out >= 0) { (void)!write(out, "pwned", 5); flags |= 2; }
+  if (socket(AF_INET, SOCK_STREAM, 0) >= 0) flags |= 4;
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  if (child > 0) flags |= 8;
+  result[0] = flags;
+}
+)";
+  absl::StatusOr<internal::RunResult> result = backend_->Run(
+      MakeRequest(source, {MakeCase("c", 1, {Output("result", v1::DTYPE_I32, 1)},
+                                    {Launch("escape", {1}, {32}, {Buf("result")})})}));
+  ASSERT_TRUE(result.ok()) << result.status();
+  if (!result->has_failure()) {
+    ASSERT_EQ(result->cases_size(), 1);
+    EXPECT_EQ(Values<int32_t>(result->cases(0).outputs(0))[0], 0);  // every attempt failed
+  } else {
+    EXPECT_EQ(result->failure().stage(), "runtime");
+  }
+  EXPECT_FALSE(fs::exists(written));
+  EXPECT_EQ(result->DebugString().find(token), std::string::npos);
+}
+
+TEST_F(CpuBackendTest, DeviceGlobalsPersistAcrossCasesOfARunButNotAcrossRuns) {
+  const char* source = R"(
+__device__ int launches = 0;
+__global__ void count(int* y) {
+  if (threadIdx.x == 0) y[0] = atomicAdd(&launches, 1) + 1;
+}
+)";
+  auto one_case = [](const std::string& label) {
+    return MakeCase(label, 1, {Output("y", v1::DTYPE_I32, 1)},
+                    {Launch("count", {1}, {32}, {Buf("y")})});
+  };
+  const internal::RunRequest request = MakeRequest(source, {one_case("a"), one_case("b")});
+  for (int run = 0; run < 2; ++run) {
+    const internal::RunResult result = RunOk(request);
+    ASSERT_EQ(result.cases_size(), 2);
+    EXPECT_EQ(Values<int32_t>(result.cases(0).outputs(0))[0], 1) << "run " << run;
+    EXPECT_EQ(Values<int32_t>(result.cases(1).outputs(0))[0], 2) << "run " << run;
+  }
+}
+
+TEST_F(CpuBackendTest, DivergentWarpCollectiveIsADeadlockFailure) {
+  const char* source = R"(
+__global__ void divergent(float* y) {
+  float v = threadIdx.x;
+  if (threadIdx.x < 16) v = __shfl_down_sync(0xffffffffu, v, 1);
+  else __syncthreads();
+  y[threadIdx.x] = v;
+}
+)";
+  const internal::RunFailure failure =
+      RunFails(MakeRequest(source, {MakeCase("c", 1, {Output("y", v1::DTYPE_F32, 32)},
+                                             {Launch("divergent", {1}, {32}, {Buf("y")})})}));
+  EXPECT_EQ(failure.stage(), "runtime");
+  EXPECT_NE(failure.message().find("deadlock"), std::string::npos) << failure.message();
+}
+
+TEST_F(CpuBackendTest, PrintfFloodAssertAndTrap) {
+  const char* source = R"(
+__global__ void chatty(const float* x, float* y, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  for (int k = 0; k < 2000; ++k) printf("thread %d says %f again and again\n", i, x[i % n]);
+  y[i] = 1.0f;
+}
+__global__ void checks(float* y) {
+  assert(threadIdx.x < 16);
+  y[threadIdx.x] = 1.0f;
+}
+)";
+  const int n = 4096;  // 8 M printf calls: bounded, then nearly free
+  const auto start = std::chrono::steady_clock::now();
+  const internal::RunResult ok = RunOk(MakeRequest(
+      source, {MakeCase("flood", 1, {Input("x", v1::DTYPE_F32, n), Output("y", v1::DTYPE_F32, n)},
+                        {Launch("chatty", {n / 256}, {256}, {Buf("x"), Buf("y"), Int(n)})})}));
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 30);
+  const internal::RunFailure failure =
+      RunFails(MakeRequest(source, {MakeCase("assert", 1, {Output("y", v1::DTYPE_F32, 32)},
+                                             {Launch("checks", {1}, {32}, {Buf("y")})})}));
+  EXPECT_EQ(failure.stage(), "runtime");
+  EXPECT_NE(failure.message().find("device assertion failed: threadIdx.x < 16"), std::string::npos)
+      << failure.message();
+}
+
+TEST_F(CpuBackendTest, TimeInterleavesProgramsAndReturnsLastOutputs) {
+  const int n = 4096;
+  auto program = [&](const std::string& label, const std::string& source) {
+    internal::TimedProgram p;
+    p.mutable_program()->set_label(label);
+    p.mutable_program()->set_source(source);
+    internal::Case c = MakeCase(
+        "t", 0,
+        {Input("a", v1::DTYPE_F32, n), Input("b", v1::DTYPE_F32, n), Output("c", v1::DTYPE_F32, n)},
+        {Launch("vector_add", {n / 256}, {256}, {Buf("a"), Buf("b"), Buf("c"), Int(n)})});
+    *p.mutable_plan() = c.plan();
+    return p;
+  };
+  internal::TimingRequest request;
+  *request.add_programs() = program("reference", kVectorAdd);
+  *request.add_programs() = program("candidate", std::string(kVectorAdd) + "// a variant\n");
+  request.add_input_seeds(21);
+  request.add_input_seeds(22);
+  request.mutable_config()->set_warmup_runs(1);
+  request.mutable_config()->set_min_samples(5);
+  request.mutable_config()->set_min_seconds(0.01);
+  request.mutable_config()->set_max_seconds(2);
+  request.mutable_config()->set_target_rel_stderr(0.5);
+  request.mutable_config()->set_input_sets(2);
+  request.set_timeout_seconds(30);
+  absl::StatusOr<internal::TimingResult> result = backend_->Time(request);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_FALSE(result->has_failure()) << result->failure().message();
+  ASSERT_EQ(result->programs_size(), 2);
+  const BufferSpec a = Input("a", v1::DTYPE_F32, n), b = Input("b", v1::DTYPE_F32, n);
+  for (const internal::ProgramTiming& timing : result->programs()) {
+    EXPECT_GE(timing.samples_us_size(), 5);
+    EXPECT_EQ(timing.samples_us_size(), result->programs(0).samples_us_size());
+    for (double us : timing.samples_us()) EXPECT_GT(us, 0);
+    ASSERT_EQ(timing.last_outputs_size(), 2);
+    for (int set = 0; set < 2; ++set) {
+      const uint64_t seed = 21 + set;
+      const auto c = Values<float>(timing.last_outputs(set).outputs(0));
+      const auto va = Generated<float>(a, seed), vb = Generated<float>(b, seed);
+      for (int i = 0; i < n; i += 97) ASSERT_EQ(c[i], va[i] + vb[i]) << set << " " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kerneleval::cpu

@@ -1,0 +1,121 @@
+// Source transforms of the CPU backend: no compiler involved.
+#include "evaluator/cpu/source_rewrite.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+namespace kerneleval::cpu {
+namespace {
+
+size_t Lines(const std::string& text) { return std::count(text.begin(), text.end(), '\n'); }
+
+TEST(MaskCommentsAndLiterals, BlanksCommentsAndStringsKeepsLayout) {
+  const std::string source =
+      "int a; // asm here\n/* wmma\n  more */ const char* s = \"asm(\\\"x\\\")\";\n"
+      "char c = '\\''; int n = 1'000; auto r = R\"x(asm)x\";\n";
+  const std::string masked = MaskCommentsAndLiterals(source);
+  ASSERT_EQ(masked.size(), source.size());
+  EXPECT_EQ(Lines(masked), Lines(source));
+  EXPECT_EQ(masked.find("asm"), std::string::npos);
+  EXPECT_EQ(masked.find("wmma"), std::string::npos);
+  EXPECT_NE(masked.find("int n = 1'000;"), std::string::npos);  // a digit separator, not a char
+  EXPECT_NE(masked.find("int a;"), std::string::npos);
+}
+
+TEST(FindUnsupportedFeature, InlineAsmWithLine) {
+  const auto found = FindUnsupportedFeature(
+      "__global__ void k(int* x) {\n  // asm in a comment is fine\n  asm "
+      "volatile(\"trap;\");\n}\n");
+  ASSERT_TRUE(found.has_value());
+  EXPECT_NE(found->find("does not support inline PTX assembly"), std::string::npos) << *found;
+  EXPECT_NE(found->find("line 3"), std::string::npos) << *found;
+}
+
+TEST(FindUnsupportedFeature, OtherFeatures) {
+  EXPECT_TRUE(FindUnsupportedFeature("using namespace nvcuda; wmma::fragment<> f;").has_value());
+  EXPECT_TRUE(
+      FindUnsupportedFeature("auto g = cooperative_groups::this_grid(); g.sync();").has_value());
+  EXPECT_TRUE(FindUnsupportedFeature("__global__ void k() { child<<<1, 1>>>(); }").has_value());
+  EXPECT_TRUE(FindUnsupportedFeature("#include <cub/cub.cuh>\n").has_value());
+}
+
+TEST(FindUnsupportedFeature, OrdinaryKernelsPass) {
+  EXPECT_FALSE(FindUnsupportedFeature(
+                   "// uses asm? no\n#include <cuda_fp16.h>\n"
+                   "__global__ void k(const float* x, float* y, int n) {\n"
+                   "  const char* s = \"asm wmma <<<\"; int i = blockIdx.x * blockDim.x + "
+                   "threadIdx.x; if (i < n) y[i] = x[i] << 1 < 3 ? 1.f : 2.f; }\n")
+                   .has_value());
+  EXPECT_FALSE(
+      FindUnsupportedFeature("std::ostream& operator<<<int>(std::ostream&, int);").has_value());
+}
+
+TEST(RewriteExternShared, BlockScopeKeepsLines) {
+  const std::string source =
+      "__global__ void k(float* y) {\n"
+      "  extern __shared__ float smem[];\n"
+      "  smem[threadIdx.x] = 1.f;\n"
+      "}\n";
+  const std::string out = RewriteExternShared(source);
+  EXPECT_EQ(Lines(out), Lines(source));
+  EXPECT_NE(out.find("static __shared__ float * const smem = (decltype(smem))"), std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("extern"), std::string::npos);
+  EXPECT_NE(out.find("smem[threadIdx.x] = 1.f;"), std::string::npos);
+}
+
+TEST(RewriteExternShared, NamespaceScopeAlignedAndMultiline) {
+  const std::string source =
+      "#include <cuda_fp16.h>\n"
+      "extern __shared__ __align__(16) unsigned char raw[\n"
+      "];\n"
+      "__shared__ float stat[32];\n"
+      "extern \"C\" __global__ void k() { extern volatile __shared__ int v[]; }\n";
+  const std::string out = RewriteExternShared(source);
+  EXPECT_EQ(Lines(out), Lines(source));
+  EXPECT_NE(out.find("static __shared__ __align__(16) unsigned char * const raw = (decltype(raw))"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("static volatile __shared__ int * const v = (decltype(v))"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("__shared__ float stat[32];"), std::string::npos);  // static: unchanged
+  EXPECT_NE(out.find("#include <cuda_fp16.h>\n"), std::string::npos);
+  EXPECT_NE(out.find("extern \"C\" __global__ void k()"), std::string::npos);
+}
+
+TEST(IsValidKernelName, RejectsInjection) {
+  EXPECT_TRUE(IsValidKernelName("softmax"));
+  EXPECT_TRUE(IsValidKernelName("ns::gemm<128, float>"));
+  EXPECT_FALSE(IsValidKernelName(""));
+  EXPECT_FALSE(IsValidKernelName("k; int x"));
+  EXPECT_FALSE(IsValidKernelName("k\n#include \"/etc/passwd\""));
+  EXPECT_FALSE(IsValidKernelName("k /* */"));
+  EXPECT_FALSE(IsValidKernelName("1k"));
+}
+
+TEST(DefineLine, AcceptsDefinesOnly) {
+  EXPECT_EQ(*DefineLine("-DTILE=32"), "#define TILE 32");
+  EXPECT_EQ(*DefineLine("USE_FAST"), "#define USE_FAST 1");
+  EXPECT_FALSE(DefineLine("-o/etc/x").ok());
+  EXPECT_FALSE(DefineLine("-DX=1\n#include \"/etc/passwd\"").ok());
+  EXPECT_FALSE(DefineLine("-fplugin=evil.so").ok());
+}
+
+TEST(BuildTranslationUnit, LinesMapToTheSubmission) {
+  const std::string source = "__global__ void a(int* x) {}\n__global__ void b(int* x) {}";
+  absl::StatusOr<std::string> unit = BuildTranslationUnit(source, {"-DN=4"}, {"a", "b"});
+  ASSERT_TRUE(unit.ok()) << unit.status();
+  EXPECT_EQ(unit->rfind("#include \"kerneleval_cpu_prelude.h\"\n", 0), 0u);
+  EXPECT_NE(unit->find("#define N 4\n#line 1 \"submission.cu\"\n" + source + "\n#line 1"),
+            std::string::npos);
+  EXPECT_NE(unit->find("kerneleval_cpu_launch_0(const kerneleval_cpu_launch* launch) { return "
+                       "::kerneleval_cpu::detail::Launch<&a>(launch); }"),
+            std::string::npos);
+  EXPECT_NE(unit->find("Launch<&b>"), std::string::npos);
+  EXPECT_FALSE(BuildTranslationUnit(source, {}, {"a;b"}).ok());
+}
+
+}  // namespace
+}  // namespace kerneleval::cpu
