@@ -17,6 +17,13 @@ absl::StatusOr<int> Attribute(const DriverApi& api, CUdevice device, CUdevice_at
   return value;
 }
 
+// Attributes that only describe (clocks, bus width, persisting L2): 0 when the
+// driver does not answer, rather than no device at all.
+int OptionalAttribute(const DriverApi& api, CUdevice device, CUdevice_attribute attribute) {
+  int value = 0;
+  return api.cuDeviceGetAttribute(&value, attribute, device) == CUDA_SUCCESS ? value : 0;
+}
+
 }  // namespace
 
 absl::StatusOr<DeviceProperties> QueryDevice(const DriverApi& api, int ordinal) {
@@ -48,13 +55,13 @@ absl::StatusOr<DeviceProperties> QueryDevice(const DriverApi& api, int ordinal) 
   KE_ATTRIBUTE(p.sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
   KE_ATTRIBUTE(value, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
   p.l2_bytes = static_cast<uint64_t>(value);
-  KE_ATTRIBUTE(value, CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE);
-  p.max_persisting_l2_bytes = static_cast<uint64_t>(value);
-  KE_ATTRIBUTE(value, CU_DEVICE_ATTRIBUTE_CLOCK_RATE);  // [kHz]
-  p.sm_clock_mhz = value / 1000.0;
-  KE_ATTRIBUTE(value, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE);  // [kHz]
-  p.memory_clock_mhz = value / 1000.0;
-  KE_ATTRIBUTE(p.memory_bus_bits, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
+  p.max_persisting_l2_bytes = static_cast<uint64_t>(
+      OptionalAttribute(api, device, CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE));
+  // [kHz] -> [MHz]
+  p.sm_clock_mhz = OptionalAttribute(api, device, CU_DEVICE_ATTRIBUTE_CLOCK_RATE) / 1000.0;
+  p.memory_clock_mhz =
+      OptionalAttribute(api, device, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE) / 1000.0;
+  p.memory_bus_bits = OptionalAttribute(api, device, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
   KE_ATTRIBUTE(p.warp_size, CU_DEVICE_ATTRIBUTE_WARP_SIZE);
   KE_ATTRIBUTE(value, CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY);
   p.can_map_host_memory = value != 0;
