@@ -80,19 +80,22 @@ absl::Status CudaBackend::StartWorker() {
 #else
   if (options_.peak_table.has_value()) MatchPeaks(*options_.peak_table, &info);
 #endif
-  device_info_ = std::move(info);
+  spdlog::info("cuda:{}: worker {} ready ({}, sm_{}{}, roofline {})", device_, started->pid(),
+               info.name(), info.compute_capability_major(), info.compute_capability_minor(),
+               info.roofline_known() ? "known" : "unknown");
   worker_.emplace(*std::move(started));
+  std::lock_guard<std::mutex> state(state_mutex_);
+  device_info_ = std::move(info);
+  worker_ready_ = true;
   if (starts_++ > 0) ++restarts_;
-  spdlog::info("cuda:{}: worker {} ready ({}, sm_{}{}, roofline {})", device_, worker_->pid(),
-               device_info_.name(), device_info_.compute_capability_major(),
-               device_info_.compute_capability_minor(),
-               device_info_.roofline_known() ? "known" : "unknown");
   return absl::OkStatus();
 }
 
 void CudaBackend::DropWorker() {
   if (worker_.has_value()) worker_->Kill();
   worker_.reset();
+  std::lock_guard<std::mutex> state(state_mutex_);
+  worker_ready_ = false;
 }
 
 absl::Status CudaBackend::Call(const wire::WorkerRequest& request, double timeout_seconds,
@@ -113,8 +116,9 @@ absl::Status CudaBackend::Call(const wire::WorkerRequest& request, double timeou
                  how.empty() ? std::string(status.message()) : how);
     status = absl::AbortedError(how.empty() ? std::string(status.message()) : how);
   } else {
+    for (const std::string& note : reply->notes()) spdlog::info("cuda:{}: {}", device_, note);
+    std::lock_guard<std::mutex> state(state_mutex_);
     last_notes_.assign(reply->notes().begin(), reply->notes().end());
-    for (const std::string& note : last_notes_) spdlog::info("cuda:{}: {}", device_, note);
     if (!reply->worker_exiting()) return absl::OkStatus();
     spdlog::warn("cuda:{}: worker {} exits after a fault", device_, worker_->pid());
   }
@@ -128,25 +132,25 @@ absl::Status CudaBackend::Call(const wire::WorkerRequest& request, double timeou
 }
 
 v1::DeviceInfo CudaBackend::device() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<std::mutex> state(state_mutex_);
   v1::DeviceInfo info = device_info_;
-  info.set_ready(worker_.has_value());
+  info.set_ready(worker_ready_);
   return info;
 }
 
 std::string CudaBackend::target_arch() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<std::mutex> state(state_mutex_);
   return ArchName(static_cast<int>(device_info_.compute_capability_major()),
                   static_cast<int>(device_info_.compute_capability_minor()));
 }
 
 int CudaBackend::restarts() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<std::mutex> state(state_mutex_);
   return restarts_;
 }
 
 std::vector<std::string> CudaBackend::last_notes() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<std::mutex> state(state_mutex_);
   return last_notes_;
 }
 

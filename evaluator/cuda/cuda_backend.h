@@ -91,11 +91,16 @@ class CudaBackend : public Backend {
 
   const int device_;
   const CudaBackendOptions options_;
-  mutable std::mutex mutex_;
-  std::optional<process::WorkerProcess> worker_;
+  // Held for a whole call: one run or timing at a time on the device.
+  std::mutex mutex_;
+  std::optional<process::WorkerProcess> worker_;  // guarded by mutex_
+  int starts_ = 0;                                // guarded by mutex_
+  // What device(), restarts() and last_notes() read: never blocked by a
+  // call in progress.
+  mutable std::mutex state_mutex_;
   v1::DeviceInfo device_info_;
+  bool worker_ready_ = false;
   int restarts_ = 0;
-  int starts_ = 0;
   std::vector<std::string> last_notes_;
 };
 
