@@ -81,6 +81,10 @@ SampleStats Summarize(std::span<const double> samples_us) {
   return stats;
 }
 
+SampleStats Summarize(const google::protobuf::RepeatedField<double>& samples_us) {
+  return Summarize(std::span<const double>(samples_us.data(), samples_us.size()));
+}
+
 internal::TimingConfig DefaultTimingConfig() {
   internal::TimingConfig config;
   // Warm-up: the first launches pay for module load, instruction cache and

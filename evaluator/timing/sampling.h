@@ -33,6 +33,8 @@ inline constexpr uint32_t kMinSamplesForStderr = 3;
 // of `samples_us`. Empty input: all zero, rel_stderr_median = +Inf.
 // NaN samples must not be passed (the caller drops failed samples).
 SampleStats Summarize(std::span<const double> samples_us);
+// The same for a ProgramTiming's samples_us field.
+SampleStats Summarize(const google::protobuf::RepeatedField<double>& samples_us);
 
 // Distribution-free standard error of the median [same unit as the samples]
 // (McKean-Schrader order-statistics estimate; see sampling.cc for why).

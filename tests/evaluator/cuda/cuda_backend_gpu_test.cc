@@ -328,12 +328,8 @@ TEST_F(CudaBackendGpuTest, SelfTimingIsStable) {
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_FALSE(result->has_failure()) << result->failure().message();
   ASSERT_EQ(result->programs_size(), 2);
-  auto summarize = [&](int p) {
-    const auto& samples = result->programs(p).samples_us();
-    return timing::Summarize(std::span<const double>(samples.data(), samples.size()));
-  };
-  const timing::SampleStats ref = summarize(0);
-  const timing::SampleStats cand = summarize(1);
+  const timing::SampleStats ref = timing::Summarize(result->programs(0).samples_us());
+  const timing::SampleStats cand = timing::Summarize(result->programs(1).samples_us());
   std::printf(
       "self-timing: ref %.2f us (n=%u, rel err %.4f), cand %.2f us (n=%u), clock %.0f "
       "MHz (min %.0f), throttled %d, converged %d\n",

@@ -51,7 +51,7 @@ TEST(SummarizeTest, OutliersDoNotInflateTheMedianError) {
 }
 
 TEST(SummarizeTest, EmptyAndTooFewSamples) {
-  const SampleStats empty = Summarize({});
+  const SampleStats empty = Summarize(std::span<const double>());
   EXPECT_EQ(empty.samples, 0u);
   EXPECT_TRUE(std::isinf(empty.rel_stderr_median));
   const std::vector<double> two = {1.0, 1.0};
@@ -62,6 +62,15 @@ TEST(SummarizeTest, EmptyAndTooFewSamples) {
   const std::vector<double> one = {7.0};
   EXPECT_DOUBLE_EQ(Summarize(one).stdev, 0.0);
   EXPECT_DOUBLE_EQ(Summarize(one).median, 7.0);
+}
+
+TEST(SummarizeTest, RepeatedFieldOverload) {
+  internal::ProgramTiming timing;
+  for (double x : {4.0, 1.0, 10.0, 3.0, 2.0}) timing.add_samples_us(x);
+  const SampleStats stats = Summarize(timing.samples_us());
+  EXPECT_EQ(stats.samples, 5u);
+  EXPECT_DOUBLE_EQ(stats.median, 3);
+  EXPECT_DOUBLE_EQ(stats.mean, 4);
 }
 
 TEST(SummarizeTest, ZeroMedianHasNoRelativeError) {
