@@ -152,6 +152,22 @@ absl::StatusOr<v1::Problem> ParseProblemText(std::string_view text, std::string_
   return problem;
 }
 
+absl::Status CompleteReferencePlan(v1::Problem& problem) {
+  if (problem.reference_plan().launches_size() > 0 || problem.reference_source().empty()) {
+    return absl::OkStatus();
+  }
+  absl::StatusOr<v1::LaunchPlan> plan = plan::ParseDirectives(problem.reference_source());
+  if (!plan.ok()) return plan.status();
+  // Scratch buffers declared next to an empty launch list are kept.
+  for (auto& launch : *plan->mutable_launches()) {
+    *problem.mutable_reference_plan()->add_launches() = std::move(launch);
+  }
+  for (auto& scratch : *plan->mutable_scratch()) {
+    *problem.mutable_reference_plan()->add_scratch() = std::move(scratch);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<v1::Problem> LoadProblemDirectory(const std::filesystem::path& dir) {
   const std::filesystem::path textproto = dir / "problem.textproto";
   absl::StatusOr<std::string> text = ReadFile(textproto);
@@ -167,19 +183,8 @@ absl::StatusOr<v1::Problem> LoadProblemDirectory(const std::filesystem::path& di
     }
     problem->set_reference_source(*std::move(source));
   }
-  if (problem->reference_plan().launches_size() == 0) {
-    absl::StatusOr<v1::LaunchPlan> plan = plan::ParseDirectives(problem->reference_source());
-    if (!plan.ok()) {
-      return absl::InvalidArgumentError(
-          Cat(dir.string(), "/reference.cu: ", plan.status().message()));
-    }
-    // Keep scratch buffers declared in the textproto, if any.
-    for (auto& launch : *plan->mutable_launches()) {
-      *problem->mutable_reference_plan()->add_launches() = std::move(launch);
-    }
-    for (auto& scratch : *plan->mutable_scratch()) {
-      *problem->mutable_reference_plan()->add_scratch() = std::move(scratch);
-    }
+  if (absl::Status s = CompleteReferencePlan(*problem); !s.ok()) {
+    return absl::InvalidArgumentError(Cat((dir / "reference.cu").string(), ": ", s.message()));
   }
   return problem;
 }

@@ -58,6 +58,12 @@ absl::StatusOr<v1::Problem> ParseProblemText(std::string_view text, std::string_
 // textproto has no launches. Does not validate.
 absl::StatusOr<v1::Problem> LoadProblemDirectory(const std::filesystem::path& dir);
 
+// When reference_plan has no launches, fills it from the "// @launch" and
+// "// @scratch" directives of reference_source (no-op otherwise, or when the
+// source is empty). The loader calls it; so should whoever accepts a custom
+// problem whose plan lives in its source, before ValidateProblem.
+absl::Status CompleteReferencePlan(v1::Problem& problem);
+
 // Checks a problem before anything runs it:
 //  - id: 1-64 characters of [a-z0-9_-], starting with a letter or digit;
 //  - parameters, inputs, outputs: identifiers, no name used twice among them;

@@ -211,3 +211,37 @@ TEST(ValidateTest, ParseProblemTextReportsLine) {
 
 }  // namespace
 }  // namespace kerneleval::problems
+
+namespace kerneleval::problems {
+namespace {
+
+// A custom problem may carry its plan as directives in its source.
+TEST(CompleteReferencePlanTest, FillsAnEmptyPlanFromDirectives) {
+  v1::Problem problem = ValidProblem();
+  problem.clear_reference_plan();
+  EXPECT_FALSE(ValidateProblem(problem).ok());
+  problem.set_reference_source(
+      "// @scratch unused: f32[R]\n"
+      "// @launch sum_kernel<<<R, 32>>>(x, y, R, C)\n" +
+      problem.reference_source());
+  ASSERT_TRUE(CompleteReferencePlan(problem).ok());
+  ASSERT_EQ(problem.reference_plan().launches_size(), 1);
+  EXPECT_EQ(problem.reference_plan().launches(0).kernel(), "sum_kernel");
+  EXPECT_EQ(problem.reference_plan().scratch_size(), 1);
+  EXPECT_TRUE(ValidateProblem(problem).ok()) << ValidateProblem(problem);
+
+  // A plan that is already there is left alone.
+  const v1::LaunchPlan before = problem.reference_plan();
+  ASSERT_TRUE(CompleteReferencePlan(problem).ok());
+  EXPECT_EQ(problem.reference_plan().launches_size(), before.launches_size());
+
+  v1::Problem broken = ValidProblem();
+  broken.clear_reference_plan();
+  broken.set_reference_source("// @launch sum_kernel(x)\n" + broken.reference_source());
+  const absl::Status status = CompleteReferencePlan(broken);
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("line 1"), std::string::npos) << status;
+}
+
+}  // namespace
+}  // namespace kerneleval::problems
