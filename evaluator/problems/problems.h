@@ -65,7 +65,8 @@ absl::StatusOr<v1::Problem> LoadProblemDirectory(const std::filesystem::path& di
 absl::Status CompleteReferencePlan(v1::Problem& problem);
 
 // Checks a problem before anything runs it:
-//  - id: 1-64 characters of [a-z0-9_-], starting with a letter or digit;
+//  - id: 1-64 characters of [A-Za-z0-9_.-], starting with a letter or digit
+//    (built-in ids use [a-z0-9_] by convention);
 //  - parameters, inputs, outputs: identifiers, no name used twice among them;
 //    at least one output; every dtype set; inputs carry no tolerance and
 //    outputs no distribution; distributions valid for the dtype (prng.h);
