@@ -342,9 +342,12 @@ absl::StatusOr<HostCompileResult> HostCompiler::Compile(std::string_view transla
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (outcome->exit_status == -1) {
+    // The source's fault (template or constexpr bombs): a compile failure.
     fs::remove_all(work, ec);
-    return absl::DeadlineExceededError(
-        absl::StrCat("the host compile took longer than ", options_.timeout_seconds, " s"));
+    result.success = false;
+    result.log =
+        absl::StrCat("the host compile did not finish within ", options_.timeout_seconds, " s");
+    return result;
   }
   // Messages name the user's file; the machine's paths are shortened.
   std::string log = absl::StrReplaceAll(
@@ -354,6 +357,10 @@ absl::StatusOr<HostCompileResult> HostCompiler::Compile(std::string_view transla
   if (outcome->exit_status != 0) {
     fs::remove_all(work, ec);
     result.success = false;
+    if (outcome->exit_status > 128) {
+      absl::StrAppend(&log, "\nthe host compiler was killed by signal ", outcome->exit_status - 128,
+                      " (CPU time or memory limit?)");
+    }
     result.log = std::move(log);
     return result;
   }

@@ -44,9 +44,10 @@ class HostCompiler {
   // directory.
   static absl::StatusOr<HostCompiler> Create(HostCompilerOptions options);
 
-  // Compiles (or finds in the cache) `translation_unit`. A compile error is an
-  // OK status with success == false; a non-OK status means the compile could
-  // not run (no sandbox, no compiler, timeout).
+  // Compiles (or finds in the cache) `translation_unit`. A compile error, or
+  // a compile that runs out of time or memory, is an OK status with success
+  // == false; a non-OK status means the compiler could not run (no sandbox,
+  // no compiler, no disk).
   absl::StatusOr<HostCompileResult> Compile(std::string_view translation_unit);
 
   // The paths the sandboxed compiler may read.

@@ -99,12 +99,14 @@
 #endif
 
 // ---- 4. Built-in variables (per OS thread; the fiber switch code below
-// restores threadIdx after every suspension).
-#define KERNELEVAL_CPU_TLS __attribute__((tls_model("initial-exec")))
-static thread_local KERNELEVAL_CPU_TLS uint3 threadIdx;
-static thread_local KERNELEVAL_CPU_TLS uint3 blockIdx;
-static thread_local KERNELEVAL_CPU_TLS dim3 blockDim;
-static thread_local KERNELEVAL_CPU_TLS dim3 gridDim;
+// restores threadIdx after every suspension). The default TLS model: one
+// initial-exec variable would put the whole module's thread-local storage,
+// __shared__ arrays included, into the small static TLS block, and dlopen()
+// would fail with "cannot allocate memory in static TLS block".
+static thread_local uint3 threadIdx;
+static thread_local uint3 blockIdx;
+static thread_local dim3 blockDim;
+static thread_local dim3 gridDim;
 static constexpr int warpSize = 32;
 
 namespace kerneleval_cpu::detail {

@@ -408,6 +408,60 @@ __global__ void scale(const float4* __restrict__ x, const __half* h, float4* y, 
   }
 }
 
+TEST_F(CpuBackendTest, ExitedLanesBarrierVariantsAndTwoDimensionalGrids) {
+  // Threads past n return before a full-mask shuffle and a barrier (common
+  // in practice: exited threads do not take part); __syncthreads_count,
+  // __nanosleep hand-off between threads of a block, a 2D grid.
+  const char* source = R"(
+#include <cuda_fp16.h>
+__global__ void tail(const int* x, int* warp_sums, int* counts, int* handoff, __half* hsum, int n) {
+  const int bid = blockIdx.x + gridDim.x * blockIdx.y;
+  const int i = bid * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  int v = x[i];
+  for (int o = 16; o > 0; o /= 2) v += __shfl_down_sync(0xffffffffu, v, o);
+  if (threadIdx.x % 32 == 0) warp_sums[i / 32] = v;
+  const int positive = __syncthreads_count(x[i] > 0);
+  if (threadIdx.x == 0) counts[bid] = positive;
+  __shared__ volatile int flag;
+  if (threadIdx.x == 0) flag = 0;
+  __syncthreads();
+  if (threadIdx.x == 1) { while (flag == 0) __nanosleep(100); handoff[bid] = flag; }
+  if (threadIdx.x == 2) flag = 42;
+  atomicAdd(hsum, __float2half(1.0f));
+}
+__global__ void zero(__half* hsum) { *hsum = __float2half(0.0f); }
+)";
+  const int n = 4 * 64 - 20;  // the last warp is partly past n
+  const BufferSpec x = IntInput("x", v1::DTYPE_I32, n, -5, 5);
+  const internal::RunResult result = RunOk(MakeRequest(
+      source,
+      {MakeCase("c", 4,
+                {x, Output("warp_sums", v1::DTYPE_I32, 8), Output("counts", v1::DTYPE_I32, 4),
+                 Output("handoff", v1::DTYPE_I32, 4), Output("hsum", v1::DTYPE_F16, 1)},
+                {Launch("zero", {1}, {1}, {Buf("hsum")}),
+                 Launch("tail", {2, 2}, {64},
+                        {Buf("x"), Buf("warp_sums"), Buf("counts"), Buf("handoff"), Buf("hsum"),
+                         Int(n)})})}));
+  ASSERT_EQ(result.cases_size(), 1);
+  const auto vx = Generated<int32_t>(x, 4);
+  const auto warp_sums = Values<int32_t>(result.cases(0).outputs(0));
+  const auto counts = Values<int32_t>(result.cases(0).outputs(1));
+  const auto handoff = Values<int32_t>(result.cases(0).outputs(2));
+  for (int w = 0; w < 7; ++w) {  // warp 7 reads exited lanes: undefined in CUDA
+    int expected = 0;
+    for (int l = 0; l < 32; ++l) expected += vx[w * 32 + l];
+    EXPECT_EQ(warp_sums[w], expected) << "warp " << w;
+  }
+  for (int b = 0; b < 4; ++b) {
+    int positive = 0;
+    for (int t = 0; t < 64 && b * 64 + t < n; ++t) positive += vx[b * 64 + t] > 0;
+    EXPECT_EQ(counts[b], positive) << "block " << b;
+    EXPECT_EQ(handoff[b], 42) << "block " << b;
+  }
+  EXPECT_EQ(Values<uint16_t>(result.cases(0).outputs(3))[0], 0x5b60);  // 236.0 as a half
+}
+
 TEST_F(CpuBackendTest, OutOfBoundsWriteIsARuntimeFailureWithTheSignal) {
   const char* source = R"(
 __global__ void overrun(float* y, int n) {
@@ -681,6 +735,65 @@ TEST_F(CpuBackendTest, TimeInterleavesProgramsAndReturnsLastOutputs) {
       for (int i = 0; i < n; i += 97) ASSERT_EQ(c[i], va[i] + vb[i]) << set << " " << i;
     }
   }
+}
+
+TEST_F(CpuBackendTest, TimeNamesTheProgramThatFails) {
+  const int n = 256;
+  auto program = [&](const std::string& label, const std::string& source) {
+    internal::TimedProgram p;
+    p.mutable_program()->set_label(label);
+    p.mutable_program()->set_source(source);
+    internal::Case c = MakeCase(
+        "t", 0,
+        {Input("a", v1::DTYPE_F32, n), Input("b", v1::DTYPE_F32, n), Output("c", v1::DTYPE_F32, n)},
+        {Launch("vector_add", {1}, {256}, {Buf("a"), Buf("b"), Buf("c"), Int(n)})});
+    *p.mutable_plan() = c.plan();
+    return p;
+  };
+  internal::TimingRequest request;
+  *request.add_programs() = program("reference", kVectorAdd);
+  *request.add_programs() = program("candidate", R"(
+__global__ void vector_add(const float* a, const float* b, float* c, int n) {
+  if (threadIdx.x == 0) c[n] = 1.0f;  // one past the end: the guard page
+}
+)");
+  request.add_input_seeds(1);
+  request.mutable_config()->set_warmup_runs(1);
+  request.mutable_config()->set_min_samples(3);
+  request.mutable_config()->set_max_seconds(1);
+  request.set_timeout_seconds(30);
+  absl::StatusOr<internal::TimingResult> result = backend_->Time(request);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_TRUE(result->has_failure());
+  EXPECT_EQ(result->failure().program(), "candidate");
+  EXPECT_EQ(result->failure().stage(), "runtime");
+  EXPECT_NE(result->failure().message().find("SIGSEGV"), std::string::npos)
+      << result->failure().message();
+}
+
+}  // namespace
+}  // namespace kerneleval::cpu
+
+namespace kerneleval::cpu {
+namespace {
+
+// Every kernel of the problem library (references and sample solutions)
+// compiles for the CPU backend. Slow on a cold cache (~0.4 s per file):
+// runs when KERNELEVAL_CPU_CORPUS=1.
+TEST_F(CpuBackendTest, ProblemLibraryCompiles) {
+  if (!std::getenv("KERNELEVAL_CPU_CORPUS")) GTEST_SKIP() << "set KERNELEVAL_CPU_CORPUS=1";
+  int files = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(KERNELEVAL_CPU_TEST_PROBLEMS_DIR)) {
+    if (entry.path().extension() != ".cu") continue;
+    if (entry.path().string().find("/gpu_only/") != std::string::npos) continue;
+    std::ifstream in(entry.path());
+    const std::string source((std::istreambuf_iterator<char>(in)), {});
+    absl::StatusOr<internal::RunResult> result = backend_->Run(MakeRequest(source, {}));
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_FALSE(result->has_failure()) << entry.path() << ": " << result->failure().message();
+    ++files;
+  }
+  EXPECT_GT(files, 0);
 }
 
 }  // namespace

@@ -1,0 +1,169 @@
+// cpu_backend_bench: what the CPU backend costs on this machine.
+//   1. host compile of the softmax reference: cold (no precompiled prelude),
+//      with the precompiled prelude at -O1 and -O2, and a cache hit;
+//   2. CpuBackend::Run of that kernel on a few shapes (one case each), and a
+//      Time() of it against itself.
+// Usage: cpu_backend_bench [threads]
+#include <stdlib.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "evaluator/cpu/cpu_backend.h"
+#include "evaluator/cpu/cpu_worker.h"
+#include "evaluator/cpu/host_compiler.h"
+#include "evaluator/cpu/source_rewrite.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace kerneleval;
+
+double Seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+std::string TempDir() {
+  std::string pattern = (fs::temp_directory_path() / "cpu-bench-XXXXXX").string();
+  if (!::mkdtemp(pattern.data())) std::abort();
+  return pattern;
+}
+
+internal::Case SoftmaxCase(int rows, int cols) {
+  internal::Case c;
+  c.set_label(std::to_string(rows) + "x" + std::to_string(cols));
+  c.set_input_seed(1);
+  auto* x = c.mutable_plan()->add_buffers();
+  x->set_name("x");
+  x->set_dtype(v1::DTYPE_F32);
+  x->set_elements(static_cast<uint64_t>(rows) * cols);
+  x->set_role(internal::BUFFER_ROLE_INPUT);
+  auto* y = c.mutable_plan()->add_buffers();
+  *y = *x;
+  y->set_name("y");
+  y->set_role(internal::BUFFER_ROLE_OUTPUT);
+  auto* launch = c.mutable_plan()->add_launches();
+  launch->set_kernel("softmax_kernel");
+  launch->add_grid(rows);
+  launch->add_block(256);
+  launch->add_args()->set_buffer("x");
+  launch->add_args()->set_buffer("y");
+  launch->add_args()->set_scalar(rows);
+  launch->add_args()->set_scalar(cols);
+  return c;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const unsigned threads = argc > 1 ? static_cast<unsigned>(std::atoi(argv[1])) : 0;
+  std::ifstream in(KERNELEVAL_CPU_BENCH_SOFTMAX);
+  const std::string source((std::istreambuf_iterator<char>(in)), {});
+
+  std::printf("== host compile of problems/softmax/reference.cu\n");
+  for (const char* level : {"-O1", "-O2"}) {
+    const std::string dir = TempDir();
+    cpu::HostCompilerOptions options;
+    options.prelude_dir = cpu::DefaultPreludeDir();
+    options.cuda_include_dir = cpu::DefaultCudaIncludeDir();
+    options.cache_dir = dir;
+    options.optimization = level;
+    for (bool pch : {false, true}) {
+      options.precompiled_prelude = pch;
+      auto compiler = cpu::HostCompiler::Create(options);
+      if (!compiler.ok()) {
+        std::printf("%s\n", compiler.status().ToString().c_str());
+        return 1;
+      }
+      auto start = std::chrono::steady_clock::now();
+      auto unit = cpu::BuildTranslationUnit(source + "\n// first\n", {}, {"softmax_kernel"});
+      auto first = compiler->Compile(*unit);
+      const double first_seconds = Seconds(start);
+      start = std::chrono::steady_clock::now();
+      unit = cpu::BuildTranslationUnit(source + "\n// second\n", {}, {"softmax_kernel"});
+      auto second = compiler->Compile(*unit);
+      const double second_seconds = Seconds(start);
+      start = std::chrono::steady_clock::now();
+      auto hit = compiler->Compile(*unit);
+      const double hit_seconds = Seconds(start);
+      if (!first.ok() || !first->success || !second.ok() || !hit.ok() || !hit->cache_hit) {
+        std::printf("compile failed\n");
+        return 1;
+      }
+      std::printf(
+          "%s %-22s first %.2f s (incl. building the .gch when used), next %.2f s, "
+          "cache hit %.4f s\n",
+          level, pch ? "precompiled prelude" : "no precompiled prelude", first_seconds,
+          second_seconds, hit_seconds);
+    }
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+
+  const std::string dir = TempDir();
+  cpu::CpuBackendOptions options;
+  options.cache_dir = dir;
+  options.threads = threads;
+  options.timeout_seconds = 120;
+  auto start = std::chrono::steady_clock::now();
+  auto backend = cpu::CpuBackend::Create(options);
+  if (!backend.ok()) {
+    std::printf("%s\n", backend.status().ToString().c_str());
+    return 1;
+  }
+  std::printf("\n== CpuBackend (%s)\nCreate with warm-up: %.2f s\n",
+              (*backend)->device().name().c_str(), Seconds(start));
+  for (auto [rows, cols] : {std::pair{64, 1024}, {256, 4096}, {1024, 4096}}) {
+    internal::RunRequest request;
+    request.mutable_program()->set_label("reference");
+    request.mutable_program()->set_source(source);
+    *request.add_cases() = SoftmaxCase(rows, cols);
+    for (int repeat = 0; repeat < 2; ++repeat) {
+      start = std::chrono::steady_clock::now();
+      auto result = (*backend)->Run(request);
+      if (!result.ok() || result->has_failure()) {
+        std::printf("run failed: %s\n", result.ok() ? result->failure().message().c_str()
+                                                    : result.status().ToString().c_str());
+        return 1;
+      }
+      std::printf("Run %5dx%-5d %s: %.3f s (compile or cache, runner, inputs, kernel, outputs)\n",
+                  rows, cols, repeat == 0 ? "first " : "cached", Seconds(start));
+    }
+  }
+  internal::TimingRequest timing;
+  for (const char* label : {"reference", "candidate"}) {
+    auto* program = timing.add_programs();
+    program->mutable_program()->set_label(label);
+    program->mutable_program()->set_source(source);
+    *program->mutable_plan() = SoftmaxCase(256, 4096).plan();
+  }
+  timing.add_input_seeds(1);
+  timing.add_input_seeds(2);
+  timing.mutable_config()->set_warmup_runs(1);
+  timing.mutable_config()->set_min_samples(10);
+  timing.mutable_config()->set_min_seconds(0.5);
+  timing.mutable_config()->set_max_seconds(5);
+  timing.mutable_config()->set_target_rel_stderr(0.02);
+  timing.mutable_config()->set_input_sets(2);
+  start = std::chrono::steady_clock::now();
+  auto timed = (*backend)->Time(timing);
+  if (!timed.ok() || timed->has_failure()) {
+    std::printf("time failed\n");
+    return 1;
+  }
+  for (int p = 0; p < timed->programs_size(); ++p) {
+    std::vector<double> s(timed->programs(p).samples_us().begin(),
+                          timed->programs(p).samples_us().end());
+    std::sort(s.begin(), s.end());
+    std::printf("Time 256x4096 %-9s: %zu samples, median %.0f us, min %.0f us\n",
+                timing.programs(p).program().label().c_str(), s.size(), s[s.size() / 2], s[0]);
+  }
+  std::printf("Time call: %.2f s, converged %d\n", Seconds(start), timed->converged());
+  backend->reset();
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  return 0;
+}
