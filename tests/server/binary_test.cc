@@ -9,7 +9,9 @@
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -24,6 +26,13 @@
 
 namespace kerneleval {
 namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
 
 // The binary is not a build dependency of this test: it may not be built.
 bool ServerBuilt() {
@@ -140,7 +149,7 @@ TEST(ServerBinary, ServesOnTheCpuBackendAndExitsZeroOnSigterm) {
 
   client::ClientOptions options;
   options.target = "127.0.0.1:" + std::to_string(port);
-  options.timeout = absl::Seconds(10);
+  options.timeout = absl::Seconds(120);
   auto client = client::KernelEvalClient::Create(options);
   ASSERT_TRUE(client.ok());
   auto devices = (*client)->ListDevices();
@@ -150,6 +159,49 @@ TEST(ServerBinary, ServesOnTheCpuBackendAndExitsZeroOnSigterm) {
   EXPECT_TRUE(has_cpu);
   auto problems = (*client)->ListProblems({});
   EXPECT_TRUE(problems.ok()) << problems.status();
+
+  // End to end on the real engine: a correct and a wrong kernel, one streamed,
+  // then both as a group.
+  const std::string solutions =
+      std::string(KERNELEVAL_SOURCE_DIR) + "/problems/leaky_relu/solutions/";
+  const std::string correct_source = ReadFile(solutions + "correct_scalar.cu");
+  const std::string wrong_source = ReadFile(solutions + "wrong_formula.cu");
+  if (correct_source.empty() || wrong_source.empty()) {
+    ADD_FAILURE() << "problems/leaky_relu/solutions/ missing";
+  } else {
+    v1::EvaluateRequest request;
+    request.set_problem_id("leaky_relu");
+    request.set_skip_timing(true);
+    request.mutable_submission()->set_source(correct_source);
+    client::CallInfo info;
+    auto verdict = (*client)->Evaluate(request, &info);
+    ASSERT_TRUE(verdict.ok()) << verdict.status() << process.Output();
+    EXPECT_TRUE(verdict->correct()) << verdict->error();
+    EXPECT_EQ(verdict->stage(), "passed");
+    EXPECT_EQ(verdict->request_id(), info.response_request_id);
+
+    request.mutable_submission()->set_source(wrong_source);
+    int events = 0;
+    verdict = (*client)->EvaluateStream(request, [&](const v1::EvaluateEvent&) { ++events; });
+    ASSERT_TRUE(verdict.ok()) << verdict.status();
+    EXPECT_FALSE(verdict->correct());
+    EXPECT_EQ(verdict->stage(), "correctness");
+    EXPECT_GE(events, 2);  // progress, then the verdict
+
+    v1::EvaluateGroupRequest group;
+    group.set_problem_id("leaky_relu");
+    group.add_submissions()->set_source(correct_source);
+    group.add_submissions()->set_source(wrong_source);
+    auto verdicts = (*client)->EvaluateGroup(group);
+    ASSERT_TRUE(verdicts.ok()) << verdicts.status();
+    ASSERT_EQ(verdicts->verdicts_size(), 2);
+    EXPECT_TRUE(verdicts->verdicts(0).correct());
+    EXPECT_FALSE(verdicts->verdicts(1).correct());
+
+    v1::EvaluateRequest unknown = request;
+    unknown.set_problem_id("no_such_problem");
+    EXPECT_EQ((*client)->Evaluate(unknown).status().code(), absl::StatusCode::kNotFound);
+  }
 
   ASSERT_EQ(kill(process.pid(), SIGTERM), 0);
   EXPECT_EQ(process.WaitForExit(milliseconds(30'000)), 0) << process.Output();
