@@ -133,7 +133,13 @@ class BlockExecutor {
                        static_cast<uint32_t>(linear_block / (gx * gy))};
     n_ = launch.block.x * launch.block.y * launch.block.z;
     for (uint32_t t = 0; t < n_; ++t) threads_[t].state = kUnstarted;
-    warp_waiting_.assign((n_ + 31) / 32, 0);
+    const uint32_t warps = (n_ + 31) / 32;
+    warp_waiting_.assign(warps, 0);
+    warp_required_.assign(warps, 0);
+    warp_live_.assign(warps, 0xffffffffu);
+    if (n_ % 32) warp_live_[warps - 1] = (1u << (n_ % 32)) - 1;
+    complete_warps_.clear();
+    yielded_.clear();
     next_unstarted_ = 0;
     done_ = 0;
     at_barrier_ = 0;
@@ -142,16 +148,27 @@ class BlockExecutor {
     ready_.clear();
     ready_head_ = 0;
 
+    // Order: released threads first, then a warp whose lanes have all
+    // arrived, then new threads. A warp thus runs its shuffles with only its
+    // 32 fibers in use (their stacks stay in cache) before the next warp
+    // starts; barriers still wait for the whole block.
     while (done_ < n_) {
-      if (next_unstarted_ < n_) {
-        StartRunner();
-      } else if (ready_head_ < ready_.size()) {
+      if (ready_head_ < ready_.size()) {
         const uint32_t t = ready_[ready_head_++];
         if (ready_head_ == ready_.size()) {
           ready_.clear();
           ready_head_ = 0;
         }
         Resume(t);
+      } else if (!complete_warps_.empty()) {
+        const uint32_t w = complete_warps_.back();
+        complete_warps_.pop_back();
+        if (WarpComplete(w)) CompleteWarp(w);
+      } else if (next_unstarted_ < n_) {
+        StartRunner();
+      } else if (!yielded_.empty()) {
+        for (uint32_t t : yielded_) ready_.push_back(t);
+        yielded_.clear();
       } else if (!Release()) {
         Fatal(DeadlockMessage());
       }
@@ -163,6 +180,10 @@ class BlockExecutor {
     const uint32_t t = current_;
     threads_[t].state = kDone;
     ++done_;
+    // An exited lane no longer holds back its warp's operations.
+    const uint32_t w = t / 32;
+    warp_live_[w] &= ~(1u << (t % 32));
+    if (warp_waiting_[w] && WarpComplete(w)) complete_warps_.push_back(w);
     if (t == active_runner_) {
       if (next_unstarted_ < n_) {
         const uint32_t next = next_unstarted_++;
@@ -190,17 +211,20 @@ class BlockExecutor {
     Thread& thread = threads_[current_];
     thread.state = kAtWarp;
     thread.op = op;
-    warp_waiting_[current_ / 32] |= 1u << (current_ % 32);
+    const uint32_t w = current_ / 32;
+    warp_waiting_[w] |= 1u << (current_ % 32);
+    warp_required_[w] |= op.mask;
+    if (WarpComplete(w)) complete_warps_.push_back(w);
     ++at_warp_;
     Suspend();
     return thread.result;
   }
 
-  uint32_t ActiveMask() const { return LiveLanes(current_ / 32); }
+  uint32_t ActiveMask() const { return warp_live_[current_ / 32]; }
 
   void Yield() {
     threads_[current_].state = kReady;
-    ready_.push_back(current_);
+    yielded_.push_back(current_);  // runs again once nothing else can
     Suspend();
   }
 
@@ -247,26 +271,16 @@ class BlockExecutor {
     AfterSwitch(std::move(threads_[t].fiber).resume());
   }
 
-  uint32_t LiveLanes(uint32_t warp) const {
-    uint32_t live = 0;
-    const uint32_t base = warp * 32;
-    for (uint32_t lane = 0; lane < 32 && base + lane < n_; ++lane) {
-      if (threads_[base + lane].state != kDone) live |= 1u << lane;
-    }
-    return live;
+  // Every lane named by the waiting lanes' masks has arrived or exited.
+  bool WarpComplete(uint32_t w) const {
+    return (warp_required_[w] & warp_live_[w] & ~warp_waiting_[w]) == 0;
   }
 
   bool Release() {
     bool released = false;
     if (at_warp_ > 0) {
       for (uint32_t w = 0; w < warp_waiting_.size(); ++w) {
-        const uint32_t waiting = warp_waiting_[w];
-        if (waiting == 0) continue;
-        uint32_t required = 0;
-        for (uint32_t lanes = waiting; lanes; lanes &= lanes - 1) {
-          required |= threads_[w * 32 + std::countr_zero(lanes)].op.mask;
-        }
-        if ((required & LiveLanes(w) & ~waiting) != 0) continue;  // someone is missing
+        if (warp_waiting_[w] == 0 || !WarpComplete(w)) continue;  // someone is missing
         CompleteWarp(w);
         released = true;
       }
@@ -376,6 +390,7 @@ class BlockExecutor {
       --at_warp_;
     }
     warp_waiting_[w] = 0;
+    warp_required_[w] = 0;
   }
 
   uint64_t Reduce(uint32_t kind, uint32_t members, uint32_t base) const {
@@ -470,7 +485,11 @@ class BlockExecutor {
   size_t shared_bytes_;
   void* dynamic_shared_ = nullptr;
   std::vector<Thread> threads_;
-  std::vector<uint32_t> warp_waiting_;  // per warp: lanes waiting at a warp operation
+  std::vector<uint32_t> warp_waiting_;    // per warp: lanes waiting at a warp operation
+  std::vector<uint32_t> warp_required_;   // per warp: union of the waiting lanes' masks
+  std::vector<uint32_t> warp_live_;       // per warp: lanes that exist and have not exited
+  std::vector<uint32_t> complete_warps_;  // warps whose waiting lanes may be released
+  std::vector<uint32_t> yielded_;         // threads in __nanosleep
   std::vector<uint32_t> ready_;
   size_t ready_head_ = 0;
   const GridJob* job_ = nullptr;
