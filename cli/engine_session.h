@@ -3,7 +3,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <memory>
 #include <string>
 
@@ -33,7 +32,8 @@ class EngineSession {
   virtual absl::StatusOr<v1::CompileResult> Compile(const v1::CompileRequest& request) = 0;
   virtual absl::StatusOr<v1::ListProblemsResponse> ListProblems(
       const v1::ListProblemsRequest& request) = 0;
-  virtual absl::StatusOr<v1::GetProblemResponse> GetProblem(const v1::GetProblemRequest& request) = 0;
+  virtual absl::StatusOr<v1::GetProblemResponse> GetProblem(
+      const v1::GetProblemRequest& request) = 0;
   virtual absl::StatusOr<v1::ListDevicesResponse> ListDevices() = 0;
 };
 

@@ -1,13 +1,12 @@
 // kerneleval evaluate --problem ID --source FILE.cu: compile, check and time a
 // kernel against the problem's reference, print the verdict and the reward.
+#include <google/protobuf/util/json_util.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <sstream>
-
-#include <google/protobuf/util/json_util.h>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -49,7 +48,8 @@ void PrintVerdict(const v1::Verdict& v, FILE* out) {
   if (!v.error().empty()) absl::FPrintF(out, "error     %s\n", v.error());
   if (v.has_timing() && v.timing().candidate().samples() > 0) {
     const auto& t = v.timing();
-    absl::FPrintF(out, "speedup   %.3fx  (reference %s, candidate %s; medians of %d / %d samples)%s\n",
+    absl::FPrintF(out,
+                  "speedup   %.3fx  (reference %s, candidate %s; medians of %d / %d samples)%s\n",
                   v.speedup(), Micros(t.reference().median_us()), Micros(t.candidate().median_us()),
                   t.reference().samples(), t.candidate().samples(),
                   t.emulated() ? "  [CPU emulation: not a GPU speedup]" : "");
@@ -60,8 +60,8 @@ void PrintVerdict(const v1::Verdict& v, FILE* out) {
   }
   if (v.has_correctness() && v.correctness().trials_run() > 0) {
     const auto& c = v.correctness();
-    absl::FPrintF(out, "checks    %d cases over %d shapes: %s\n", c.trials_run(), c.shapes_checked(),
-                  c.passed() ? "every output within tolerance" : "FAILED");
+    absl::FPrintF(out, "checks    %d cases over %d shapes: %s\n", c.trials_run(),
+                  c.shapes_checked(), c.passed() ? "every output within tolerance" : "FAILED");
   }
   for (const auto& check : v.correctness().checks()) {
     if (check.passed()) continue;
@@ -117,7 +117,8 @@ void Run(const EvaluateFlags& flags) {
   session_flags.backend = flags.backend;
   absl::StatusOr<std::unique_ptr<EngineSession>> session = OpenEngineSession(session_flags);
   if (!session.ok()) {
-    std::fprintf(stderr, "kerneleval evaluate: %s\n", std::string(session.status().message()).c_str());
+    std::fprintf(stderr, "kerneleval evaluate: %s\n",
+                 std::string(session.status().message()).c_str());
     return SetExitCode(ExitCodeFor(session.status()));
   }
   const bool live = !flags.json && ::isatty(STDERR_FILENO);
@@ -142,14 +143,16 @@ void Run(const EvaluateFlags& flags) {
 void AddEvaluate(CLI::App& root) {
   auto flags = std::make_shared<EvaluateFlags>();
   CLI::App* cmd = root.add_subcommand(
-      "evaluate", "Compile, check and time a kernel against a problem's reference; print the verdict");
+      "evaluate",
+      "Compile, check and time a kernel against a problem's reference; print the verdict");
   cmd->add_option("--problem,-p", flags->problem, "Problem id (kerneleval problems list)")
       ->required();
   cmd->add_option("--source,-s", flags->source_path, "CUDA C++ source with // @launch lines")
       ->required();
   cmd->add_flag("--json", flags->json,
                 "Print the verdict as JSON (proto field names, every field present)");
-  cmd->add_option("--seed", flags->seed, "Fixed input seed (reproducible; reported in the verdict)");
+  cmd->add_option("--seed", flags->seed,
+                  "Fixed input seed (reproducible; reported in the verdict)");
   cmd->add_option("--backend", flags->backend, "Where to run: auto (GPU if present), cuda, cpu")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
   cmd->add_option("--mode", flags->mode,

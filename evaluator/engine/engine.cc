@@ -3,9 +3,13 @@
 // devices run correctness and timing (a pipeline, not a sequence).
 #include "evaluator/engine/engine.h"
 
+#include <google/protobuf/text_format.h>
+#include <spdlog/spdlog.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <filesystem>
 #include <future>
 #include <list>
 #include <map>
@@ -13,9 +17,6 @@
 #include <random>
 #include <thread>
 #include <unordered_map>
-
-#include <google/protobuf/text_format.h>
-#include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
 #include "evaluator/compile/compile_service.h"
@@ -44,10 +45,9 @@ absl::StatusOr<v1::EvaluateGroupResponse> Engine::EvaluateGroup(
     const v1::EvaluateGroupRequest& request, CallContext context) {
   std::promise<absl::StatusOr<v1::EvaluateGroupResponse>> promise;
   auto future = promise.get_future();
-  EvaluateGroupAsync(request, std::move(context),
-                     [&promise](absl::StatusOr<v1::EvaluateGroupResponse> r) {
-                       promise.set_value(std::move(r));
-                     });
+  EvaluateGroupAsync(
+      request, std::move(context),
+      [&promise](absl::StatusOr<v1::EvaluateGroupResponse> r) { promise.set_value(std::move(r)); });
   return future.get();
 }
 
@@ -180,8 +180,9 @@ absl::Status EngineImpl::Init() {
   if (!reward.ok()) return reward.status();
   default_reward_ = *reward;
 
-  const std::string problems_dir =
-      options_.problems_dir.empty() ? problems::DefaultProblemsDir() : options_.problems_dir;
+  const std::filesystem::path problems_dir = options_.problems_dir.empty()
+                                                 ? problems::DefaultProblemsDir()
+                                                 : std::filesystem::path(options_.problems_dir);
   absl::StatusOr<problems::ProblemRegistry> registry =
       problems::ProblemRegistry::LoadFromDirectory(problems_dir);
   if (!registry.ok()) return registry.status();
@@ -200,22 +201,20 @@ absl::Status EngineImpl::Init() {
   compiler_ = *std::move(compiler);
 
   if (options_.enable_cuda && options_.default_backend != v1::BACKEND_CPU) {
-    absl::StatusOr<int> count = cuda::DeviceCount();
-    if (count.ok()) {
-      for (int i = 0; i < *count; ++i) {
-        cuda::CudaBackendOptions cuda_options;
-        if (!options_.worker_binary.empty()) cuda_options.worker_binary = options_.worker_binary;
-        cuda_options.calibrate = options_.calibrate;
-        absl::StatusOr<std::unique_ptr<cuda::CudaBackend>> backend =
-            cuda::CudaBackend::Create(i, cuda_options);
-        if (!backend.ok()) {
-          spdlog::warn("cuda:{} unavailable: {}", i, backend.status().ToString());
-          continue;
-        }
-        devices_.push_back(std::make_unique<Device>(*std::move(backend), options_.queue_capacity));
+    // One worker per device; device i+1 is tried while device i started. The
+    // engine process itself never loads the driver.
+    for (int i = 0;; ++i) {
+      cuda::CudaBackendOptions cuda_options;
+      if (!options_.worker_binary.empty()) cuda_options.worker_binary = options_.worker_binary;
+      cuda_options.calibrate = options_.calibrate;
+      absl::StatusOr<std::unique_ptr<cuda::CudaBackend>> backend =
+          cuda::CudaBackend::Create(i, cuda_options);
+      if (!backend.ok()) {
+        if (i == 0) spdlog::info("no CUDA backend: {}", std::string(backend.status().message()));
+        break;
       }
-    } else {
-      spdlog::info("no CUDA backend: {}", count.status().message());
+      spdlog::info("cuda:{}: {}", i, (*backend)->device().name());
+      devices_.push_back(std::make_unique<Device>(*std::move(backend), options_.queue_capacity));
     }
   }
   if (options_.enable_cpu) {
@@ -228,9 +227,9 @@ absl::Status EngineImpl::Init() {
   }
   if (devices_.empty()) return absl::FailedPreconditionError("no backend is available");
 
-  const int compile_threads =
-      options_.compile_workers > 0 ? options_.compile_workers
-                                   : std::max(1u, std::thread::hardware_concurrency());
+  const int compile_threads = options_.compile_workers > 0
+                                  ? options_.compile_workers
+                                  : std::max(1u, std::thread::hardware_concurrency());
   compile_pool_ = std::make_unique<ThreadPool>(compile_threads);
   for (auto& device : devices_) {
     device_threads_.emplace_back([this, d = device.get()] { RunDeviceLoop(d); });
@@ -253,7 +252,8 @@ absl::StatusOr<EngineImpl::Common> EngineImpl::Admit(const Request& request,
       return absl::InvalidArgumentError(absl::StrCat("problem: ", s.message()));
     }
     if (request.problem().reference_source().empty()) {
-      return absl::InvalidArgumentError("problem.reference_source: a custom problem carries its reference");
+      return absl::InvalidArgumentError(
+          "problem.reference_source: a custom problem carries its reference");
     }
     common.problem = std::make_shared<v1::Problem>(request.problem());
     common.problem_key = "custom:" + request.problem().SerializeAsString();
@@ -263,8 +263,8 @@ absl::StatusOr<EngineImpl::Common> EngineImpl::Admit(const Request& request,
     }
     const v1::Problem* problem = registry_.Find(request.problem_id());
     if (!problem) {
-      return absl::NotFoundError(absl::StrCat("problem_id: unknown problem \"", request.problem_id(),
-                                              "\" (kerneleval problems list)"));
+      return absl::NotFoundError(absl::StrCat(
+          "problem_id: unknown problem \"", request.problem_id(), "\" (kerneleval problems list)"));
     }
     // Registry problems live as long as the engine: a non-owning pointer.
     common.problem = std::shared_ptr<const v1::Problem>(problem, [](const v1::Problem*) {});
@@ -273,8 +273,8 @@ absl::StatusOr<EngineImpl::Common> EngineImpl::Admit(const Request& request,
   if (submissions == 0) return absl::InvalidArgumentError("submissions: at least one is required");
 
   // Backend and device.
-  const v1::Backend wanted = request.backend() == v1::BACKEND_AUTO ? options_.default_backend
-                                                                   : request.backend();
+  const v1::Backend wanted =
+      request.backend() == v1::BACKEND_AUTO ? options_.default_backend : request.backend();
   for (auto& device : devices_) {
     const std::string_view name = device->backend().name();
     const bool matches = wanted == v1::BACKEND_AUTO ||
@@ -292,9 +292,9 @@ absl::StatusOr<EngineImpl::Common> EngineImpl::Admit(const Request& request,
       return absl::FailedPreconditionError(
           absl::StrCat("device: this server has no device \"", request.device(), "\""));
     }
-    return absl::FailedPreconditionError(
-        wanted == v1::BACKEND_CUDA ? "backend: this server has no CUDA device"
-                                   : "backend: this server has no CPU backend");
+    return absl::FailedPreconditionError(wanted == v1::BACKEND_CUDA
+                                             ? "backend: this server has no CUDA device"
+                                             : "backend: this server has no CPU backend");
   }
 
   // Reward settings: the request's, else the defaults read from the env.
@@ -309,10 +309,9 @@ absl::StatusOr<EngineImpl::Common> EngineImpl::Admit(const Request& request,
   if (request.reward().has_partial_credit()) {
     common.settings.reward.partial_credit = request.reward().partial_credit();
   }
-  common.settings.reward_settings.set_mode(common.settings.reward.mode ==
-                                                   rubric::RewardMode::kRoofline
-                                               ? v1::REWARD_MODE_ROOFLINE
-                                               : v1::REWARD_MODE_SPEEDUP);
+  common.settings.reward_settings.set_mode(
+      common.settings.reward.mode == rubric::RewardMode::kRoofline ? v1::REWARD_MODE_ROOFLINE
+                                                                   : v1::REWARD_MODE_SPEEDUP);
   common.settings.reward_settings.set_partial_credit(common.settings.reward.partial_credit);
 
   if (request.has_seed()) {
@@ -349,8 +348,8 @@ void EngineImpl::Enqueue(std::shared_ptr<Job> job, Device* device) {
       } else {
         Evaluation evaluation(*job->problem, device->backend(), *compiler_, job->settings);
         job->preparations[i] = evaluation.PrepareCandidate(
-            job->submissions[i],
-            job->is_group ? absl::StrCat("candidate[", i, "]") : "candidate", job->context);
+            job->submissions[i], job->is_group ? absl::StrCat("candidate[", i, "]") : "candidate",
+            job->context);
         Observe("compile", SecondsSince(start));
       }
       if (--*remaining == 0) all_prepared->set_value();
@@ -437,9 +436,9 @@ void EngineImpl::EvaluateAsync(v1::EvaluateRequest request, CallContext context,
   job->settings = common->settings;
   job->settings.skip_timing = request.skip_timing();
   job->done = [this, key, done](absl::StatusOr<v1::EvaluateGroupResponse> response) {
-    absl::StatusOr<v1::Verdict> verdict =
-        response.ok() ? absl::StatusOr<v1::Verdict>(response->verdicts(0))
-                      : absl::StatusOr<v1::Verdict>(response.status());
+    absl::StatusOr<v1::Verdict> verdict = response.ok()
+                                              ? absl::StatusOr<v1::Verdict>(response->verdicts(0))
+                                              : absl::StatusOr<v1::Verdict>(response.status());
     std::vector<std::pair<Job*, VerdictCallback>> followers;
     {
       std::lock_guard lock(dedup_mutex_);
@@ -466,9 +465,9 @@ void EngineImpl::EvaluateAsync(v1::EvaluateRequest request, CallContext context,
 void EngineImpl::EvaluateGroupAsync(v1::EvaluateGroupRequest request, CallContext context,
                                     GroupCallback done) {
   if (request.submissions_size() > static_cast<int>(options_.max_group_size)) {
-    return done(absl::InvalidArgumentError(absl::StrCat(
-        "submissions: ", request.submissions_size(), " exceeds the group limit of ",
-        options_.max_group_size)));
+    return done(absl::InvalidArgumentError(absl::StrCat("submissions: ", request.submissions_size(),
+                                                        " exceeds the group limit of ",
+                                                        options_.max_group_size)));
   }
   for (int i = 0; i < request.submissions_size(); ++i) {
     const auto& source = request.submissions(i).source();
@@ -691,9 +690,8 @@ absl::StatusOr<v1::ListProblemsResponse> EngineImpl::ListProblems(
     const v1::ListProblemsRequest& request) {
   v1::ListProblemsResponse response;
   for (const v1::Problem* problem : registry_.List()) {
-    if (!request.tag().empty() &&
-        std::find(problem->tags().begin(), problem->tags().end(), request.tag()) ==
-            problem->tags().end()) {
+    if (!request.tag().empty() && std::find(problem->tags().begin(), problem->tags().end(),
+                                            request.tag()) == problem->tags().end()) {
       continue;
     }
     v1::ProblemSummary* summary = response.add_problems();
@@ -704,7 +702,8 @@ absl::StatusOr<v1::ListProblemsResponse> EngineImpl::ListProblems(
   return response;
 }
 
-absl::StatusOr<v1::GetProblemResponse> EngineImpl::GetProblem(const v1::GetProblemRequest& request) {
+absl::StatusOr<v1::GetProblemResponse> EngineImpl::GetProblem(
+    const v1::GetProblemRequest& request) {
   const v1::Problem* problem = registry_.Find(request.problem_id());
   if (!problem) {
     return absl::NotFoundError(

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -52,21 +53,21 @@ struct CallContext {
 };
 
 struct EngineOptions {
-  std::string problems_dir;         // empty: DefaultProblemsDir()
-  std::string worker_binary;        // empty: process::DefaultWorkerBinary()
+  std::string problems_dir;   // empty: DefaultProblemsDir()
+  std::string worker_binary;  // empty: process::DefaultWorkerBinary()
   v1::Backend default_backend = v1::BACKEND_AUTO;
-  bool enable_cuda = true;          // probe for GPUs at start
+  bool enable_cuda = true;  // probe for GPUs at start
   bool enable_cpu = true;
-  int compile_workers = 0;          // 0: one per core
+  int compile_workers = 0;  // 0: one per core
   double compile_timeout_seconds = 30;
-  std::string compile_cache_dir;    // empty: in-memory cache only
+  std::string compile_cache_dir;  // empty: in-memory cache only
   std::string default_arch = "sm_90";
   double run_timeout_seconds = 20;  // per backend call (correctness or timing)
   uint64_t worker_memory_bytes = uint64_t{4} << 30;
-  size_t queue_capacity = 256;      // per device; beyond it RESOURCE_EXHAUSTED
+  size_t queue_capacity = 256;  // per device; beyond it RESOURCE_EXHAUSTED
   size_t max_source_bytes = 1 << 20;
   size_t max_group_size = 128;
-  bool calibrate = false;           // measure device bandwidth/FLOP/s at start
+  bool calibrate = false;  // measure device bandwidth/FLOP/s at start
   // Default reward settings (KERNEL_ENV_REWARD / KERNEL_ENV_PARTIAL_CREDIT
   // when empty / unset, as the seed reads them).
   std::string reward_mode;
@@ -99,7 +100,8 @@ class Engine {
                                                     const CallContext& context) = 0;
   virtual absl::StatusOr<v1::ListProblemsResponse> ListProblems(
       const v1::ListProblemsRequest& request) = 0;
-  virtual absl::StatusOr<v1::GetProblemResponse> GetProblem(const v1::GetProblemRequest& request) = 0;
+  virtual absl::StatusOr<v1::GetProblemResponse> GetProblem(
+      const v1::GetProblemRequest& request) = 0;
   virtual v1::ListDevicesResponse ListDevices() = 0;
 
   // True once at least one backend has a worker ready (health: SERVING).

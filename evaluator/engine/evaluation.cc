@@ -11,7 +11,7 @@
 #include "evaluator/plan/directives.h"
 #include "evaluator/problems/problems.h"
 #include "evaluator/timing/sampling.h"
-#include "gpu_peaks/gpu_peaks.h"
+#include "gpu_peaks/roofline.h"
 
 namespace kerneleval::engine {
 namespace {
@@ -145,10 +145,9 @@ absl::StatusOr<Preparation> Evaluation::PrepareCandidate(const v1::Submission& s
         "no launch plan: add a line such as `// @launch my_kernel<<<ceil_div(N, 256), 256>>>(x, "
         "y, N)` to the source (see `kerneleval problems show ID`)");
   }
-  absl::StatusOr<std::vector<plan::KernelSignature>> signatures =
-      plan::ParseKernelSignatures(submission.source());
-  if (!signatures.ok()) return fail_plan(PlanError(signatures.status()));
-  program.signatures = *std::move(signatures);
+  absl::StatusOr<plan::ParsedSource> parsed = plan::ParseSource(submission.source());
+  if (!parsed.ok()) return fail_plan(PlanError(parsed.status()));
+  program.parsed = *std::move(parsed);
 
   // The plan must be resolvable on every shape before anything runs; the
   // timed shape too (a plan that only works on small shapes fails here).
@@ -158,10 +157,9 @@ absl::StatusOr<Preparation> Evaluation::PrepareCandidate(const v1::Submission& s
   for (const v1::ShapeBinding* shape : shapes) {
     absl::StatusOr<internal::ResolvedPlan> resolved = Resolve(program, *shape);
     if (!resolved.ok()) {
-      return fail_plan(absl::StrCat(PlanError(resolved.status()), " (shape ",
-                                    shape->label().empty() ? ShapeText(shape->values())
-                                                           : shape->label(),
-                                    ")"));
+      return fail_plan(
+          absl::StrCat(PlanError(resolved.status()), " (shape ",
+                       shape->label().empty() ? ShapeText(shape->values()) : shape->label(), ")"));
     }
   }
   if (context.on_event) {
@@ -179,17 +177,18 @@ absl::StatusOr<Preparation> Evaluation::PrepareCandidate(const v1::Submission& s
 absl::StatusOr<internal::ResolvedPlan> Evaluation::Resolve(const PreparedProgram& program,
                                                            const v1::ShapeBinding& shape) {
   plan::PlanLimits limits;
-  absl::StatusOr<internal::ResolvedPlan> resolved = plan::ResolvePlan(
-      program.plan, problem_, ParamsOf(shape), program.signatures, limits);
+  absl::StatusOr<internal::ResolvedPlan> resolved =
+      plan::ResolvePlan(program.plan, problem_, ParamsOf(shape), program.parsed, limits);
   if (!resolved.ok()) return resolved.status();
   // The symbol to load: NVRTC's mangled name for the kernel the plan names.
   for (auto& launch : *resolved->mutable_launches()) {
     launch.set_symbol(launch.kernel());
     for (const auto& kernel : program.program.compiled().kernels()) {
       const std::string& name = kernel.name();
-      if (name == launch.kernel() || (name.size() > launch.kernel().size() &&
-                                      name.compare(0, launch.kernel().size(), launch.kernel()) == 0 &&
-                                      name[launch.kernel().size()] == '(')) {
+      if (name == launch.kernel() ||
+          (name.size() > launch.kernel().size() &&
+           name.compare(0, launch.kernel().size(), launch.kernel()) == 0 &&
+           name[launch.kernel().size()] == '(')) {
         launch.set_symbol(kernel.mangled_name().empty() ? name : kernel.mangled_name());
         break;
       }
@@ -228,8 +227,8 @@ absl::StatusOr<ReferenceRun> Evaluation::RunReference(PreparedProgram reference)
     const v1::ShapeBinding& shape = problem_.correctness_shapes(s);
     for (uint32_t t = 0; t < trials; ++t) {
       internal::Case c;
-      c.set_label(absl::StrCat(shape.label().empty() ? absl::StrCat("shape", s) : shape.label(),
-                               "#", t));
+      c.set_label(
+          absl::StrCat(shape.label().empty() ? absl::StrCat("shape", s) : shape.label(), "#", t));
       *c.mutable_params() = shape.values();
       c.set_input_seed(DeriveSeed(settings_.seed, s, t));
       base.push_back(std::move(c));
@@ -283,8 +282,9 @@ absl::StatusOr<bool> CompareCase(const v1::Problem& problem, const internal::Cas
     }
     absl::StatusOr<std::vector<int64_t>> dims = problems::EvalShape(spec, params);
     if (!dims.ok()) return dims.status();
-    const data::ResolvedTolerance tolerance = data::ResolveTolerance(spec.dtype(), spec.tolerance());
-    v1::OutputCheck check = data::CompareTensor(*want, *have, *dims, tolerance.atol, tolerance.rtol);
+    const data::ToleranceValues tolerance = data::ResolveTolerance(spec.dtype(), spec.tolerance());
+    v1::OutputCheck check =
+        data::CompareTensor(*want, *have, *dims, tolerance.atol, tolerance.rtol);
     check.set_output(spec.name());
     check.set_shape_label(std::string(trial_label));
     *check.mutable_shape() = c.params();
@@ -300,12 +300,12 @@ absl::StatusOr<bool> CompareCase(const v1::Problem& problem, const internal::Cas
 
 std::string DescribeFailure(const v1::OutputCheck& check) {
   std::string where = absl::StrJoin(check.first_mismatch().index(), ", ");
-  return absl::StrCat("output ", check.output(), " is wrong on shape ", check.shape_label(),
-                      " (", ShapeText(check.shape()), "): ", check.mismatches(), " of ",
-                      check.elements(), " elements differ; first at [", where, "]: got ",
+  return absl::StrCat("output ", check.output(), " is wrong on shape ", check.shape_label(), " (",
+                      ShapeText(check.shape()), "): ", check.mismatches(), " of ", check.elements(),
+                      " elements differ; first at [", where, "]: got ",
                       check.first_mismatch().got(), ", expected ",
-                      check.first_mismatch().expected(), " (max abs error ",
-                      check.max_abs_error(), ", atol ", check.atol(), ", rtol ", check.rtol(), ")");
+                      check.first_mismatch().expected(), " (max abs error ", check.max_abs_error(),
+                      ", atol ", check.atol(), ", rtol ", check.rtol(), ")");
 }
 
 }  // namespace
@@ -324,7 +324,8 @@ absl::StatusOr<std::optional<v1::Verdict>> Evaluation::CheckCorrectness(
   if (result->has_failure()) {
     const internal::RunFailure& failure = result->failure();
     std::string error = failure.message();
-    if (!failure.case_label().empty()) absl::StrAppend(&error, " (case ", failure.case_label(), ")");
+    if (!failure.case_label().empty())
+      absl::StrAppend(&error, " (case ", failure.case_label(), ")");
     return std::optional<v1::Verdict>(
         Failed(failure.stage() == "timeout" ? "timeout" : "runtime", std::move(error)));
   }
@@ -349,8 +350,8 @@ absl::StatusOr<std::optional<v1::Verdict>> Evaluation::CheckCorrectness(
       ++failing;
       continue;
     }
-    absl::StatusOr<bool> passed = CompareCase(problem_, c, reference.result.cases(static_cast<int>(i)),
-                                              got, report, &failing, c.label());
+    absl::StatusOr<bool> passed = CompareCase(
+        problem_, c, reference.result.cases(static_cast<int>(i)), got, report, &failing, c.label());
     if (!passed.ok()) return passed.status();
     if (!*passed && first_error.empty()) {
       for (const auto& check : report->checks()) {
@@ -426,8 +427,7 @@ absl::Status Evaluation::TimeAndScore(const ReferenceRun& reference,
   }
   absl::StatusOr<internal::TimingResult> result = backend_.Time(request);
   if (!result.ok()) return result.status();
-  if (result->programs_size() != static_cast<int>(programs.size()) &&
-      !result->has_failure()) {
+  if (result->programs_size() != static_cast<int>(programs.size()) && !result->has_failure()) {
     return absl::InternalError("timing returned the wrong number of programs");
   }
 
@@ -435,8 +435,8 @@ absl::Status Evaluation::TimeAndScore(const ReferenceRun& reference,
   if (result->has_failure()) {
     const internal::RunFailure& failure = result->failure();
     if (failure.program() == reference.program.program.label()) {
-      return absl::InternalError(absl::StrCat("the reference failed while timing: ",
-                                              failure.message()));
+      return absl::InternalError(
+          absl::StrCat("the reference failed while timing: ", failure.message()));
     }
     for (size_t i = 0; i < candidates.size(); ++i) {
       if (candidates[i]->program.label() == failure.program() || candidates.size() == 1) {
@@ -502,15 +502,15 @@ absl::Status Evaluation::TimeAndScore(const ReferenceRun& reference,
                       &timed_report, &failing, absl::StrCat("timed#", set));
       if (!passed.ok()) return passed.status();
       if (!timing.last_outputs(set).modified_input().empty()) {
-        error = absl::StrCat("the kernel modified its input ", timing.last_outputs(set).modified_input(),
-                             " during timing");
+        error = absl::StrCat("the kernel modified its input ",
+                             timing.last_outputs(set).modified_input(), " during timing");
         break;
       }
       if (!*passed) {
         for (const auto& check : timed_report.checks()) {
           if (!check.passed()) {
-            error = absl::StrCat("during timing (input set ", set, ", after repeated launches): ",
-                                 DescribeFailure(check));
+            error = absl::StrCat("during timing (input set ", set,
+                                 ", after repeated launches): ", DescribeFailure(check));
             break;
           }
         }
@@ -533,9 +533,10 @@ absl::Status Evaluation::TimeAndScore(const ReferenceRun& reference,
         timing::BelowRooflineFloor(stats.median, t_min_us, kRooflineFloorFactor)) {
       verdict.set_correct(false);
       verdict.set_stage("correctness");
-      verdict.set_error(absl::StrCat("median time ", stats.median, " us is below ",
-                                     kRooflineFloorFactor, " x the roofline minimum ", t_min_us,
-                                     " us: physically impossible, so the measurement is not trusted"));
+      verdict.set_error(
+          absl::StrCat("median time ", stats.median, " us is below ", kRooflineFloorFactor,
+                       " x the roofline minimum ", t_min_us,
+                       " us: physically impossible, so the measurement is not trusted"));
       verdict.add_flags("below_roofline_floor");
       continue;
     }

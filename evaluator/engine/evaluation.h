@@ -25,7 +25,7 @@ namespace kerneleval::engine {
 struct PreparedProgram {
   internal::Program program;
   v1::LaunchPlan plan;
-  std::vector<plan::KernelSignature> signatures;
+  plan::ParsedSource parsed;  // kernel signatures and integer constants
 };
 
 // Either a prepared program or the verdict that ends the evaluation early

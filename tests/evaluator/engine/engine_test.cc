@@ -247,10 +247,11 @@ extern "C" __global__ void add(float* a, const float* b, float* c, int n) {
 }
 
 TEST_F(EngineTest, CompileErrorIsAVerdictWithTheUsersLine) {
-  const char* source = "// @launch add<<<1, 1>>>(a, b, c, N)\n"
-                       "extern \"C\" __global__ void add(const float* a, const float* b, float* c, int n) {\n"
-                       "  c[0] = undefined_name;\n"
-                       "}\n";
+  const char* source =
+      "// @launch add<<<1, 1>>>(a, b, c, N)\n"
+      "extern \"C\" __global__ void add(const float* a, const float* b, float* c, int n) {\n"
+      "  c[0] = undefined_name;\n"
+      "}\n";
   v1::Verdict verdict = Evaluate("vector_add", source);
   EXPECT_FALSE(verdict.correct());
   EXPECT_EQ(verdict.stage(), "compile");
@@ -261,8 +262,9 @@ TEST_F(EngineTest, CompileErrorIsAVerdictWithTheUsersLine) {
 }
 
 TEST_F(EngineTest, BadLaunchPlanIsACompileVerdictNamingTheLine) {
-  const char* source = "\n// @launch add<<<1, 2048>>>(a, b, c, N)\n"
-                       "extern \"C\" __global__ void add(const float* a, const float* b, float* c, int n) {}\n";
+  const char* source =
+      "\n// @launch add<<<1, 2048>>>(a, b, c, N)\n"
+      "extern \"C\" __global__ void add(const float* a, const float* b, float* c, int n) {}\n";
   v1::Verdict verdict = Evaluate("vector_add", source);
   EXPECT_EQ(verdict.stage(), "compile");
   EXPECT_NE(verdict.error().find("line 2"), std::string::npos) << verdict.error();
