@@ -258,6 +258,7 @@ class Worker {
     std::string reply;
     auto fail = [&](int p, absl::Status status) -> absl::StatusOr<internal::TimingResult> {
       RunnerProcess& runner = runners[static_cast<size_t>(p)];
+      runner.Continue();  // a stopped runner could not end
       internal::TimingResult failed;
       internal::RunFailure* failure = failed.mutable_failure();
       failure->set_program(request.programs(p).program().label());
@@ -286,13 +287,27 @@ class Worker {
     }
     // Exactly one reply per command: a reply sent early by kernel code
     // leaves an extra frame that the next read sees as a protocol error.
-    auto command = [&](int p, char op, size_t set) -> absl::Status {
-      const int fd = runners[static_cast<size_t>(p)].fd();
-      if (absl::Status s = process::WriteFrame(fd, absl::StrCat(std::string(1, op), set));
+    // Only the program being served gets CPU time: the others are stopped,
+    // threads their kernel code may have left running included, so that no
+    // program can slow another one down while it is timed.
+    for (RunnerProcess& runner : runners) runner.Pause();
+    auto command = [&](int p, char op, size_t set, double* microseconds) -> absl::Status {
+      RunnerProcess& runner = runners[static_cast<size_t>(p)];
+      runner.Continue();
+      const auto start = std::chrono::steady_clock::now();
+      if (absl::Status s = process::WriteFrame(runner.fd(), absl::StrCat(std::string(1, op), set));
           !s.ok()) {
         return s;
       }
-      if (absl::Status s = process::ReadFrame(fd, &reply, deadline, 64); !s.ok()) return s;
+      if (absl::Status s = process::ReadFrame(runner.fd(), &reply, deadline, 64); !s.ok()) {
+        return s;
+      }
+      if (microseconds) {
+        *microseconds =
+            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+                .count();
+      }
+      runner.Pause();
       if (reply != "k") return absl::DataLossError("unexpected reply");
       return absl::OkStatus();
     };
@@ -301,8 +316,8 @@ class Worker {
     const size_t sets = seeds.size();
     for (uint32_t w = 0; w < config.warmup_runs(); ++w) {
       for (int p = 0; p < request.programs_size(); ++p) {
-        if (absl::Status s = command(p, 'P', w % sets); !s.ok()) return fail(p, s);
-        if (absl::Status s = command(p, 'R', w % sets); !s.ok()) return fail(p, s);
+        if (absl::Status s = command(p, 'P', w % sets, nullptr); !s.ok()) return fail(p, s);
+        if (absl::Status s = command(p, 'R', w % sets, nullptr); !s.ok()) return fail(p, s);
       }
     }
     const auto start = std::chrono::steady_clock::now();
@@ -310,12 +325,10 @@ class Worker {
     for (uint64_t round = 0;; ++round) {
       const size_t set = round % sets;
       for (int p = 0; p < request.programs_size(); ++p) {
-        if (absl::Status s = command(p, 'P', set); !s.ok()) return fail(p, s);
-        const auto t0 = std::chrono::steady_clock::now();
-        if (absl::Status s = command(p, 'R', set); !s.ok()) return fail(p, s);
-        const auto t1 = std::chrono::steady_clock::now();
-        samples[static_cast<size_t>(p)].push_back(
-            std::chrono::duration<double, std::micro>(t1 - t0).count());
+        if (absl::Status s = command(p, 'P', set, nullptr); !s.ok()) return fail(p, s);
+        double microseconds = 0;
+        if (absl::Status s = command(p, 'R', set, &microseconds); !s.ok()) return fail(p, s);
+        samples[static_cast<size_t>(p)].push_back(microseconds);
       }
       const double elapsed =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -330,6 +343,7 @@ class Worker {
     }
     for (int p = 0; p < request.programs_size(); ++p) {
       RunnerProcess& runner = runners[static_cast<size_t>(p)];
+      runner.Continue();
       internal::ProgramTiming* timing = result.add_programs();
       if (absl::Status s = process::WriteFrame(runner.fd(), "F"); !s.ok()) return fail(p, s);
       if (absl::Status s = process::ReadMessage(runner.fd(), timing, deadline); !s.ok()) {

@@ -372,6 +372,14 @@ void RunnerProcess::Kill() noexcept {
   pid_ = -1;
 }
 
+void RunnerProcess::Pause() noexcept {
+  if (pid_ > 0) ::kill(pid_, SIGSTOP);
+}
+
+void RunnerProcess::Continue() noexcept {
+  if (pid_ > 0) ::kill(pid_, SIGCONT);
+}
+
 int RunnerProcess::Wait(absl::Duration timeout) noexcept {
   if (pid_ <= 0) return wait_status_;
   const absl::Time deadline = absl::Now() + timeout;

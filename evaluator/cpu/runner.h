@@ -86,6 +86,10 @@ class RunnerProcess {
 
   // SIGKILL, then reap. Idempotent.
   void Kill() noexcept;
+  // SIGSTOP / SIGCONT: while another program is timed, this one (and any
+  // thread its kernel code left running) gets no CPU.
+  void Pause() noexcept;
+  void Continue() noexcept;
   // Waits for the child to end (at most `timeout`, then kills it); returns
   // the wait status.
   int Wait(absl::Duration timeout) noexcept;
