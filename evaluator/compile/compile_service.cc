@@ -129,8 +129,9 @@ absl::StatusOr<std::unique_ptr<CompileService::Worker>> CompileService::StartWor
   process::WorkerOptions worker_options;
   worker_options.binary = options_.worker_binary;
   worker_options.mode = "compile";
-  worker_options.extra_args = {absl::StrCat("--scratch-dir=", pattern),
-                               absl::StrCat("--arch=", options_.default_arch)};
+  worker_options.extra_args = {
+      absl::StrCat("--scratch-dir=", pattern), absl::StrCat("--arch=", options_.default_arch),
+      absl::StrCat("--filesystem-sandbox=", sandbox::MechanismName(options_.filesystem_sandbox))};
   if (options_.precompiled_headers) {
     worker_options.extra_args.push_back("--pch");
     worker_options.extra_args.push_back(

@@ -17,6 +17,7 @@
 #include "absl/time/time.h"
 #include "evaluator/compile/compile_cache.h"
 #include "evaluator/process/worker_process.h"
+#include "evaluator/sandbox/sandbox.h"
 #include "kerneleval/v1/kerneleval.pb.h"
 
 namespace kerneleval::compile {
@@ -35,6 +36,11 @@ struct CompileServiceOptions {
   // headers.
   bool precompiled_headers = true;
   uint64_t pch_dir_limit_bytes = uint64_t{2} << 30;  // a worker clears its PCHs beyond this
+  // How workers confine their file system view (never "none"): both Landlock
+  // and a mount namespace where the kernel allows, else whichever works.
+  // Tests pick one mechanism to check each fallback on its own.
+  sandbox::FilesystemMechanism filesystem_sandbox =
+      sandbox::FilesystemMechanism::kLandlockAndMountNamespace;
   std::string scratch_dir;    // parent of the workers' scratch dirs; empty: $TMPDIR or /tmp
   std::string worker_binary;  // empty: process::DefaultWorkerBinary()
   // Workers started by Create() (the first one also proves the worker binary,

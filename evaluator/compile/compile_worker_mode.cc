@@ -1,5 +1,7 @@
 // `kerneleval-worker compile --scratch-dir=DIR [--arch=sm_XX] [--pch]
-// [--pch-limit-bytes=N]`: the sandboxed NVRTC worker of CompileService.
+// [--pch-limit-bytes=N] [--filesystem-sandbox=MECHANISM]`: the sandboxed
+// NVRTC worker of CompileService (MECHANISM: sandbox::MechanismName; default
+// landlock+mount-namespace; there is no value for "none").
 //
 // Start-up, in this order: find the toolkit; compile a trivial kernel (NVRTC
 // dlopen's libnvrtc-builtins and reads the toolkit lazily: this makes it do so
@@ -35,6 +37,8 @@ struct WorkerArgs {
   std::string scratch_dir;
   std::string arch = "sm_90";
   bool pch = false;
+  sandbox::FilesystemMechanism filesystem =
+      sandbox::FilesystemMechanism::kLandlockAndMountNamespace;
   uint64_t pch_limit_bytes = uint64_t{2} << 30;
 };
 
@@ -45,6 +49,14 @@ WorkerArgs ParseArgs(int argc, char** argv) {
     if (absl::StartsWith(arg, "--scratch-dir=")) args.scratch_dir = std::string(arg.substr(14));
     if (absl::StartsWith(arg, "--arch=")) args.arch = std::string(arg.substr(7));
     if (arg == "--pch") args.pch = true;
+    if (absl::StartsWith(arg, "--filesystem-sandbox=")) {
+      for (auto mechanism :
+           {sandbox::FilesystemMechanism::kAuto, sandbox::FilesystemMechanism::kLandlock,
+            sandbox::FilesystemMechanism::kMountNamespace,
+            sandbox::FilesystemMechanism::kLandlockAndMountNamespace}) {
+        if (arg.substr(21) == sandbox::MechanismName(mechanism)) args.filesystem = mechanism;
+      }
+    }
     if (absl::StartsWith(arg, "--pch-limit-bytes=")) {
       (void)absl::SimpleAtoi(arg.substr(18), &args.pch_limit_bytes);
     }
@@ -108,8 +120,8 @@ int CompileWorkerMain(int fd, int argc, char** argv) {
   if (!toolkit->cccl_include_dir.empty()) policy.read_only.push_back(toolkit->cccl_include_dir);
   if (!toolkit->library_dir.empty()) policy.read_only.push_back(toolkit->library_dir);
   policy.read_write = {args.scratch_dir};
-  absl::StatusOr<sandbox::FilesystemMechanism> mechanism = sandbox::RestrictFilesystemUsing(
-      policy, sandbox::FilesystemMechanism::kLandlockAndMountNamespace);
+  absl::StatusOr<sandbox::FilesystemMechanism> mechanism =
+      sandbox::RestrictFilesystemUsing(policy, args.filesystem);
   if (!mechanism.ok()) {
     return Fail(fd, absl::StrCat("file-system sandbox: ", mechanism.status().message()));
   }

@@ -177,6 +177,64 @@ TEST_F(CompileServiceTest, AHiddenFileLooksExactlyLikeAMissingOne) {
   EXPECT_THAT(existing, Not(HasSubstr("denied")));
 }
 
+// The same routes through each file-system mechanism alone: every fallback
+// holds on its own.
+class CompileSandboxMechanismTest
+    : public CompileServiceTest,
+      public ::testing::WithParamInterface<sandbox::FilesystemMechanism> {};
+
+TEST_P(CompileSandboxMechanismTest, EachMechanismAloneKeepsHostFilesOut) {
+  const sandbox::Capabilities capabilities = sandbox::Probe();
+  const sandbox::FilesystemMechanism mechanism = GetParam();
+  if (mechanism != sandbox::FilesystemMechanism::kMountNamespace &&
+      capabilities.landlock_abi == 0) {
+    GTEST_SKIP() << "no Landlock";
+  }
+  if (mechanism != sandbox::FilesystemMechanism::kLandlock && !capabilities.root &&
+      !capabilities.user_namespaces) {
+    GTEST_SKIP() << "no mount namespace for this user";
+  }
+  CompileServiceOptions options = TestOptions();
+  options.workers = 1;
+  options.filesystem_sandbox = mechanism;
+  absl::StatusOr<std::unique_ptr<CompileService>> service = CompileService::Create(options);
+  ASSERT_TRUE(service.ok()) << service.status();
+  EXPECT_EQ((*service)->sandbox_description(),
+            std::string(sandbox::MechanismName(mechanism)) + " + seccomp");
+
+  const std::string token = RandomToken();
+  const fs::path secret = dir_ / "secret.h";
+  std::ofstream(secret) << token << " = " << token << ";\n";
+  for (const std::string& source : std::vector<std::string>{
+           "#include \"" + secret.string() + "\"\n", "#include \"/proc/self/environ\"\n",
+           "#define P(x) #x\n#include P(" + secret.string() + ")\n",
+           "#if __has_include(\"" + secret.string() + "\")\n#error visible\n#endif\n"}) {
+    const v1::CompileResult r = MustCompile(Job(source), service->get());
+    EXPECT_THAT(Everything(r), Not(HasSubstr(token))) << source << r.log();
+    EXPECT_THAT(Everything(r), Not(HasSubstr(*env_token_))) << source << r.log();
+    EXPECT_THAT(r.log(), Not(HasSubstr("visible"))) << source;
+    EXPECT_THAT(r.log(), Not(HasSubstr("denied"))) << source;
+  }
+  // And compiling still works, headers included.
+  const v1::CompileResult ok = MustCompile(
+      Job("#include <cuda_fp16.h>\n__global__ void k(__half* x) { x[0] = __float2half(M_PI); }\n"),
+      service->get());
+  EXPECT_TRUE(ok.success()) << ok.log();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Mechanisms, CompileSandboxMechanismTest,
+    ::testing::Values(sandbox::FilesystemMechanism::kLandlock,
+                      sandbox::FilesystemMechanism::kMountNamespace,
+                      sandbox::FilesystemMechanism::kLandlockAndMountNamespace),
+    [](const auto& info) {
+      std::string name = sandbox::MechanismName(info.param);
+      for (char& c : name) {
+        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+      }
+      return name;
+    });
+
 TEST_F(CompileServiceTest, HasIncludeSeesNoHostFile) {
   const fs::path secret = dir_ / "present.h";
   std::ofstream(secret) << "#define PRESENT 1\n";
