@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/context/fiber.hpp>
 #include <condition_variable>
@@ -50,8 +51,14 @@ class StackPool {
   explicit StackPool(size_t bytes) : bytes_(RoundUp(bytes, PageSize())) {}
   StackPool(const StackPool&) = delete;
   StackPool& operator=(const StackPool&) = delete;
-  ~StackPool() {
-    for (void* base : mapped_) ::munmap(base, bytes_ + PageSize());
+  ~StackPool() { UnmapAll(); }
+
+  // Between blocks (no stack in use): stacks of another size from now on.
+  void Resize(size_t bytes) {
+    bytes = RoundUp(bytes, PageSize());
+    if (bytes == bytes_) return;
+    UnmapAll();
+    bytes_ = bytes;
   }
 
   boost::context::stack_context Allocate() {
@@ -81,6 +88,12 @@ class StackPool {
   }
 
  private:
+  void UnmapAll() noexcept {
+    for (void* base : mapped_) ::munmap(base, bytes_ + PageSize());
+    mapped_.clear();
+    free_.clear();
+  }
+
   size_t bytes_;
   std::vector<void*> mapped_;
   std::vector<void*> free_;
@@ -98,6 +111,7 @@ struct GridJob {
   kerneleval_cpu_thread_fn fn = nullptr;
   void* closure = nullptr;
   uint64_t total_blocks = 0;
+  size_t stack_bytes = 0;  // [bytes] per fiber
   std::atomic<uint64_t> next_block{0};
 };
 
@@ -125,6 +139,7 @@ class BlockExecutor {
   void RunBlock(const GridJob& job, uint64_t linear_block) {
     const kerneleval_cpu_launch& launch = *job.launch;
     job_ = &job;
+    stacks_.Resize(job.stack_bytes);
     info_.grid_dim = launch.grid;
     info_.block_dim = launch.block;
     const uint64_t gx = launch.grid.x, gy = launch.grid.y;
@@ -600,6 +615,10 @@ const char* AbiRunGrid(const kerneleval_cpu_launch* launch, kerneleval_cpu_threa
   job.closure = closure;
   job.total_blocks = uint64_t{g.x} * g.y * g.z;
   const uint64_t wanted = std::min<uint64_t>(globals->options.threads, job.total_blocks);
+  const size_t floor = globals->options.fiber_stack_bytes;
+  job.stack_bytes =
+      std::clamp<size_t>(kFiberStackBudgetBytes / (block_threads * std::max<uint64_t>(wanted, 1)),
+                         floor, std::max(kMaxFiberStackBytes, floor));
   if (wanted <= 1) {
     RunBlocks(job);
   } else {

@@ -29,10 +29,17 @@ namespace kerneleval::cpu {
 
 // [bytes] Largest dynamic shared memory of one block (an H100's opt-in limit).
 inline constexpr uint32_t kMaxDynamicSharedBytes = 227 * 1024;
+// [bytes] Address space for the stacks of GPU threads, and one stack's cap.
+inline constexpr size_t kFiberStackBudgetBytes = size_t{512} << 20;
+inline constexpr size_t kMaxFiberStackBytes = size_t{1} << 20;
 
 struct DeviceRuntimeOptions {
-  unsigned threads = 1;                         // OS threads running blocks
-  size_t fiber_stack_bytes = size_t{64} << 10;  // [bytes] per GPU thread, plus a guard page
+  unsigned threads = 1;  // OS threads running blocks
+  // [bytes] Stack of each GPU thread (plus a guard page): the larger of this
+  // and an equal share of kFiberStackBudgetBytes among the fibers a launch
+  // can have at once (threads per block x pool threads), at most
+  // kMaxFiberStackBytes. Pages are committed only when touched.
+  size_t fiber_stack_bytes = size_t{64} << 10;
   size_t print_budget_bytes = size_t{1} << 20;  // [bytes] device printf output, then dropped
   size_t heap_bytes = size_t{8} << 20;          // [bytes] device malloc (CUDA's default)
 };

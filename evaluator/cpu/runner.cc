@@ -286,7 +286,10 @@ std::string DescribeFault(const RunnerReport& report) {
     }
   }
   if (address < 65536) return absl::StrFormat("near a null pointer (address 0x%x)", address);
-  return absl::StrFormat("at address 0x%x, outside every buffer", address);
+  return absl::StrFormat(
+      "at address 0x%x, outside every buffer: a wild pointer, or a stack overflow (large local "
+      "arrays, deep recursion)?",
+      address);
 }
 
 }  // namespace

@@ -462,6 +462,28 @@ __global__ void zero(__half* hsum) { *hsum = __float2half(0.0f); }
   EXPECT_EQ(Values<uint16_t>(result.cases(0).outputs(3))[0], 0x5b60);  // 236.0 as a half
 }
 
+TEST_F(CpuBackendTest, LargeLocalArraysAndRecursionFitTheStack) {
+  // 256 KiB of local memory per thread (fine on a GPU): stacks grow to an
+  // equal share of the stack budget when blocks are small.
+  const char* source = R"(
+__device__ int depth(int n) { volatile char pad[512]; pad[0] = n; return n == 0 ? pad[0] : 1 + depth(n - 1); }
+__global__ void local_heavy(const int* x, int* y) {
+  int scratch[65536];
+  for (int i = 0; i < 65536; ++i) scratch[i] = x[threadIdx.x] + i;
+  __syncthreads();
+  y[threadIdx.x] = scratch[65535] + depth(200);
+}
+)";
+  const BufferSpec x = IntInput("x", v1::DTYPE_I32, 32, 0, 100);
+  const internal::RunResult result = RunOk(MakeRequest(
+      source, {MakeCase("c", 1, {x, Output("y", v1::DTYPE_I32, 32)},
+                        {Launch("local_heavy", {1}, {32}, {Buf("x"), Buf("y")})})}));
+  ASSERT_EQ(result.cases_size(), 1);
+  const auto y = Values<int32_t>(result.cases(0).outputs(0));
+  const auto vx = Generated<int32_t>(x, 1);
+  for (int t = 0; t < 32; ++t) EXPECT_EQ(y[t], vx[t] + 65535 + 200) << t;
+}
+
 TEST_F(CpuBackendTest, OutOfBoundsWriteIsARuntimeFailureWithTheSignal) {
   const char* source = R"(
 __global__ void overrun(float* y, int n) {
