@@ -5,8 +5,9 @@
 // The shared object exports:
 //   uint32_t kerneleval_cpu_init(const kerneleval_cpu_runtime*);  // returns the ABI version
 //   const char* kerneleval_cpu_launch_<i>(const kerneleval_cpu_launch*);  // nullptr: ok
-//   extern const char* const kerneleval_cpu_kernel_names[];  // kernel of launcher i
 //   extern const uint32_t kerneleval_cpu_kernel_count;
+// Launcher i runs the i-th kernel name the worker passed to
+// BuildTranslationUnit (source_rewrite.h).
 // A launcher converts the arguments to the kernel's declared parameter types
 // and calls runtime->run_grid(), which runs every block and calls back
 // `run_threads` for the threads of each block.
