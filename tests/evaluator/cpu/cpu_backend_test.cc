@@ -475,13 +475,43 @@ __global__ void local_heavy(const int* x, int* y) {
 }
 )";
   const BufferSpec x = IntInput("x", v1::DTYPE_I32, 32, 0, 100);
-  const internal::RunResult result = RunOk(MakeRequest(
-      source, {MakeCase("c", 1, {x, Output("y", v1::DTYPE_I32, 32)},
-                        {Launch("local_heavy", {1}, {32}, {Buf("x"), Buf("y")})})}));
+  const internal::RunResult result = RunOk(
+      MakeRequest(source, {MakeCase("c", 1, {x, Output("y", v1::DTYPE_I32, 32)},
+                                    {Launch("local_heavy", {1}, {32}, {Buf("x"), Buf("y")})})}));
   ASSERT_EQ(result.cases_size(), 1);
   const auto y = Values<int32_t>(result.cases(0).outputs(0));
   const auto vx = Generated<int32_t>(x, 1);
   for (int t = 0; t < 32; ++t) EXPECT_EQ(y[t], vx[t] + 65535 + 200) << t;
+}
+
+TEST_F(CpuBackendTest, TemplateKernelsAndParameterTypes) {
+  // The plan names a template instance; parameters of several types get
+  // their values converted to the declared type.
+  const char* source = R"(
+namespace ops {
+template <int Scale, typename T>
+__global__ void affine(const T* __restrict__ x, T* __restrict__ y, size_t n, const float shift,
+                       long long offset, unsigned char flag, double factor) {
+  const size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+  if (i < n) y[i] = static_cast<T>((x[i] * Scale + shift) * factor + offset + flag);
+}
+}  // namespace ops
+)";
+  const int n = 300;
+  const BufferSpec x = IntInput("x", v1::DTYPE_F32, n, -10, 10);
+  const internal::RunResult result =
+      RunOk(MakeRequest(source, {MakeCase("c", 1, {x, Output("y", v1::DTYPE_F32, n)},
+                                          {Launch("ops::affine<3, float>", {2}, {256},
+                                                  {Buf("x"), Buf("y"), Int(n), Real(0.5),
+                                                   Int(-1000000000000LL), Int(2), Real(0.25)})})}));
+  ASSERT_EQ(result.cases_size(), 1);
+  const auto y = Values<float>(result.cases(0).outputs(0));
+  const auto vx = Generated<float>(x, 1);
+  for (int i = 0; i < n; ++i) {
+    const float expected = static_cast<float>((vx[i] * 3 + 0.5f) * 0.25 + -1000000000000LL +
+                                              static_cast<unsigned char>(2));
+    ASSERT_EQ(y[i], expected) << i;
+  }
 }
 
 TEST_F(CpuBackendTest, OutOfBoundsWriteIsARuntimeFailureWithTheSignal) {
