@@ -20,6 +20,9 @@
 #ifndef KERNELEVAL_SERVER_BINARY
 #define KERNELEVAL_SERVER_BINARY ""
 #endif
+#ifndef KERNELEVAL_CLI_BINARY
+#define KERNELEVAL_CLI_BINARY ""
+#endif
 #ifndef KERNELEVAL_SOURCE_DIR
 #define KERNELEVAL_SOURCE_DIR ""
 #endif
@@ -143,13 +146,15 @@ TEST(ServerBinary, ServesOnTheCpuBackendAndExitsZeroOnSigterm) {
   if (!ServerBuilt()) GTEST_SKIP() << "kerneleval-server not built";
   ServerProcess process({KERNELEVAL_SERVER_BINARY, "--backend", "cpu", "--listen", "127.0.0.1:0",
                          "--problems-dir", std::string(KERNELEVAL_SOURCE_DIR) + "/problems",
-                         "--shutdown-grace-seconds", "5", "--log-level", "info"});
+                         "--shutdown-grace-seconds", "5", "--log-level", "info", "--token",
+                         "e2e-token"});
   const int port = process.WaitForPort(milliseconds(60'000));
   ASSERT_GT(port, 0) << process.Output();
 
   client::ClientOptions options;
   options.target = "127.0.0.1:" + std::to_string(port);
   options.timeout = absl::Seconds(120);
+  options.token = "e2e-token";
   auto client = client::KernelEvalClient::Create(options);
   ASSERT_TRUE(client.ok());
   auto devices = (*client)->ListDevices();
@@ -201,6 +206,26 @@ TEST(ServerBinary, ServesOnTheCpuBackendAndExitsZeroOnSigterm) {
     v1::EvaluateRequest unknown = request;
     unknown.set_problem_id("no_such_problem");
     EXPECT_EQ((*client)->Evaluate(unknown).status().code(), absl::StatusCode::kNotFound);
+  }
+
+  // The CLI against the server: what CI scripts see (exit codes, cli/command.h).
+  const std::string cli = KERNELEVAL_CLI_BINARY;
+  if (!cli.empty() && access(cli.c_str(), X_OK) == 0 && !correct_source.empty()) {
+    const std::string solutions_dir =
+        std::string(KERNELEVAL_SOURCE_DIR) + "/problems/leaky_relu/solutions/";
+    const auto run = [&](const std::string& token, const std::string& target,
+                         const std::string& problem, const std::string& file) {
+      const std::string command = cli + " evaluate --server " + target + " --token " + token +
+                                  " -p " + problem + " -s " + solutions_dir + file +
+                                  " --skip-timing --json >/dev/null 2>&1";
+      const int status = std::system(command.c_str());
+      return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    };
+    EXPECT_EQ(run("e2e-token", options.target, "leaky_relu", "correct_scalar.cu"), 0);
+    EXPECT_EQ(run("e2e-token", options.target, "leaky_relu", "wrong_formula.cu"), 1);
+    EXPECT_EQ(run("e2e-token", options.target, "no_such_problem", "correct_scalar.cu"), 2);
+    EXPECT_EQ(run("wrong-token", options.target, "leaky_relu", "correct_scalar.cu"), 3);
+    EXPECT_EQ(run("e2e-token", "127.0.0.1:1", "leaky_relu", "correct_scalar.cu"), 3);
   }
 
   ASSERT_EQ(kill(process.pid(), SIGTERM), 0);
