@@ -24,36 +24,13 @@
 #include "evaluator/plan/signature.h"
 #include "evaluator/problems/problems.h"
 #include "tests/evaluator/problems_set/float64_reference.h"
+#include "tests/evaluator/problems_set/solutions.h"
 
 namespace kerneleval::problems_set {
 namespace {
 
 using problems::ProblemRegistry;
 using problems::ShapeParams;
-
-// The problems this set adds to the first six (vector_add, relu, softmax,
-// row_sum, matmul, layernorm).
-const char* const kSetProblems[] = {
-    // elementwise and activations
-    "leaky_relu", "gelu_tanh", "gelu_erf", "silu", "sigmoid", "tanh", "softplus", "elu", "hardtanh",
-    "relu_f16", "silu_f16", "gelu_bf16",
-    // reductions and scans
-    "mean_rows", "max_rows", "min_rows", "argmax_rows", "argmin_rows", "prod_rows", "col_sum",
-    "cumsum_rows",
-    // normalization and softmax
-    "rmsnorm", "l2norm_rows", "batchnorm_inference", "groupnorm", "log_softmax",
-    "softmax_long_rows",
-    // matrix products
-    "matmul_rect", "matmul_tall_skinny", "matvec", "batched_matmul", "matmul_transposed_b",
-    "matmul_f16", "matmul_bf16",
-    // convolution and pooling
-    "conv1d", "conv2d", "depthwise_conv2d", "maxpool2d", "avgpool2d",
-    // data movement, histogram
-    "transpose", "embedding_gather", "histogram",
-    // losses
-    "mse_loss", "cross_entropy", "huber_loss", "kl_div",
-    // fused (level 2)
-    "gemm_bias_relu", "layernorm_gelu", "scaled_matmul_softmax", "residual_add_rmsnorm"};
 
 constexpr uint64_t kSeeds[] = {11, 12, 13};
 // One-element shapes whose single output can legitimately be 0 (or tiny)

@@ -1,0 +1,10 @@
+// expect: correctness
+// Bug: clamps to [0, 1] (hardsigmoid-style range).
+// @launch hardtanh_simple<<<ceil_div(N, 128), 128>>>(x, y, N)
+__global__ void hardtanh_simple(const float* x, float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    float v = x[i];
+    y[i] = fminf(fmaxf(v, 0.0f), 1.0f);
+  }
+}

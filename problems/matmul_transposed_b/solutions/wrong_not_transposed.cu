@@ -1,0 +1,12 @@
+// expect: correctness
+// Reads B as if it were K x N (B[k * N + n]) instead of N x K: computes
+// A @ B (reinterpreted), not A @ B^T.
+// @launch mtb_bug<<<dim3(ceil_div(N, 16), ceil_div(M, 16)), dim3(16, 16)>>>(A, B, C, M, N, K)
+__global__ void mtb_bug(const float* A, const float* B, float* C, int M, int N, int K) {
+  int col = blockIdx.x * 16 + threadIdx.x;
+  int row = blockIdx.y * 16 + threadIdx.y;
+  if (row >= M || col >= N) return;
+  float acc = 0.0f;
+  for (int k = 0; k < K; ++k) acc += A[(long long)row * K + k] * B[(long long)k * N + col];
+  C[(long long)row * N + col] = acc;
+}

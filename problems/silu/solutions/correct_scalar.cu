@@ -1,0 +1,10 @@
+// expect: pass
+// One element per thread; fast-math exponential.
+// @launch silu_simple<<<ceil_div(N, 128), 128>>>(x, y, N)
+__global__ void silu_simple(const float* x, float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    float v = x[i];
+    y[i] = v * (1.0f / (1.0f + __expf(-v)));
+  }
+}

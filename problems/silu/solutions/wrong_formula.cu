@@ -1,0 +1,10 @@
+// expect: correctness
+// Bug: sign error in the exponent.
+// @launch silu_simple<<<ceil_div(N, 128), 128>>>(x, y, N)
+__global__ void silu_simple(const float* x, float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    float v = x[i];
+    y[i] = v / (1.0f + expf(v));
+  }
+}
