@@ -134,6 +134,13 @@ class Worker {
     runtime_.threads = settings_.threads ? settings_.threads
                                          : std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
     runtime_.fiber_stack_bytes = settings_.fiber_stack_bytes;
+    // Runners are fresh images of this binary (fork + exec).
+    std::error_code ec;
+    self_binary_ = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+    if (ec && setup_error_.ok()) {
+      setup_error_ =
+          absl::FailedPreconditionError("cannot find the worker binary (/proc/self/exe)");
+    }
     runtime_.print_budget_bytes = settings_.print_budget_bytes;
     runtime_.heap_bytes = settings_.heap_bytes;
   }
@@ -163,9 +170,8 @@ class Worker {
       return result;
     }
     RunnerConfig config = MakeConfig(names);
-    absl::StatusOr<RunnerProcess> runner = RunnerProcess::Start([&](int fd, RunnerReport* report) {
-      return RunCasesInRunner(fd, report, config, request);
-    });
+    config.job = RunnerJob::kRunCases;
+    absl::StatusOr<RunnerProcess> runner = RunnerProcess::Start(self_binary_, config, request);
     if (!runner.ok()) return runner.status();
     const double timeout = request.timeout_seconds() > 0 ? request.timeout_seconds()
                                                          : settings_.default_timeout_seconds;
@@ -247,11 +253,14 @@ class Worker {
     // One runner per program: the programs never share memory.
     std::vector<RunnerProcess> runners;
     for (int p = 0; p < request.programs_size(); ++p) {
-      absl::StatusOr<RunnerProcess> runner =
-          RunnerProcess::Start([&](int fd, RunnerReport* report) {
-            return TimeProgramInRunner(fd, report, configs[static_cast<size_t>(p)],
-                                       request.programs(p).plan(), seeds, config.flush_l2());
-          });
+      // The runner's job: this program alone, the seeds and the config.
+      internal::TimingRequest job;
+      *job.add_programs() = request.programs(p);
+      for (uint64_t seed : seeds) job.add_input_seeds(seed);
+      *job.mutable_config() = config;
+      RunnerConfig runner_config = configs[static_cast<size_t>(p)];
+      runner_config.job = RunnerJob::kTimeProgram;
+      absl::StatusOr<RunnerProcess> runner = RunnerProcess::Start(self_binary_, runner_config, job);
       if (!runner.ok()) return runner.status();
       runners.push_back(*std::move(runner));
     }
@@ -415,6 +424,7 @@ class Worker {
   absl::Status setup_error_;
   DeviceRuntimeOptions runtime_;
   std::string library_path_;
+  std::string self_binary_;
 };
 
 void ReplyError(int fd, const absl::Status& status) {

@@ -33,6 +33,7 @@ namespace kerneleval::cpu {
 namespace {
 
 constexpr int kChannelFd = 3;
+constexpr int kReportFd = 4;
 
 // ---- Child side.
 RunnerReport* child_report = nullptr;
@@ -294,11 +295,18 @@ std::string DescribeFault(const RunnerReport& report) {
 
 }  // namespace
 
-absl::StatusOr<RunnerProcess> RunnerProcess::Start(
-    const std::function<int(int channel_fd, RunnerReport* report)>& body) {
-  void* page = ::mmap(nullptr, sizeof(RunnerReport), PROT_READ | PROT_WRITE,
-                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+absl::StatusOr<RunnerProcess> RunnerProcess::Start(const std::string& worker_binary,
+                                                   const RunnerConfig& config,
+                                                   const google::protobuf::MessageLite& job) {
+  const int report_fd = ::memfd_create("kerneleval-runner-report", MFD_CLOEXEC);
+  if (report_fd < 0 || ::ftruncate(report_fd, sizeof(RunnerReport)) != 0) {
+    if (report_fd >= 0) ::close(report_fd);
+    return absl::ResourceExhaustedError(absl::StrCat("memfd: ", std::strerror(errno)));
+  }
+  void* page =
+      ::mmap(nullptr, sizeof(RunnerReport), PROT_READ | PROT_WRITE, MAP_SHARED, report_fd, 0);
   if (page == MAP_FAILED) {
+    ::close(report_fd);
     return absl::ResourceExhaustedError(absl::StrCat("mmap: ", std::strerror(errno)));
   }
   auto* report = new (page) RunnerReport();
@@ -308,34 +316,54 @@ absl::StatusOr<RunnerProcess> RunnerProcess::Start(
   int fds[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
     ::munmap(page, sizeof(RunnerReport));
+    ::close(report_fd);
     return absl::ResourceExhaustedError(absl::StrCat("socketpair: ", std::strerror(errno)));
   }
+  // Everything exec needs is prepared before fork.
+  std::vector<std::string> args = {worker_binary, "cpu-runner"};
+  for (std::string& a : config.ToArgs()) args.push_back(std::move(a));
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  char* envp[] = {nullptr};  // no inherited environment
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(fds[0]);
     ::close(fds[1]);
     ::munmap(page, sizeof(RunnerReport));
+    ::close(report_fd);
     return absl::ResourceExhaustedError(absl::StrCat("fork: ", std::strerror(errno)));
   }
   if (pid == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(kSetupFailedExit);
-    child_report = report;
-    // Nothing of the worker stays reachable: fd 3 (the engine's channel)
-    // becomes this runner's channel, stdio goes nowhere, the rest closes.
+    // fd 3 (the engine's channel in the worker) becomes this runner's
+    // channel, fd 4 the report, stdio goes nowhere, the rest closes.
     const int null_fd = ::open("/dev/null", O_RDWR);
     ::dup2(fds[1], kChannelFd);
+    ::dup2(report_fd, kReportFd);
     if (null_fd >= 0) {
       ::dup2(null_fd, 0);
       ::dup2(null_fd, 1);
       ::dup2(null_fd, 2);
     }
-    ::close_range(kChannelFd + 1, ~0u, 0);
-    ::_exit(body(kChannelFd, report));
+    ::close_range(kReportFd + 1, ~0u, 0);
+    // dup2 onto the same number keeps FD_CLOEXEC: clear it explicitly.
+    ::fcntl(kChannelFd, F_SETFD, 0);
+    ::fcntl(kReportFd, F_SETFD, 0);
+    ::execve(argv[0], argv.data(), envp);
+    ::_exit(kSetupFailedExit);
   }
   ::close(fds[1]);
-  return RunnerProcess(pid, fds[0], report);
+  ::close(report_fd);
+  RunnerProcess runner(pid, fds[0], report);
+  if (absl::Status s = process::WriteMessage(runner.fd(), job); !s.ok()) {
+    runner.Wait(absl::Seconds(1));
+    return absl::InternalError(
+        absl::StrCat("cannot start the runner (", worker_binary, "): ", s.message()));
+  }
+  return runner;
 }
 
 RunnerProcess::RunnerProcess(RunnerProcess&& other) noexcept
@@ -457,6 +485,8 @@ std::string DescribeRunnerEnd(int wait_status, const RunnerReport& report) {
   return text;
 }
 
+namespace {
+
 int RunCasesInRunner(int channel_fd, RunnerReport* report, const RunnerConfig& config,
                      const internal::RunRequest& request) {
   const Library library = SandboxAndLoad(config);
@@ -477,8 +507,12 @@ int RunCasesInRunner(int channel_fd, RunnerReport* report, const RunnerConfig& c
 }
 
 int TimeProgramInRunner(int channel_fd, RunnerReport* report, const RunnerConfig& config,
-                        const internal::ResolvedPlan& plan,
-                        const std::vector<uint64_t>& input_seeds, bool flush_cache) {
+                        const internal::TimingRequest& request) {
+  if (request.programs_size() != 1) return kSetupFailedExit;
+  const internal::ResolvedPlan& plan = request.programs(0).plan();
+  const std::vector<uint64_t> input_seeds(request.input_seeds().begin(),
+                                          request.input_seeds().end());
+  const bool flush_cache = request.config().flush_l2();
   const Library library = SandboxAndLoad(config);
   std::vector<std::unique_ptr<PlanMemory>> sets;
   for (uint64_t seed : input_seeds) {
@@ -511,6 +545,64 @@ int TimeProgramInRunner(int channel_fd, RunnerReport* report, const RunnerConfig
   for (const auto& set : sets) *timing.add_last_outputs() = set->Collect();
   if (!process::WriteMessage(channel_fd, timing).ok()) return kSetupFailedExit;
   return 0;
+}
+
+}  // namespace
+
+std::vector<std::string> RunnerConfig::ToArgs() const {
+  std::vector<std::string> args = {
+      absl::StrCat("--job=", job == RunnerJob::kRunCases ? "run" : "time"),
+      absl::StrCat("--library=", library_path),
+      absl::StrCat("--threads=", runtime.threads),
+      absl::StrCat("--fiber-stack-bytes=", runtime.fiber_stack_bytes),
+      absl::StrCat("--print-budget-bytes=", runtime.print_budget_bytes),
+      absl::StrCat("--heap-bytes=", runtime.heap_bytes),
+      absl::StrCat("--input-threads=", input_threads)};
+  for (const std::string& name : kernel_names) args.push_back(absl::StrCat("--kernel=", name));
+  return args;
+}
+
+RunnerConfig RunnerConfig::FromArgs(int argc, char** argv) {
+  RunnerConfig config;
+  for (int i = 0; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    const size_t eq = arg.find('=');
+    if (arg.substr(0, 2) != "--" || eq == std::string_view::npos) continue;
+    const std::string_view name = arg.substr(2, eq - 2);
+    const std::string value(arg.substr(eq + 1));
+    const uint64_t number = std::strtoull(value.c_str(), nullptr, 10);
+    if (name == "job")
+      config.job = value == "time" ? RunnerJob::kTimeProgram : RunnerJob::kRunCases;
+    if (name == "library") config.library_path = value;
+    if (name == "kernel") config.kernel_names.push_back(value);
+    if (name == "threads") config.runtime.threads = static_cast<unsigned>(number);
+    if (name == "fiber-stack-bytes") config.runtime.fiber_stack_bytes = number;
+    if (name == "print-budget-bytes") config.runtime.print_budget_bytes = number;
+    if (name == "heap-bytes") config.runtime.heap_bytes = number;
+    if (name == "input-threads") config.input_threads = static_cast<unsigned>(number);
+  }
+  return config;
+}
+
+int CpuRunnerMain(int channel_fd, int argc, char** argv) {
+  const RunnerConfig config = RunnerConfig::FromArgs(argc, argv);
+  void* page =
+      ::mmap(nullptr, sizeof(RunnerReport), PROT_READ | PROT_WRITE, MAP_SHARED, kReportFd, 0);
+  if (page == MAP_FAILED) return kSetupFailedExit;
+  ::close(kReportFd);
+  child_report = static_cast<RunnerReport*>(page);
+  if (config.job == RunnerJob::kRunCases) {
+    internal::RunRequest request;
+    if (!process::ReadMessage(channel_fd, &request, absl::Now() + absl::Seconds(60)).ok()) {
+      return kSetupFailedExit;
+    }
+    return RunCasesInRunner(channel_fd, child_report, config, request);
+  }
+  internal::TimingRequest request;
+  if (!process::ReadMessage(channel_fd, &request, absl::Now() + absl::Seconds(60)).ok()) {
+    return kSetupFailedExit;
+  }
+  return TimeProgramInRunner(channel_fd, child_report, config, request);
 }
 
 }  // namespace kerneleval::cpu

@@ -1,12 +1,18 @@
-// Runner processes: where untrusted kernel code runs. The cpu worker forks
-// one per Run request (and one per program of a Time request); the child
-// closes every file descriptor but its channel, applies the file-system
+// Runner processes: where untrusted kernel code runs. The cpu worker starts
+// one per Run request (and one per program of a Time request) as a fresh
+// program image, `kerneleval-worker cpu-runner` (fork + exec: nothing of the
+// worker's memory, e.g. another program's outputs it relayed, is in the
+// runner's address space). The runner reads its job from its channel, closes
+// every other descriptor (stdio goes to /dev/null), applies the file-system
 // sandbox (it may read only the shared object) and the kKernel system-call
 // profile (no fork/exec, no sockets) BEFORE dlopen() runs any code of the
 // submission, runs, reports on its channel and exits. Each runner maps fresh
 // buffers, so a program never sees memory another program wrote.
 //
-// Channel protocol (framing.h frames on a stream socket):
+// Channel protocol (framing.h frames on a stream socket, fd 3 in the runner):
+//   worker -> runner  the job: an internal::RunRequest (Run) or an
+//                     internal::TimingRequest holding the one program to time,
+//                     the input seeds and the config (Time).
 //   Run:    runner -> worker  one internal::RunResult, then exit 0.
 //   Time:   runner -> worker  "ready" after setup; then per command frame
 //           from the worker ("P" set: poison outputs, "R" set: run the plan,
@@ -14,14 +20,13 @@
 //           with last_outputs per input set, then exit 0.
 // Failures: a fault ends the runner by its signal; a kernel error (trap,
 // failed assert, deadlock, invalid launch) exits kKernelErrorExit with the
-// message in the shared RunnerReport page.
+// message in the RunnerReport, a memfd page shared with the worker (fd 4).
 #pragma once
 
 #include <sys/types.h>
 
 #include <atomic>
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,6 +34,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "evaluator/cpu/device_runtime.h"
+#include "google/protobuf/message_lite.h"
 #include "kerneleval/internal/worker.pb.h"
 
 namespace kerneleval::cpu {
@@ -58,21 +64,29 @@ struct RunnerReport {
   char message[4096];
 };
 
+enum class RunnerJob { kRunCases, kTimeProgram };
+
 struct RunnerConfig {
+  RunnerJob job = RunnerJob::kRunCases;
   std::string library_path;               // the compiled submission
   std::vector<std::string> kernel_names;  // launcher i of the library runs kernel_names[i]
   DeviceRuntimeOptions runtime;
   unsigned input_threads = 1;  // threads generating inputs
+
+  // As arguments of `kerneleval-worker cpu-runner` and back.
+  [[nodiscard]] std::vector<std::string> ToArgs() const;
+  static RunnerConfig FromArgs(int argc, char** argv);
 };
 
-// A forked runner, seen from the worker. Move-only; the destructor kills and
-// reaps the child and unmaps the report.
+// A runner, seen from the worker. Move-only; the destructor kills and reaps
+// the child and unmaps the report.
 class RunnerProcess {
  public:
-  // Forks; the child runs `body(channel_fd, report)` and _exit()s with its
-  // return value. The calling process must be single-threaded.
-  static absl::StatusOr<RunnerProcess> Start(
-      const std::function<int(int channel_fd, RunnerReport* report)>& body);
+  // Starts `worker_binary cpu-runner <config>` and sends it `job` (see the
+  // protocol above). The calling process must be single-threaded.
+  static absl::StatusOr<RunnerProcess> Start(const std::string& worker_binary,
+                                             const RunnerConfig& config,
+                                             const google::protobuf::MessageLite& job);
 
   RunnerProcess(RunnerProcess&& other) noexcept;
   RunnerProcess& operator=(RunnerProcess&& other) noexcept;
@@ -111,12 +125,8 @@ class RunnerProcess {
 // or the kernel's own message. Empty for a clean exit 0.
 std::string DescribeRunnerEnd(int wait_status, const RunnerReport& report);
 
-// Child bodies (run inside RunnerProcess::Start's child; they never return
-// to the caller's code paths except through their exit code).
-int RunCasesInRunner(int channel_fd, RunnerReport* report, const RunnerConfig& config,
-                     const internal::RunRequest& request);
-int TimeProgramInRunner(int channel_fd, RunnerReport* report, const RunnerConfig& config,
-                        const internal::ResolvedPlan& plan,
-                        const std::vector<uint64_t>& input_seeds, bool flush_cache);
+// `kerneleval-worker cpu-runner`: reads the job on `channel_fd`, runs it,
+// returns the exit code.
+int CpuRunnerMain(int channel_fd, int argc, char** argv);
 
 }  // namespace kerneleval::cpu

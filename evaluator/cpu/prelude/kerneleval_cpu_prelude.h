@@ -17,8 +17,10 @@
 // ---- 1. Standard headers, all before any keyword macro below (libstdc++
 // itself spells __attribute__((__noinline__)), and printf/malloc/free become
 // function-like macros for device code).
+#include <alloca.h>
 #include <float.h>
 #include <limits.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stddef.h>

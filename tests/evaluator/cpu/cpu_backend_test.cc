@@ -123,15 +123,24 @@ class CpuBackendTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     std::string pattern = (fs::temp_directory_path() / "cpu-backend-test-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+    if (::mkdtemp(pattern.data()) == nullptr) return;
     scratch_ = new std::string(pattern);
     CpuBackendOptions options;
     options.cache_dir = KERNELEVAL_CPU_TEST_CACHE_DIR;
     options.threads = 2;
     options.timeout_seconds = 20;
     absl::StatusOr<std::unique_ptr<CpuBackend>> created = CpuBackend::Create(options);
-    ASSERT_TRUE(created.ok()) << created.status();
-    backend_ = created->release();
+    if (created.ok()) {
+      backend_ = created->release();
+    } else {
+      setup_error_ = new std::string(created.status().ToString());
+    }
+  }
+  // A backend that cannot start fails every test (a fatal failure in
+  // SetUpTestSuite would only mark them skipped).
+  void SetUp() override {
+    ASSERT_NE(scratch_, nullptr);
+    ASSERT_NE(backend_, nullptr) << (setup_error_ ? *setup_error_ : "");
   }
   static void TearDownTestSuite() {
     delete backend_;
@@ -161,6 +170,7 @@ class CpuBackendTest : public ::testing::Test {
 
   static inline CpuBackend* backend_ = nullptr;
   static inline std::string* scratch_ = nullptr;
+  static inline std::string* setup_error_ = nullptr;
 };
 
 constexpr char kVectorAdd[] = R"(
@@ -681,6 +691,61 @@ __global__ void escape(int* result) {
   }
   EXPECT_FALSE(fs::exists(written));
   EXPECT_EQ(result->DebugString().find(token), std::string::npos);
+}
+
+TEST_F(CpuBackendTest, CandidateCannotFindTheReferencesOutputsInItsMemory) {
+  // The reference writes a random pattern into a small output (small heap
+  // blocks are not returned to the system when freed); the candidate then
+  // scans its whole malloc heap for it. The control run plants the pattern
+  // in its own heap first, proving that the scan finds what is there.
+  std::mt19937_64 random(std::random_device{}());
+  const int64_t token = static_cast<int64_t>(random() >> 1);
+  const char* reference = R"(
+__global__ void emit(long long token, unsigned long long* y) {
+  y[blockIdx.x * blockDim.x + threadIdx.x] =
+      static_cast<unsigned long long>(token) ^ 0x5a5a5a5a5a5a5a5aull;
+}
+)";
+  const char* candidate = R"(
+#include <malloc.h>
+#include <string.h>
+#include <unistd.h>
+__global__ void scan(long long token, int plant, int* hits) {
+  if (threadIdx.x != 0) return;
+  const unsigned long long needle = static_cast<unsigned long long>(token) ^ 0x5a5a5a5a5a5a5a5aull;
+  if (plant) {
+    volatile unsigned long long* block = static_cast<unsigned long long*>((malloc)(64));
+    block[3] = needle;
+  }
+  const char* top = static_cast<const char*>(sbrk(0));
+  const char* bottom = top - mallinfo2().arena;
+  int found = 0;
+  for (const char* p = bottom; p + 8 <= top; p += 8) {
+    unsigned long long v;
+    memcpy(&v, p, 8);
+    found += v == needle;
+  }
+  *hits = found;
+}
+)";
+  // 1 MiB outputs, twice: past glibc's first mmap threshold, so that later
+  // copies land in (and stay in) a forked process's heap.
+  const internal::RunRequest emit =
+      MakeRequest(reference, {MakeCase("c", 1, {Output("y", v1::DTYPE_I64, 131072)},
+                                       {Launch("emit", {512}, {256}, {Int(token), Buf("y")})})});
+  RunOk(emit);
+  const internal::RunResult emitted = RunOk(emit);
+  ASSERT_EQ(emitted.cases_size(), 1);
+  ASSERT_EQ(Values<uint64_t>(emitted.cases(0).outputs(0))[7],
+            static_cast<uint64_t>(token) ^ 0x5a5a5a5a5a5a5a5aull);
+  auto scan = [&](int plant) {
+    const internal::RunResult result = RunOk(MakeRequest(
+        candidate, {MakeCase("c", 1, {Output("hits", v1::DTYPE_I32, 1)},
+                             {Launch("scan", {1}, {1}, {Int(token), Int(plant), Buf("hits")})})}));
+    return result.cases_size() == 1 ? Values<int32_t>(result.cases(0).outputs(0))[0] : -1;
+  };
+  EXPECT_GE(scan(/*plant=*/1), 1);  // the scan works
+  EXPECT_EQ(scan(/*plant=*/0), 0);  // and the reference's outputs are not there
 }
 
 TEST_F(CpuBackendTest, DeviceGlobalsPersistAcrossCasesOfARunButNotAcrossRuns) {
