@@ -128,6 +128,7 @@ void Run(const EvaluateFlags& flags) {
     return SetExitCode(ExitCodeFor(verdict.status()));
   }
   if (flags.backend == "auto" && verdict->backend() == "cpu") {
+    std::fflush(stdout);
     std::fprintf(stderr,
                  "note: no GPU here: evaluated on the CPU backend (emulation; its timings are CPU "
                  "times, not GPU speedups)\n");

@@ -3,6 +3,9 @@
 #include <cstdio>
 #include <exception>
 
+#include <spdlog/cfg/env.h>
+#include <spdlog/spdlog.h>
+
 #include "cli/command.h"
 
 namespace kerneleval::cli {
@@ -27,6 +30,10 @@ int GetExitCode() { return g_exit_code; }
 
 int main(int argc, char** argv) {
   namespace cli = kerneleval::cli;
+  // The CLI's output is the verdict; engine logs only when they matter
+  // (SPDLOG_LEVEL=info or debug shows more).
+  spdlog::set_level(spdlog::level::warn);
+  spdlog::cfg::load_env_levels();
   CLI::App app{"kerneleval: compile, run, check and time CUDA kernels, and score them."};
   app.require_subcommand(1);
   app.footer(

@@ -248,14 +248,18 @@ absl::StatusOr<EngineImpl::Common> EngineImpl::Admit(const Request& request,
   }
   Common common;
   if (request.has_problem()) {
-    if (absl::Status s = problems::ValidateProblem(request.problem()); !s.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("problem: ", s.message()));
-    }
     if (request.problem().reference_source().empty()) {
       return absl::InvalidArgumentError(
           "problem.reference_source: a custom problem carries its reference");
     }
-    common.problem = std::make_shared<v1::Problem>(request.problem());
+    auto problem = std::make_shared<v1::Problem>(request.problem());
+    if (absl::Status s = problems::CompleteReferencePlan(*problem); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("problem: ", s.message()));
+    }
+    if (absl::Status s = problems::ValidateProblem(*problem); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("problem: ", s.message()));
+    }
+    common.problem = std::move(problem);
     common.problem_key = "custom:" + request.problem().SerializeAsString();
   } else {
     if (request.problem_id().empty()) {
@@ -351,6 +355,11 @@ void EngineImpl::Enqueue(std::shared_ptr<Job> job, Device* device) {
             job->submissions[i], job->is_group ? absl::StrCat("candidate[", i, "]") : "candidate",
             job->context);
         Observe("compile", SecondsSince(start));
+        if (options_.observer && job->preparations[i].ok()) {
+          const Preparation& p = *job->preparations[i];
+          options_.observer->OnCompileCache(p.program ? p.program->program.compiled().cache_hit()
+                                                      : p.verdict->compile().cache_hit());
+        }
       }
       if (--*remaining == 0) all_prepared->set_value();
     });

@@ -326,8 +326,11 @@ absl::StatusOr<std::optional<v1::Verdict>> Evaluation::CheckCorrectness(
     std::string error = failure.message();
     if (!failure.case_label().empty())
       absl::StrAppend(&error, " (case ", failure.case_label(), ")");
-    return std::optional<v1::Verdict>(
-        Failed(failure.stage() == "timeout" ? "timeout" : "runtime", std::move(error)));
+    // "compile": the backend could not build it (e.g. the CPU backend
+    // meeting inline PTX); "timeout"; anything else ran and crashed.
+    const std::string stage =
+        failure.stage() == "timeout" || failure.stage() == "compile" ? failure.stage() : "runtime";
+    return std::optional<v1::Verdict>(Failed(stage, std::move(error)));
   }
   if (result->cases_size() != static_cast<int>(cases->size())) {
     return absl::InternalError("backend returned the wrong number of cases");
@@ -440,8 +443,10 @@ absl::Status Evaluation::TimeAndScore(const ReferenceRun& reference,
     }
     for (size_t i = 0; i < candidates.size(); ++i) {
       if (candidates[i]->program.label() == failure.program() || candidates.size() == 1) {
-        v1::Verdict failed = Failed(failure.stage() == "timeout" ? "timeout" : "runtime",
-                                    absl::StrCat("while timing: ", failure.message()));
+        const std::string stage = failure.stage() == "timeout" || failure.stage() == "compile"
+                                      ? failure.stage()
+                                      : "runtime";
+        v1::Verdict failed = Failed(stage, absl::StrCat("while timing: ", failure.message()));
         failed.mutable_compile()->Swap(verdicts[i]->mutable_compile());
         failed.mutable_correctness()->Swap(verdicts[i]->mutable_correctness());
         *verdicts[i] = std::move(failed);

@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""kerneleval evaluate end to end (CPU backend): documented exit codes and a
+JSON verdict with every field present, false and 0 included."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+KERNELEVAL = sys.argv[1]
+EXAMPLES = sys.argv[2]
+
+GOOD = """// @launch add<<<ceil_div(N, 256), 256>>>(a, b, c, N)
+extern "C" __global__ void add(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+}
+"""
+WRONG = GOOD.replace("a[i] + b[i]", "a[i] * b[i]")
+
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def run(*args):
+    return subprocess.run([KERNELEVAL, "evaluate", "--backend", "cpu", *args],
+                          capture_output=True, text=True, timeout=600)
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    good = os.path.join(tmp, "good.cu")
+    wrong = os.path.join(tmp, "wrong.cu")
+    open(good, "w").write(GOOD)
+    open(wrong, "w").write(WRONG)
+
+    r = run("--problem", "vector_add", "--source", good, "--json", "--seed", "5")
+    check(r.returncode == 0, f"passing kernel exits 0 (got {r.returncode}: {r.stderr})")
+    v = json.loads(r.stdout)
+    check(v["correct"] is True and v["stage"] == "passed", "passing verdict")
+    check(v["seed"] == "5", "a fixed seed is reported")  # uint64 is a JSON string
+    check(v["speedup"] > 0 and v["timing"]["emulated"] is True, "emulated timing present")
+
+    r = run("--problem", "vector_add", "--source", wrong, "--json", "--skip-timing")
+    check(r.returncode == 1, f"wrong kernel exits 1 (got {r.returncode})")
+    v = json.loads(r.stdout)
+    for field in ("correct", "stage", "speedup", "roofline_frac", "reward", "error"):
+        check(field in v, f"field {field} present in a failing verdict")
+    check(v["correct"] is False and v["stage"] == "correctness", "wrong verdict stage")
+    check(v["speedup"] == 0 and v["reward"] == 0, "0 printed, not omitted")
+    check("seed" not in v, "a secret seed is not revealed")
+
+    r = run("--problem", "no_such_problem", "--source", good)
+    check(r.returncode == 2, f"unknown problem exits 2 (got {r.returncode})")
+    check("no_such_problem" in r.stderr, "the error names the problem")
+
+    r = run("--problem", "vector_add", "--source", os.path.join(tmp, "missing.cu"))
+    check(r.returncode == 2, f"missing source exits 2 (got {r.returncode})")
+
+    r = run("--problem", "softmax", "--source", os.path.join(EXAMPLES, "softmax.cu"),
+            "--skip-timing")
+    check(r.returncode == 0, f"the README's example kernel passes (got {r.returncode}: {r.stdout}{r.stderr})")
+    check("stage     passed" in r.stdout, "readable verdict printed")
+
+    r = subprocess.run([KERNELEVAL, "evaluate", "--source", good], capture_output=True, text=True)
+    check(r.returncode == 2, "a usage error exits 2")
+
+print("evaluate CLI:", "ok" if not failures else f"{len(failures)} checks failed")
+sys.exit(1 if failures else 0)
