@@ -173,6 +173,7 @@ class Worker {
     config.job = RunnerJob::kRunCases;
     absl::StatusOr<RunnerProcess> runner = RunnerProcess::Start(self_binary_, config, request);
     if (!runner.ok()) return runner.status();
+    if (absl::Status s = AwaitLoading(*runner); !s.ok()) return s;
     const double timeout = request.timeout_seconds() > 0 ? request.timeout_seconds()
                                                          : settings_.default_timeout_seconds;
     const absl::Status received =
@@ -194,21 +195,18 @@ class Worker {
       return result;
     }
     const int status = runner->Wait(absl::Seconds(received.ok() ? 2 : 5));
-    if (received.ok() && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-      if (result.cases_size() != request.cases_size()) {
-        return absl::InternalError("the runner returned the wrong number of cases");
-      }
+    if (received.ok() && WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+        result.cases_size() == request.cases_size()) {
       return result;
     }
+    // The kernel's code ran in the runner: every abnormal end is its failure.
     result.Clear();
-    if (WIFEXITED(status) && WEXITSTATUS(status) == kSetupFailedExit) {
-      return absl::InternalError(DescribeRunnerEnd(status, runner->report()));
-    }
+    std::string cause = DescribeRunnerEnd(status, runner->report());
+    if (cause.empty()) cause = ProtocolBreach(received);
     internal::RunFailure* failure = result.mutable_failure();
     failure->set_stage("runtime");
     failure->set_message(
-        absl::StrCat(DescribeRunnerEnd(status, runner->report()),
-                     Where(runner->report(), plans, case_label(runner->report()))));
+        absl::StrCat(cause, Where(runner->report(), plans, case_label(runner->report()))));
     failure->set_program(request.program().label());
     failure->set_case_label(case_label(runner->report()));
     return result;
@@ -262,6 +260,7 @@ class Worker {
       runner_config.job = RunnerJob::kTimeProgram;
       absl::StatusOr<RunnerProcess> runner = RunnerProcess::Start(self_binary_, runner_config, job);
       if (!runner.ok()) return runner.status();
+      if (absl::Status s = AwaitLoading(*runner); !s.ok()) return s;
       runners.push_back(*std::move(runner));
     }
     std::string reply;
@@ -280,11 +279,8 @@ class Worker {
         return failed;
       }
       const int wait_status = runner.Wait(absl::Seconds(5));
-      if (WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == kSetupFailedExit) {
-        return absl::InternalError(DescribeRunnerEnd(wait_status, runner.report()));
-      }
       std::string cause = DescribeRunnerEnd(wait_status, runner.report());
-      if (cause.empty()) cause = absl::StrCat("the runner broke the protocol: ", status.message());
+      if (cause.empty()) cause = ProtocolBreach(status);
       failure->set_stage("runtime");
       failure->set_message(absl::StrCat(cause, Where(runner.report(), plan, "")));
       return failed;
@@ -391,6 +387,27 @@ class Worker {
     }
     library_path_ = compiled->library_path;
     return std::optional<internal::RunFailure>();
+  }
+
+  // Waits for the runner's kLoadingFrame: a runner that ends before it could
+  // not set itself up (sandbox, job), which is not the submission's fault.
+  static absl::Status AwaitLoading(RunnerProcess& runner) {
+    std::string frame;
+    const absl::Status s =
+        process::ReadFrame(runner.fd(), &frame, absl::Now() + absl::Seconds(60), 64);
+    if (s.ok() && frame == kLoadingFrame) return absl::OkStatus();
+    const int status = runner.Wait(absl::Seconds(5));
+    std::string cause = DescribeRunnerEnd(status, runner.report());
+    if (cause.empty()) cause = std::string(s.message());
+    return absl::InternalError(absl::StrCat("the CPU runner could not start: ", cause));
+  }
+
+  // A runner that exited cleanly without the reply the protocol asks for.
+  static std::string ProtocolBreach(const absl::Status& read) {
+    return absl::StrCat(
+        "the runner ended without a valid reply (kernel code exiting the process or writing to "
+        "its channel?)",
+        read.ok() ? "" : absl::StrCat(": ", read.message()));
   }
 
   RunnerConfig MakeConfig(const std::vector<std::string>& names) const {

@@ -84,7 +84,7 @@ struct Library {
 };
 
 // Sandbox, then load: the library's static initialisers are kernel code too.
-Library SandboxAndLoad(const RunnerConfig& config) {
+Library SandboxAndLoad(const RunnerConfig& config, int channel_fd) {
   sandbox::FilesystemPolicy policy;
   policy.read_only = {config.library_path};
   if (absl::Status s = sandbox::RestrictFilesystem(policy); !s.ok()) {
@@ -95,6 +95,9 @@ Library SandboxAndLoad(const RunnerConfig& config) {
   }
   InstallFaultHandlers();
   const kerneleval_cpu_runtime* runtime = InstallDeviceRuntime(config.runtime, OnKernelFatal);
+  // From here on the submission's code runs in this process: whatever
+  // happens after this frame is the kernel's doing, not the harness's.
+  if (!process::WriteFrame(channel_fd, kLoadingFrame).ok()) ::_exit(kSetupFailedExit);
   void* handle = ::dlopen(config.library_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     const char* error = ::dlerror();
@@ -446,7 +449,8 @@ std::string DescribeRunnerEnd(int wait_status, const RunnerReport& report) {
       case kLoadFailedExit:
         return absl::StrCat("the compiled kernel could not be loaded: ", message);
       case kSetupFailedExit:
-        return absl::StrCat("the runner could not be set up: ", message);
+        return absl::StrCat("the runner stopped: ",
+                            message.empty() ? "its channel broke" : message);
       default:
         return absl::StrCat("the kernel code ended the process (exit status ", code, ")");
     }
@@ -489,7 +493,7 @@ namespace {
 
 int RunCasesInRunner(int channel_fd, RunnerReport* report, const RunnerConfig& config,
                      const internal::RunRequest& request) {
-  const Library library = SandboxAndLoad(config);
+  const Library library = SandboxAndLoad(config, channel_fd);
   internal::RunResult result;
   for (int c = 0; c < request.cases_size(); ++c) {
     const internal::Case& one_case = request.cases(c);
@@ -513,7 +517,7 @@ int TimeProgramInRunner(int channel_fd, RunnerReport* report, const RunnerConfig
   const std::vector<uint64_t> input_seeds(request.input_seeds().begin(),
                                           request.input_seeds().end());
   const bool flush_cache = request.config().flush_l2();
-  const Library library = SandboxAndLoad(config);
+  const Library library = SandboxAndLoad(config, channel_fd);
   std::vector<std::unique_ptr<PlanMemory>> sets;
   for (uint64_t seed : input_seeds) {
     sets.push_back(std::make_unique<PlanMemory>(plan, seed, config.input_threads));

@@ -13,6 +13,9 @@
 //   worker -> runner  the job: an internal::RunRequest (Run) or an
 //                     internal::TimingRequest holding the one program to time,
 //                     the input seeds and the config (Time).
+//   runner -> worker  kLoadingFrame once sandboxed, right before dlopen(): a
+//                     runner that ends before it is the harness's failure
+//                     (infrastructure); any end after it is the kernel's.
 //   Run:    runner -> worker  one internal::RunResult, then exit 0.
 //   Time:   runner -> worker  "ready" after setup; then per command frame
 //           from the worker ("P" set: poison outputs, "R" set: run the plan,
@@ -40,8 +43,11 @@
 namespace kerneleval::cpu {
 
 inline constexpr int kKernelErrorExit = 70;  // message in RunnerReport::message
-inline constexpr int kSetupFailedExit = 71;  // sandbox or harness: not the kernel's fault
-inline constexpr int kLoadFailedExit = 72;   // dlopen failed (message)
+// The harness could not go on (sandbox, job, channel); before kLoadingFrame
+// not the kernel's fault, after it possibly its doing.
+inline constexpr int kSetupFailedExit = 71;
+inline constexpr int kLoadFailedExit = 72;  // dlopen failed (message)
+inline constexpr char kLoadingFrame[] = "loading";
 
 // A page shared between the worker and a runner: where the runner was, and
 // what went wrong. Written by the runner (and, in a fault, by its signal

@@ -748,6 +748,29 @@ __global__ void scan(long long token, int plant, int* hits) {
   EXPECT_EQ(scan(/*plant=*/0), 0);  // and the reference's outputs are not there
 }
 
+TEST_F(CpuBackendTest, KernelEndingTheRunnerIsItsOwnFailure) {
+  // Exit codes and the channel are reachable from kernel code: whatever it
+  // does after the runner loaded it is a runtime failure of the candidate,
+  // never an infrastructure error.
+  const char* source = R"(
+#include <unistd.h>
+__global__ void quit(int how, int* y) {
+  if (how == 0) _exit(0);   // a clean exit without a result
+  if (how == 1) _exit(71);  // the harness's own "setup failed" code
+  if (how == 2) { const char junk[16] = {8, 0, 0, 0, 0, 0, 0, 0, 'g', 'a', 'r', 'b', 'a', 'g', 'e', '!'};
+                  (void)!write(3, junk, sizeof(junk)); _exit(0); }
+  y[0] = 1;
+}
+)";
+  for (int how = 0; how < 3; ++how) {
+    const internal::RunFailure failure =
+        RunFails(MakeRequest(source, {MakeCase("c", 1, {Output("y", v1::DTYPE_I32, 1)},
+                                               {Launch("quit", {1}, {1}, {Int(how), Buf("y")})})}));
+    EXPECT_EQ(failure.stage(), "runtime") << how << ": " << failure.message();
+    EXPECT_FALSE(failure.message().empty()) << how;
+  }
+}
+
 TEST_F(CpuBackendTest, DeviceGlobalsPersistAcrossCasesOfARunButNotAcrossRuns) {
   const char* source = R"(
 __device__ int launches = 0;
