@@ -84,6 +84,12 @@ absl::StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::Create(CpuBackendOptions
   if (options.cuda_include_dir.empty()) options.cuda_include_dir = DefaultCudaIncludeDir();
   bool owns_cache_dir = false;
   if (options.cache_dir.empty()) {
+    // A cache shared by backends (tests, restarts): kept, never removed.
+    if (const char* shared = std::getenv("KERNELEVAL_CPU_CACHE_DIR"); shared && *shared) {
+      options.cache_dir = shared;
+    }
+  }
+  if (options.cache_dir.empty()) {
     std::string pattern = (fs::temp_directory_path() / "kerneleval-cpu-XXXXXX").string();
     if (!::mkdtemp(pattern.data())) {
       return absl::FailedPreconditionError("CPU backend: cannot create a cache directory");

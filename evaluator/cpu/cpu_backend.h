@@ -36,8 +36,9 @@ struct CpuBackendOptions {
   uint64_t fiber_stack_bytes = 64 << 10;  // [bytes] stack per GPU thread
   uint64_t print_budget_bytes = 1 << 20;  // [bytes] device printf output per run (discarded)
   uint64_t heap_bytes = 8 << 20;          // [bytes] device malloc heap per run
-  // Compiled objects and the precompiled prelude; empty: a private temporary
-  // directory removed with the backend.
+  // Compiled objects and the precompiled prelude; empty: env
+  // KERNELEVAL_CPU_CACHE_DIR (kept), else a private temporary directory
+  // removed with the backend.
   std::string cache_dir;
   std::string prelude_dir;       // empty: KERNELEVAL_CPU_PRELUDE_DIR or the built-in one
   std::string cuda_include_dir;  // empty: KERNELEVAL_CUDA_INCLUDE_DIR or the build's toolkit
