@@ -536,6 +536,51 @@ inline void sincospif(float x, float* s, float* c) {
 }
 inline float normcdff(float x) { return 0.5f * ::erfcf(-x * static_cast<float>(M_SQRT1_2)); }
 inline double normcdf(double x) { return 0.5 * ::erfc(-x * M_SQRT1_2); }
+// Inverse error functions: Giles' approximation, then Newton steps on erf.
+inline double erfinv(double y) {
+  if (!(y > -1.0 && y < 1.0)) {
+    return y == 1.0 ? HUGE_VAL : (y == -1.0 ? -HUGE_VAL : std::numeric_limits<double>::quiet_NaN());
+  }
+  double w = -std::log((1.0 - y) * (1.0 + y));
+  double x;
+  if (w < 5.0) {
+    w -= 2.5;
+    x = 2.81022636e-08;
+    for (double c : {3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
+                     -0.00417768164, 0.246640727, 1.50140941}) {
+      x = c + x * w;
+    }
+  } else {
+    w = std::sqrt(w) - 3.0;
+    x = -0.000200214257;
+    for (double c : {0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
+                     0.00943887047, 1.00167406, 2.83297682}) {
+      x = c + x * w;
+    }
+  }
+  x *= y;
+  for (int i = 0; i < 2; ++i) {
+    const double slope = M_2_SQRTPI * std::exp(-x * x);
+    if (slope == 0.0) break;
+    x -= (std::erf(x) - y) / slope;
+  }
+  return x;
+}
+inline float erfinvf(float y) { return static_cast<float>(erfinv(y)); }
+inline double erfcinv(double y) { return erfinv(1.0 - y); }
+inline float erfcinvf(float y) { return static_cast<float>(erfcinv(y)); }
+inline double normcdfinv(double p) { return -M_SQRT2 * erfcinv(2.0 * p); }
+inline float normcdfinvf(float p) { return static_cast<float>(normcdfinv(p)); }
+inline unsigned umin(unsigned a, unsigned b) { return a < b ? a : b; }
+inline unsigned umax(unsigned a, unsigned b) { return a < b ? b : a; }
+inline long long llmin(long long a, long long b) { return a < b ? a : b; }
+inline long long llmax(long long a, long long b) { return a < b ? b : a; }
+inline unsigned long long ullmin(unsigned long long a, unsigned long long b) {
+  return a < b ? a : b;
+}
+inline unsigned long long ullmax(unsigned long long a, unsigned long long b) {
+  return a < b ? b : a;
+}
 inline float rhypotf(float x, float y) { return 1.0f / ::hypotf(x, y); }
 inline float norm3df(float a, float b, float c) { return ::sqrtf(a * a + b * b + c * c); }
 inline float rnorm3df(float a, float b, float c) { return 1.0f / norm3df(a, b, c); }
