@@ -12,11 +12,11 @@
 #   which the GPU machine has), problems/ and the data files, plus env.sh
 #   (LD_LIBRARY_PATH, KERNELEVAL_WORKER, ...). Debug info is stripped; the
 #   bundle must stay under 64 MiB (checked, and printed).
-# run: runs every bundled gpu test binary, the timing probe and benchmarks,
-#   and scripts/torch_crosscheck.py; each step is logged and the next runs
-#   even if it failed. RESULTS_DIR gets summary.txt, probe.json,
-#   crosscheck.json and logs.tar.gz (few files: the device tool returns at
-#   most 8).
+# run: runs every bundled gpu test binary, the timing probe and benchmarks
+#   (bench_eval with its own arguments), and scripts/torch_crosscheck.py;
+#   each step is logged and the next runs even if it failed. RESULTS_DIR gets
+#   summary.txt, probe.json, crosscheck.json, bench_eval.json and logs.tar.gz
+#   (few files: the device tool returns at most 8).
 set -uo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -110,12 +110,15 @@ for test in data.get("tests", []):
   mkdir -p "${out}/bin" "${out}/lib" "${out}/share" "${out}/gpu-tests"
   # Only what built now: a stale binary from an earlier build would test old code.
   local executables=()
+  # Every gpu test goes to gpu-tests/ below, not also to bin/ (the bundle's 64 MiB).
+  local gpu_test_names=" cuda_gpu_test"
+  for exe in ${gpu_tests}; do gpu_test_names+=" $(basename "${exe}")"; done
   for target in "${built[@]}"; do
     local path
     path="$(find "${build}" -type f -name "${target}" -perm -u+x ! -path '*/CMakeFiles/*' 2>/dev/null | head -n 1)"
     [[ -z "${path}" ]] && continue
-    case "${target}" in
-      cuda_gpu_test) ;;  # with the gpu tests below
+    case "${gpu_test_names} " in
+      *" ${target} "*) ;;
       *) executables+=("${path}:bin") ;;
     esac
   done
@@ -230,8 +233,15 @@ run() {
   STEP_TIMEOUT=600 step timing-probe kerneleval_cuda_timing_probe --calibrate --json "${results}/probe.json"
   for bench in "${bundle_dir}"/bin/*bench*; do
     [[ -x "${bench}" ]] || continue
+    [[ "$(basename "${bench}")" == bench_eval ]] && continue  # its own step below
     step "bench-$(basename "${bench}")" "${bench}"
   done
+  # Evaluation cost and self-speedup spread per problem, on the GPU only (a CPU
+  # fallback would measure the emulation); bounded well inside the step limit.
+  if [[ -x "${bundle_dir}/bin/bench_eval" ]]; then
+    STEP_TIMEOUT=240 step bench-eval bench_eval --backend cuda --max-seconds 150 \
+      --json "${results}/bench_eval.json"
+  fi
   if [[ -f "${results}/probe.json" ]]; then
     step torch-crosscheck python3 "${bundle_dir}/torch_crosscheck.py" --probe "${results}/probe.json" --out "${results}/crosscheck.json"
   else
@@ -257,6 +267,13 @@ run() {
       echo "--- ${name}"
       tail -n 8 "${logs}/${name}.log"
     done
+    if [[ -f "${logs}/bench-eval.log" ]]; then
+      echo
+      echo "--- bench-eval"
+      # Its tables (stdout, from the "bench_eval results" line), without log lines.
+      sed -n '/^bench_eval results/,$p' "${logs}/bench-eval.log" | grep -v '^\[20' ||
+        tail -n 8 "${logs}/bench-eval.log"
+    fi
   } >"${summary}"
   tar -czf "${results}/logs.tar.gz" -C "${results}" logs && rm -rf "${logs}"
   cat "${summary}"
