@@ -10,10 +10,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "evaluator/engine/thread_pool.h"
 #include "server/metrics.h"
 #include "server/request_id.h"
 #include "server/status.h"
-#include "server/thread_pool.h"
 
 namespace kerneleval::server {
 namespace {

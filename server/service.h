@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "evaluator/engine/engine.h"
+#include "evaluator/engine/thread_pool.h"
 #include "kerneleval/v1/kerneleval.grpc.pb.h"
 #include "server/auth.h"
 #include "server/validation.h"
@@ -24,7 +25,6 @@
 namespace kerneleval::server {
 
 class ServerMetrics;
-class ThreadPool;
 
 struct ServiceOptions {
   RequestLimits limits;

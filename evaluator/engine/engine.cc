@@ -74,6 +74,28 @@ std::string DedupKey(const std::string& problem_key, const v1::Submission& submi
   return key;
 }
 
+// Per-user cache of the CPU backend (never a shared /tmp path: another
+// user could plant compiled objects there).
+std::string CpuCacheDir(const std::string& configured) {
+  if (!configured.empty()) return configured;
+  if (const char* env = std::getenv("KERNELEVAL_CPU_CACHE_DIR"); env && *env) return env;
+  std::filesystem::path base;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
+    base = xdg;
+  } else if (const char* home = std::getenv("HOME"); home && *home) {
+    base = std::filesystem::path(home) / ".cache";
+  } else {
+    return {};  // the backend's private temporary directory
+  }
+  std::error_code ec;
+  const std::filesystem::path dir = base / "kerneleval" / "cpu";
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return {};
+  std::filesystem::permissions(dir, std::filesystem::perms::owner_all,
+                               std::filesystem::perm_options::replace, ec);
+  return dir.string();
+}
+
 // One request (a single evaluation is a group of one).
 struct Job {
   std::string request_id;
@@ -200,6 +222,7 @@ absl::Status EngineImpl::Init() {
   if (!compiler.ok()) return compiler.status();
   compiler_ = *std::move(compiler);
 
+  std::string cuda_unavailable = "CUDA disabled";
   if (options_.enable_cuda && options_.default_backend != v1::BACKEND_CPU) {
     // One worker per device; device i+1 is tried while device i started. The
     // engine process itself never loads the driver.
@@ -210,7 +233,10 @@ absl::Status EngineImpl::Init() {
       absl::StatusOr<std::unique_ptr<cuda::CudaBackend>> backend =
           cuda::CudaBackend::Create(i, cuda_options);
       if (!backend.ok()) {
-        if (i == 0) spdlog::info("no CUDA backend: {}", std::string(backend.status().message()));
+        if (i == 0) {
+          cuda_unavailable = std::string(backend.status().message());
+          spdlog::info("no CUDA backend: {}", cuda_unavailable);
+        }
         break;
       }
       spdlog::info("cuda:{}: {}", i, (*backend)->device().name());
@@ -221,11 +247,16 @@ absl::Status EngineImpl::Init() {
     cpu::CpuBackendOptions cpu_options;
     if (!options_.worker_binary.empty()) cpu_options.worker_binary = options_.worker_binary;
     cpu_options.memory_bytes = options_.worker_memory_bytes;
+    cpu_options.cache_dir = CpuCacheDir(options_.cpu_cache_dir);
     absl::StatusOr<std::unique_ptr<cpu::CpuBackend>> backend = cpu::CpuBackend::Create(cpu_options);
     if (!backend.ok()) return backend.status();
     devices_.push_back(std::make_unique<Device>(*std::move(backend), options_.queue_capacity));
   }
-  if (devices_.empty()) return absl::FailedPreconditionError("no backend is available");
+  if (devices_.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("no backend is available: ", cuda_unavailable,
+                     options_.enable_cpu ? "" : "; the CPU backend is disabled"));
+  }
 
   const int compile_threads = options_.compile_workers > 0
                                   ? options_.compile_workers
@@ -337,14 +368,29 @@ absl::StatusOr<EngineImpl::Common> EngineImpl::Admit(const Request& request,
 }
 
 void EngineImpl::Enqueue(std::shared_ptr<Job> job, Device* device) {
-  // Compile stage: every submission on the compile pool, in parallel with
-  // whatever the device is running now.
+  // Admission first: a full queue answers at once, before any compile.
   auto remaining = std::make_shared<std::atomic<size_t>>(job->submissions.size());
   auto all_prepared = std::make_shared<std::promise<void>>();
   job->prepared = all_prepared->get_future().share();
   job->preparations.resize(job->submissions.size(), absl::UnknownError("not compiled"));
+  const std::optional<size_t> ahead = device->queue().Push(job->client_id, job);
+  if (!ahead) {
+    job->done(absl::ResourceExhaustedError(
+        absl::StrCat("the queue of ", device->id(), " is full; retry later")));
+    return;
+  }
+  device->in_flight()++;
+  if (options_.observer) options_.observer->OnQueueDepth(device->id(), device->queue().size());
+  if (job->context.on_event) {
+    v1::EvaluateEvent event;
+    event.mutable_queued()->set_position(static_cast<uint32_t>(*ahead));
+    event.mutable_queued()->set_device(device->id());
+    job->context.on_event(event);
+  }
+  // Compile stage: every submission on the compile pool, in parallel with
+  // whatever the device is running now; the device waits for `prepared`.
   for (size_t i = 0; i < job->submissions.size(); ++i) {
-    compile_pool_->Submit([this, job, i, device, remaining, all_prepared] {
+    const bool queued = compile_pool_->Submit([this, job, i, device, remaining, all_prepared] {
       const auto start = Clock::now();
       if ((job->context.cancelled && job->context.cancelled()) ||
           absl::Now() >= job->context.deadline) {
@@ -363,22 +409,10 @@ void EngineImpl::Enqueue(std::shared_ptr<Job> job, Device* device) {
       }
       if (--*remaining == 0) all_prepared->set_value();
     });
-  }
-  const std::optional<size_t> ahead = device->queue().Push(job->client_id, job);
-  if (!ahead) {
-    // Raced with a full queue or shutdown: answered now.
-    job->prepared.wait();
-    job->done(absl::ResourceExhaustedError(
-        absl::StrCat("the queue of ", device->id(), " is full; retry later")));
-    return;
-  }
-  device->in_flight()++;
-  if (options_.observer) options_.observer->OnQueueDepth(device->id(), device->queue().size());
-  if (job->context.on_event) {
-    v1::EvaluateEvent event;
-    event.mutable_queued()->set_position(static_cast<uint32_t>(*ahead));
-    event.mutable_queued()->set_device(device->id());
-    job->context.on_event(event);
+    if (!queued) {
+      job->preparations[i] = absl::UnavailableError("the engine is shutting down");
+      if (--*remaining == 0) all_prepared->set_value();
+    }
   }
 }
 

@@ -61,6 +61,10 @@ struct EngineOptions {
   int compile_workers = 0;  // 0: one per core
   double compile_timeout_seconds = 30;
   std::string compile_cache_dir;  // empty: in-memory cache only
+  // CPU backend: compiled kernels and the precompiled prelude, shared by
+  // engines of this user. Empty: $KERNELEVAL_CPU_CACHE_DIR, else
+  // $XDG_CACHE_HOME/kerneleval/cpu, else ~/.cache/kerneleval/cpu.
+  std::string cpu_cache_dir;
   std::string default_arch = "sm_90";
   double run_timeout_seconds = 20;  // per backend call (correctness or timing)
   uint64_t worker_memory_bytes = uint64_t{4} << 30;

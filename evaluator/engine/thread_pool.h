@@ -1,5 +1,6 @@
-// A fixed pool of threads running submitted tasks in FIFO order. The
-// destructor finishes queued tasks, then joins.
+// A fixed pool of threads running submitted tasks in FIFO order: the engine's
+// compile stage and the server's blocking handlers. The destructor runs the
+// tasks already queued, then joins; it never throws.
 #pragma once
 
 #include <condition_variable>
@@ -19,20 +20,28 @@ class ThreadPool {
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
   ~ThreadPool() {
+    Stop();
+    for (auto& thread : threads_) thread.join();
+  }
+
+  // False once Stop() was called: the task was not queued.
+  [[nodiscard]] bool Submit(std::function<void()> task) {
+    {
+      std::lock_guard lock(mutex_);
+      if (stopping_) return false;
+      tasks_.push_back(std::move(task));
+    }
+    cv_.notify_one();
+    return true;
+  }
+
+  // No new tasks; queued ones still run. Idempotent.
+  void Stop() {
     {
       std::lock_guard lock(mutex_);
       stopping_ = true;
     }
     cv_.notify_all();
-    for (auto& thread : threads_) thread.join();
-  }
-
-  void Submit(std::function<void()> task) {
-    {
-      std::lock_guard lock(mutex_);
-      tasks_.push_back(std::move(task));
-    }
-    cv_.notify_one();
   }
 
  private:
