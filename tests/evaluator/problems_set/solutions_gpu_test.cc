@@ -27,7 +27,9 @@ class SolutionsGpuTest : public ::testing::TestWithParam<std::string> {
     auto engine = Engine::Create(options);
     if (!engine.ok()) return;  // no backend at all: every test skips
     engine_ = engine->release();
-    for (const auto& device : engine_->ListDevices().devices()) {
+    // Keep the response alive: looping over a temporary's field would dangle.
+    const v1::ListDevicesResponse devices = engine_->ListDevices();
+    for (const auto& device : devices.devices()) {
       has_gpu_ |= device.backend() == "cuda";
     }
   }
