@@ -10,6 +10,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "evaluator/data/dtype.h"
 #include "evaluator/plan/strings.h"
 #include "evaluator/plan/types.h"
 
@@ -260,7 +261,7 @@ class Binder {
       const std::string& name, v1::DType dtype,
       const google::protobuf::RepeatedPtrField<std::string>& shape, internal::BufferRole role,
       const std::string& prefix) {
-    const uint32_t element_bytes = DTypeSizeBytes(dtype);
+    const uint32_t element_bytes = static_cast<uint32_t>(data::DTypeSize(dtype));
     if (element_bytes == 0) {
       return absl::InvalidArgumentError(detail::Cat(prefix, "the dtype is not set"));
     }
@@ -284,7 +285,7 @@ class Binder {
     if (__builtin_mul_overflow(elements, uint64_t{element_bytes}, &bytes) ||
         bytes > limits_.max_buffer_bytes) {
       return absl::InvalidArgumentError(detail::Cat(prefix, elements, " elements of ",
-                                                    DTypeName(dtype), " exceed the limit of ",
+                                                    data::DTypeName(dtype), " exceed the limit of ",
                                                     limits_.max_buffer_bytes, " bytes per buffer"));
     }
     if (__builtin_add_overflow(total_bytes_, bytes, &total_bytes_) ||
@@ -495,7 +496,7 @@ class Binder {
                                "element type (e.g. const float*, __half*, int64_t*) or void*"));
     }
     if (!PointeeAcceptsDType(param.pointee, dtype)) {
-      return error(detail::Cat("buffer '", buffer, "' holds ", DTypeName(dtype), " but ",
+      return error(detail::Cat("buffer '", buffer, "' holds ", data::DTypeName(dtype), " but ",
                                ParamDescription(kernel, index), " points to ",
                                ScalarKindName(param.pointee.kind), " of ",
                                param.pointee.LaneBytes(), " bytes"));

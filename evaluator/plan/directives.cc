@@ -7,6 +7,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "evaluator/data/dtype.h"
 #include "evaluator/plan/expr.h"
 #include "evaluator/plan/lexer.h"
 #include "evaluator/plan/strings.h"
@@ -284,8 +285,8 @@ absl::StatusOr<v1::ScratchBuffer> ParseScratch(std::string_view body, uint32_t l
   }
   rest = detail::StripLeadingSpace(rest.substr(1));
   const std::string_view dtype_name = TakeIdentifier(rest);
-  std::optional<v1::DType> dtype = DTypeFromName(dtype_name);
-  if (!dtype.has_value()) {
+  const absl::StatusOr<v1::DType> dtype = data::ParseDType(dtype_name);
+  if (!dtype.ok()) {
     return error(detail::Cat(dtype_name.empty() ? std::string("missing dtype")
                                                 : detail::Cat("unknown dtype '", dtype_name, "'"),
                              " (dtypes: f64, f32, f16, bf16, i64, i32, i8, u8, bool)"));

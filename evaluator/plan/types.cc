@@ -3,6 +3,7 @@
 #include <array>
 #include <utility>
 
+#include "evaluator/data/dtype.h"
 #include "evaluator/plan/strings.h"
 
 namespace kerneleval::plan {
@@ -165,76 +166,9 @@ std::string BuiltinTypeNamesForMessage() {
          "float2/3/4, double2, int2/3/4, uint2/3/4, half2, __nv_bfloat162";
 }
 
-std::optional<v1::DType> DTypeFromName(std::string_view name) {
-  static constexpr std::array<std::pair<std::string_view, v1::DType>, 9> kNames = {{
-      {"f64", v1::DTYPE_F64},
-      {"f32", v1::DTYPE_F32},
-      {"f16", v1::DTYPE_F16},
-      {"bf16", v1::DTYPE_BF16},
-      {"i64", v1::DTYPE_I64},
-      {"i32", v1::DTYPE_I32},
-      {"i8", v1::DTYPE_I8},
-      {"u8", v1::DTYPE_U8},
-      {"bool", v1::DTYPE_BOOL},
-  }};
-  for (const auto& [spelling, dtype] : kNames) {
-    if (spelling == name) {
-      return dtype;
-    }
-  }
-  return std::nullopt;
-}
-
-std::string_view DTypeName(v1::DType dtype) {
-  switch (dtype) {
-    case v1::DTYPE_F64:
-      return "f64";
-    case v1::DTYPE_F32:
-      return "f32";
-    case v1::DTYPE_F16:
-      return "f16";
-    case v1::DTYPE_BF16:
-      return "bf16";
-    case v1::DTYPE_I64:
-      return "i64";
-    case v1::DTYPE_I32:
-      return "i32";
-    case v1::DTYPE_I8:
-      return "i8";
-    case v1::DTYPE_U8:
-      return "u8";
-    case v1::DTYPE_BOOL:
-      return "bool";
-    default:
-      break;
-  }
-  return "unspecified";
-}
-
-uint32_t DTypeSizeBytes(v1::DType dtype) {
-  switch (dtype) {
-    case v1::DTYPE_F64:
-    case v1::DTYPE_I64:
-      return 8;
-    case v1::DTYPE_F32:
-    case v1::DTYPE_I32:
-      return 4;
-    case v1::DTYPE_F16:
-    case v1::DTYPE_BF16:
-      return 2;
-    case v1::DTYPE_I8:
-    case v1::DTYPE_U8:
-    case v1::DTYPE_BOOL:
-      return 1;
-    default:
-      break;
-  }
-  return 0;
-}
-
 bool PointeeAcceptsDType(const TypeInfo& pointee, v1::DType dtype) {
   if (pointee.kind == ScalarKind::kVoid) {
-    return DTypeSizeBytes(dtype) != 0;
+    return data::DTypeSize(dtype) != 0;
   }
   const uint32_t lane = pointee.LaneBytes();
   const bool is_integer =

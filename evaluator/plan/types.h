@@ -53,11 +53,7 @@ std::optional<TypeInfo> LookupBuiltinType(std::string_view spelled);
 // Names of the types sizeof() accepts, for error messages.
 std::string BuiltinTypeNamesForMessage();
 
-// Buffer element types. Names are the directive spellings: f64 f32 f16 bf16
-// i64 i32 i8 u8 bool.
-std::optional<v1::DType> DTypeFromName(std::string_view name);
-std::string_view DTypeName(v1::DType dtype);  // "f32"; "unspecified" for 0
-uint32_t DTypeSizeBytes(v1::DType dtype);     // [bytes]; 0 for unspecified/unknown
+// Buffer element types (names, sizes) come from evaluator/data/dtype.h.
 
 // Whether a kernel pointer parameter whose element type is `pointee` may be
 // given a buffer of `dtype`: same kind of number and lane size (float4* and
