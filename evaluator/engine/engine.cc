@@ -164,6 +164,8 @@ class EngineImpl final : public Engine {
   template <class Request>
   absl::StatusOr<Common> Admit(const Request& request, const CallContext& context,
                                size_t submissions);
+  // Empty or over max_source_bytes: INVALID_ARGUMENT naming `field`.
+  absl::Status CheckSource(std::string_view field, const std::string& source) const;
   void Enqueue(std::shared_ptr<Job> job, Device* device);
   void RunDeviceLoop(Device* device);
   void RunJob(Device* device, Job& job);
@@ -367,6 +369,17 @@ absl::StatusOr<EngineImpl::Common> EngineImpl::Admit(const Request& request,
   return common;
 }
 
+absl::Status EngineImpl::CheckSource(std::string_view field, const std::string& source) const {
+  if (source.empty())
+    return absl::InvalidArgumentError(absl::StrCat(std::string(field), ": empty"));
+  if (source.size() > options_.max_source_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(std::string(field), ": ", source.size(),
+                                                   " bytes exceeds the ", options_.max_source_bytes,
+                                                   "-byte limit"));
+  }
+  return absl::OkStatus();
+}
+
 void EngineImpl::Enqueue(std::shared_ptr<Job> job, Device* device) {
   // Admission first: a full queue answers at once, before any compile.
   auto remaining = std::make_shared<std::atomic<size_t>>(job->submissions.size());
@@ -419,13 +432,8 @@ void EngineImpl::Enqueue(std::shared_ptr<Job> job, Device* device) {
 void EngineImpl::EvaluateAsync(v1::EvaluateRequest request, CallContext context,
                                VerdictCallback done) {
   const v1::Submission& submission = request.submission();
-  if (submission.source().empty()) {
-    return done(absl::InvalidArgumentError("submission.source: empty"));
-  }
-  if (submission.source().size() > options_.max_source_bytes) {
-    return done(absl::InvalidArgumentError(
-        absl::StrCat("submission.source: ", submission.source().size(), " bytes exceeds the ",
-                     options_.max_source_bytes, "-byte limit")));
+  if (absl::Status s = CheckSource("submission.source", submission.source()); !s.ok()) {
+    return done(s);
   }
   absl::StatusOr<Common> common = Admit(request, context, 1);
   if (!common.ok()) return done(common.status());
@@ -513,14 +521,9 @@ void EngineImpl::EvaluateGroupAsync(v1::EvaluateGroupRequest request, CallContex
                                                         options_.max_group_size)));
   }
   for (int i = 0; i < request.submissions_size(); ++i) {
-    const auto& source = request.submissions(i).source();
-    if (source.empty()) {
-      return done(absl::InvalidArgumentError(absl::StrCat("submissions[", i, "].source: empty")));
-    }
-    if (source.size() > options_.max_source_bytes) {
-      return done(absl::InvalidArgumentError(
-          absl::StrCat("submissions[", i, "].source: ", source.size(), " bytes exceeds the ",
-                       options_.max_source_bytes, "-byte limit")));
+    const std::string field = absl::StrCat("submissions[", i, "].source");
+    if (absl::Status s = CheckSource(field, request.submissions(i).source()); !s.ok()) {
+      return done(s);
     }
   }
   absl::StatusOr<Common> common = Admit(request, context, request.submissions_size());
@@ -693,12 +696,7 @@ void EngineImpl::RunJob(Device* device, Job& job) {
 
 absl::StatusOr<v1::CompileResult> EngineImpl::Compile(const v1::CompileRequest& request,
                                                       const CallContext& context) {
-  if (request.source().empty()) return absl::InvalidArgumentError("source: empty");
-  if (request.source().size() > options_.max_source_bytes) {
-    return absl::InvalidArgumentError(absl::StrCat("source: ", request.source().size(),
-                                                   " bytes exceeds the ", options_.max_source_bytes,
-                                                   "-byte limit"));
-  }
+  if (absl::Status s = CheckSource("source", request.source()); !s.ok()) return s;
   compile::CompileJob job;
   job.source = request.source();
   job.options = request.options();
