@@ -295,11 +295,17 @@ class Worker {
     // Only the program being served gets CPU time: the others are stopped,
     // threads their kernel code may have left running included, so that no
     // program can slow another one down while it is timed.
-    for (RunnerProcess& runner : runners) runner.Pause();
+    for (RunnerProcess& runner : runners) runner.PauseAndWaitStopped(absl::Seconds(5));
+    // A sample is the CPU time the runner spent from the command until it
+    // stood still again (all its threads, work left running after the reply
+    // included), read by this process: neither waits for a core on a busy
+    // machine nor the wake-up of a stopped process count, so a program
+    // timed against itself measures ~1x where wall time varied by 2x.
     auto command = [&](int p, char op, size_t set, double* microseconds) -> absl::Status {
       RunnerProcess& runner = runners[static_cast<size_t>(p)];
+      absl::StatusOr<absl::Duration> cpu_before = runner.CpuTime();
+      if (!cpu_before.ok()) return cpu_before.status();
       runner.Continue();
-      const auto start = std::chrono::steady_clock::now();
       if (absl::Status s = process::WriteFrame(runner.fd(), absl::StrCat(std::string(1, op), set));
           !s.ok()) {
         return s;
@@ -307,13 +313,15 @@ class Worker {
       if (absl::Status s = process::ReadFrame(runner.fd(), &reply, deadline, 64); !s.ok()) {
         return s;
       }
-      if (microseconds) {
-        *microseconds =
-            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-                .count();
+      if (!runner.PauseAndWaitStopped(absl::Seconds(5))) {
+        return absl::DataLossError("the runner did not stop after its reply");
       }
-      runner.Pause();
       if (reply != "k") return absl::DataLossError("unexpected reply");
+      if (microseconds) {
+        absl::StatusOr<absl::Duration> cpu_after = runner.CpuTime();
+        if (!cpu_after.ok()) return cpu_after.status();
+        *microseconds = absl::ToDoubleMicroseconds(*cpu_after - *cpu_before);
+      }
       return absl::OkStatus();
     };
     std::vector<std::vector<double>> samples(static_cast<size_t>(request.programs_size()));
@@ -327,9 +335,13 @@ class Worker {
     }
     const auto start = std::chrono::steady_clock::now();
     bool converged = false;
+    const int n_programs = request.programs_size();
     for (uint64_t round = 0;; ++round) {
       const size_t set = round % sets;
-      for (int p = 0; p < request.programs_size(); ++p) {
+      // The first program of a round changes from round to round: no program
+      // always follows the same neighbour (caches, clocks).
+      for (int k = 0; k < n_programs; ++k) {
+        const int p = static_cast<int>((round + static_cast<uint64_t>(k)) % n_programs);
         if (absl::Status s = command(p, 'P', set, nullptr); !s.ok()) return fail(p, s);
         double microseconds = 0;
         if (absl::Status s = command(p, 'R', set, &microseconds); !s.ok()) return fail(p, s);

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <optional>
 #include <thread>
@@ -412,6 +413,57 @@ void RunnerProcess::Pause() noexcept {
 
 void RunnerProcess::Continue() noexcept {
   if (pid_ > 0) ::kill(pid_, SIGCONT);
+}
+
+bool RunnerProcess::PauseAndWaitStopped(absl::Duration timeout) noexcept {
+  if (pid_ <= 0) return false;
+  ::kill(pid_, SIGSTOP);
+  // Polled rather than blocking: a child that was already stopped reports
+  // no new stop, and a blocking waitpid would then never return.
+  const absl::Time deadline = absl::Now() + timeout;
+  for (;;) {
+    int status = 0;
+    const pid_t rc = ::waitpid(pid_, &status, WNOHANG | WUNTRACED);
+    if (rc == pid_) {
+      if (WIFSTOPPED(status)) return true;
+      wait_status_ = status;  // it ended
+      pid_ = -1;
+      return false;
+    }
+    if (rc < 0 && errno != EINTR) return false;
+    if (rc == 0 && ReadProcState() == 'T') return true;  // stopped before
+    if (absl::Now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(10));
+  }
+}
+
+char RunnerProcess::ReadProcState() const noexcept {
+  // /proc/PID/stat: "pid (comm) S ..."; comm may hold spaces and parentheses,
+  // so the state is the first field after the last ')'.
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid_));
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return '?';
+  char buffer[512];
+  const ssize_t n = ::read(fd, buffer, sizeof(buffer) - 1);
+  ::close(fd);
+  if (n <= 0) return '?';
+  buffer[n] = '\0';
+  const char* paren = std::strrchr(buffer, ')');
+  return paren && paren[1] == ' ' ? paren[2] : '?';
+}
+
+absl::StatusOr<absl::Duration> RunnerProcess::CpuTime() const {
+  if (pid_ <= 0) return absl::FailedPreconditionError("the runner has ended");
+  clockid_t clock;
+  if (const int rc = ::clock_getcpuclockid(pid_, &clock); rc != 0) {
+    return absl::InternalError(absl::StrCat("clock_getcpuclockid: ", std::strerror(rc)));
+  }
+  timespec now{};
+  if (::clock_gettime(clock, &now) != 0) {
+    return absl::InternalError(absl::StrCat("clock_gettime: ", std::strerror(errno)));
+  }
+  return absl::DurationFromTimespec(now);
 }
 
 int RunnerProcess::Wait(absl::Duration timeout) noexcept {

@@ -110,6 +110,14 @@ class RunnerProcess {
   // thread its kernel code left running) gets no CPU.
   void Pause() noexcept;
   void Continue() noexcept;
+  // Pause(), then waits until every thread has stopped (or the child ended,
+  // which is reaped and recorded): after it, the CPU clock below stands still.
+  // Returns false if the child ended or did not stop within `timeout`.
+  bool PauseAndWaitStopped(absl::Duration timeout) noexcept;
+  // CPU time consumed so far by all threads of the child (the kernel's
+  // clock, not the wall's: time the child waits for a core does not count).
+  // Read by the parent, so code in the child cannot forge it.
+  [[nodiscard]] absl::StatusOr<absl::Duration> CpuTime() const;
   // Waits for the child to end (at most `timeout`, then kills it); returns
   // the wait status.
   int Wait(absl::Duration timeout) noexcept;
@@ -119,6 +127,8 @@ class RunnerProcess {
  private:
   RunnerProcess(pid_t pid, int fd, RunnerReport* report) : pid_(pid), fd_(fd), report_(report) {}
   void Close() noexcept;
+  // The state letter of /proc/PID/stat ('T' stopped), '?' if unreadable.
+  [[nodiscard]] char ReadProcState() const noexcept;
 
   pid_t pid_ = -1;
   int fd_ = -1;

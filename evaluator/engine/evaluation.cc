@@ -382,7 +382,7 @@ internal::TimingConfig TimingConfigFor(std::string_view backend) {
     // Emulated kernels run ~1000x slower than on a GPU: a few samples of a
     // small shape say what the CPU backend can say, in bounded time.
     config.set_warmup_runs(1);
-    config.set_min_samples(5);
+    config.set_min_samples(10);
     config.set_min_seconds(0.05);
     config.set_max_seconds(1.5);
     config.set_target_rel_stderr(0.02);
