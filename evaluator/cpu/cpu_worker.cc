@@ -301,13 +301,17 @@ class Worker {
     // included), read by this process: neither waits for a core on a busy
     // machine nor the wake-up of a stopped process count, so a program
     // timed against itself measures ~1x where wall time varied by 2x.
-    auto command = [&](int p, char op, size_t set, double* microseconds) -> absl::Status {
+    // 'P' (set, round): rotate the set's inputs for that round and poison the
+    // outputs; 'R' (set): run the plan, the sample.
+    auto command = [&](int p, char op, size_t set, uint64_t round,
+                       double* microseconds) -> absl::Status {
       RunnerProcess& runner = runners[static_cast<size_t>(p)];
       absl::StatusOr<absl::Duration> cpu_before = runner.CpuTime();
       if (!cpu_before.ok()) return cpu_before.status();
       runner.Continue();
-      if (absl::Status s = process::WriteFrame(runner.fd(), absl::StrCat(std::string(1, op), set));
-          !s.ok()) {
+      const std::string frame =
+          op == 'P' ? absl::StrCat("P", set, ":", round) : absl::StrCat("R", set);
+      if (absl::Status s = process::WriteFrame(runner.fd(), frame); !s.ok()) {
         return s;
       }
       if (absl::Status s = process::ReadFrame(runner.fd(), &reply, deadline, 64); !s.ok()) {
@@ -327,10 +331,12 @@ class Worker {
     std::vector<std::vector<double>> samples(static_cast<size_t>(request.programs_size()));
     const timing::StoppingRule rule(config);
     const size_t sets = seeds.size();
+    // Rounds are numbered from the first warm-up on: every round, warm-up or
+    // timed, has inputs of its own (data::TimedInputRotation).
     for (uint32_t w = 0; w < config.warmup_runs(); ++w) {
       for (int p = 0; p < request.programs_size(); ++p) {
-        if (absl::Status s = command(p, 'P', w % sets, nullptr); !s.ok()) return fail(p, s);
-        if (absl::Status s = command(p, 'R', w % sets, nullptr); !s.ok()) return fail(p, s);
+        if (absl::Status s = command(p, 'P', w % sets, w, nullptr); !s.ok()) return fail(p, s);
+        if (absl::Status s = command(p, 'R', w % sets, w, nullptr); !s.ok()) return fail(p, s);
       }
     }
     const auto start = std::chrono::steady_clock::now();
@@ -342,9 +348,12 @@ class Worker {
       // always follows the same neighbour (caches, clocks).
       for (int k = 0; k < n_programs; ++k) {
         const int p = static_cast<int>((round + static_cast<uint64_t>(k)) % n_programs);
-        if (absl::Status s = command(p, 'P', set, nullptr); !s.ok()) return fail(p, s);
+        const uint64_t numbered = config.warmup_runs() + round;
+        if (absl::Status s = command(p, 'P', set, numbered, nullptr); !s.ok()) return fail(p, s);
         double microseconds = 0;
-        if (absl::Status s = command(p, 'R', set, &microseconds); !s.ok()) return fail(p, s);
+        if (absl::Status s = command(p, 'R', set, numbered, &microseconds); !s.ok()) {
+          return fail(p, s);
+        }
         samples[static_cast<size_t>(p)].push_back(microseconds);
       }
       const double elapsed =

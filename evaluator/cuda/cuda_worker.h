@@ -96,7 +96,12 @@ class CudaWorker {
 
   absl::StatusOr<LoadedProgram> LoadProgram(const internal::Program& program,
                                             std::vector<std::string>* notes);
-  absl::StatusOr<BufferSet> AllocateBuffers(const internal::ResolvedPlan& plan, uint64_t seed);
+  // `rotatable`: inputs also keep a pristine device copy for RotateInputs.
+  absl::StatusOr<BufferSet> AllocateBuffers(const internal::ResolvedPlan& plan, uint64_t seed,
+                                            bool rotatable = false);
+  // Queues on the stream the copies that rotate every input of a rotatable
+  // set for timed round `round` (data::TimedInputRotation).
+  absl::Status RotateInputs(BufferSet& set, uint64_t set_seed, uint64_t round);
   absl::Status PoisonWritable(const BufferSet& buffers);
   absl::Status LaunchPlan(LoadedProgram& program, const internal::ResolvedPlan& plan,
                           const BufferSet& buffers);

@@ -50,6 +50,7 @@ namespace kerneleval::cuda {
   X(cuMemGetInfo, 3020)                     \
   X(cuMemcpyHtoD, 3020)                     \
   X(cuMemcpyDtoH, 3020)                     \
+  X(cuMemcpyDtoDAsync, 3020)                \
   X(cuMemsetD8, 3020)                       \
   X(cuMemsetD32Async, 3020)                 \
   X(cuMemHostAlloc, 2020)                   \

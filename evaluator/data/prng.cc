@@ -395,4 +395,31 @@ std::string GenerateInput(const internal::BufferSpec& spec, uint64_t case_seed, 
   return bytes;
 }
 
+uint64_t TimedInputRotation(uint64_t set_seed, uint64_t round, std::string_view buffer_name,
+                            uint64_t elements) {
+  if (elements <= 1) return 0;
+  const uint64_t name = HashBufferName(buffer_name);
+  // The name words carry a tag: a stream apart from this buffer's values.
+  constexpr uint32_t kRotationTag = 0x726f7461;  // "rota"
+  const PhiloxCounter counter = {static_cast<uint32_t>(round), static_cast<uint32_t>(round >> 32),
+                                 static_cast<uint32_t>(name) ^ kRotationTag,
+                                 static_cast<uint32_t>(name >> 32) ^ kRotationTag};
+  const PhiloxKey key = {static_cast<uint32_t>(set_seed), static_cast<uint32_t>(set_seed >> 32)};
+  const PhiloxCounter words = Philox4x32_10(counter, key);
+  const uint64_t draw = (uint64_t{words[0]} << 32) | words[1];
+  // Multiply-shift: uniform in [0, elements) without a modulo bias worth naming.
+  return static_cast<uint64_t>((static_cast<unsigned __int128>(draw) * elements) >> 64);
+}
+
+void RotateElements(const void* src, void* dst, uint64_t elements, size_t element_bytes,
+                    uint64_t offset) {
+  if (elements == 0) return;
+  offset %= elements;
+  const auto* from = static_cast<const char*>(src);
+  auto* to = static_cast<char*>(dst);
+  const size_t head = (elements - offset) * element_bytes;  // src[offset, elements)
+  std::memcpy(to, from + offset * element_bytes, head);
+  std::memcpy(to + head, from, offset * element_bytes);
+}
+
 }  // namespace kerneleval::data

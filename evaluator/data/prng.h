@@ -67,4 +67,21 @@ void GenerateInputRange(const internal::BufferSpec& spec, uint64_t case_seed, ui
 std::string GenerateInput(const internal::BufferSpec& spec, uint64_t case_seed,
                           unsigned threads = 1);
 
+// Timed runs see inputs that no earlier run saw: before timed round `round`
+// (warm-up rounds included), every input buffer of an input set is rotated
+// by its own offset, element i taking the generated element
+// (i + offset) % elements. The elements are i.i.d., so a rotated buffer is
+// another draw from the same distribution; a result cached across launches,
+// even one keyed on a fingerprint of the whole input, is stale, and the check
+// of the last timed outputs catches it. The offset is a pure function of
+// (set_seed, round, buffer name) in [0, elements), so every program of a
+// timing request sees the same inputs in the same round; 0 if elements <= 1.
+uint64_t TimedInputRotation(uint64_t set_seed, uint64_t round, std::string_view buffer_name,
+                            uint64_t elements);
+
+// dst[i] = src[(i + offset) % elements] for elements of `element_bytes` bytes
+// (what a rotation by `offset` gives; std::rotate_copy's order).
+void RotateElements(const void* src, void* dst, uint64_t elements, size_t element_bytes,
+                    uint64_t offset);
+
 }  // namespace kerneleval::data

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -341,10 +342,44 @@ TEST_F(CudaBackendGpuTest, SelfTimingIsStable) {
   // 3 x 4 bytes x n at the device's bandwidth: a copy this size cannot run
   // faster than ~1/10 of the median on any GPU made so far.
   EXPECT_GT(ref.median, 10.0);
-  for (const internal::ProgramTiming& program : result->programs()) {
-    ASSERT_EQ(program.last_outputs_size(), 4);
-    for (int s = 0; s < 4; ++s) {
-      ExpectSum(program.last_outputs(s), request.programs(0).plan(), s + 1);
+  // Timed rounds rotate the inputs (data::TimedInputRotation): each set's
+  // last outputs are a + b rotated by the offsets of some round, the same
+  // round for both programs (throttled samples may have been dropped, so the
+  // round is searched for, not counted).
+  const internal::ResolvedPlan& plan = request.programs(0).plan();
+  for (int s = 0; s < 4; ++s) {
+    const uint64_t seed = static_cast<uint64_t>(s) + 1;
+    const std::string a = data::GenerateInput(plan.buffers(0), seed);
+    const std::string b = data::GenerateInput(plan.buffers(1), seed);
+    auto element = [](const std::string& bytes, uint64_t i) {
+      float v;
+      std::memcpy(&v, bytes.data() + 4 * i, 4);
+      return v;
+    };
+    const std::string& ref_out = result->programs(0).last_outputs(s).outputs(0).data();
+    const std::string& cand_out = result->programs(1).last_outputs(s).outputs(0).data();
+    ASSERT_EQ(ref_out.size(), static_cast<size_t>(n) * 4);
+    EXPECT_EQ(ref_out, cand_out) << "set " << s << ": the programs saw different inputs";
+    const uint64_t un = static_cast<uint64_t>(n);
+    std::optional<uint64_t> round;
+    for (uint64_t r = 0; r < 1'000'000 && !round; ++r) {
+      const uint64_t ra = data::TimedInputRotation(seed, r, "a", un);
+      const uint64_t rb = data::TimedInputRotation(seed, r, "b", un);
+      bool match = true;
+      for (uint64_t i : {uint64_t{0}, uint64_t{1}, un / 3, un - 1}) {
+        match =
+            match && element(ref_out, i) == element(a, (i + ra) % un) + element(b, (i + rb) % un);
+      }
+      if (match) round = r;
+    }
+    ASSERT_TRUE(round.has_value()) << "set " << s << ": outputs of no round's rotated inputs";
+    const uint64_t ra = data::TimedInputRotation(seed, *round, "a", un);
+    const uint64_t rb = data::TimedInputRotation(seed, *round, "b", un);
+    for (uint64_t i = 0; i < un; i += 4099) {
+      ASSERT_EQ(element(ref_out, i), element(a, (i + ra) % un) + element(b, (i + rb) % un)) << i;
+    }
+    for (const internal::ProgramTiming& program : result->programs()) {
+      EXPECT_TRUE(program.last_outputs(s).modified_input().empty());
     }
   }
 }

@@ -338,5 +338,39 @@ TEST(PortableMathTest, CloseToTheCLibrary) {
   EXPECT_EQ(PortableCosTwoPi(0.25), 0.0);
 }
 
+TEST(TimedInputRotationTest, DeterministicInRangeAndDifferentPerRoundAndBuffer) {
+  const uint64_t n = 1'000'003;
+  EXPECT_EQ(TimedInputRotation(7, 3, "x", n), TimedInputRotation(7, 3, "x", n));
+  std::vector<uint64_t> offsets;
+  for (uint64_t round = 0; round < 200; ++round) {
+    const uint64_t offset = TimedInputRotation(7, round, "x", n);
+    ASSERT_LT(offset, n);
+    offsets.push_back(offset);
+  }
+  std::sort(offsets.begin(), offsets.end());
+  // 200 draws from a million: a repeat would be a broken stream.
+  EXPECT_EQ(std::unique(offsets.begin(), offsets.end()), offsets.end());
+  EXPECT_GT(offsets.back() - offsets.front(), n / 2);  // spread, not clustered
+  EXPECT_NE(TimedInputRotation(7, 3, "x", n), TimedInputRotation(7, 3, "y", n));
+  EXPECT_NE(TimedInputRotation(7, 3, "x", n), TimedInputRotation(8, 3, "x", n));
+  EXPECT_EQ(TimedInputRotation(7, 3, "x", 1), 0u);
+  EXPECT_EQ(TimedInputRotation(7, 3, "x", 0), 0u);
+}
+
+TEST(RotateElementsTest, MatchesStdRotateCopy) {
+  std::vector<int32_t> source(1000);
+  for (size_t i = 0; i < source.size(); ++i) source[i] = static_cast<int32_t>(i * 7 + 1);
+  for (uint64_t offset : {0u, 1u, 499u, 999u, 1000u, 1234u}) {
+    std::vector<int32_t> expected(source.size()), got(source.size());
+    std::rotate_copy(source.begin(), source.begin() + static_cast<long>(offset % source.size()),
+                     source.end(), expected.begin());
+    RotateElements(source.data(), got.data(), source.size(), sizeof(int32_t), offset);
+    EXPECT_EQ(got, expected) << offset;
+    for (size_t i = 0; i < got.size(); ++i) {
+      ASSERT_EQ(got[i], source[(i + offset) % source.size()]);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kerneleval::data
