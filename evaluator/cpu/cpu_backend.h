@@ -57,6 +57,10 @@ class CpuBackend : public Backend {
   [[nodiscard]] std::string_view name() const override { return "cpu"; }
   [[nodiscard]] v1::DeviceInfo device() const override { return device_; }
   [[nodiscard]] std::string target_arch() const override { return {}; }
+  [[nodiscard]] uint64_t worker_restarts() const override {
+    const uint64_t started = workers_started();
+    return started > 0 ? started - 1 : 0;
+  }
 
   // Compile failures (including features the CPU backend cannot run) come
   // back as RunResult.failure with stage "compile".

@@ -66,6 +66,9 @@ class CudaBackend : public Backend {
   [[nodiscard]] std::string_view name() const override { return "cuda"; }
   [[nodiscard]] v1::DeviceInfo device() const override;
   [[nodiscard]] std::string target_arch() const override;  // "sm_90"
+  [[nodiscard]] uint64_t worker_restarts() const override {
+    return static_cast<uint64_t>(restarts());
+  }
 
   absl::StatusOr<internal::RunResult> Run(const internal::RunRequest& request) override;
   absl::StatusOr<internal::TimingResult> Time(const internal::TimingRequest& request) override;

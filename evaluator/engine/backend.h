@@ -3,6 +3,7 @@
 // (evaluator/cuda/, driver API). Both keep untrusted code in worker processes.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -21,6 +22,9 @@ class Backend {
   // Architecture NVRTC should compile for, e.g. "sm_90"; empty: the engine's
   // default (the CPU backend runs the source, not the CUBIN).
   [[nodiscard]] virtual std::string target_arch() const = 0;
+  // Worker processes started after the first: each replaced one that
+  // crashed, hung, broke its context or was killed. Monotonic.
+  [[nodiscard]] virtual uint64_t worker_restarts() const = 0;
 
   // Runs one program on every case in order: inputs generated in the worker
   // from each case's seed (evaluator/data/prng.h), outputs and scratch

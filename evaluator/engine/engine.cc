@@ -127,11 +127,14 @@ class Device {
   FairQueue<std::shared_ptr<Job>>& queue() { return queue_; }
   std::string id() const { return backend_->device().id(); }
   std::atomic<int>& in_flight() { return in_flight_; }
+  // Worker restarts already reported to the observer (device loop only).
+  uint64_t& restarts_reported() { return restarts_reported_; }
 
  private:
   std::unique_ptr<Backend> backend_;
   FairQueue<std::shared_ptr<Job>> queue_;
   std::atomic<int> in_flight_{0};
+  uint64_t restarts_reported_ = 0;
 };
 
 class EngineImpl final : public Engine {
@@ -597,6 +600,13 @@ void EngineImpl::RunJob(Device* device, Job& job) {
       spdlog::warn("[{}] evaluation failed: {}", job.request_id, response.status().ToString());
     }
     Observe("total", SecondsSince(job.admitted));
+    // Backends replace crashed or hung workers themselves; the count says
+    // how often (a metric that climbs means kernels keep killing workers).
+    // Reported before the caller hears of the job.
+    const uint64_t restarts = device->backend().worker_restarts();
+    for (; device->restarts_reported() < restarts; ++device->restarts_reported()) {
+      if (options_.observer) options_.observer->OnWorkerRestart(device->backend().name());
+    }
     job.done(std::move(response));
   };
   job.prepared.wait();

@@ -5,16 +5,34 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
+#include <memory>
+#include <string_view>
 #include <thread>
 
 namespace kerneleval {
 namespace {
 
+// Counts what the engine reports (called from engine threads).
+class CountingObserver : public EngineObserver {
+ public:
+  void OnWorkerRestart(std::string_view backend) override {
+    if (backend == "cpu") ++restarts;
+  }
+  void OnVerdict(std::string_view stage) override {
+    if (stage == "runtime") ++runtime_verdicts;
+  }
+  std::atomic<int> restarts{0};
+  std::atomic<int> runtime_verdicts{0};
+};
+
 class EngineTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
+    observer_ = std::make_shared<CountingObserver>();
     EngineOptions options;
+    options.observer = observer_;
     options.enable_cuda = false;
     options.compile_workers = 2;
     // The whole of one backend call (every case of a program); generous:
@@ -46,6 +64,7 @@ class EngineTest : public ::testing::Test {
   }
 
   static inline Engine* engine_ = nullptr;
+  static inline std::shared_ptr<CountingObserver> observer_;
   static inline uint64_t next_seed_ = 1234;
 };
 
@@ -209,10 +228,16 @@ extern "C" __global__ void add(const float* a, const float* b, float* c, int n) 
   c[i] = 1.0f;  // no bounds check, and 64 extra blocks
 }
 )";
+  const int restarts_before = observer_->restarts.load();
+  const int runtime_before = observer_->runtime_verdicts.load();
   v1::Verdict verdict = Evaluate("vector_add", source);
   EXPECT_FALSE(verdict.correct());
   EXPECT_EQ(verdict.stage(), "runtime") << verdict.error();
   EXPECT_TRUE(Evaluate("vector_add", kVectorAdd).correct());
+  // The crashed worker was replaced, and the observer (the server's
+  // kerneleval_worker_restarts_total) heard of it.
+  EXPECT_GE(observer_->restarts.load(), restarts_before + 1);
+  EXPECT_EQ(observer_->runtime_verdicts.load(), runtime_before + 1);
 }
 
 TEST_F(EngineTest, InfiniteLoopIsATimeoutWithinTheLimit) {
