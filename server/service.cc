@@ -323,6 +323,41 @@ CallContext MakeCallContext(const grpc::CallbackServerContext& context,
   return call;
 }
 
+// The start every unary call shares: its state and reactor, admission
+// (token, cancellation, deadline), then `validate()` (the request's own
+// checks, an absl::Status). On an early error the call is finished here and
+// `proceed` is false: return `reactor` to gRPC.
+struct UnaryStart {
+  std::shared_ptr<CallState> state;
+  UnaryReactor* reactor = nullptr;
+  bool proceed = false;
+};
+
+template <typename Validate>
+UnaryStart BeginUnary(std::string_view rpc, grpc::CallbackServerContext* context,
+                      const std::shared_ptr<ServerMetrics>& metrics,
+                      const TokenAuthenticator& authenticator, Validate&& validate) {
+  UnaryStart start;
+  start.state = std::make_shared<CallState>(rpc, ClientRequestId(*context), metrics);
+  start.reactor = new UnaryReactor(start.state);
+  if (grpc::Status status = Admit(context, *start.state, authenticator); !status.ok()) {
+    FinishUnary(start.state, start.reactor, status);
+    return start;
+  }
+  if (absl::Status status = validate(); !status.ok()) {
+    FinishUnary(start.state, start.reactor, ToGrpcStatus(status));
+    return start;
+  }
+  start.proceed = true;
+  return start;
+}
+
+UnaryStart BeginUnary(std::string_view rpc, grpc::CallbackServerContext* context,
+                      const std::shared_ptr<ServerMetrics>& metrics,
+                      const TokenAuthenticator& authenticator) {
+  return BeginUnary(rpc, context, metrics, authenticator, [] { return absl::OkStatus(); });
+}
+
 }  // namespace
 
 KernelEvalService::KernelEvalService(Engine* engine, ServiceOptions options,
@@ -340,16 +375,12 @@ void KernelEvalService::StopBlockingWork() { blocking_pool_->Stop(); }
 grpc::ServerUnaryReactor* KernelEvalService::Evaluate(grpc::CallbackServerContext* context,
                                                       const v1::EvaluateRequest* request,
                                                       v1::EvaluateResponse* response) {
-  auto state = std::make_shared<CallState>("Evaluate", ClientRequestId(*context), metrics_);
-  auto* reactor = new UnaryReactor(state);
-  if (auto status = Admit(context, *state, authenticator_); !status.ok()) {
-    FinishUnary(state, reactor, status);
-    return reactor;
-  }
-  if (auto status = ValidateEvaluateRequest(*request, options_.limits); !status.ok()) {
-    FinishUnary(state, reactor, ToGrpcStatus(status));
-    return reactor;
-  }
+  const UnaryStart start = BeginUnary("Evaluate", context, metrics_, authenticator_, [&] {
+    return ValidateEvaluateRequest(*request, options_.limits);
+  });
+  if (!start.proceed) return start.reactor;
+  const std::shared_ptr<CallState>& state = start.state;
+  UnaryReactor* reactor = start.reactor;
   spdlog::debug("[{}] Evaluate problem={} from {}", state->request_id,
                 request->has_problem() ? request->problem().id() : request->problem_id(),
                 context->peer());
@@ -411,16 +442,12 @@ grpc::ServerWriteReactor<v1::EvaluateEvent>* KernelEvalService::EvaluateStream(
 grpc::ServerUnaryReactor* KernelEvalService::EvaluateGroup(grpc::CallbackServerContext* context,
                                                            const v1::EvaluateGroupRequest* request,
                                                            v1::EvaluateGroupResponse* response) {
-  auto state = std::make_shared<CallState>("EvaluateGroup", ClientRequestId(*context), metrics_);
-  auto* reactor = new UnaryReactor(state);
-  if (auto status = Admit(context, *state, authenticator_); !status.ok()) {
-    FinishUnary(state, reactor, status);
-    return reactor;
-  }
-  if (auto status = ValidateEvaluateGroupRequest(*request, options_.limits); !status.ok()) {
-    FinishUnary(state, reactor, ToGrpcStatus(status));
-    return reactor;
-  }
+  const UnaryStart start = BeginUnary("EvaluateGroup", context, metrics_, authenticator_, [&] {
+    return ValidateEvaluateGroupRequest(*request, options_.limits);
+  });
+  if (!start.proceed) return start.reactor;
+  const std::shared_ptr<CallState>& state = start.state;
+  UnaryReactor* reactor = start.reactor;
   spdlog::debug("[{}] EvaluateGroup problem={} submissions={} from {}", state->request_id,
                 request->has_problem() ? request->problem().id() : request->problem_id(),
                 request->submissions_size(), context->peer());
@@ -447,16 +474,12 @@ grpc::ServerUnaryReactor* KernelEvalService::EvaluateGroup(grpc::CallbackServerC
 grpc::ServerUnaryReactor* KernelEvalService::Compile(grpc::CallbackServerContext* context,
                                                      const v1::CompileRequest* request,
                                                      v1::CompileResponse* response) {
-  auto state = std::make_shared<CallState>("Compile", ClientRequestId(*context), metrics_);
-  auto* reactor = new UnaryReactor(state);
-  if (auto status = Admit(context, *state, authenticator_); !status.ok()) {
-    FinishUnary(state, reactor, status);
-    return reactor;
-  }
-  if (auto status = ValidateCompileRequest(*request, options_.limits); !status.ok()) {
-    FinishUnary(state, reactor, ToGrpcStatus(status));
-    return reactor;
-  }
+  const UnaryStart start = BeginUnary("Compile", context, metrics_, authenticator_, [&] {
+    return ValidateCompileRequest(*request, options_.limits);
+  });
+  if (!start.proceed) return start.reactor;
+  const std::shared_ptr<CallState>& state = start.state;
+  UnaryReactor* reactor = start.reactor;
   CallContext call = MakeCallContext(*context, state, /*client_id=*/"");
   const bool queued = blocking_pool_->Submit(
       // The request is copied: after a cancel OnCancel finishes the call and
@@ -481,12 +504,10 @@ grpc::ServerUnaryReactor* KernelEvalService::Compile(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* KernelEvalService::ListProblems(grpc::CallbackServerContext* context,
                                                           const v1::ListProblemsRequest* request,
                                                           v1::ListProblemsResponse* response) {
-  auto state = std::make_shared<CallState>("ListProblems", ClientRequestId(*context), metrics_);
-  auto* reactor = new UnaryReactor(state);
-  if (auto status = Admit(context, *state, authenticator_); !status.ok()) {
-    FinishUnary(state, reactor, status);
-    return reactor;
-  }
+  const UnaryStart start = BeginUnary("ListProblems", context, metrics_, authenticator_);
+  if (!start.proceed) return start.reactor;
+  const std::shared_ptr<CallState>& state = start.state;
+  UnaryReactor* reactor = start.reactor;
   absl::StatusOr<v1::ListProblemsResponse> result = engine_->ListProblems(*request);
   FinishUnary(state, reactor, ToGrpcStatus(result.status()),
               [&] { *response = *std::move(result); });
@@ -496,16 +517,11 @@ grpc::ServerUnaryReactor* KernelEvalService::ListProblems(grpc::CallbackServerCo
 grpc::ServerUnaryReactor* KernelEvalService::GetProblem(grpc::CallbackServerContext* context,
                                                         const v1::GetProblemRequest* request,
                                                         v1::GetProblemResponse* response) {
-  auto state = std::make_shared<CallState>("GetProblem", ClientRequestId(*context), metrics_);
-  auto* reactor = new UnaryReactor(state);
-  if (auto status = Admit(context, *state, authenticator_); !status.ok()) {
-    FinishUnary(state, reactor, status);
-    return reactor;
-  }
-  if (auto status = ValidateGetProblemRequest(*request); !status.ok()) {
-    FinishUnary(state, reactor, ToGrpcStatus(status));
-    return reactor;
-  }
+  const UnaryStart start = BeginUnary("GetProblem", context, metrics_, authenticator_,
+                                      [&] { return ValidateGetProblemRequest(*request); });
+  if (!start.proceed) return start.reactor;
+  const std::shared_ptr<CallState>& state = start.state;
+  UnaryReactor* reactor = start.reactor;
   absl::StatusOr<v1::GetProblemResponse> result = engine_->GetProblem(*request);
   FinishUnary(state, reactor, ToGrpcStatus(result.status()),
               [&] { *response = *std::move(result); });
@@ -515,12 +531,10 @@ grpc::ServerUnaryReactor* KernelEvalService::GetProblem(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* KernelEvalService::ListDevices(grpc::CallbackServerContext* context,
                                                          const v1::ListDevicesRequest* request,
                                                          v1::ListDevicesResponse* response) {
-  auto state = std::make_shared<CallState>("ListDevices", ClientRequestId(*context), metrics_);
-  auto* reactor = new UnaryReactor(state);
-  if (auto status = Admit(context, *state, authenticator_); !status.ok()) {
-    FinishUnary(state, reactor, status);
-    return reactor;
-  }
+  const UnaryStart start = BeginUnary("ListDevices", context, metrics_, authenticator_);
+  if (!start.proceed) return start.reactor;
+  const std::shared_ptr<CallState>& state = start.state;
+  UnaryReactor* reactor = start.reactor;
   v1::ListDevicesResponse devices = engine_->ListDevices();
   FinishUnary(state, reactor, grpc::Status::OK, [&] { *response = std::move(devices); });
   return reactor;
