@@ -548,6 +548,7 @@ void EngineImpl::EvaluateGroupAsync(v1::EvaluateGroupRequest request, CallContex
     index_of->push_back(it->second);
   }
   job->settings = common->settings;
+  job->settings.skip_timing = request.skip_timing();
   job->done = [done, index_of](absl::StatusOr<v1::EvaluateGroupResponse> response) {
     if (!response.ok()) return done(response.status());
     v1::EvaluateGroupResponse expanded;

@@ -171,6 +171,17 @@ def test_group(client):
     assert group.reference_timing is not None and group.reference_timing.samples > 0
 
 
+def test_group_skip_timing(client):
+    group = client.evaluate_group(
+        "vector_add", [VECTOR_ADD, VECTOR_ADD_WRONG], skip_timing=True, partial_credit=True
+    )
+    assert [v.stage for v in group] == ["passed", "correctness"]
+    assert group[0].correct and group[0].speedup is None and group[0].timing is None
+    # The seed rubric without a speedup: 0.0 for a correct kernel.
+    assert group.rewards == pytest.approx([0.0, 0.05])
+    assert group.reference_timing is None or group.reference_timing.samples == 0
+
+
 def test_async_client(real):
     async def main() -> None:
         async with AsyncClient(real.target, timeout=RPC_TIMEOUT) as client:

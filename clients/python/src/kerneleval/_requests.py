@@ -160,11 +160,14 @@ def group_request(
     device: Optional[str] = None,
     client_id: Optional[str] = None,
     limits: Union[None, Message, Mapping[str, Any]] = None,
+    skip_timing: bool = False,
 ) -> Message:
     if isinstance(sources, (str, Message)):
         raise TypeError("kerneleval: evaluate_group takes a list of submissions")
     options = list(compile_options) if compile_options is not None else None
-    request = pb.EvaluateGroupRequest(submissions=[submission(s, options, arch) for s in sources])
+    request = pb.EvaluateGroupRequest(
+        submissions=[submission(s, options, arch) for s in sources], skip_timing=bool(skip_timing)
+    )
     _set_problem(request, problem)
     _set_common(
         request,

@@ -236,7 +236,8 @@ class Client(_ClientBase):
     ) -> GroupResult:
         """Grades many submissions of one problem (a GRPO group) against one shared
         reference measurement. Returns the verdicts in order (result[i], iter,
-        .rewards). Keywords as evaluate, except launch_plan and skip_timing.
+        .rewards). Keywords as evaluate, except launch_plan (each submission
+        carries its own).
         `problem` may also be a complete pb.EvaluateGroupRequest."""
         if isinstance(problem, pb.EvaluateGroupRequest):
             request = problem
