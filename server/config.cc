@@ -33,6 +33,12 @@ void AddServerFlags(CLI::App& app, ServerConfig* config) {
   app.add_option("--compile-cache-dir", engine.compile_cache_dir,
                  "On-disk compile cache directory; empty = in-memory cache only")
       ->envname("KERNELEVAL_COMPILE_CACHE_DIR");
+  app.add_option("--compile-cache-dir-bytes", engine.compile_cache_dir_bytes,
+                 "Bound on the compile cache directory [bytes]; least recently used entries "
+                 "are removed first; 0 = unbounded")
+      ->envname("KERNELEVAL_COMPILE_CACHE_DIR_BYTES")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_option("--queue-capacity", engine.queue_capacity,
                  "Evaluations queued per device before RESOURCE_EXHAUSTED")
       ->envname("KERNELEVAL_QUEUE_CAPACITY")

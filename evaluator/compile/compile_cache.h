@@ -34,7 +34,11 @@ class CompileCache {
  public:
   // memory_bytes: bound on the in-memory entries' serialized sizes (0: no
   // memory cache). directory: empty for none; created if missing.
-  CompileCache(uint64_t memory_bytes, std::string directory);
+  // directory_bytes: bound on the directory's entries (0: unbounded); when an
+  // insert takes it past the bound, the least recently used entries (by
+  // mtime, which a disk hit refreshes) are removed down to 3/4 of it. Other
+  // processes sharing the directory are counted at each such sweep.
+  CompileCache(uint64_t memory_bytes, std::string directory, uint64_t directory_bytes = 0);
 
   // The memory LRU first, then the directory (a disk hit is promoted to
   // memory). nullptr on a miss. The result is shared and immutable.
@@ -46,6 +50,11 @@ class CompileCache {
 
   [[nodiscard]] uint64_t memory_bytes_used() const;
   [[nodiscard]] size_t memory_entries() const;
+  // What this process believes the directory holds [bytes] (exact after a
+  // sweep and at start-up).
+  [[nodiscard]] uint64_t directory_bytes_used() const;
+  // Entries removed from the directory by the bound so far.
+  [[nodiscard]] uint64_t directory_evictions() const;
 
  private:
   struct Entry {
@@ -55,9 +64,17 @@ class CompileCache {
   };
   void InsertInMemory(const std::string& key, std::shared_ptr<const v1::CompileResult> result);
   [[nodiscard]] std::string PathFor(const std::string& key) const;
+  // Sums the directory's entries (and removes temporaries older than an
+  // hour: writers that died); evicts down to `target` bytes when above it.
+  // Caller holds directory_mutex_.
+  void SweepDirectory(uint64_t target);
 
   const uint64_t memory_limit_bytes_;
   const std::string directory_;
+  const uint64_t directory_limit_bytes_;
+  mutable std::mutex directory_mutex_;  // the two counters below, and sweeps
+  uint64_t directory_bytes_ = 0;
+  uint64_t directory_evictions_ = 0;
   mutable std::mutex mutex_;
   std::list<Entry> lru_;  // front: most recently used
   std::unordered_map<std::string, std::list<Entry>::iterator> index_;

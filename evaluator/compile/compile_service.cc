@@ -105,7 +105,8 @@ absl::StatusOr<std::unique_ptr<CompileService>> CompileService::Create(
   if (absl::Status s = CheckArch(service->options_.default_arch); !s.ok()) return s;
   if (service->options_.cache) {
     service->cache_ = std::make_unique<CompileCache>(service->options_.cache_memory_bytes,
-                                                     service->options_.cache_dir);
+                                                     service->options_.cache_dir,
+                                                     service->options_.cache_dir_bytes);
   }
   const int prestart = std::min(service->options_.prestart_workers, service->options_.workers);
   for (int i = 0; i < prestart; ++i) {

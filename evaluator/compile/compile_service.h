@@ -31,6 +31,7 @@ struct CompileServiceOptions {
   bool cache = true;                   // false: every compile runs (benchmarks)
   uint64_t cache_memory_bytes = uint64_t{256} << 20;
   std::string cache_dir;  // on-disk cache shared across restarts; empty: memory only
+  uint64_t cache_dir_bytes = uint64_t{4} << 30;  // bound on cache_dir; 0: none
   // NVRTC's automatic precompiled headers (--pch) in each worker's scratch
   // directory: repeat compiles including CUB or cuda/std reuse the parsed
   // headers.

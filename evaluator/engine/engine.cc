@@ -219,6 +219,7 @@ absl::Status EngineImpl::Init() {
   if (options_.compile_workers > 0) compile_options.workers = options_.compile_workers;
   compile_options.timeout = absl::Seconds(options_.compile_timeout_seconds);
   compile_options.cache_dir = options_.compile_cache_dir;
+  compile_options.cache_dir_bytes = options_.compile_cache_dir_bytes;
   compile_options.max_source_bytes = options_.max_source_bytes;
   compile_options.default_arch = options_.default_arch;
   if (!options_.worker_binary.empty()) compile_options.worker_binary = options_.worker_binary;

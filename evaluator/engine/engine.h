@@ -61,6 +61,8 @@ struct EngineOptions {
   int compile_workers = 0;  // 0: one per core
   double compile_timeout_seconds = 30;
   std::string compile_cache_dir;  // empty: in-memory cache only
+  // Bound on compile_cache_dir [bytes]; least recently used entries go first.
+  uint64_t compile_cache_dir_bytes = uint64_t{4} << 30;
   // CPU backend: compiled kernels and the precompiled prelude, shared by
   // engines of this user. Empty: $KERNELEVAL_CPU_CACHE_DIR, else
   // $XDG_CACHE_HOME/kerneleval/cpu, else ~/.cache/kerneleval/cpu.

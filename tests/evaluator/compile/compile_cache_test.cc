@@ -1,11 +1,12 @@
 // The compile cache: keys change with every input, the memory LRU stays
-// within its byte bound, the directory keeps entries across instances and
-// ignores unreadable ones.
+// within its byte bound, the directory keeps entries across instances,
+// ignores unreadable ones and stays within its own bound.
 #include "evaluator/compile/compile_cache.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -90,6 +91,49 @@ TEST(CompileCacheTest, DirectorySurvivesAndIgnoresGarbage) {
   std::ofstream(dir + "/bb/" + bad_key + ".pb") << "\xff\xff\xff not a protobuf";
   CompileCache cache(1 << 20, dir);
   EXPECT_EQ(cache.Lookup(bad_key), nullptr);
+  fs::remove_all(dir);
+}
+
+TEST(CompileCacheTest, DirectoryStaysWithinItsBoundEvictingTheLeastRecentlyUsed) {
+  char pattern[] = "/tmp/kerneleval-cache-test-XXXXXX";
+  ASSERT_NE(::mkdtemp(pattern), nullptr);
+  const std::string dir = pattern;
+  auto key = [](int i) { return std::string(62, 'k') + std::to_string(10 + i); };
+  auto path = [&](int i) { return dir + "/kk/" + key(i) + ".pb"; };
+  // A temporary left by a writer that died an hour ago, and a foreign file.
+  fs::create_directories(dir + "/kk");
+  const std::string stale = dir + "/kk/" + key(99) + ".pb.tmp.1.2";
+  std::ofstream(stale) << "partial";
+  fs::last_write_time(stale, fs::file_time_type::clock::now() - std::chrono::hours(2));
+  std::ofstream(dir + "/README") << "not an entry";
+  {
+    // Each entry is ~1 KB on disk; a 4.5 KB bound keeps at most 4.
+    CompileCache cache(/*memory_bytes=*/0, dir, /*directory_bytes=*/4500);
+    EXPECT_FALSE(fs::exists(stale));
+    const auto now = fs::file_time_type::clock::now();
+    for (int i = 0; i < 4; ++i) {
+      cache.Insert(key(i), Result(1000));
+      // Distinct, increasing use times (file systems round mtimes).
+      fs::last_write_time(path(i), now - std::chrono::minutes(10 - i));
+    }
+    EXPECT_EQ(cache.directory_evictions(), 0u);
+    ASSERT_NE(cache.Lookup(key(0)), nullptr);  // a disk hit: 0 is now the most recent
+    cache.Insert(key(4), Result(1000));        // 5 KB > 4.5 KB: trim to 3/4 of the bound
+    EXPECT_LE(cache.directory_bytes_used(), 4500u / 4 * 3);
+    EXPECT_EQ(cache.directory_evictions(), 2u);
+    EXPECT_TRUE(fs::exists(path(0)));   // recently used
+    EXPECT_FALSE(fs::exists(path(1)));  // the two least recently used
+    EXPECT_FALSE(fs::exists(path(2)));
+    EXPECT_TRUE(fs::exists(path(3)));
+    EXPECT_TRUE(fs::exists(path(4)));
+    EXPECT_EQ(cache.Lookup(key(1)), nullptr);
+    EXPECT_NE(cache.Lookup(key(3)), nullptr);
+  }
+  EXPECT_TRUE(fs::exists(dir + "/README"));  // never touched
+  // A new instance counts what is there.
+  CompileCache reopened(0, dir, 4500);
+  EXPECT_GT(reopened.directory_bytes_used(), 2000u);
+  EXPECT_LE(reopened.directory_bytes_used(), 4500u);
   fs::remove_all(dir);
 }
 
