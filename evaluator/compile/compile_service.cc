@@ -63,6 +63,7 @@ v1::CompileResult Refused(std::string message, const std::string& arch,
 struct CompileService::Worker {
   process::WorkerProcess process;
   std::string scratch_dir;
+  uint64_t jobs = 0;  // compiles answered
 
   Worker(process::WorkerProcess p, std::string dir)
       : process(std::move(p)), scratch_dir(std::move(dir)) {}
@@ -193,12 +194,12 @@ void CompileService::ReleaseWorker(std::unique_ptr<Worker> worker) {
   worker_available_.notify_one();
 }
 
-void CompileService::DiscardWorker(std::unique_ptr<Worker> worker) {
+void CompileService::DiscardWorker(std::unique_ptr<Worker> worker, bool retired) {
   worker.reset();  // kill, reap, remove its scratch directory
   {
     std::lock_guard lock(mutex_);
     --live_workers_;
-    ++stats_.worker_deaths;
+    ++(retired ? stats_.workers_retired : stats_.worker_deaths);
   }
   worker_available_.notify_one();
   // A fresh worker takes its place now, so the next compile does not pay
@@ -244,7 +245,13 @@ absl::StatusOr<v1::CompileResult> CompileService::RunInWorker(
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (received.ok()) {
-      ReleaseWorker(*std::move(worker));
+      const bool retire =
+          options_.max_jobs_per_worker > 0 && ++(*worker)->jobs >= options_.max_jobs_per_worker;
+      if (retire) {
+        DiscardWorker(*std::move(worker), /*retired=*/true);
+      } else {
+        ReleaseWorker(*std::move(worker));
+      }
       if (!response.error().empty()) return absl::InternalError(response.error());
       v1::CompileResult result = std::move(*response.mutable_result());
       result.set_compile_seconds(seconds);

@@ -47,6 +47,12 @@ struct CompileServiceOptions {
   // Workers started by Create() (the first one also proves the worker binary,
   // the toolkit and the sandbox work).
   int prestart_workers = 1;
+  // A worker is replaced after this many compiles (0: never): NVRTC's heap
+  // and the PCH directory grow in a long-lived process, and a worker that a
+  // hostile source ever subverted would otherwise keep compiling for other
+  // clients. The replacement starts at once, as after a death: the compile
+  // that reached the limit pays one worker start (once per this many).
+  uint64_t max_jobs_per_worker = 500;
 };
 
 struct CompileJob {
@@ -63,6 +69,7 @@ struct CompileServiceStats {
   uint64_t timeouts = 0;
   uint64_t worker_deaths = 0;  // timeouts included
   uint64_t workers_started = 0;
+  uint64_t workers_retired = 0;  // replaced after max_jobs_per_worker compiles
 };
 
 class CompileService {
@@ -101,7 +108,9 @@ class CompileService {
   absl::StatusOr<std::unique_ptr<Worker>> StartWorker();
   absl::StatusOr<std::unique_ptr<Worker>> AcquireWorker();
   void ReleaseWorker(std::unique_ptr<Worker> worker);
-  void DiscardWorker(std::unique_ptr<Worker> worker);
+  // Kills `worker` and starts its replacement: after a death (crash,
+  // timeout) or, `retired`, after max_jobs_per_worker compiles.
+  void DiscardWorker(std::unique_ptr<Worker> worker, bool retired = false);
   absl::StatusOr<v1::CompileResult> RunInWorker(const std::string& source,
                                                 const std::vector<std::string>& options,
                                                 const std::string& arch, bool* cacheable);

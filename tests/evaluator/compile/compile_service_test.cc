@@ -14,6 +14,7 @@
 #include <random>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace kerneleval::compile {
@@ -394,6 +395,27 @@ TEST_F(CompileServiceTest, CompileBombHitsTheLimitAndTheWorkerIsReplaced) {
   const v1::CompileResult next = MustCompile(Job("__global__ void fine() {}\n"), service->get());
   EXPECT_TRUE(next.success()) << next.log();
   EXPECT_EQ((*service)->stats().workers_started, 2u);
+}
+
+TEST_F(CompileServiceTest, WorkersAreReplacedAfterMaxJobs) {
+  CompileServiceOptions options = TestOptions();
+  options.workers = 1;
+  options.cache = false;
+  options.max_jobs_per_worker = 2;
+  absl::StatusOr<std::unique_ptr<CompileService>> service = CompileService::Create(options);
+  ASSERT_TRUE(service.ok()) << service.status();
+  for (int i = 0; i < 5; ++i) {
+    const v1::CompileResult result = MustCompile(
+        Job(absl::StrCat("__global__ void k", i, "(float* p) { p[0] = ", i, ".0f; }\n")),
+        service->get());
+    EXPECT_TRUE(result.success()) << result.log();
+  }
+  // Retired after the 2nd and the 4th compile; the 5th ran on the third worker.
+  const CompileServiceStats stats = (*service)->stats();
+  EXPECT_EQ(stats.compiles, 5u);
+  EXPECT_EQ(stats.workers_retired, 2u);
+  EXPECT_EQ(stats.worker_deaths, 0u);
+  EXPECT_EQ(stats.workers_started, 3u);
 }
 
 TEST_F(CompileServiceTest, CompileErrorsUnderTheMemoryLimit) {
