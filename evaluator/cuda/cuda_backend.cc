@@ -51,7 +51,11 @@ absl::Status CudaBackend::StartWorker() {
                                "--malloc-heap-bytes",
                                absl::StrCat(options_.malloc_heap_bytes)};
   if (options_.calibrate) worker_options.extra_args.push_back("--calibrate");
-  worker_options.extra_env = options_.extra_env;
+  // An inherited CUDA_LAUNCH_BLOCKING=1 would make every launch wait for
+  // the stream-holding kernel: every sample's hold would time out.
+  worker_options.extra_env = {"CUDA_LAUNCH_BLOCKING=0"};
+  worker_options.extra_env.insert(worker_options.extra_env.end(), options_.extra_env.begin(),
+                                  options_.extra_env.end());
   worker_options.address_space_bytes = 0;  // the driver reserves huge virtual ranges
   absl::StatusOr<process::WorkerProcess> started = process::WorkerProcess::Start(worker_options);
   if (!started.ok()) {

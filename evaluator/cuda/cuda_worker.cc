@@ -176,8 +176,16 @@ absl::Status CudaWorker::Initialise() {
   KE_CU_RETURN_IF_ERROR(api_.cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, options_.malloc_heap_bytes));
   if (properties_.max_persisting_l2_bytes > 0) {
     // No L2 set-aside: a persisting carve-out once made a kernel look 4x
-    // faster than the memory system allows.
-    KE_CU_RETURN_IF_ERROR(api_.cuCtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0));
+    // faster than the memory system allows. Some partitions (MIG, vGPU)
+    // report the attribute but refuse the limit: then there is no carve-out
+    // to fear, and the per-sample reset below is skipped too.
+    const CUresult limited = api_.cuCtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0);
+    if (limited == CUDA_ERROR_UNSUPPORTED_LIMIT || limited == CUDA_ERROR_NOT_SUPPORTED) {
+      properties_.max_persisting_l2_bytes = 0;
+    } else if (limited != CUDA_SUCCESS) {
+      return CuError(limited, "cuCtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0)", __FILE__,
+                     __LINE__);
+    }
   }
 
   absl::StatusOr<Stream> stream = Stream::Create(api_);

@@ -187,6 +187,7 @@ bool IsStickyError(CUresult result) {
     case CUDA_ERROR_TENSOR_MEMORY_LEAK:
     case CUDA_ERROR_MPS_CLIENT_TERMINATED:
     case CUDA_ERROR_EXTERNAL_DEVICE:
+    case CUDA_ERROR_NVLINK_UNCORRECTABLE:
     case CUDA_ERROR_UNKNOWN:
       return true;
     default:

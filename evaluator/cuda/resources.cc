@@ -156,12 +156,18 @@ absl::Status DeviceBuffer::ScrubAndFree() {
 DeviceBuffer::Failure DeviceBuffer::Release() noexcept {
   Failure failure;
   if (ptr_ == 0 || api_ == nullptr) return failure;
-  // The "synchronous" memset is still asynchronous to the host for device
-  // memory; the context synchronise makes the zeros land before the free.
-  if (CUresult r = api_->cuMemsetD8(ptr_, 0, bytes_); r != CUDA_SUCCESS) {
-    failure = {r, "cuMemsetD8(ptr, 0, bytes)", __LINE__};
-  } else if (CUresult s = api_->cuCtxSynchronize(); s != CUDA_SUCCESS) {
+  // First wait for everything queued anywhere in the context: the memset
+  // runs on the legacy stream, which does not wait for a non-blocking stream
+  // where a kernel may still be writing (a plan abandoned after a failed
+  // launch). The "synchronous" memset is still asynchronous to the host for
+  // device memory; the second synchronise makes the zeros land before the
+  // free.
+  if (CUresult s = api_->cuCtxSynchronize(); s != CUDA_SUCCESS) {
     failure = {s, "cuCtxSynchronize()", __LINE__};
+  } else if (CUresult r = api_->cuMemsetD8(ptr_, 0, bytes_); r != CUDA_SUCCESS) {
+    failure = {r, "cuMemsetD8(ptr, 0, bytes)", __LINE__};
+  } else if (CUresult s2 = api_->cuCtxSynchronize(); s2 != CUDA_SUCCESS) {
+    failure = {s2, "cuCtxSynchronize()", __LINE__};
   }
   if (CUresult r = api_->cuMemFree(ptr_); r != CUDA_SUCCESS && failure.result == CUDA_SUCCESS) {
     failure = {r, "cuMemFree(ptr)", __LINE__};

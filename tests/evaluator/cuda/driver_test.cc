@@ -100,7 +100,7 @@ TEST(CuResultTableTest, StickyErrors) {
   for (CUresult sticky :
        {CUDA_ERROR_ILLEGAL_ADDRESS, CUDA_ERROR_MISALIGNED_ADDRESS, CUDA_ERROR_LAUNCH_FAILED,
         CUDA_ERROR_ASSERT, CUDA_ERROR_ILLEGAL_INSTRUCTION, CUDA_ERROR_HARDWARE_STACK_ERROR,
-        CUDA_ERROR_INVALID_PC, static_cast<CUresult>(98765)}) {
+        CUDA_ERROR_INVALID_PC, CUDA_ERROR_NVLINK_UNCORRECTABLE, static_cast<CUresult>(98765)}) {
     EXPECT_TRUE(IsStickyError(sticky)) << CuResultName(sticky);
   }
   for (CUresult recoverable :
