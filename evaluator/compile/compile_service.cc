@@ -67,6 +67,8 @@ struct CompileService::Worker {
 
   Worker(process::WorkerProcess p, std::string dir)
       : process(std::move(p)), scratch_dir(std::move(dir)) {}
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
   ~Worker() {
     process.Kill();
     std::error_code ec;

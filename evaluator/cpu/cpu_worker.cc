@@ -264,7 +264,7 @@ class Worker {
       runners.push_back(*std::move(runner));
     }
     std::string reply;
-    auto fail = [&](int p, absl::Status status) -> absl::StatusOr<internal::TimingResult> {
+    auto fail = [&](int p, const absl::Status& status) -> absl::StatusOr<internal::TimingResult> {
       RunnerProcess& runner = runners[static_cast<size_t>(p)];
       runner.Continue();  // a stopped runner could not end
       internal::TimingResult failed;
