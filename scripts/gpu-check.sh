@@ -12,11 +12,12 @@
 #   which the GPU machine has), problems/ and the data files, plus env.sh
 #   (LD_LIBRARY_PATH, KERNELEVAL_WORKER, ...). Debug info is stripped; the
 #   bundle must stay under 64 MiB (checked, and printed).
-# run: runs every bundled gpu test binary, the timing probe and benchmarks
-#   (bench_eval with its own arguments), and scripts/torch_crosscheck.py;
-#   each step is logged and the next runs even if it failed. RESULTS_DIR gets
-#   summary.txt, probe.json, crosscheck.json, bench_eval.json and logs.tar.gz
-#   (few files: the device tool returns at most 8).
+# run: the timing probe, scripts/torch_crosscheck.py, every bundled gpu test
+#   binary and bench_eval, within GPU_CHECK_BUDGET seconds (default 420);
+#   each step is logged and the next runs even if it failed; a test binary
+#   whose tests skipped counts as failed. RESULTS_DIR gets summary.txt,
+#   probe.json, crosscheck.json, bench_eval.json and logs.tar.gz, rewritten
+#   after every step (few files: the device tool returns at most 8).
 set -uo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -139,7 +140,8 @@ for test in data.get("tests", []):
     while read -r lib; do
       [[ -z "${lib}" || ! -f "${lib}" ]] && continue
       is_system_library "${lib}" && continue
-      local lib_dest="${out}/lib/$(basename "${lib}")"
+      local lib_dest
+      lib_dest="${out}/lib/$(basename "${lib}")"
       [[ -e "${lib_dest}" ]] || objcopy --strip-debug "${lib}" "${lib_dest}" 2>/dev/null ||
         cp -L "${lib}" "${lib_dest}"
     done < <(ldd "${path}" 2>/dev/null | awk '/=> \// {print $3}')
@@ -162,11 +164,25 @@ for test in data.get("tests", []):
 # Source me: sets up the bundled binaries on the GPU machine.
 KE_BUNDLE="\$(cd "\$(dirname "\${BASH_SOURCE[0]}")" && pwd)"
 export KE_BUNDLE
-# Bundled libraries first, then the CUDA toolkit's (nvrtc) and the driver's.
-export LD_LIBRARY_PATH="\${KE_BUNDLE}/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:/usr/local/nvidia/lib64:/usr/local/nvidia/lib\${LD_LIBRARY_PATH:+:\${LD_LIBRARY_PATH}}"
+# The CUDA toolkit: KERNELEVAL_CUDA_HOME, CUDA_HOME or CUDA_PATH if set, else
+# from nvcc on the PATH, else the usual place. Its headers serve NVRTC; its
+# libnvrtc is found below it.
+ke_cuda="\${KERNELEVAL_CUDA_HOME:-\${CUDA_HOME:-\${CUDA_PATH:-}}}"
+if [[ -z "\${ke_cuda}" ]] && command -v nvcc >/dev/null 2>&1; then
+  ke_cuda="\$(dirname "\$(dirname "\$(readlink -f "\$(command -v nvcc)")")")"
+fi
+: "\${ke_cuda:=/usr/local/cuda}"
+export KERNELEVAL_CUDA_HOME="\${ke_cuda}"
+ke_nvrtc="\$(find -L "\${ke_cuda}" -maxdepth 4 -name 'libnvrtc.so.*' 2>/dev/null | head -n 1)"
+ke_nvrtc_dir="\${ke_nvrtc:+\$(dirname "\${ke_nvrtc}")}"
+# Bundled libraries first, then the toolkit's (nvrtc) and the driver's.
+export LD_LIBRARY_PATH="\${KE_BUNDLE}/lib:\${ke_nvrtc_dir:+\${ke_nvrtc_dir}:}\${ke_cuda}/lib64:\${ke_cuda}/lib:/usr/local/nvidia/lib64:/usr/local/nvidia/lib\${LD_LIBRARY_PATH:+:\${LD_LIBRARY_PATH}}"
+unset ke_cuda ke_nvrtc ke_nvrtc_dir
 export PATH="\${KE_BUNDLE}/bin:\${PATH}"
 export KERNELEVAL_WORKER="\${KE_BUNDLE}/bin/${worker}"
 export KERNELEVAL_PROBLEMS_DIR="\${KE_BUNDLE}/share/problems"
+export KERNELEVAL_INCLUDE_DIR="\${KE_BUNDLE}/share/compile/include"
+export KERNELEVAL_CPU_PRELUDE_DIR="\${KE_BUNDLE}/share/cpu/prelude"
 EOF
   {
     echo "built from: $(git -C "${REPO_DIR}" rev-parse HEAD 2>/dev/null) ($(date -u +%FT%TZ))"
@@ -194,91 +210,139 @@ run() {
   local bundle_dir results
   bundle_dir="$(cd "$1" && pwd)" || { log "no bundle at $1"; return 2; }
   mkdir -p "$2" && results="$(cd "$2" && pwd)"
-  local logs="${results}/logs"
-  mkdir -p "${logs}"
+  # Logs live outside RESULTS_DIR (the device tool returns at most 8 files)
+  # and are packed into logs.tar.gz after every step.
+  local logs
+  logs="$(mktemp -d /tmp/gpu-check-logs.XXXXXX)"
+  # A transfer may drop execute bits.
+  chmod +x "${bundle_dir}"/bin/* "${bundle_dir}"/gpu-tests/* 2>/dev/null || true
   # shellcheck source=/dev/null
   source "${bundle_dir}/env.sh"
   local summary="${results}/summary.txt"
   : >"${summary}"
   local -a rows=()
+  # The whole run stays inside GPU_CHECK_BUDGET seconds (default 420): each
+  # step's timeout is cut to what is left, steps that would start with less
+  # than 15 s are skipped, and the summary is rewritten after every step, so
+  # a run killed at the device tool's limit still leaves its results.
+  local deadline=$(($(date +%s) + ${GPU_CHECK_BUDGET:-420}))
+  seconds_left() { echo $((deadline - $(date +%s) - 10)); }
 
-  # step NAME COMMAND...: runs with a timeout, logs to logs/NAME.log, records
-  # pass/FAIL and carries on.
+  write_summary() {
+    {
+      echo "kerneleval gpu-check: $(date -u +%FT%TZ) on $(hostname)"
+      head -n 3 "${bundle_dir}/MANIFEST"
+      echo
+      printf '%-34s %-12s %6s  %s\n' step status time "last line of its log"
+      printf '%s\n' "${rows[@]}"
+      echo
+      if [[ -f "${logs}/test-results.txt" ]]; then
+        echo "gpu tests: $(grep -c '^\[ *OK' "${logs}/test-results.txt") passed," \
+          "$(grep -c '^\[ *FAILED' "${logs}/test-results.txt") failed," \
+          "$(grep -c '^\[ *SKIPPED' "${logs}/test-results.txt") skipped"
+        grep -E '^\[ *(FAILED|SKIPPED)' "${logs}/test-results.txt" | sed 's/^/  /'
+        # Why tests skipped (the first reason of each binary).
+        grep -h -m 1 -B 1 -E '^\[ +SKIPPED +\]' "${logs}"/test-*.log 2>/dev/null | grep -v '^\[' |
+          grep -v '^--$' | sed 's/^/  skip reason: /' | head -n 8
+      fi
+      for name in device-info timing-probe torch-crosscheck; do
+        [[ -f "${logs}/${name}.log" ]] || continue
+        echo
+        echo "--- ${name}"
+        tail -n 12 "${logs}/${name}.log"
+      done
+      if [[ -f "${logs}/bench-eval.log" ]]; then
+        echo
+        echo "--- bench-eval"
+        # Its tables (stdout, from the "bench_eval results" line), without log lines.
+        sed -n '/^bench_eval results/,$p' "${logs}/bench-eval.log" | grep -v '^\[20' ||
+          tail -n 8 "${logs}/bench-eval.log"
+      fi
+    } >"${summary}"
+    tar -czf "${results}/logs.tar.gz" -C "${logs}" . 2>/dev/null || true
+  }
+
+  # step NAME [LIMIT] -- COMMAND...: runs with a timeout (LIMIT seconds, cut
+  # to the budget), logs to NAME.log, records its status, carries on.
   step() {
-    local name="$1"
-    shift
+    local name="$1" limit="$2"
+    shift 3
+    local left
+    left="$(seconds_left)"
+    if ((left < 15)); then
+      rows+=("$(printf '%-34s %-12s' "${name}" 'SKIPPED(budget)')")
+      write_summary
+      return 0
+    fi
+    ((limit > left)) && limit="${left}"
     local start end rc
     start="$(date +%s)"
-    log "step ${name}: $*"
-    timeout --kill-after=10 "${STEP_TIMEOUT:-300}" "$@" >"${logs}/${name}.log" 2>&1
+    log "step ${name} (limit ${limit} s): $*"
+    timeout --kill-after=5 "${limit}" "$@" >"${logs}/${name}.log" 2>&1
     rc=$?
     end="$(date +%s)"
     local status=pass
     ((rc != 0)) && status="FAIL(rc=${rc})"
     ((rc == 124 || rc == 137)) && status="TIMEOUT"
+    # A gtest binary whose tests all skip exits 0: a skip here means the
+    # device, the toolkit or the bundle was not usable, so it counts as a fail.
+    local skipped
+    skipped="$(grep -cE '^\[ +SKIPPED +\] .* \([0-9]+ ms\)$' "${logs}/${name}.log" 2>/dev/null)"
+    [[ "${status}" == pass && "${skipped:-0}" -gt 0 ]] && status="SKIPPED(${skipped})"
     rows+=("$(printf '%-34s %-12s %5ss  %s' "${name}" "${status}" "$((end - start))" "$(tail -n 1 "${logs}/${name}.log" | cut -c1-80)")")
+    if [[ "${name}" == test-* ]]; then
+      grep -E '^\[ +(OK|FAILED|SKIPPED) +\] .* \([0-9]+ ms\)$' "${logs}/${name}.log" \
+        >>"${logs}/test-results.txt" || true
+    fi
+    write_summary
     return ${rc}
   }
 
-  step device-info bash -c 'nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv; nvidia-smi -q -d CLOCK,PERFORMANCE'
-  # The gpu tests: gtest binaries run directly (ctest files point at the
-  # build machine's paths).
-  for test in "${bundle_dir}"/gpu-tests/*; do
-    [[ -x "${test}" ]] || continue
-    step "test-$(basename "${test}")" "${test}" --gtest_color=no
-    # One line per test with its outcome, for the summary.
-    grep -E '^\[ +(OK|FAILED|SKIPPED) +\] .* \([0-9]+ ms\)$' "${logs}/test-$(basename "${test}").log" \
-      >>"${logs}/test-results.txt" || true
-  done
-  STEP_TIMEOUT=600 step timing-probe kerneleval_cuda_timing_probe --calibrate --json "${results}/probe.json"
-  for bench in "${bundle_dir}"/bin/*bench*; do
-    [[ -x "${bench}" ]] || continue
-    [[ "$(basename "${bench}")" == bench_eval ]] && continue  # its own step below
-    step "bench-$(basename "${bench}")" "${bench}"
-  done
-  # Evaluation cost and self-speedup spread per problem, on the GPU only (a CPU
-  # fallback would measure the emulation); bounded well inside the step limit.
-  if [[ -x "${bundle_dir}/bin/bench_eval" ]]; then
-    STEP_TIMEOUT=240 step bench-eval bench_eval --backend cuda --max-seconds 150 \
-      --json "${results}/bench_eval.json"
-  fi
+  # What the machine is and how the toolkit was found (diagnoses a run whose
+  # binaries could not start).
+  step device-info 30 -- bash -c 'nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv; nvidia-smi -q -d CLOCK,PERFORMANCE | head -n 40;
+    echo "nvcc: $(command -v nvcc)"; echo "KERNELEVAL_CUDA_HOME=${KERNELEVAL_CUDA_HOME}"; echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH}";
+    ldd "${KERNELEVAL_WORKER}" | grep -E "nvrtc|not found"; ls "${KERNELEVAL_CUDA_HOME}/include/cuda_runtime.h";
+    env LD_LIBRARY_PATH="${LD_LIBRARY_PATH#${KE_BUNDLE}/lib:}" python3 -c "import torch; print(\"torch\", torch.__version__, torch.cuda.is_available())" || echo "torch: not importable";
+    env LD_LIBRARY_PATH="${LD_LIBRARY_PATH#${KE_BUNDLE}/lib:}" python3 -c "import cupy; print(\"cupy\", cupy.__version__)" || echo "cupy: not importable (the cross-check needs it)"'
+  # The most important first: the timing probe and its PyTorch cross-check,
+  # then the GPU suites, the evaluation benchmark, and the long solutions
+  # suite last (the budget may cut it).
+  step timing-probe 150 -- kerneleval_cuda_timing_probe --calibrate --json "${results}/probe.json"
   if [[ -f "${results}/probe.json" ]]; then
-    step torch-crosscheck python3 "${bundle_dir}/torch_crosscheck.py" --probe "${results}/probe.json" --out "${results}/crosscheck.json"
+    # Python gets the machine's own libraries, not the bundle's.
+    step torch-crosscheck 90 -- env LD_LIBRARY_PATH="${LD_LIBRARY_PATH#"${KE_BUNDLE}/lib:"}" PYTHONUNBUFFERED=1 \
+      python3 "${bundle_dir}/torch_crosscheck.py" --probe "${results}/probe.json" --out "${results}/crosscheck.json"
   else
     rows+=("$(printf '%-34s %-12s' torch-crosscheck 'SKIPPED (no probe.json)')")
   fi
-
-  {
-    echo "kerneleval gpu-check: $(date -u +%FT%TZ) on $(hostname)"
-    head -n 3 "${bundle_dir}/MANIFEST"
-    echo
-    printf '%-34s %-12s %6s  %s\n' step status time "last line of its log"
-    printf '%s\n' "${rows[@]}"
-    echo
-    if [[ -f "${logs}/test-results.txt" ]]; then
-      echo "gpu tests: $(grep -c '^\[ *OK' "${logs}/test-results.txt") passed," \
-        "$(grep -c '^\[ *FAILED' "${logs}/test-results.txt") failed," \
-        "$(grep -c '^\[ *SKIPPED' "${logs}/test-results.txt") skipped"
-      grep -E '^\[ *(FAILED|SKIPPED)' "${logs}/test-results.txt" | sed 's/^/  /'
-    fi
-    for name in timing-probe torch-crosscheck; do
-      [[ -f "${logs}/${name}.log" ]] || continue
-      echo
-      echo "--- ${name}"
-      tail -n 8 "${logs}/${name}.log"
-    done
-    if [[ -f "${logs}/bench-eval.log" ]]; then
-      echo
-      echo "--- bench-eval"
-      # Its tables (stdout, from the "bench_eval results" line), without log lines.
-      sed -n '/^bench_eval results/,$p' "${logs}/bench-eval.log" | grep -v '^\[20' ||
-        tail -n 8 "${logs}/bench-eval.log"
-    fi
-  } >"${summary}"
-  tar -czf "${results}/logs.tar.gz" -C "${results}" logs && rm -rf "${logs}"
+  local test
+  for test in cuda_gpu_test engine_gpu_test exploits_gpu_test; do
+    [[ -x "${bundle_dir}/gpu-tests/${test}" ]] || continue
+    step "test-${test}" 150 -- "${bundle_dir}/gpu-tests/${test}" --gtest_color=no
+  done
+  # Evaluation cost and self-speedup spread per problem, on the GPU only (a CPU
+  # fallback would measure the emulation), inside what is left.
+  if [[ -x "${bundle_dir}/bin/bench_eval" ]]; then
+    local eval_seconds=$(($(seconds_left) - 60))
+    ((eval_seconds > 120)) && eval_seconds=120
+    ((eval_seconds < 20)) && eval_seconds=20
+    step bench-eval $((eval_seconds + 45)) -- bench_eval --backend cuda --max-seconds "${eval_seconds}" \
+      --json "${results}/bench_eval.json"
+  fi
+  for test in "${bundle_dir}"/gpu-tests/*; do
+    case "$(basename "${test}")" in
+      cuda_gpu_test | engine_gpu_test | exploits_gpu_test) continue ;;
+    esac
+    step "test-$(basename "${test}")" 300 -- "${test}" --gtest_color=no
+  done
+  # bench_compile, cpu_backend_bench and kerneleval_server_bench measure
+  # nothing about the GPU: they run on the build machine, not here.
+  write_summary
+  rm -rf "${logs}"
   cat "${summary}"
   # Failing when any step failed, so a caller can tell at a glance.
-  printf '%s\n' "${rows[@]}" | grep -qE 'FAIL|TIMEOUT' && return 1
+  printf '%s\n' "${rows[@]}" | grep -qE 'FAIL|TIMEOUT|SKIPPED' && return 1
   return 0
 }
 

@@ -34,6 +34,10 @@ def time_events(torch, fn, flush, warmup, iters):
         flush.zero_()
         start = torch.cuda.Event(enable_timing=True)
         stop = torch.cuda.Event(enable_timing=True)
+        # Keep the GPU busy (~100 µs) while the host queues the start event and
+        # the launch, as kerneleval's stream hold does: host launch latency
+        # stays out of the sample on both sides.
+        torch.cuda._sleep(200_000)
         start.record()
         fn()
         stop.record()

@@ -6,6 +6,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <string>
+
 #include "evaluator/compile/kernel_info.h"
 #include "evaluator/compile/options.h"
 
@@ -16,6 +21,45 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 static_assert(!std::is_copy_constructible_v<NvrtcProgram>);
+
+// Sets an environment variable for one scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_, old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+TEST(FindToolkitTest, FindsTheHeadersAndNamesWhereItLooked) {
+  absl::StatusOr<ToolkitPaths> found = FindToolkit();
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_TRUE(std::filesystem::exists(found->include_dir + "/cuda_runtime.h"));
+  EXPECT_FALSE(found->library_dir.empty());  // where libnvrtc was loaded from
+  {
+    // KERNELEVAL_CUDA_HOME, when set, is the only place looked at.
+    ScopedEnv home("KERNELEVAL_CUDA_HOME", "/nonexistent/cuda");
+    absl::StatusOr<ToolkitPaths> missing = FindToolkit();
+    ASSERT_FALSE(missing.ok());
+    EXPECT_THAT(missing.status().message(), HasSubstr("/nonexistent/cuda/include"));
+  }
+  {
+    // A bundle on another machine points at its own copy of our headers.
+    ScopedEnv include("KERNELEVAL_INCLUDE_DIR", "/nonexistent/kerneleval");
+    EXPECT_FALSE(FindToolkit().ok());
+  }
+}
 
 class NvrtcCompilerTest : public ::testing::Test {
  protected:

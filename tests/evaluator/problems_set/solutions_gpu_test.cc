@@ -4,6 +4,7 @@
 // backend with the same expectations as solutions_test.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -15,11 +16,19 @@
 namespace kerneleval::problems_set {
 namespace {
 
+// The problems: $KERNELEVAL_PROBLEMS_DIR (a GPU-check bundle sets it), else
+// the source tree's.
+std::string TestProblemsDir() {
+  const char* env = std::getenv("KERNELEVAL_PROBLEMS_DIR");
+  return env != nullptr && *env != '\0' ? std::string(env)
+                                        : std::string(KERNELEVAL_TEST_PROBLEMS_DIR);
+}
+
 class SolutionsGpuTest : public ::testing::TestWithParam<std::string> {
  protected:
   static void SetUpTestSuite() {
     EngineOptions options;
-    options.problems_dir = KERNELEVAL_TEST_PROBLEMS_DIR;
+    options.problems_dir = TestProblemsDir();
     options.enable_cuda = true;
     options.enable_cpu = false;
     options.reward_mode = "speedup";
@@ -44,7 +53,7 @@ class SolutionsGpuTest : public ::testing::TestWithParam<std::string> {
 TEST_P(SolutionsGpuTest, EverySolutionMeetsItsExpectationOnTheGpu) {
   if (engine_ == nullptr || !has_gpu_) GTEST_SKIP() << "no CUDA device";
   const std::filesystem::path folder =
-      std::filesystem::path(KERNELEVAL_TEST_PROBLEMS_DIR) / GetParam() / "solutions";
+      std::filesystem::path(TestProblemsDir()) / GetParam() / "solutions";
   std::vector<Solution> solutions = LoadSolutions(folder);
   for (Solution& s : LoadSolutions(folder / "gpu_only")) {
     s.file = "gpu_only/" + s.file;
@@ -72,7 +81,7 @@ TEST_P(SolutionsGpuTest, EverySolutionMeetsItsExpectationOnTheGpu) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Problems, SolutionsGpuTest,
-                         ::testing::ValuesIn(ProblemsWithSolutions(KERNELEVAL_TEST_PROBLEMS_DIR)),
+                         ::testing::ValuesIn(ProblemsWithSolutions(TestProblemsDir())),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return info.param;
                          });
