@@ -1,12 +1,17 @@
 // kerneleval evaluate --problem ID --source FILE.cu: compile, check and time a
 // kernel against the problem's reference, print the verdict and the reward.
+// Several --source files: one EvaluateGroup (every correct kernel timed
+// against one shared reference measurement), a verdict each and a ranking.
 #include <google/protobuf/util/json_util.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -19,7 +24,7 @@ namespace {
 
 struct EvaluateFlags {
   std::string problem;
-  std::string source_path;
+  std::vector<std::string> source_paths;
   bool json = false;
   std::optional<uint64_t> seed;
   std::string backend = "auto";
@@ -88,30 +93,111 @@ void PrintVerdict(const v1::Verdict& v, FILE* out) {
   absl::FPrintF(out, "wall      %.3f s\n", v.wall_seconds());
 }
 
-void Run(const EvaluateFlags& flags) {
-  std::ifstream file(flags.source_path, std::ios::binary);
+// The settings every submission of one invocation shares.
+template <typename Request>
+void SetCommon(const EvaluateFlags& flags, Request* request) {
+  request->set_problem_id(flags.problem);
+  if (flags.seed) request->set_seed(*flags.seed);
+  request->set_skip_timing(flags.skip_timing);
+  if (flags.mode == "speedup") request->mutable_reward()->set_mode(v1::REWARD_MODE_SPEEDUP);
+  if (flags.mode == "roofline") request->mutable_reward()->set_mode(v1::REWARD_MODE_ROOFLINE);
+  if (flags.partial) request->mutable_reward()->set_partial_credit(true);
+  if (flags.no_partial) request->mutable_reward()->set_partial_credit(false);
+  if (flags.backend == "cuda") request->set_backend(v1::BACKEND_CUDA);
+  if (flags.backend == "cpu") request->set_backend(v1::BACKEND_CPU);
+}
+
+bool ReadSubmission(const EvaluateFlags& flags, const std::string& path,
+                    v1::Submission* submission) {
+  std::ifstream file(path, std::ios::binary);
   if (!file) {
-    std::fprintf(stderr, "kerneleval evaluate: cannot read %s\n", flags.source_path.c_str());
-    return SetExitCode(kExitUsage);
+    std::fprintf(stderr, "kerneleval evaluate: cannot read %s\n", path.c_str());
+    return false;
   }
   std::stringstream source;
   source << file.rdbuf();
-
-  v1::EvaluateRequest request;
-  request.set_problem_id(flags.problem);
-  request.mutable_submission()->set_source(source.str());
+  submission->set_source(source.str());
   for (const auto& option : flags.options) {
-    request.mutable_submission()->mutable_compile_options()->add_options(option);
+    submission->mutable_compile_options()->add_options(option);
   }
-  request.mutable_submission()->mutable_compile_options()->set_arch(flags.arch);
-  if (flags.seed) request.set_seed(*flags.seed);
-  request.set_skip_timing(flags.skip_timing);
-  if (flags.mode == "speedup") request.mutable_reward()->set_mode(v1::REWARD_MODE_SPEEDUP);
-  if (flags.mode == "roofline") request.mutable_reward()->set_mode(v1::REWARD_MODE_ROOFLINE);
-  if (flags.partial) request.mutable_reward()->set_partial_credit(true);
-  if (flags.no_partial) request.mutable_reward()->set_partial_credit(false);
-  if (flags.backend == "cuda") request.set_backend(v1::BACKEND_CUDA);
-  if (flags.backend == "cpu") request.set_backend(v1::BACKEND_CPU);
+  submission->mutable_compile_options()->set_arch(flags.arch);
+  return true;
+}
+
+void NoteCpuFallback(const EvaluateFlags& flags, const std::string& backend) {
+  if (flags.backend == "auto" && backend == "cpu") {
+    std::fflush(stdout);
+    std::fprintf(stderr,
+                 "note: no GPU here: evaluated on the CPU backend (emulation; its timings are CPU "
+                 "times, not GPU speedups)\n");
+  }
+}
+
+// Several sources: one group, a verdict per source, then the ranking.
+void RunGroup(const EvaluateFlags& flags, EngineSession& session) {
+  v1::EvaluateGroupRequest request;
+  SetCommon(flags, &request);
+  for (const std::string& path : flags.source_paths) {
+    if (!ReadSubmission(flags, path, request.add_submissions())) return SetExitCode(kExitUsage);
+  }
+  absl::StatusOr<v1::EvaluateGroupResponse> group = session.EvaluateGroup(request);
+  if (!group.ok()) {
+    std::fprintf(stderr, "kerneleval evaluate: %s\n", group.status().ToString().c_str());
+    return SetExitCode(ExitCodeFor(group.status()));
+  }
+  if (group->verdicts_size() != static_cast<int>(flags.source_paths.size())) {
+    std::fprintf(stderr, "kerneleval evaluate: %d verdicts for %zu sources\n",
+                 group->verdicts_size(), flags.source_paths.size());
+    return SetExitCode(kExitUnavailable);
+  }
+  if (!group->verdicts().empty()) NoteCpuFallback(flags, group->verdicts(0).backend());
+  bool all_correct = true;
+  for (const auto& verdict : group->verdicts()) all_correct = all_correct && verdict.correct();
+  if (flags.json) {
+    std::printf("%s\n", ToJson(*group).c_str());
+    return SetExitCode(all_correct ? kExitOk : kExitFailed);
+  }
+  for (size_t i = 0; i < flags.source_paths.size(); ++i) {
+    absl::PrintF("== [%d] %s\n", i + 1, flags.source_paths[i]);
+    PrintVerdict(group->verdicts(static_cast<int>(i)), stdout);
+    absl::PrintF("\n");
+  }
+  // Correct kernels first, then the best reward, then the faster (rewards
+  // clamp, and are 0.0 without timing); remaining ties keep the command
+  // line's order.
+  std::vector<size_t> order(flags.source_paths.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const v1::Verdict& x = group->verdicts(static_cast<int>(a));
+    const v1::Verdict& y = group->verdicts(static_cast<int>(b));
+    if (x.correct() != y.correct()) return x.correct();
+    if (x.reward() != y.reward()) return x.reward() > y.reward();
+    return x.speedup() > y.speedup();
+  });
+  if (group->reference_timing().samples() > 0) {
+    absl::PrintF("reference %s  (median of %d samples, shared by the group)\n",
+                 Micros(group->reference_timing().median_us()),
+                 group->reference_timing().samples());
+  }
+  absl::PrintF("%-4s  %-12s  %9s  %8s  %s\n", "rank", "stage", "speedup", "reward", "source");
+  for (size_t rank = 0; rank < order.size(); ++rank) {
+    const v1::Verdict& v = group->verdicts(static_cast<int>(order[rank]));
+    const std::string speedup = v.has_timing() && v.timing().candidate().samples() > 0
+                                    ? absl::StrFormat("%.3fx", v.speedup())
+                                    : std::string("-");
+    absl::PrintF("%-4d  %-12s  %9s  %8.4g  [%d] %s\n", rank + 1, v.stage(), speedup, v.reward(),
+                 order[rank] + 1, flags.source_paths[order[rank]]);
+  }
+  SetExitCode(all_correct ? kExitOk : kExitFailed);
+}
+
+void Run(const EvaluateFlags& flags) {
+  v1::EvaluateRequest request;
+  SetCommon(flags, &request);
+  if (flags.source_paths.size() == 1 &&
+      !ReadSubmission(flags, flags.source_paths[0], request.mutable_submission())) {
+    return SetExitCode(kExitUsage);
+  }
 
   EngineSessionFlags session_flags = flags.session;
   session_flags.backend = flags.backend;
@@ -121,18 +207,14 @@ void Run(const EvaluateFlags& flags) {
                  std::string(session.status().message()).c_str());
     return SetExitCode(ExitCodeFor(session.status()));
   }
+  if (flags.source_paths.size() > 1) return RunGroup(flags, **session);
   const bool live = !flags.json && ::isatty(STDERR_FILENO);
   absl::StatusOr<v1::Verdict> verdict = (*session)->Evaluate(request, live);
   if (!verdict.ok()) {
     std::fprintf(stderr, "kerneleval evaluate: %s\n", verdict.status().ToString().c_str());
     return SetExitCode(ExitCodeFor(verdict.status()));
   }
-  if (flags.backend == "auto" && verdict->backend() == "cpu") {
-    std::fflush(stdout);
-    std::fprintf(stderr,
-                 "note: no GPU here: evaluated on the CPU backend (emulation; its timings are CPU "
-                 "times, not GPU speedups)\n");
-  }
+  NoteCpuFallback(flags, verdict->backend());
   if (flags.json) {
     std::printf("%s\n", ToJson(*verdict).c_str());
   } else {
@@ -145,10 +227,14 @@ void AddEvaluate(CLI::App& root) {
   auto flags = std::make_shared<EvaluateFlags>();
   CLI::App* cmd = root.add_subcommand(
       "evaluate",
-      "Compile, check and time a kernel against a problem's reference; print the verdict");
+      "Compile, check and time a kernel (or several) against a problem's reference; print the "
+      "verdict");
   cmd->add_option("--problem,-p", flags->problem, "Problem id (kerneleval problems list)")
       ->required();
-  cmd->add_option("--source,-s", flags->source_path, "CUDA C++ source with // @launch lines")
+  cmd->add_option("--source,-s", flags->source_paths,
+                  "CUDA C++ source with // @launch lines; several (repeat -s, or list them): "
+                  "one group against a shared reference measurement, then a ranking "
+                  "(--json: the EvaluateGroupResponse)")
       ->required();
   cmd->add_flag("--json", flags->json,
                 "Print the verdict as JSON (proto field names, every field present)");

@@ -66,6 +66,22 @@ with tempfile.TemporaryDirectory() as tmp:
     check(r.returncode == 0, f"the README's example kernel passes (got {r.returncode}: {r.stdout}{r.stderr})")
     check("stage     passed" in r.stdout, "readable verdict printed")
 
+    # Several sources: one group, a verdict each in order, a ranking.
+    r = run("--problem", "vector_add", "--source", good, "--source", wrong, "--json", "--partial")
+    check(r.returncode == 1, f"a group with a wrong kernel exits 1 (got {r.returncode}: {r.stderr})")
+    g = json.loads(r.stdout)
+    stages = [v["stage"] for v in g["verdicts"]]
+    check(stages == ["passed", "correctness"], f"group verdicts in order (got {stages})")
+    check(g["verdicts"][1]["reward"] == 0.05, "partial credit applies to the group")
+    check(g["reference_timing"]["samples"] > 0, "one shared reference measurement")
+    r = run("--problem", "vector_add", "-s", wrong, "-s", good, "--skip-timing")
+    check(r.returncode == 1, f"group text output exits 1 (got {r.returncode})")
+    ranking = r.stdout[r.stdout.find("rank"):].splitlines()
+    check(len(ranking) == 3 and "good.cu" in ranking[1] and "wrong.cu" in ranking[2],
+          f"ranking puts the correct kernel first (got {ranking})")
+    r = run("--problem", "vector_add", "-s", good, "-s", good, "--skip-timing")
+    check(r.returncode == 0, f"a group of correct kernels exits 0 (got {r.returncode}: {r.stderr})")
+
     r = subprocess.run([KERNELEVAL, "evaluate", "--source", good], capture_output=True, text=True)
     check(r.returncode == 2, "a usage error exits 2")
 
