@@ -2,27 +2,35 @@
 
 #include <google/protobuf/any.pb.h>
 #include <google/protobuf/wrappers.pb.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "evaluator/cpu/device_memory.h"
 #include "evaluator/cpu/host_compiler.h"
 #include "evaluator/cpu/runner.h"
 #include "evaluator/cpu/source_rewrite.h"
 #include "evaluator/data/dtype.h"
+#include "evaluator/data/poison.h"
+#include "evaluator/data/prng.h"
 #include "evaluator/process/framing.h"
 #include "evaluator/timing/sampling.h"
 
@@ -112,6 +120,133 @@ std::string FormatCompileFailure(const std::string& log,
   }
   return absl::StrCat(summary, "host compile (CPU backend) failed:\n", log);
 }
+
+// A timed program's buffers, every input set, in a memfd this worker maps
+// and the program's runner maps too (runner.h, SharedBufferLayout). The
+// worker writes the inputs (each round's rotation) and the poison, and reads
+// the outputs, while the runner is stopped: the runner's CPU time is the
+// kernel's alone, and no code of the kernel runs between samples.
+class SharedBuffers {
+ public:
+  static absl::StatusOr<SharedBuffers> Create(const internal::ResolvedPlan& plan,
+                                              const std::vector<uint64_t>& seeds) {
+    SharedBuffers shared;
+    shared.plan_ = &plan;
+    shared.layout_ = LayoutFor(plan);
+    shared.bytes_ = std::max<uint64_t>(1, shared.layout_.set_bytes * seeds.size());
+    shared.fd_ = ::memfd_create("kerneleval-timed-buffers", MFD_CLOEXEC);
+    if (shared.fd_ < 0 || ::ftruncate(shared.fd_, static_cast<off_t>(shared.bytes_)) != 0) {
+      return absl::ResourceExhaustedError(absl::StrCat("memfd: ", std::strerror(errno)));
+    }
+    void* map = ::mmap(nullptr, shared.bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, shared.fd_, 0);
+    if (map == MAP_FAILED) {
+      return absl::ResourceExhaustedError(absl::StrCat("mmap: ", std::strerror(errno)));
+    }
+    shared.map_ = static_cast<char*>(map);
+    shared.seeds_ = seeds;
+    shared.rotation_.assign(seeds.size(), std::vector<uint64_t>(plan.buffers_size(), 0));
+    for (uint64_t seed : seeds) {
+      auto& inputs = shared.inputs_.emplace_back();
+      for (const internal::BufferSpec& spec : plan.buffers()) {
+        inputs.push_back(spec.role() == internal::BUFFER_ROLE_INPUT
+                             ? data::GenerateInput(spec, seed, kInputThreads)
+                             : std::string());
+      }
+    }
+    return shared;
+  }
+
+  SharedBuffers() = default;
+  SharedBuffers(SharedBuffers&& other) noexcept { *this = std::move(other); }
+  SharedBuffers& operator=(SharedBuffers&& other) noexcept {
+    if (this != &other) {
+      Release();
+      plan_ = other.plan_;
+      layout_ = std::move(other.layout_);
+      seeds_ = std::move(other.seeds_);
+      inputs_ = std::move(other.inputs_);
+      rotation_ = std::move(other.rotation_);
+      fd_ = std::exchange(other.fd_, -1);
+      map_ = std::exchange(other.map_, nullptr);
+      bytes_ = std::exchange(other.bytes_, 0);
+    }
+    return *this;
+  }
+  SharedBuffers(const SharedBuffers&) = delete;
+  SharedBuffers& operator=(const SharedBuffers&) = delete;
+  ~SharedBuffers() { Release(); }
+
+  [[nodiscard]] int fd() const { return fd_; }
+
+  // Round `round` on input set `set`: every input rotated by its offset
+  // (data::TimedInputRotation), outputs and scratch poisoned.
+  void Prepare(size_t set, uint64_t round) {
+    for (int b = 0; b < plan_->buffers_size(); ++b) {
+      const internal::BufferSpec& spec = plan_->buffers(b);
+      char* data = Data(set, b);
+      if (spec.role() == internal::BUFFER_ROLE_INPUT) {
+        const uint64_t offset =
+            data::TimedInputRotation(seeds_[set], round, spec.name(), spec.elements());
+        data::RotateElements(inputs_[set][static_cast<size_t>(b)].data(), data, spec.elements(),
+                             data::DTypeSize(spec.dtype()), offset);
+        rotation_[set][static_cast<size_t>(b)] = offset;
+      } else {
+        data::FillPoison(spec.dtype(), data, spec.elements());
+      }
+    }
+  }
+
+  // The outputs of the last run on `set`, and whether an input changed.
+  [[nodiscard]] internal::CaseResult Collect(size_t set) const {
+    internal::CaseResult result;
+    std::string expected;
+    for (int b = 0; b < plan_->buffers_size(); ++b) {
+      const internal::BufferSpec& spec = plan_->buffers(b);
+      const char* data = Data(set, b);
+      const size_t bytes = spec.elements() * data::DTypeSize(spec.dtype());
+      if (spec.role() == internal::BUFFER_ROLE_INPUT) {
+        expected.resize(bytes);
+        data::RotateElements(inputs_[set][static_cast<size_t>(b)].data(), expected.data(),
+                             spec.elements(), data::DTypeSize(spec.dtype()),
+                             rotation_[set][static_cast<size_t>(b)]);
+        if (result.modified_input().empty() && std::memcmp(data, expected.data(), bytes) != 0) {
+          result.set_modified_input(spec.name());
+        }
+      } else if (spec.role() == internal::BUFFER_ROLE_OUTPUT) {
+        internal::Tensor* tensor = result.add_outputs();
+        tensor->set_name(spec.name());
+        tensor->set_dtype(spec.dtype());
+        tensor->set_elements(spec.elements());
+        tensor->set_data(data, bytes);
+      }
+    }
+    return result;
+  }
+
+ private:
+  static constexpr unsigned kInputThreads = 2;
+
+  [[nodiscard]] char* Data(size_t set, int buffer) const {
+    const internal::BufferSpec& spec = plan_->buffers(buffer);
+    return map_ + layout_.set_bytes * set + layout_.offsets[static_cast<size_t>(buffer)] +
+           GuardedDataOffset(spec.elements() * data::DTypeSize(spec.dtype()));
+  }
+  void Release() noexcept {
+    if (map_) ::munmap(map_, bytes_);
+    if (fd_ >= 0) ::close(fd_);
+    map_ = nullptr;
+    fd_ = -1;
+  }
+
+  const internal::ResolvedPlan* plan_ = nullptr;
+  SharedBufferLayout layout_;
+  std::vector<uint64_t> seeds_;
+  std::vector<std::vector<std::string>> inputs_;  // [set][buffer] generated bytes
+  std::vector<std::vector<uint64_t>> rotation_;   // [set][buffer] of the last Prepare
+  int fd_ = -1;
+  char* map_ = nullptr;
+  uint64_t bytes_ = 0;
+};
 
 class Worker {
  public:
@@ -248,6 +383,13 @@ class Worker {
       configs.push_back(MakeConfig(names));
     }
     const absl::Time deadline = absl::Now() + absl::Seconds(timeout);
+    // Each program's buffers, shared with its runner only.
+    std::vector<SharedBuffers> buffers;
+    for (const internal::TimedProgram& program : request.programs()) {
+      absl::StatusOr<SharedBuffers> shared = SharedBuffers::Create(program.plan(), seeds);
+      if (!shared.ok()) return shared.status();
+      buffers.push_back(*std::move(shared));
+    }
     // One runner per program: the programs never share memory.
     std::vector<RunnerProcess> runners;
     for (int p = 0; p < request.programs_size(); ++p) {
@@ -258,7 +400,8 @@ class Worker {
       *job.mutable_config() = config;
       RunnerConfig runner_config = configs[static_cast<size_t>(p)];
       runner_config.job = RunnerJob::kTimeProgram;
-      absl::StatusOr<RunnerProcess> runner = RunnerProcess::Start(self_binary_, runner_config, job);
+      absl::StatusOr<RunnerProcess> runner = RunnerProcess::Start(
+          self_binary_, runner_config, job, buffers[static_cast<size_t>(p)].fd());
       if (!runner.ok()) return runner.status();
       if (absl::Status s = AwaitLoading(*runner); !s.ok()) return s;
       runners.push_back(*std::move(runner));
@@ -301,17 +444,20 @@ class Worker {
     // included), read by this process: neither waits for a core on a busy
     // machine nor the wake-up of a stopped process count, so a program
     // timed against itself measures ~1x where wall time varied by 2x.
-    // 'P' (set, round): rotate the set's inputs for that round and poison the
-    // outputs; 'R' (set): run the plan, the sample.
+    // 'P' (set, round): this worker rotates the set's inputs for that round
+    // and poisons the outputs, the runner stopped; 'R' (set): the runner runs
+    // the plan, the sample.
     auto command = [&](int p, char op, size_t set, uint64_t round,
                        double* microseconds) -> absl::Status {
+      if (op == 'P') {
+        buffers[static_cast<size_t>(p)].Prepare(set, round);
+        return absl::OkStatus();
+      }
       RunnerProcess& runner = runners[static_cast<size_t>(p)];
       absl::StatusOr<absl::Duration> cpu_before = runner.CpuTime();
       if (!cpu_before.ok()) return cpu_before.status();
       runner.Continue();
-      const std::string frame =
-          op == 'P' ? absl::StrCat("P", set, ":", round) : absl::StrCat("R", set);
-      if (absl::Status s = process::WriteFrame(runner.fd(), frame); !s.ok()) {
+      if (absl::Status s = process::WriteFrame(runner.fd(), absl::StrCat("R", set)); !s.ok()) {
         return s;
       }
       if (absl::Status s = process::ReadFrame(runner.fd(), &reply, deadline, 64); !s.ok()) {
@@ -375,8 +521,10 @@ class Worker {
       if (absl::Status s = process::ReadMessage(runner.fd(), timing, deadline); !s.ok()) {
         return fail(p, s);
       }
-      if (timing->last_outputs_size() != static_cast<int>(sets)) {
-        return fail(p, absl::DataLossError("wrong number of input sets"));
+      // The outputs as this worker reads them, not as the runner says.
+      timing->clear_last_outputs();
+      for (size_t set = 0; set < sets; ++set) {
+        *timing->add_last_outputs() = buffers[static_cast<size_t>(p)].Collect(set);
       }
       for (double sample : samples[static_cast<size_t>(p)]) timing->add_samples_us(sample);
       runner.Wait(absl::Seconds(2));

@@ -23,7 +23,19 @@ size_t GuardedBufferAlignment(size_t bytes) {
   return lowest_bit > 256 ? 256 : lowest_bit;
 }
 
-absl::StatusOr<GuardedBuffer> GuardedBuffer::Allocate(size_t bytes) {
+size_t GuardedDataPagesBytes(size_t bytes) {
+  return RoundUp(bytes == 0 ? 0 : RoundUp(bytes, 16), PageSize());
+}
+
+size_t GuardedDataOffset(size_t bytes) {
+  return GuardedDataPagesBytes(bytes) - (bytes == 0 ? 0 : RoundUp(bytes, 16));
+}
+
+// Reserves guard page + data pages + guard page (no access), then makes the
+// data pages usable with `make_data(start, length)` (which returns false and
+// sets errno on failure).
+template <typename MakeData>
+absl::StatusOr<GuardedBuffer> GuardedBuffer::Map(size_t bytes, MakeData&& make_data) {
   const size_t page = PageSize();
   const size_t padded = bytes == 0 ? 0 : RoundUp(bytes, 16);
   const size_t data_pages = RoundUp(padded, page);
@@ -38,15 +50,30 @@ absl::StatusOr<GuardedBuffer> GuardedBuffer::Allocate(size_t bytes) {
         absl::StrCat("cannot map a buffer of ", bytes, " bytes: ", std::strerror(errno)));
   }
   char* base = static_cast<char*>(mapping);
-  if (data_pages > 0 && ::mprotect(base + page, data_pages, PROT_READ | PROT_WRITE) != 0) {
+  if (data_pages > 0 && !make_data(base + page, data_pages)) {
     const int error = errno;
     ::munmap(mapping, mapping_bytes);
     return absl::ResourceExhaustedError(
         absl::StrCat("cannot map a buffer of ", bytes, " bytes: ", std::strerror(error)));
   }
   // Ends at the trailing guard page; the start keeps GuardedBufferAlignment.
-  char* data = base + page + data_pages - padded;
-  return GuardedBuffer(mapping, mapping_bytes, data, bytes);
+  return GuardedBuffer(mapping, mapping_bytes, base + page + data_pages - padded, bytes);
+}
+
+absl::StatusOr<GuardedBuffer> GuardedBuffer::Allocate(size_t bytes) {
+  return Map(bytes, [](char* start, size_t length) {
+    return ::mprotect(start, length, PROT_READ | PROT_WRITE) == 0;
+  });
+}
+
+absl::StatusOr<GuardedBuffer> GuardedBuffer::MapShared(int fd, uint64_t file_offset, size_t bytes) {
+  if (file_offset % PageSize() != 0) {
+    return absl::InvalidArgumentError("shared buffer offset is not page-aligned");
+  }
+  return Map(bytes, [&](char* start, size_t length) {
+    return ::mmap(start, length, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
+                  static_cast<off_t>(file_offset)) != MAP_FAILED;
+  });
 }
 
 GuardedBuffer::GuardedBuffer(GuardedBuffer&& other) noexcept

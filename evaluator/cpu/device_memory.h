@@ -19,6 +19,10 @@ namespace kerneleval::cpu {
 class GuardedBuffer {
  public:
   static absl::StatusOr<GuardedBuffer> Allocate(size_t bytes);
+  // The same placement, but the data pages are `GuardedDataPagesBytes(bytes)`
+  // bytes of `fd` from `file_offset` (page-aligned), mapped shared: another
+  // process mapping the same range sees the same bytes.
+  static absl::StatusOr<GuardedBuffer> MapShared(int fd, uint64_t file_offset, size_t bytes);
 
   GuardedBuffer(GuardedBuffer&& other) noexcept;
   GuardedBuffer& operator=(GuardedBuffer&& other) noexcept;
@@ -33,6 +37,8 @@ class GuardedBuffer {
   GuardedBuffer(void* mapping, size_t mapping_bytes, char* data, size_t size)
       : mapping_(mapping), mapping_bytes_(mapping_bytes), data_(data), size_(size) {}
   void Release() noexcept;
+  template <typename MakeData>
+  static absl::StatusOr<GuardedBuffer> Map(size_t bytes, MakeData&& make_data);
 
   void* mapping_ = nullptr;
   size_t mapping_bytes_ = 0;
@@ -42,5 +48,9 @@ class GuardedBuffer {
 
 // [bytes] The alignment GuardedBuffer gives a buffer of `bytes`.
 size_t GuardedBufferAlignment(size_t bytes);
+// [bytes] The whole pages holding the data of a buffer of `bytes`, and where
+// in them the data starts (its end meets the trailing guard page).
+size_t GuardedDataPagesBytes(size_t bytes);
+size_t GuardedDataOffset(size_t bytes);
 
 }  // namespace kerneleval::cpu

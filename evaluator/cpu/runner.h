@@ -17,10 +17,15 @@
 //                     runner that ends before it is the harness's failure
 //                     (infrastructure); any end after it is the kernel's.
 //   Run:    runner -> worker  one internal::RunResult, then exit 0.
-//   Time:   runner -> worker  "ready" after setup; then per command frame
-//           from the worker ("P" set: poison outputs, "R" set: run the plan,
-//           "F": finish) one reply: "k", or for "F" an internal::ProgramTiming
-//           with last_outputs per input set, then exit 0.
+//   Time:   the program's buffers of every input set live in a memfd the
+//           worker created and also maps (fd 5 in the runner; layout:
+//           SharedBufferLayout). The worker generates the inputs, rotates
+//           them and poisons the outputs there itself, while the runner is
+//           stopped, and reads the outputs from there: the runner runs only
+//           while a sample is taken. runner -> worker "ready" after setup;
+//           then per command frame from the worker ("R" set: run the plan,
+//           "F": finish) one reply: "k", or for "F" an empty
+//           internal::ProgramTiming, then exit 0.
 // Failures: a fault ends the runner by its signal; a kernel error (trap,
 // failed assert, deadlock, invalid launch) exits kKernelErrorExit with the
 // message in the RunnerReport, a memfd page shared with the worker (fd 4).
@@ -84,15 +89,28 @@ struct RunnerConfig {
   static RunnerConfig FromArgs(int argc, char** argv);
 };
 
+// Where the buffers of one plan lie in a timing memfd: input set s, buffer
+// b (plan order) at file offset s * set_bytes + offsets[b]; its data starts
+// GuardedDataOffset(bytes) into those pages (the runner maps them between
+// guard pages, like GuardedBuffer).
+struct SharedBufferLayout {
+  std::vector<uint64_t> offsets;  // [bytes] page-aligned
+  uint64_t set_bytes = 0;         // [bytes] page-aligned
+};
+SharedBufferLayout LayoutFor(const internal::ResolvedPlan& plan);
+
 // A runner, seen from the worker. Move-only; the destructor kills and reaps
 // the child and unmaps the report.
 class RunnerProcess {
  public:
   // Starts `worker_binary cpu-runner <config>` and sends it `job` (see the
   // protocol above). The calling process must be single-threaded.
+  // `shared_buffers_fd` (timing): the memfd of SharedBufferLayout, fd 5 in
+  // the runner; -1 for none.
   static absl::StatusOr<RunnerProcess> Start(const std::string& worker_binary,
                                              const RunnerConfig& config,
-                                             const google::protobuf::MessageLite& job);
+                                             const google::protobuf::MessageLite& job,
+                                             int shared_buffers_fd = -1);
 
   RunnerProcess(RunnerProcess&& other) noexcept;
   RunnerProcess& operator=(RunnerProcess&& other) noexcept;

@@ -173,6 +173,21 @@ class CpuBackendTest : public ::testing::Test {
   static inline std::string* setup_error_ = nullptr;
 };
 
+// A timing program: `source`'s vector_add(a, b, c, n) on n floats, launched
+// with `grid` blocks of 256 threads.
+internal::TimedProgram TimedVectorAdd(const std::string& label, const std::string& source, int n,
+                                      uint32_t grid) {
+  internal::TimedProgram p;
+  p.mutable_program()->set_label(label);
+  p.mutable_program()->set_source(source);
+  internal::Case c = MakeCase(
+      "t", 0,
+      {Input("a", v1::DTYPE_F32, n), Input("b", v1::DTYPE_F32, n), Output("c", v1::DTYPE_F32, n)},
+      {Launch("vector_add", {grid}, {256}, {Buf("a"), Buf("b"), Buf("c"), Int(n)})});
+  *p.mutable_plan() = c.plan();
+  return p;
+}
+
 constexpr char kVectorAdd[] = R"(
 __global__ void vector_add(const float* __restrict__ a, const float* __restrict__ b,
                            float* __restrict__ c, int n) {
@@ -836,15 +851,7 @@ __global__ void checks(float* y) {
 TEST_F(CpuBackendTest, TimeInterleavesProgramsAndReturnsLastOutputs) {
   const int n = 4096;
   auto program = [&](const std::string& label, const std::string& source) {
-    internal::TimedProgram p;
-    p.mutable_program()->set_label(label);
-    p.mutable_program()->set_source(source);
-    internal::Case c = MakeCase(
-        "t", 0,
-        {Input("a", v1::DTYPE_F32, n), Input("b", v1::DTYPE_F32, n), Output("c", v1::DTYPE_F32, n)},
-        {Launch("vector_add", {n / 256}, {256}, {Buf("a"), Buf("b"), Buf("c"), Int(n)})});
-    *p.mutable_plan() = c.plan();
-    return p;
+    return TimedVectorAdd(label, source, n, n / 256);
   };
   internal::TimingRequest request;
   *request.add_programs() = program("reference", kVectorAdd);
@@ -891,15 +898,7 @@ TEST_F(CpuBackendTest, TimeInterleavesProgramsAndReturnsLastOutputs) {
 TEST_F(CpuBackendTest, TimeNamesTheProgramThatFails) {
   const int n = 256;
   auto program = [&](const std::string& label, const std::string& source) {
-    internal::TimedProgram p;
-    p.mutable_program()->set_label(label);
-    p.mutable_program()->set_source(source);
-    internal::Case c = MakeCase(
-        "t", 0,
-        {Input("a", v1::DTYPE_F32, n), Input("b", v1::DTYPE_F32, n), Output("c", v1::DTYPE_F32, n)},
-        {Launch("vector_add", {1}, {256}, {Buf("a"), Buf("b"), Buf("c"), Int(n)})});
-    *p.mutable_plan() = c.plan();
-    return p;
+    return TimedVectorAdd(label, source, n, 1);
   };
   internal::TimingRequest request;
   *request.add_programs() = program("reference", kVectorAdd);
@@ -920,6 +919,39 @@ __global__ void vector_add(const float* a, const float* b, float* c, int n) {
   EXPECT_EQ(result->failure().stage(), "runtime");
   EXPECT_NE(result->failure().message().find("SIGSEGV"), std::string::npos)
       << result->failure().message();
+}
+
+TEST_F(CpuBackendTest, TimeChecksTheInputsItselfInTheSharedBuffers) {
+  // The worker owns the timed buffers (a memfd the runner maps): it reads the
+  // outputs and sees an input the kernel changed, whatever the runner says.
+  const int n = 4096;
+  auto program = [&](const std::string& label, const std::string& source) {
+    return TimedVectorAdd(label, source, n, n / 256);
+  };
+  internal::TimingRequest request;
+  *request.add_programs() = program("reference", kVectorAdd);
+  *request.add_programs() = program("candidate", R"(
+__global__ void vector_add(float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+  if (i == 7) a[7] = 0.0f;  // scribbles on its input
+}
+)");
+  request.add_input_seeds(3);
+  request.add_input_seeds(4);
+  request.mutable_config()->set_warmup_runs(1);
+  request.mutable_config()->set_min_samples(4);
+  request.mutable_config()->set_max_seconds(1);
+  request.mutable_config()->set_input_sets(2);
+  request.set_timeout_seconds(30);
+  absl::StatusOr<internal::TimingResult> result = backend_->Time(request);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_FALSE(result->has_failure()) << result->failure().message();
+  ASSERT_EQ(result->programs_size(), 2);
+  for (int set = 0; set < 2; ++set) {
+    EXPECT_TRUE(result->programs(0).last_outputs(set).modified_input().empty());
+    EXPECT_EQ(result->programs(1).last_outputs(set).modified_input(), "a") << set;
+  }
 }
 
 }  // namespace
