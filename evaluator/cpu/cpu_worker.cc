@@ -383,7 +383,25 @@ class Worker {
       configs.push_back(MakeConfig(names));
     }
     const absl::Time deadline = absl::Now() + absl::Seconds(timeout);
-    // Each program's buffers, shared with its runner only.
+    // Each program's buffers, shared with its runner only. This worker maps
+    // them all, plus each input as generated (rotations are copied from
+    // it): bounded, so that a large group fails clearly instead of hitting
+    // the worker's address-space limit.
+    uint64_t mapped_bytes = 0;
+    for (const internal::TimedProgram& program : request.programs()) {
+      mapped_bytes += LayoutFor(program.plan()).set_bytes * seeds.size();
+      for (const internal::BufferSpec& spec : program.plan().buffers()) {
+        if (spec.role() == internal::BUFFER_ROLE_INPUT) {
+          mapped_bytes += spec.elements() * data::DTypeSize(spec.dtype()) * seeds.size();
+        }
+      }
+    }
+    if (mapped_bytes > 2 * settings_.max_output_bytes) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("the timed buffers of ", request.programs_size(), " programs (",
+                       mapped_bytes, " bytes) exceed the CPU backend's limit of ",
+                       2 * settings_.max_output_bytes, " bytes: fewer submissions per group"));
+    }
     std::vector<SharedBuffers> buffers;
     for (const internal::TimedProgram& program : request.programs()) {
       absl::StatusOr<SharedBuffers> shared = SharedBuffers::Create(program.plan(), seeds);
