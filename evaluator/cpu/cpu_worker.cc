@@ -28,6 +28,7 @@
 #include "evaluator/cpu/host_compiler.h"
 #include "evaluator/cpu/runner.h"
 #include "evaluator/cpu/source_rewrite.h"
+#include "evaluator/data/compare.h"
 #include "evaluator/data/dtype.h"
 #include "evaluator/data/poison.h"
 #include "evaluator/data/prng.h"
@@ -213,11 +214,7 @@ class SharedBuffers {
           result.set_modified_input(spec.name());
         }
       } else if (spec.role() == internal::BUFFER_ROLE_OUTPUT) {
-        internal::Tensor* tensor = result.add_outputs();
-        tensor->set_name(spec.name());
-        tensor->set_dtype(spec.dtype());
-        tensor->set_elements(spec.elements());
-        tensor->set_data(data, bytes);
+        data::AppendOutput(spec, data, &result);
       }
     }
     return result;

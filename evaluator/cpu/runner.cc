@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "evaluator/cpu/device_memory.h"
+#include "evaluator/data/compare.h"
 #include "evaluator/data/dtype.h"
 #include "evaluator/data/poison.h"
 #include "evaluator/data/prng.h"
@@ -260,11 +261,7 @@ class PlanMemory {
           result.set_modified_input(e.spec->name());
         }
       } else if (e.spec->role() == internal::BUFFER_ROLE_OUTPUT) {
-        internal::Tensor* tensor = result.add_outputs();
-        tensor->set_name(e.spec->name());
-        tensor->set_dtype(e.spec->dtype());
-        tensor->set_elements(e.spec->elements());
-        tensor->set_data(static_cast<const char*>(e.buffer.data()), e.buffer.size());
+        data::AppendOutput(*e.spec, e.buffer.data(), &result);
       }
     }
     return result;

@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "evaluator/cuda/aux_kernels.h"
 #include "evaluator/cuda/launch.h"
+#include "evaluator/data/compare.h"
 #include "evaluator/data/dtype.h"
 #include "evaluator/data/poison.h"
 #include "evaluator/data/prng.h"
@@ -484,11 +485,7 @@ absl::StatusOr<internal::CaseResult> CudaWorker::Collect(const BufferSet& set) {
         result.set_modified_input(spec.name());
       }
     } else if (spec.role() == internal::BUFFER_ROLE_OUTPUT) {
-      internal::Tensor* tensor = result.add_outputs();
-      tensor->set_name(spec.name());
-      tensor->set_dtype(spec.dtype());
-      tensor->set_elements(spec.elements());
-      tensor->set_data(std::string(payload));
+      data::AppendOutput(spec, payload.data(), &result);
     }
   }
   return result;

@@ -244,4 +244,13 @@ v1::OutputCheck CompareTensor(const internal::Tensor& expected, const internal::
   return check;
 }
 
+void AppendOutput(const internal::BufferSpec& spec, const void* data,
+                  internal::CaseResult* result) {
+  internal::Tensor* tensor = result->add_outputs();
+  tensor->set_name(spec.name());
+  tensor->set_dtype(spec.dtype());
+  tensor->set_elements(spec.elements());
+  tensor->set_data(static_cast<const char*>(data), spec.elements() * DTypeSize(spec.dtype()));
+}
+
 }  // namespace kerneleval::data

@@ -44,6 +44,11 @@ bool ElementMatches(double expected, double got, double atol, double rtol);
 // Row-major multi-dimensional index of a flat index (dims empty: a scalar).
 std::vector<int64_t> UnravelIndex(uint64_t flat_index, const std::vector<int64_t>& dims);
 
+// Appends output buffer `spec` to `result`, its bytes copied from `data`
+// (spec.elements() * DTypeSize(spec.dtype()) of them): what every backend
+// returns of a run.
+void AppendOutput(const internal::BufferSpec& spec, const void* data, internal::CaseResult* result);
+
 // Compares `got` with `expected` (same name, dtype and element count, both
 // with elements * DTypeSize bytes of data). `dims` is the output's shape: its
 // product must equal the element count (empty dims: one element).
