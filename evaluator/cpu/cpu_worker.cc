@@ -459,15 +459,9 @@ class Worker {
     // included), read by this process: neither waits for a core on a busy
     // machine nor the wake-up of a stopped process count, so a program
     // timed against itself measures ~1x where wall time varied by 2x.
-    // 'P' (set, round): this worker rotates the set's inputs for that round
-    // and poisons the outputs, the runner stopped; 'R' (set): the runner runs
-    // the plan, the sample.
-    auto command = [&](int p, char op, size_t set, uint64_t round,
-                       double* microseconds) -> absl::Status {
-      if (op == 'P') {
-        buffers[static_cast<size_t>(p)].Prepare(set, round);
-        return absl::OkStatus();
-      }
+    // Before each run this worker prepares the set's buffers for that round
+    // (SharedBuffers::Prepare), the runner stopped; the run is the sample.
+    auto run = [&](int p, size_t set, double* microseconds) -> absl::Status {
       RunnerProcess& runner = runners[static_cast<size_t>(p)];
       absl::StatusOr<absl::Duration> cpu_before = runner.CpuTime();
       if (!cpu_before.ok()) return cpu_before.status();
@@ -496,8 +490,8 @@ class Worker {
     // timed, has inputs of its own (data::TimedInputRotation).
     for (uint32_t w = 0; w < config.warmup_runs(); ++w) {
       for (int p = 0; p < request.programs_size(); ++p) {
-        if (absl::Status s = command(p, 'P', w % sets, w, nullptr); !s.ok()) return fail(p, s);
-        if (absl::Status s = command(p, 'R', w % sets, w, nullptr); !s.ok()) return fail(p, s);
+        buffers[static_cast<size_t>(p)].Prepare(w % sets, w);
+        if (absl::Status s = run(p, w % sets, nullptr); !s.ok()) return fail(p, s);
       }
     }
     const auto start = std::chrono::steady_clock::now();
@@ -509,12 +503,9 @@ class Worker {
       // always follows the same neighbour (caches, clocks).
       for (int k = 0; k < n_programs; ++k) {
         const int p = static_cast<int>((round + static_cast<uint64_t>(k)) % n_programs);
-        const uint64_t numbered = config.warmup_runs() + round;
-        if (absl::Status s = command(p, 'P', set, numbered, nullptr); !s.ok()) return fail(p, s);
+        buffers[static_cast<size_t>(p)].Prepare(set, config.warmup_runs() + round);
         double microseconds = 0;
-        if (absl::Status s = command(p, 'R', set, numbered, &microseconds); !s.ok()) {
-          return fail(p, s);
-        }
+        if (absl::Status s = run(p, set, &microseconds); !s.ok()) return fail(p, s);
         samples[static_cast<size_t>(p)].push_back(microseconds);
       }
       const double elapsed =

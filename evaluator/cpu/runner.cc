@@ -422,10 +422,6 @@ void RunnerProcess::Kill() noexcept {
   pid_ = -1;
 }
 
-void RunnerProcess::Pause() noexcept {
-  if (pid_ > 0) ::kill(pid_, SIGSTOP);
-}
-
 void RunnerProcess::Continue() noexcept {
   if (pid_ > 0) ::kill(pid_, SIGCONT);
 }

@@ -125,13 +125,12 @@ class RunnerProcess {
   // SIGKILL, then reap. Idempotent.
   void Kill() noexcept;
   // SIGSTOP / SIGCONT: while another program is timed, this one (and any
-  // thread its kernel code left running) gets no CPU.
-  void Pause() noexcept;
-  void Continue() noexcept;
-  // Pause(), then waits until every thread has stopped (or the child ended,
-  // which is reaped and recorded): after it, the CPU clock below stands still.
-  // Returns false if the child ended or did not stop within `timeout`.
+  // thread its kernel code left running) gets no CPU. PauseAndWaitStopped
+  // also waits until every thread has stopped (or the child ended, which is
+  // reaped and recorded): after it, the CPU clock below stands still. It
+  // returns false if the child ended or did not stop within `timeout`.
   bool PauseAndWaitStopped(absl::Duration timeout) noexcept;
+  void Continue() noexcept;
   // CPU time consumed so far by all threads of the child (the kernel's
   // clock, not the wall's: time the child waits for a core does not count).
   // Read by the parent, so code in the child cannot forge it.
