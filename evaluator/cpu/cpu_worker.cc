@@ -130,13 +130,9 @@ std::string FormatCompileFailure(const std::string& log,
 // kernel's alone, and no code of the kernel runs between samples.
 class SharedBuffers {
  public:
-  // Generated inputs by (seed, spec): every program of a request has the
-  // same inputs, generated once.
-  using InputCache = std::map<std::string, std::shared_ptr<const std::string>>;
-
   static absl::StatusOr<SharedBuffers> Create(const internal::ResolvedPlan& plan,
                                               const std::vector<uint64_t>& seeds,
-                                              InputCache* generated) {
+                                              data::GeneratedInputs* generated) {
     SharedBuffers shared;
     shared.plan_ = &plan;
     shared.layout_ = LayoutFor(plan);
@@ -155,17 +151,8 @@ class SharedBuffers {
     for (uint64_t seed : seeds) {
       auto& inputs = shared.inputs_.emplace_back();
       for (const internal::BufferSpec& spec : plan.buffers()) {
-        if (spec.role() != internal::BUFFER_ROLE_INPUT) {
-          inputs.push_back(nullptr);
-          continue;
-        }
-        std::shared_ptr<const std::string>& input =
-            (*generated)[absl::StrCat(seed, ":", spec.SerializeAsString())];
-        if (!input) {
-          input =
-              std::make_shared<const std::string>(data::GenerateInput(spec, seed, kInputThreads));
-        }
-        inputs.push_back(input);
+        inputs.push_back(spec.role() == internal::BUFFER_ROLE_INPUT ? generated->Get(spec, seed)
+                                                                    : nullptr);
       }
     }
     return shared;
@@ -235,8 +222,6 @@ class SharedBuffers {
   }
 
  private:
-  static constexpr unsigned kInputThreads = 2;
-
   [[nodiscard]] char* Data(size_t set, int buffer) const {
     const internal::BufferSpec& spec = plan_->buffers(buffer);
     return map_ + layout_.set_bytes * set + layout_.offsets[static_cast<size_t>(buffer)] +
@@ -416,7 +401,7 @@ class Worker {
                        2 * settings_.max_output_bytes, " bytes: fewer submissions per group"));
     }
     std::vector<SharedBuffers> buffers;
-    SharedBuffers::InputCache generated;
+    data::GeneratedInputs generated(/*threads=*/2);
     for (const internal::TimedProgram& program : request.programs()) {
       absl::StatusOr<SharedBuffers> shared =
           SharedBuffers::Create(program.plan(), seeds, &generated);

@@ -30,6 +30,7 @@
 #include "evaluator/cuda/device.h"
 #include "evaluator/cuda/driver.h"
 #include "evaluator/cuda/resources.h"
+#include "evaluator/data/prng.h"
 #include "kerneleval/internal/worker.pb.h"
 #include "kerneleval/v1/kerneleval.pb.h"
 
@@ -98,8 +99,11 @@ class CudaWorker {
 
   absl::StatusOr<LoadedProgram> LoadProgram(const internal::Program& program,
                                             std::vector<std::string>* notes);
-  // `rotatable`: inputs also keep a pristine device copy for RotateInputs.
+  // Inputs come from `generated` (shared by the programs of one timing
+  // request); `rotatable`: they also keep a pristine device copy for
+  // RotateInputs.
   absl::StatusOr<BufferSet> AllocateBuffers(const internal::ResolvedPlan& plan, uint64_t seed,
+                                            data::GeneratedInputs& generated,
                                             bool rotatable = false);
   // Queues on the stream the copies that rotate every input of a rotatable
   // set for timed round `round` (data::TimedInputRotation).

@@ -395,6 +395,14 @@ std::string GenerateInput(const internal::BufferSpec& spec, uint64_t case_seed, 
   return bytes;
 }
 
+std::shared_ptr<const std::string> GeneratedInputs::Get(const internal::BufferSpec& spec,
+                                                        uint64_t seed) {
+  std::shared_ptr<const std::string>& input =
+      by_key_[absl::StrCat(seed, ":", spec.SerializeAsString())];
+  if (!input) input = std::make_shared<const std::string>(GenerateInput(spec, seed, threads_));
+  return input;
+}
+
 uint64_t TimedInputRotation(uint64_t set_seed, uint64_t round, std::string_view buffer_name,
                             uint64_t elements) {
   if (elements <= 1) return 0;

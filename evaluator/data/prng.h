@@ -16,6 +16,8 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -66,6 +68,19 @@ void GenerateInputRange(const internal::BufferSpec& spec, uint64_t case_seed, ui
 // An unspecified dtype gives an empty string.
 std::string GenerateInput(const internal::BufferSpec& spec, uint64_t case_seed,
                           unsigned threads = 1);
+
+// Generated inputs kept by (seed, spec), each generated once: every program
+// timed in one request has the same inputs. Not thread-safe.
+class GeneratedInputs {
+ public:
+  explicit GeneratedInputs(unsigned threads = 1) : threads_(threads) {}
+  // GenerateInput(spec, seed), generated on the first request for it.
+  std::shared_ptr<const std::string> Get(const internal::BufferSpec& spec, uint64_t seed);
+
+ private:
+  unsigned threads_;
+  std::map<std::string, std::shared_ptr<const std::string>> by_key_;
+};
 
 // Timed runs see inputs that no earlier run saw: before timed round `round`
 // (warm-up rounds included), every input buffer of an input set is rotated

@@ -338,6 +338,18 @@ TEST(PortableMathTest, CloseToTheCLibrary) {
   EXPECT_EQ(PortableCosTwoPi(0.25), 0.0);
 }
 
+TEST(GeneratedInputsTest, GeneratesEachSeedAndSpecOnce) {
+  GeneratedInputs generated(2);
+  const internal::BufferSpec x = Spec("x", v1::DTYPE_F32, 1000);
+  const std::shared_ptr<const std::string> first = generated.Get(x, 5);
+  EXPECT_EQ(*first, GenerateInput(x, 5));
+  EXPECT_EQ(generated.Get(x, 5), first);  // the same bytes, not generated again
+  EXPECT_NE(generated.Get(x, 6), first);
+  EXPECT_NE(*generated.Get(x, 6), *first);
+  EXPECT_NE(generated.Get(Spec("x", v1::DTYPE_F32, 1001), 5), first);
+  EXPECT_NE(generated.Get(Spec("y", v1::DTYPE_F32, 1000), 5), first);
+}
+
 TEST(TimedInputRotationTest, DeterministicInRangeAndDifferentPerRoundAndBuffer) {
   const uint64_t n = 1'000'003;
   EXPECT_EQ(TimedInputRotation(7, 3, "x", n), TimedInputRotation(7, 3, "x", n));
