@@ -700,36 +700,17 @@ inline double __uint2double_rn(unsigned x) { return x; }
   inline T hceil(T a) { return from_float(::ceilf(to_float(a))); }                 \
   inline T htrunc(T a) { return from_float(::truncf(to_float(a))); }               \
   inline T hrint(T a) { return from_float(::nearbyintf(to_float(a))); }            \
-  inline T2 h2exp(T2 a) {                                                          \
+  inline T2 kerneleval_cpu_lanewise(T2 a, T (*f)(T)) {                             \
     T2 r;                                                                          \
-    r.x = hexp(a.x);                                                               \
-    r.y = hexp(a.y);                                                               \
+    r.x = f(a.x);                                                                  \
+    r.y = f(a.y);                                                                  \
     return r;                                                                      \
   }                                                                                \
-  inline T2 h2log(T2 a) {                                                          \
-    T2 r;                                                                          \
-    r.x = hlog(a.x);                                                               \
-    r.y = hlog(a.y);                                                               \
-    return r;                                                                      \
-  }                                                                                \
-  inline T2 h2sqrt(T2 a) {                                                         \
-    T2 r;                                                                          \
-    r.x = hsqrt(a.x);                                                              \
-    r.y = hsqrt(a.y);                                                              \
-    return r;                                                                      \
-  }                                                                                \
-  inline T2 h2rsqrt(T2 a) {                                                        \
-    T2 r;                                                                          \
-    r.x = hrsqrt(a.x);                                                             \
-    r.y = hrsqrt(a.y);                                                             \
-    return r;                                                                      \
-  }                                                                                \
-  inline T2 h2rcp(T2 a) {                                                          \
-    T2 r;                                                                          \
-    r.x = hrcp(a.x);                                                               \
-    r.y = hrcp(a.y);                                                               \
-    return r;                                                                      \
-  }
+  inline T2 h2exp(T2 a) { return kerneleval_cpu_lanewise(a, hexp); }               \
+  inline T2 h2log(T2 a) { return kerneleval_cpu_lanewise(a, hlog); }               \
+  inline T2 h2sqrt(T2 a) { return kerneleval_cpu_lanewise(a, hsqrt); }             \
+  inline T2 h2rsqrt(T2 a) { return kerneleval_cpu_lanewise(a, hrsqrt); }           \
+  inline T2 h2rcp(T2 a) { return kerneleval_cpu_lanewise(a, hrcp); }
 KERNELEVAL_CPU_LOW_PRECISION(__half, __half2, __half2float, __float2half)
 KERNELEVAL_CPU_LOW_PRECISION(__nv_bfloat16, __nv_bfloat162, __bfloat162float, __float2bfloat16)
 #undef KERNELEVAL_CPU_LOW_PRECISION

@@ -433,6 +433,42 @@ __global__ void scale(const float4* __restrict__ x, const __half* h, float4* y, 
   }
 }
 
+TEST_F(CpuBackendTest, LanewiseHalf2AndBfloat162Math) {
+  // h2exp, h2log, h2sqrt, h2rsqrt, h2rcp act on each lane of __half2 and
+  // __nv_bfloat162 alike.
+  const char* source = R"(
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+__global__ void lanes(float* y) {
+  if (threadIdx.x != 0) return;
+  const __half2 h[5] = {h2exp(__floats2half2_rn(0.0f, 1.0f)), h2log(__floats2half2_rn(1.0f, 4.0f)),
+                        h2sqrt(__floats2half2_rn(4.0f, 9.0f)), h2rsqrt(__floats2half2_rn(4.0f, 16.0f)),
+                        h2rcp(__floats2half2_rn(2.0f, 8.0f))};
+  const __nv_bfloat162 b[5] = {
+      h2exp(__floats2bfloat162_rn(0.0f, 1.0f)), h2log(__floats2bfloat162_rn(1.0f, 4.0f)),
+      h2sqrt(__floats2bfloat162_rn(4.0f, 9.0f)), h2rsqrt(__floats2bfloat162_rn(4.0f, 16.0f)),
+      h2rcp(__floats2bfloat162_rn(2.0f, 8.0f))};
+  for (int k = 0; k < 5; ++k) {
+    y[2 * k] = __low2float(h[k]);
+    y[2 * k + 1] = __high2float(h[k]);
+    y[10 + 2 * k] = __low2float(b[k]);
+    y[10 + 2 * k + 1] = __high2float(b[k]);
+  }
+}
+)";
+  const internal::RunResult result =
+      RunOk(MakeRequest(source, {MakeCase("c", 1, {Output("y", v1::DTYPE_F32, 20)},
+                                          {Launch("lanes", {1}, {32}, {Buf("y")})})}));
+  ASSERT_EQ(result.cases_size(), 1);
+  const auto y = Values<float>(result.cases(0).outputs(0));
+  const float expected[10] = {1.0f, std::exp(1.0f), 0.0f,  std::log(4.0f), 2.0f,
+                              3.0f, 0.5f,           0.25f, 0.5f,           0.125f};
+  for (int k = 0; k < 10; ++k) {
+    EXPECT_NEAR(y[k], expected[k], 2e-3f * std::max(1.0f, expected[k])) << "half lane " << k;
+    EXPECT_NEAR(y[10 + k], expected[k], 1e-2f * std::max(1.0f, expected[k])) << "bf16 lane " << k;
+  }
+}
+
 TEST_F(CpuBackendTest, ExitedLanesBarrierVariantsAndTwoDimensionalGrids) {
   // Threads past n return before a full-mask shuffle and a barrier (common
   // in practice: exited threads do not take part); __syncthreads_count,
