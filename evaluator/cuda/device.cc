@@ -43,11 +43,13 @@ absl::StatusOr<DeviceProperties> QueryDevice(const DriverApi& api, int ordinal) 
   p.memory_bytes = memory;
 
   // Reads an attribute into `out` or returns its error.
-#define KE_ATTRIBUTE(out, attribute)                               \
-  do {                                                             \
-    absl::StatusOr<int> value = Attribute(api, device, attribute); \
-    if (!value.ok()) return value.status();                        \
-    out = *value;                                                  \
+  // (Its local has a name no caller uses: `KE_ATTRIBUTE(value, ...)` once
+  // assigned a local `value` to itself and left the caller's at 0.)
+#define KE_ATTRIBUTE(out, attribute)                                       \
+  do {                                                                     \
+    absl::StatusOr<int> ke_attribute_ = Attribute(api, device, attribute); \
+    if (!ke_attribute_.ok()) return ke_attribute_.status();                \
+    out = *ke_attribute_;                                                  \
   } while (0)
   int value = 0;
   KE_ATTRIBUTE(p.cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
