@@ -327,6 +327,12 @@ absl::StatusOr<std::string> BuildTranslationUnit(std::string_view source,
                     "::kerneleval_cpu::detail::Launch<&",
                     kernel_names[i], ">(launch); }\n");
   }
+  // After every launcher, so that launcher i stays on line i + 3.
+  for (size_t i = 0; i < kernel_names.size(); ++i) {
+    absl::StrAppend(&tu, kExport, " void kerneleval_cpu_kernel_info_", i,
+                    "(kerneleval_cpu_kernel_info* info) { ::kerneleval_cpu::detail::Describe<&",
+                    kernel_names[i], ">(info, \"", kernel_names[i], "\"); }\n");
+  }
   return tu;
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -152,9 +153,14 @@ absl::StatusOr<const DriverApi*> LoadDriverFrom(const std::string& library) {
   return Load(library);
 }
 
+std::string DriverLibrary() {
+  const char* chosen = std::getenv(kDriverLibraryEnv);
+  return chosen != nullptr && chosen[0] != '\0' ? std::string(chosen) : std::string(kDriverLibrary);
+}
+
 absl::StatusOr<const DriverApi*> LoadDriver() {
   static const absl::StatusOr<const DriverApi*>* const loaded =
-      new absl::StatusOr<const DriverApi*>(Load(kDriverLibrary));
+      new absl::StatusOr<const DriverApi*>(Load(DriverLibrary()));
   return *loaded;
 }
 

@@ -83,9 +83,15 @@ struct DriverApi {
 };
 
 inline constexpr char kDriverLibrary[] = "libcuda.so.1";
+// Names another driver library (a path or soname) to load instead: a driver
+// installed outside the loader's path, or the test driver that runs kernels
+// compiled for the host (tests/support/fake_cuda). Read once, by LoadDriver().
+inline constexpr char kDriverLibraryEnv[] = "KERNELEVAL_CUDA_DRIVER";
+// kDriverLibrary, or what kDriverLibraryEnv names when it is set and not empty.
+std::string DriverLibrary();
 
-// The process-wide driver, loaded and initialised (cuInit) on first use; the
-// result, success or failure, is cached. Errors (FAILED_PRECONDITION):
+// The process-wide driver (DriverLibrary()), loaded and initialised (cuInit)
+// on first use; the result, success or failure, is cached. Errors (FAILED_PRECONDITION):
 //   "no CUDA driver (libcuda.so.1 not found: ...)"  no library, or the stub
 //   "no CUDA device"                                driver but no usable GPU
 // The library is never dlclose()d: the driver keeps threads and handlers.

@@ -6,6 +6,7 @@
 //   uint32_t kerneleval_cpu_init(const kerneleval_cpu_runtime*);  // returns the ABI version
 //   const char* kerneleval_cpu_launch_<i>(const kerneleval_cpu_launch*);  // nullptr: ok
 //   extern const uint32_t kerneleval_cpu_kernel_count;
+//   void kerneleval_cpu_kernel_info_<i>(kerneleval_cpu_kernel_info*);
 // Launcher i runs the i-th kernel name the worker passed to
 // BuildTranslationUnit (source_rewrite.h).
 // A launcher converts the arguments to the kernel's declared parameter types
@@ -31,6 +32,10 @@ enum kerneleval_cpu_arg_kind {
   KERNELEVAL_CPU_ARG_POINTER = 0,  // a device buffer
   KERNELEVAL_CPU_ARG_INTEGER = 1,
   KERNELEVAL_CPU_ARG_REAL = 2,
+  // `pointer` points at the parameter's bytes in its declared type, as
+  // cuLaunchKernel's kernelParams do (any trivially copyable type, structs
+  // included). Used by the test driver (tests/support/fake_cuda).
+  KERNELEVAL_CPU_ARG_RAW = 3,
 };
 
 typedef struct kerneleval_cpu_arg {
@@ -48,6 +53,17 @@ typedef struct kerneleval_cpu_launch {
   uint32_t arg_count;
   const kerneleval_cpu_arg* args;
 } kerneleval_cpu_launch;
+
+// What a caller that only has cuLaunchKernel-style arguments needs to know
+// about kernel i: its name as the plan wrote it (kernels have hidden
+// visibility, so a symbol is matched by its demangled name) and the size of
+// each declared parameter [bytes].
+#define KERNELEVAL_CPU_MAX_PARAMS 64u
+typedef struct kerneleval_cpu_kernel_info {
+  const char* name;
+  uint32_t param_count;  // more than KERNELEVAL_CPU_MAX_PARAMS: sizes not given
+  uint32_t param_sizes[KERNELEVAL_CPU_MAX_PARAMS];
+} kerneleval_cpu_kernel_info;
 
 // Built-in variables of the block a thread function runs.
 typedef struct kerneleval_cpu_block_info {

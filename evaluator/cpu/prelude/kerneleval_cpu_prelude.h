@@ -909,6 +909,14 @@ namespace kerneleval_cpu::detail {
 
 template <class P>
 inline const char* ConvertArg(const kerneleval_cpu_arg& arg, P* out) {
+  if (arg.kind == KERNELEVAL_CPU_ARG_RAW) {
+    if constexpr (std::is_trivially_copyable_v<P>) {
+      std::memcpy(static_cast<void*>(out), arg.pointer, sizeof(P));
+      return nullptr;
+    } else {
+      return "a kernel parameter of this type is not trivially copyable";
+    }
+  }
   if constexpr (std::is_pointer_v<P>) {
     if (arg.kind != KERNELEVAL_CPU_ARG_POINTER)
       return "a buffer was passed for a non-pointer parameter";
@@ -974,6 +982,21 @@ const char* LaunchWithParams(void (*)(P...), const kerneleval_cpu_launch* launch
 template <auto Kernel>
 const char* Launch(const kerneleval_cpu_launch* launch) {
   return LaunchWithParams<Kernel>(Kernel, launch);
+}
+
+template <class... P>
+void DescribeParams(void (*)(P...), kerneleval_cpu_kernel_info* info) {
+  info->param_count = sizeof...(P);
+  if constexpr (sizeof...(P) <= KERNELEVAL_CPU_MAX_PARAMS) {
+    uint32_t i = 0;
+    ((info->param_sizes[i++] = static_cast<uint32_t>(sizeof(std::remove_cv_t<P>))), ...);
+  }
+}
+
+template <auto Kernel>
+void Describe(kerneleval_cpu_kernel_info* info, const char* name) {
+  info->name = name;
+  DescribeParams(Kernel, info);
 }
 
 }  // namespace kerneleval_cpu::detail
