@@ -172,7 +172,9 @@ int main(int argc, char** argv) {
 
   std::vector<Case> cases;
   {
-    Case c{"copy", "copy_f32x4"};
+    Case c;
+    c.name = "copy";
+    c.kernel = "copy_f32x4";
     const uint64_t n = copy_mib * (uint64_t{1} << 20) / 4;
     AddBuffer(&c.plan, "in", n, kerneleval::internal::BUFFER_ROLE_INPUT);
     AddBuffer(&c.plan, "out", n, kerneleval::internal::BUFFER_ROLE_OUTPUT);
@@ -183,7 +185,9 @@ int main(int argc, char** argv) {
     cases.push_back(std::move(c));
   }
   {
-    Case c{"sgemm", "sgemm_tiled16"};
+    Case c;
+    c.name = "sgemm";
+    c.kernel = "sgemm_tiled16";
     const uint64_t n = static_cast<uint64_t>(gemm_n);
     AddBuffer(&c.plan, "a", n * n, kerneleval::internal::BUFFER_ROLE_INPUT);
     AddBuffer(&c.plan, "b", n * n, kerneleval::internal::BUFFER_ROLE_INPUT);

@@ -229,7 +229,11 @@ absl::Status CudaWorker::Initialise() {
 
   device_info_ = ToDeviceInfo(properties_);
   if (options_.calibrate) {
-    absl::StatusOr<double> bandwidth = MeasureBandwidth(uint64_t{1} << 30);
+    // Far more than the L2 holds (16x), so the copy streams from DRAM; at
+    // least 64 MiB, at most 1 GiB.
+    const uint64_t copy_bytes =
+        std::clamp<uint64_t>(16 * properties_.l2_bytes, uint64_t{64} << 20, uint64_t{1} << 30);
+    absl::StatusOr<double> bandwidth = MeasureBandwidth(copy_bytes);
     if (!bandwidth.ok()) return bandwidth.status();
     device_info_.set_measured_bandwidth_bytes_per_second(*bandwidth);
     absl::StatusOr<double> flops = MeasureFp32Throughput();

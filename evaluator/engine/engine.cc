@@ -496,7 +496,7 @@ void EngineImpl::EvaluateAsync(v1::EvaluateRequest request, CallContext context,
                                               : absl::StatusOr<v1::Verdict>(response.status());
     std::vector<std::pair<Job*, VerdictCallback>> followers;
     {
-      std::lock_guard lock(dedup_mutex_);
+      std::lock_guard dedup_lock(dedup_mutex_);
       auto it = in_flight_.find(key);
       if (it != in_flight_.end()) {
         followers = std::move(it->second);

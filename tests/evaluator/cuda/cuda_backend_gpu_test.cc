@@ -9,6 +9,7 @@
 //     itself is left to the first build: timing figures and their ratios.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -180,6 +181,13 @@ class CudaBackendGpuTest : public testing::Test {
 
   static internal::ResolvedPlan Plan(const std::string& kernel, int n, uint32_t dynamic_shared = 0,
                                      uint32_t block = 256) {
+    return PlanFor(kernel, n, dynamic_shared, block);
+  }
+
+ public:
+  // a, b (inputs), c (output), n: the plan of every kernel in kVectorAdd.
+  static internal::ResolvedPlan PlanFor(const std::string& kernel, int n,
+                                        uint32_t dynamic_shared = 0, uint32_t block = 256) {
     internal::ResolvedPlan plan;
     for (const char* name : {"a", "b"}) {
       internal::BufferSpec* spec = plan.add_buffers();
@@ -211,6 +219,7 @@ class CudaBackendGpuTest : public testing::Test {
     return plan;
   }
 
+ protected:
   static internal::RunRequest Request(const std::string& kernel, int n, uint64_t seed = 7,
                                       uint32_t dynamic_shared = 0) {
     internal::RunRequest request;
@@ -475,6 +484,99 @@ TEST_F(CudaBackendGpuTest, TimingCatchesAFaultingCandidate) {
   EXPECT_EQ(result->failure().program(), "candidate");
   ExpectVectorAddPasses();
 }
+
+#ifdef KERNELEVAL_TEST_FAKE_DRIVER
+// What only the test driver can stage: a device whose clock drops during
+// some samples, and calibration on a device small enough to run on the host.
+// Each test starts its own backend, whose worker inherits the environment
+// the test set.
+class CudaFakeDriverTest : public testing::Test {
+ protected:
+  static std::unique_ptr<CudaBackend> StartBackend(bool calibrate = false) {
+    CudaBackendOptions options;
+    options.worker_binary = WorkerBinary();
+    options.calibrate = calibrate;
+    absl::StatusOr<std::unique_ptr<CudaBackend>> backend = CudaBackend::Create(0, options);
+    EXPECT_TRUE(backend.ok()) << backend.status();
+    return backend.ok() ? *std::move(backend) : nullptr;
+  }
+};
+
+TEST_F(CudaFakeDriverTest, ThrottledSamplesAreDroppedAndReported) {
+  // Every third hold reports half the nominal clock (1000 MHz): below the 75 %
+  // rule, so a third of the samples go and the result says throttled.
+  ::setenv("KERNELEVAL_FAKE_CUDA_THROTTLE_EVERY", "3", 1);
+  std::unique_ptr<CudaBackend> backend = StartBackend();
+  ::unsetenv("KERNELEVAL_FAKE_CUDA_THROTTLE_EVERY");
+  ASSERT_NE(backend, nullptr);
+  const std::string module = CompileCubin(kVectorAdd, backend->target_arch());
+  internal::TimingRequest request;
+  for (const char* label : {"reference", "candidate"}) {
+    internal::TimedProgram* timed = request.add_programs();
+    timed->mutable_program()->set_label(label);
+    timed->mutable_program()->mutable_compiled()->set_success(true);
+    timed->mutable_program()->mutable_compiled()->set_arch(backend->target_arch());
+    timed->mutable_program()->mutable_compiled()->set_cubin(module);
+    *timed->mutable_plan() = CudaBackendGpuTest::PlanFor("add", 4096);
+  }
+  request.add_input_seeds(1);
+  internal::TimingConfig config = timing::DefaultTimingConfig();
+  config.set_max_seconds(1);
+  *request.mutable_config() = config;
+  request.set_timeout_seconds(30);
+  absl::StatusOr<internal::TimingResult> result = backend->Time(request);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_FALSE(result->has_failure()) << result->failure().message();
+  EXPECT_TRUE(result->throttled());
+  EXPECT_NEAR(result->sm_clock_min_mhz(), 500, 1);
+  EXPECT_NEAR(result->sm_clock_mhz(), 1000, 1);  // the median: most samples ran at full clock
+  bool noted = false;
+  for (const std::string& note : backend->last_notes()) {
+    noted = noted || note.find("throttled samples dropped") != std::string::npos;
+  }
+  EXPECT_TRUE(noted);
+  for (const internal::ProgramTiming& program : result->programs()) {
+    EXPECT_GE(program.samples_us_size(), 10);
+  }
+}
+
+TEST_F(CudaFakeDriverTest, EveryHoldThrottledKeepsEverySampleAndSaysSo) {
+  ::setenv("KERNELEVAL_FAKE_CUDA_THROTTLE_EVERY", "1", 1);
+  std::unique_ptr<CudaBackend> backend = StartBackend();
+  ::unsetenv("KERNELEVAL_FAKE_CUDA_THROTTLE_EVERY");
+  ASSERT_NE(backend, nullptr);
+  const std::string module = CompileCubin(kVectorAdd, backend->target_arch());
+  internal::TimingRequest request;
+  internal::TimedProgram* timed = request.add_programs();
+  timed->mutable_program()->set_label("reference");
+  timed->mutable_program()->mutable_compiled()->set_success(true);
+  timed->mutable_program()->mutable_compiled()->set_cubin(module);
+  *timed->mutable_plan() = CudaBackendGpuTest::PlanFor("add", 4096);
+  request.add_input_seeds(1);
+  internal::TimingConfig config = timing::DefaultTimingConfig();
+  config.set_max_seconds(1);
+  *request.mutable_config() = config;
+  absl::StatusOr<internal::TimingResult> result = backend->Time(request);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_FALSE(result->has_failure()) << result->failure().message();
+  // Dropping all would leave nothing to judge: all kept, flagged.
+  EXPECT_TRUE(result->throttled());
+  EXPECT_NEAR(result->sm_clock_mhz(), 500, 1);
+  EXPECT_GE(result->programs(0).samples_us_size(), 10);
+}
+
+TEST_F(CudaFakeDriverTest, CalibrationReportsMeasuredFigures) {
+  std::unique_ptr<CudaBackend> backend = StartBackend(/*calibrate=*/true);
+  ASSERT_NE(backend, nullptr);
+  const v1::DeviceInfo info = backend->device();
+  // Host memcpy and a token FMA loop: only that they were measured and are
+  // finite and positive means anything here.
+  EXPECT_GT(info.measured_bandwidth_bytes_per_second(), 0);
+  EXPECT_TRUE(std::isfinite(info.measured_bandwidth_bytes_per_second()));
+  EXPECT_GT(info.measured_fp32_flops_per_second(), 0);
+  EXPECT_TRUE(std::isfinite(info.measured_fp32_flops_per_second()));
+}
+#endif  // KERNELEVAL_TEST_FAKE_DRIVER
 
 }  // namespace
 }  // namespace kerneleval::cuda

@@ -29,7 +29,9 @@
 //     timeout is what ends it), and so does a kernel that deadlocks at a
 //     barrier (on a GPU it would hang too).
 // Not modelled: L2, clocks (the hold kernel reports 1 cycle per ns at the
-// 1 GHz the device claims), occupancy, timing of anything but the host.
+// 1 GHz the device claims; KERNELEVAL_FAKE_CUDA_THROTTLE_EVERY=N halves every
+// Nth report), occupancy, timing of anything but the host.
+// KERNELEVAL_FAKE_CUDA_DEVICES sets the device count (default 1, at most 8).
 #include <cuda.h>
 #include <cxxabi.h>
 #include <dlfcn.h>
@@ -465,6 +467,17 @@ bool NameMatches(const std::string& found, const std::string& wanted) {
 
 // ------------------------------------------------------------ aux kernels
 
+// KERNELEVAL_FAKE_CUDA_THROTTLE_EVERY=N: every Nth hold reports half the
+// claimed clock, as a GPU throttling during that sample would (0: never).
+uint64_t ThrottleEvery() {
+  static const uint64_t every = [] {
+    const char* text = std::getenv("KERNELEVAL_FAKE_CUDA_THROTTLE_EVERY");
+    return text != nullptr ? std::strtoull(text, nullptr, 10) : 0;
+  }();
+  return every;
+}
+std::atomic<uint64_t> holds_run{0};
+
 void RunHold(const std::vector<std::vector<uint8_t>>& params) {
   const volatile int* release = nullptr;
   uint64_t min_ns = 0, timeout_ns = 0;
@@ -485,7 +498,10 @@ void RunHold(const std::vector<std::vector<uint8_t>>& params) {
       break;
     }
   }
-  out[0] = ns * (kClockKhz / 1'000'000);  // cycles at the claimed clock
+  const uint64_t hold = holds_run.fetch_add(1) + 1;
+  const bool throttled = ThrottleEvery() > 0 && hold % ThrottleEvery() == 0;
+  // Cycles at the claimed clock (1 GHz: one per ns), or at half of it.
+  out[0] = throttled ? ns / 2 : ns * (kClockKhz / 1'000'000);
   out[1] = ns;
   out[2] = static_cast<uint64_t>(timed_out);
   std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -514,23 +530,26 @@ void RunCopy16(const std::vector<std::vector<uint8_t>>& params) {
   std::memcpy(dst, src, n16 * 16);
 }
 
-void RunFma(const std::vector<std::vector<uint8_t>>& params, uint64_t threads) {
+// Only one thread per block does the arithmetic: the host would take
+// seconds for the whole grid, and a FLOP/s figure of this device means
+// nothing anyway (calibration is exercised, not measured).
+void RunFma(const std::vector<std::vector<uint8_t>>& params, uint64_t blocks) {
   float* out = nullptr;
   int iterations = 0;
   float seed = 0;
   std::memcpy(&out, params[0].data(), 8);
   std::memcpy(&iterations, params[1].data(), 4);
   std::memcpy(&seed, params[2].data(), 4);
-  // The same arithmetic as ke_fma_throughput, for every thread of the grid.
-  for (uint64_t t = 0; t < threads; ++t) {
+  // The arithmetic of ke_fma_throughput, for thread 0 of every block.
+  for (uint64_t t = 0; t < blocks; ++t) {
     float a[8];
-    for (int k = 0; k < 8; ++k) a[k] = seed + static_cast<float>(t % 1024) + static_cast<float>(k);
+    for (int k = 0; k < 8; ++k) a[k] = seed + static_cast<float>(k);
     for (int i = 0; i < iterations; ++i) {
       for (float& value : a) value = std::fma(value, 0.999999f, 1e-7f);
     }
     float sum = 0;
     for (float value : a) sum += value;
-    if (sum == 1234.5f) out[t] = sum;
+    if (sum == 1234.5f) out[t * 1024] = sum;
   }
 }
 
@@ -1034,7 +1053,7 @@ CUresult FakeLaunchKernel(CUfunction function_handle, unsigned int grid_x, unsig
     const auto* bytes = static_cast<const uint8_t*>(params[i]);
     copies.emplace_back(bytes, bytes + function->param_sizes[i]);
   }
-  const uint64_t grid_threads = uint64_t{grid_x} * grid_y * grid_z * block_threads;
+  const uint64_t grid_blocks = uint64_t{grid_x} * grid_y * grid_z;
   switch (function->kind) {
     case KernelKind::kHold:
       return Submit(stream, [copies] { RunHold(copies); });
@@ -1043,7 +1062,7 @@ CUresult FakeLaunchKernel(CUfunction function_handle, unsigned int grid_x, unsig
     case KernelKind::kCopy16:
       return Submit(stream, [copies] { RunCopy16(copies); });
     case KernelKind::kFma:
-      return Submit(stream, [copies, grid_threads] { RunFma(copies, grid_threads); });
+      return Submit(stream, [copies, grid_blocks] { RunFma(copies, grid_blocks); });
     case KernelKind::kHost:
       break;
   }
