@@ -246,7 +246,9 @@ absl::Status EngineImpl::Init() {
         break;
       }
       spdlog::info("cuda:{}: {}", i, (*backend)->device().name());
-      devices_.push_back(std::make_unique<Device>(*std::move(backend), options_.queue_capacity));
+      std::unique_ptr<Backend> used = *std::move(backend);
+      if (options_.wrap_cuda_backend) used = options_.wrap_cuda_backend(std::move(used));
+      devices_.push_back(std::make_unique<Device>(std::move(used), options_.queue_capacity));
     }
   }
   if (options_.enable_cpu) {

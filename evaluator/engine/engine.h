@@ -21,6 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "evaluator/engine/backend.h"
 #include "kerneleval/v1/kerneleval.pb.h"
 
 namespace kerneleval {
@@ -79,6 +80,10 @@ struct EngineOptions {
   std::string reward_mode;
   std::optional<bool> partial_credit;
   std::shared_ptr<EngineObserver> observer;
+  // Decorates each CUDA backend before the engine uses it; empty: none. A
+  // seam for tests that run the CUDA backend on the test driver
+  // (tests/support/fake_cuda turns each program into a host module first).
+  std::function<std::unique_ptr<Backend>(std::unique_ptr<Backend>)> wrap_cuda_backend;
 };
 
 class Engine {

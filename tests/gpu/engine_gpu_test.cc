@@ -10,6 +10,12 @@
 //     GPU in the peak table gives a roofline fraction.
 // The engine has the CUDA backend only (enable_cpu = false), so nothing here
 // can silently run on the CPU emulation.
+//
+// Built a second time as engine_fake_driver_test (KERNELEVAL_TEST_FAKE_DRIVER,
+// not labelled gpu): the same engine and CUDA backend on the test driver
+// tests/support/fake_cuda, each program rebuilt as a host module
+// (HostModuleBackend). Everything but the timing ratios runs there; those
+// tests say they need a GPU and skip.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -23,8 +29,31 @@
 #include "evaluator/engine/engine.h"
 #include "rubric/rubric.h"
 
+#ifdef KERNELEVAL_TEST_FAKE_DRIVER
+#include <cstdlib>
+
+#include "tests/support/fake_cuda/host_module_backend.h"
+#endif
+
 namespace kerneleval {
 namespace {
+
+#ifdef KERNELEVAL_TEST_FAKE_DRIVER
+constexpr bool kFakeDriver = true;
+// Before the engine starts its CUDA workers (they inherit the environment).
+const bool kFakeDriverChosen = [] {
+  ::setenv("KERNELEVAL_CUDA_DRIVER", KERNELEVAL_FAKE_CUDA_DRIVER, 1);
+  return true;
+}();
+#else
+constexpr bool kFakeDriver = false;
+#endif
+
+// Timing ratios and roofline fractions measure the GPU itself.
+#define KERNELEVAL_SKIP_ON_FAKE_DRIVER()                                                      \
+  do {                                                                                        \
+    if (kFakeDriver) GTEST_SKIP() << "needs a GPU: the test driver runs kernels on the host"; \
+  } while (0)
 
 constexpr double kRunTimeoutSeconds = 5;
 
@@ -40,6 +69,11 @@ class EngineGpuTest : public ::testing::Test {
     options.run_timeout_seconds = kRunTimeoutSeconds;
     options.reward_mode = "speedup";
     options.partial_credit = false;
+#ifdef KERNELEVAL_TEST_FAKE_DRIVER
+    options.wrap_cuda_backend = [](std::unique_ptr<Backend> cuda) {
+      return testing::WrapForFakeDriver(std::move(cuda), KERNELEVAL_FAKE_CUDA_CACHE_DIR);
+    };
+#endif
     auto engine = Engine::Create(options);
     if (!engine.ok()) {
       skip_reason_ = "no CUDA backend: " + std::string(engine.status().message());
@@ -62,6 +96,8 @@ class EngineGpuTest : public ::testing::Test {
     device_.reset();
   }
   void SetUp() override {
+    // The test driver is always there: not starting on it is a failure.
+    if ((engine_ == nullptr || !device_) && kFakeDriver) FAIL() << skip_reason_;
     if (engine_ == nullptr || !device_) GTEST_SKIP() << skip_reason_;
   }
 
@@ -298,6 +334,7 @@ extern "C" __global__ void add(float* a, const float* b, float* c, int n) {
 class SelfSpeedupTest : public EngineGpuTest, public ::testing::WithParamInterface<std::string> {};
 
 TEST_P(SelfSpeedupTest, ReferenceAgainstItselfIsOneWithinThreePercentTenTimes) {
+  KERNELEVAL_SKIP_ON_FAKE_DRIVER();
   constexpr int kEvaluations = 10;
   constexpr double kTolerance = 0.03;
   const v1::EvaluateRequest request = ReferenceRequest(GetParam());
@@ -325,6 +362,7 @@ INSTANTIATE_TEST_SUITE_P(Problems, SelfSpeedupTest, ::testing::Values("vector_ad
                          });
 
 TEST_F(EngineGpuTest, KernelDoingTheWorkTwiceIsAboutHalfAsFast) {
+  KERNELEVAL_SKIP_ON_FAKE_DRIVER();
   // The reference itself, launched twice per timed run: exactly twice the
   // work (the second pass finds at most L2's worth of its 192 MiB cached).
   v1::EvaluateRequest request = ReferenceRequest("vector_add");
@@ -417,6 +455,7 @@ __global__ void __launch_bounds__(256)
 )";
 
 TEST_F(EngineGpuTest, WellWrittenCopyReachesEightyPercentOfTheRoofline) {
+  KERNELEVAL_SKIP_ON_FAKE_DRIVER();
   v1::EvaluateRequest request;
   *request.mutable_problem() = CopyProblem();
   request.set_backend(v1::BACKEND_CUDA);
@@ -448,6 +487,7 @@ TEST_F(EngineGpuTest, WellWrittenCopyReachesEightyPercentOfTheRoofline) {
 }
 
 TEST_F(EngineGpuTest, RooflineFractionIsSetWhenTheDeviceIsInThePeakTable) {
+  KERNELEVAL_SKIP_ON_FAKE_DRIVER();
   if (!device_->roofline_known()) {
     GTEST_SKIP() << device_->name() << " is not in the peak table: no roofline to compare with";
   }

@@ -2,6 +2,13 @@
 // device): every solution of every problem, solutions/gpu_only/ included
 // (tensor-core kernels the CPU backend cannot run), evaluated on the CUDA
 // backend with the same expectations as solutions_test.
+//
+// Built a second time as problems_solutions_fake_driver_test
+// (KERNELEVAL_TEST_FAKE_DRIVER, not labelled gpu): the CUDA backend on the
+// test driver tests/support/fake_cuda, every program rebuilt as a host module.
+// There the correctness verdicts are checked (timing at the GPU's timed
+// shapes would take the host hours) and solutions/gpu_only/ is left out (the
+// host cannot run tensor-core code).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -13,8 +20,23 @@
 #include "evaluator/engine/engine.h"
 #include "tests/evaluator/problems_set/solutions.h"
 
+#ifdef KERNELEVAL_TEST_FAKE_DRIVER
+#include "tests/support/fake_cuda/host_module_backend.h"
+#endif
+
 namespace kerneleval::problems_set {
 namespace {
+
+#ifdef KERNELEVAL_TEST_FAKE_DRIVER
+constexpr bool kFakeDriver = true;
+// Before the engine starts its CUDA workers (they inherit the environment).
+const bool kFakeDriverChosen = [] {
+  ::setenv("KERNELEVAL_CUDA_DRIVER", KERNELEVAL_FAKE_CUDA_DRIVER, 1);
+  return true;
+}();
+#else
+constexpr bool kFakeDriver = false;
+#endif
 
 // The problems: $KERNELEVAL_PROBLEMS_DIR (a GPU-check bundle sets it), else
 // the source tree's.
@@ -33,6 +55,12 @@ class SolutionsGpuTest : public ::testing::TestWithParam<std::string> {
     options.enable_cpu = false;
     options.reward_mode = "speedup";
     options.partial_credit = false;
+#ifdef KERNELEVAL_TEST_FAKE_DRIVER
+    options.wrap_cuda_backend = [](std::unique_ptr<Backend> cuda) {
+      return kerneleval::testing::WrapForFakeDriver(std::move(cuda),
+                                                    KERNELEVAL_FAKE_CUDA_CACHE_DIR);
+    };
+#endif
     auto engine = Engine::Create(options);
     if (!engine.ok()) return;  // no backend at all: every test skips
     engine_ = engine->release();
@@ -51,11 +79,13 @@ class SolutionsGpuTest : public ::testing::TestWithParam<std::string> {
 };
 
 TEST_P(SolutionsGpuTest, EverySolutionMeetsItsExpectationOnTheGpu) {
+  // The test driver is always there: not starting on it is a failure.
+  if ((engine_ == nullptr || !has_gpu_) && kFakeDriver) FAIL() << "no engine on the test driver";
   if (engine_ == nullptr || !has_gpu_) GTEST_SKIP() << "no CUDA device";
   const std::filesystem::path folder =
       std::filesystem::path(TestProblemsDir()) / GetParam() / "solutions";
   std::vector<Solution> solutions = LoadSolutions(folder);
-  for (Solution& s : LoadSolutions(folder / "gpu_only")) {
+  for (Solution& s : kFakeDriver ? std::vector<Solution>() : LoadSolutions(folder / "gpu_only")) {
     s.file = "gpu_only/" + s.file;
     solutions.push_back(std::move(s));
   }
@@ -63,6 +93,7 @@ TEST_P(SolutionsGpuTest, EverySolutionMeetsItsExpectationOnTheGpu) {
   request.set_problem_id(GetParam());
   request.set_backend(v1::BACKEND_CUDA);
   request.set_seed(2024);
+  request.set_skip_timing(kFakeDriver);
   for (const Solution& s : solutions) request.add_submissions()->set_source(s.source);
   absl::StatusOr<v1::EvaluateGroupResponse> response = engine_->EvaluateGroup(request, {});
   ASSERT_TRUE(response.ok()) << response.status();

@@ -399,9 +399,12 @@ CUresult LoadHostModule(const void* image, FakeModule* module, std::string* why)
     }
     written += static_cast<size_t>(n);
   }
+  // The descriptor stays open for the life of the process, like the library:
+  // glibc recognises a loaded object by its path, and a reused descriptor
+  // number would hand back the previous module instead of loading this one.
   const std::string path = "/proc/self/fd/" + std::to_string(fd);
   void* library = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  ::close(fd);
+  if (library == nullptr) ::close(fd);
   if (library == nullptr) {
     const char* error = ::dlerror();
     *why = std::string("dlopen: ") + (error != nullptr ? error : "failed");

@@ -1,0 +1,105 @@
+#include "tests/support/fake_cuda/host_module_backend.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "evaluator/cpu/cpu_worker.h"
+#include "evaluator/cpu/source_rewrite.h"
+
+namespace kerneleval::testing {
+namespace {
+
+std::vector<std::string> KernelsOf(const internal::ResolvedPlan& plan,
+                                   std::vector<std::string> names = {}) {
+  for (const internal::ResolvedLaunch& launch : plan.launches()) {
+    if (std::find(names.begin(), names.end(), launch.kernel()) == names.end()) {
+      names.push_back(launch.kernel());
+    }
+  }
+  return names;
+}
+
+internal::RunFailure CompileFailure(const internal::Program& program, const std::string& log) {
+  internal::RunFailure failure;
+  failure.set_stage("compile");
+  failure.set_program(program.label());
+  failure.set_message(absl::StrCat("host compile for the test driver failed: ", log));
+  return failure;
+}
+
+}  // namespace
+
+absl::StatusOr<HostModuleBackend::Rebuilt> HostModuleBackend::Rebuild(
+    internal::Program* program, const std::vector<std::string>& plan_kernels) {
+  std::vector<std::string> defines(program->defines().begin(), program->defines().end());
+  absl::StatusOr<std::string> unit =
+      cpu::BuildTranslationUnit(program->source(), defines, plan_kernels);
+  if (!unit.ok()) return Rebuilt{false, std::string(unit.status().message())};
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto cached = modules_.find(*unit);
+  if (cached == modules_.end()) {
+    absl::StatusOr<cpu::HostCompileResult> compiled = compiler_.Compile(*unit);
+    if (!compiled.ok()) return compiled.status();
+    if (!compiled->success) return Rebuilt{false, compiled->log};
+    std::ifstream file(compiled->library_path, std::ios::binary);
+    std::ostringstream bytes;
+    bytes << file.rdbuf();
+    cached = modules_.emplace(*std::move(unit), bytes.str()).first;
+  }
+  program->mutable_compiled()->set_cubin(cached->second);
+  program->mutable_compiled()->clear_ptx();  // nothing to JIT on the test driver
+  return Rebuilt{true, ""};
+}
+
+absl::StatusOr<internal::RunResult> HostModuleBackend::Run(const internal::RunRequest& request) {
+  internal::RunRequest rebuilt = request;
+  std::vector<std::string> kernels;
+  for (const internal::Case& test_case : request.cases()) {
+    kernels = KernelsOf(test_case.plan(), std::move(kernels));
+  }
+  absl::StatusOr<Rebuilt> done = Rebuild(rebuilt.mutable_program(), kernels);
+  if (!done.ok()) return done.status();
+  if (!done->ok) {
+    internal::RunResult result;
+    *result.mutable_failure() = CompileFailure(request.program(), done->log);
+    return result;
+  }
+  return inner_->Run(rebuilt);
+}
+
+absl::StatusOr<internal::TimingResult> HostModuleBackend::Time(
+    const internal::TimingRequest& request) {
+  internal::TimingRequest rebuilt = request;
+  for (internal::TimedProgram& timed : *rebuilt.mutable_programs()) {
+    absl::StatusOr<Rebuilt> done = Rebuild(timed.mutable_program(), KernelsOf(timed.plan()));
+    if (!done.ok()) return done.status();
+    if (!done->ok) {
+      internal::TimingResult result;
+      *result.mutable_failure() = CompileFailure(timed.program(), done->log);
+      return result;
+    }
+  }
+  return inner_->Time(rebuilt);
+}
+
+std::unique_ptr<Backend> WrapForFakeDriver(std::unique_ptr<Backend> cuda,
+                                           const std::string& cache_dir) {
+  cpu::HostCompilerOptions options;
+  options.prelude_dir = cpu::DefaultPreludeDir();
+  options.cuda_include_dir = cpu::DefaultCudaIncludeDir();
+  options.cache_dir = cache_dir;
+  absl::StatusOr<cpu::HostCompiler> compiler = cpu::HostCompiler::Create(std::move(options));
+  if (!compiler.ok()) {
+    std::fprintf(stderr, "fake CUDA driver: no host compiler: %s\n",
+                 std::string(compiler.status().message()).c_str());
+    return cuda;
+  }
+  return std::make_unique<HostModuleBackend>(std::move(cuda), *std::move(compiler));
+}
+
+}  // namespace kerneleval::testing

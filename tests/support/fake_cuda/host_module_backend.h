@@ -1,0 +1,61 @@
+// HostModuleBackend: a Backend decorator for the CUDA backend running on the
+// test driver (fake_cuda.cc). The engine compiles every program with NVRTC
+// into a CUBIN, which the test driver cannot run; this decorator rebuilds each
+// program from the source it carries (Program.source, Program.defines) with
+// the CPU backend's HostCompiler and passes the shared object in the CUBIN's
+// place, so the request then goes through the real CudaBackend, its worker
+// process and the worker's code unchanged. Hook it in with
+// EngineOptions::wrap_cuda_backend.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "evaluator/cpu/host_compiler.h"
+#include "evaluator/engine/backend.h"
+
+namespace kerneleval::testing {
+
+class HostModuleBackend : public Backend {
+ public:
+  HostModuleBackend(std::unique_ptr<Backend> inner, cpu::HostCompiler compiler)
+      : inner_(std::move(inner)), compiler_(std::move(compiler)) {}
+
+  [[nodiscard]] std::string_view name() const override { return inner_->name(); }
+  [[nodiscard]] v1::DeviceInfo device() const override { return inner_->device(); }
+  [[nodiscard]] std::string target_arch() const override { return inner_->target_arch(); }
+  [[nodiscard]] uint64_t worker_restarts() const override { return inner_->worker_restarts(); }
+
+  // A program the host compiler rejects (a feature the CPU backend cannot
+  // run) fails with stage "compile" and its log, as the CPU backend reports it.
+  absl::StatusOr<internal::RunResult> Run(const internal::RunRequest& request) override;
+  absl::StatusOr<internal::TimingResult> Time(const internal::TimingRequest& request) override;
+
+ private:
+  struct Rebuilt {
+    bool ok = false;
+    std::string log;  // why not
+  };
+  // Replaces program->compiled().cubin with the host module built for the
+  // kernels `plan_kernels` names.
+  absl::StatusOr<Rebuilt> Rebuild(internal::Program* program,
+                                  const std::vector<std::string>& plan_kernels);
+
+  std::unique_ptr<Backend> inner_;
+  std::mutex mutex_;  // guards compiler_ and modules_
+  cpu::HostCompiler compiler_;
+  std::map<std::string, std::string> modules_;  // translation unit -> shared object bytes
+};
+
+// The wrapper EngineOptions::wrap_cuda_backend wants. `cache_dir`: the
+// HostCompiler's cache (shared objects, precompiled prelude). Without a host
+// compiler the backend is returned as it is (its CUBINs then fail to load,
+// loudly).
+std::unique_ptr<Backend> WrapForFakeDriver(std::unique_ptr<Backend> cuda,
+                                           const std::string& cache_dir);
+
+}  // namespace kerneleval::testing
