@@ -40,11 +40,6 @@ namespace {
 
 #ifdef KERNELEVAL_TEST_FAKE_DRIVER
 constexpr bool kFakeDriver = true;
-// Before the engine starts its CUDA workers (they inherit the environment).
-const bool kFakeDriverChosen = [] {
-  ::setenv("KERNELEVAL_CUDA_DRIVER", KERNELEVAL_FAKE_CUDA_DRIVER, 1);
-  return true;
-}();
 #else
 constexpr bool kFakeDriver = false;
 #endif
@@ -70,9 +65,7 @@ class EngineGpuTest : public ::testing::Test {
     options.reward_mode = "speedup";
     options.partial_credit = false;
 #ifdef KERNELEVAL_TEST_FAKE_DRIVER
-    options.wrap_cuda_backend = [](std::unique_ptr<Backend> cuda) {
-      return testing::WrapForFakeDriver(std::move(cuda), KERNELEVAL_FAKE_CUDA_CACHE_DIR);
-    };
+    kerneleval::fake_cuda::UseFakeDriver(&options);
 #endif
     auto engine = Engine::Create(options);
     if (!engine.ok()) {
@@ -208,7 +201,20 @@ extern "C" __global__ void add(const float* a, const float* b, float* c, int n) 
 // ------------------------------------------------- the CPU suite's matrix
 
 TEST_F(EngineGpuTest, CorrectKernelPassesWithTimingAndReward) {
-  const v1::Verdict verdict = Evaluate("vector_add", kVectorAdd, /*skip_timing=*/false);
+  v1::EvaluateRequest request = Request("vector_add", kVectorAdd, /*skip_timing=*/false);
+  if (kFakeDriver) {
+    // The host runs the grid there: time vector_add at 64 Ki elements (as a
+    // custom problem carried in the request), not at the GPU's 16 Mi, which
+    // would not fit the run limit on a busy 2-core machine.
+    v1::GetProblemRequest get;
+    get.set_problem_id("vector_add");
+    absl::StatusOr<v1::GetProblemResponse> problem = engine_->GetProblem(get);
+    ASSERT_TRUE(problem.ok()) << problem.status();
+    *request.mutable_problem() = problem->problem();
+    (*request.mutable_problem()->mutable_timed_shape()->mutable_values())["N"] = 1 << 16;
+    request.clear_problem_id();
+  }
+  const v1::Verdict verdict = Evaluate(request);
   ASSERT_TRUE(verdict.correct()) << verdict.error();
   EXPECT_EQ(verdict.stage(), "passed");
   EXPECT_GT(verdict.speedup(), 0);

@@ -26,9 +26,7 @@
 #include "evaluator/timing/sampling.h"
 
 #ifdef KERNELEVAL_TEST_FAKE_DRIVER
-#include "evaluator/cpu/cpu_worker.h"
-#include "evaluator/cpu/host_compiler.h"
-#include "evaluator/cpu/source_rewrite.h"
+#include "tests/support/fake_cuda/host_module_backend.h"
 #else
 #include <nvrtc.h>
 #endif
@@ -88,34 +86,13 @@ const std::vector<std::string> kKernelNames = {"add",          "add_wild",      
 #ifdef KERNELEVAL_TEST_FAKE_DRIVER
 constexpr bool kFakeDriver = true;
 
-// Before anything loads a driver: this process and the workers it starts
-// (they inherit the environment) use the test driver.
-const bool kFakeDriverChosen = [] {
-  ::setenv("KERNELEVAL_CUDA_DRIVER", KERNELEVAL_FAKE_CUDA_DRIVER, 1);
-  return true;
-}();
-
 // The module image the test driver runs: a shared object built for the host
 // (an x86-64 ELF where the GPU build has a CUBIN).
 std::string CompileCubin(const std::string& source, const std::string&) {
-  cpu::HostCompilerOptions options;
-  options.prelude_dir = cpu::DefaultPreludeDir();
-  options.cuda_include_dir = cpu::DefaultCudaIncludeDir();
-  options.cache_dir = KERNELEVAL_FAKE_CUDA_CACHE_DIR;
-  absl::StatusOr<cpu::HostCompiler> compiler = cpu::HostCompiler::Create(options);
-  EXPECT_TRUE(compiler.ok()) << compiler.status();
-  if (!compiler.ok()) return "";
-  absl::StatusOr<std::string> unit = cpu::BuildTranslationUnit(source, {}, kKernelNames);
-  EXPECT_TRUE(unit.ok()) << unit.status();
-  if (!unit.ok()) return "";
-  absl::StatusOr<cpu::HostCompileResult> compiled = compiler->Compile(*unit);
-  EXPECT_TRUE(compiled.ok() && compiled->success)
-      << (compiled.ok() ? compiled->log : compiled.status().ToString());
-  if (!compiled.ok() || !compiled->success) return "";
-  std::ifstream file(compiled->library_path, std::ios::binary);
-  std::ostringstream bytes;
-  bytes << file.rdbuf();
-  return bytes.str();
+  absl::StatusOr<std::string> module =
+      kerneleval::fake_cuda::BuildHostModule(source, {}, kKernelNames);
+  EXPECT_TRUE(module.ok()) << module.status();
+  return module.ok() ? *module : "";
 }
 #else
 constexpr bool kFakeDriver = false;
@@ -150,6 +127,9 @@ std::string WorkerBinary() {
 class CudaBackendGpuTest : public testing::Test {
  protected:
   static void SetUpTestSuite() {
+#ifdef KERNELEVAL_TEST_FAKE_DRIVER
+    kerneleval::fake_cuda::UseFakeDriver();  // before the worker starts
+#endif
     CudaBackendOptions options;
     options.worker_binary = WorkerBinary();
     absl::StatusOr<std::unique_ptr<CudaBackend>> backend = CudaBackend::Create(0, options);
@@ -493,6 +473,7 @@ TEST_F(CudaBackendGpuTest, TimingCatchesAFaultingCandidate) {
 class CudaFakeDriverTest : public testing::Test {
  protected:
   static std::unique_ptr<CudaBackend> StartBackend(bool calibrate = false) {
+    kerneleval::fake_cuda::UseFakeDriver();  // before the worker starts
     CudaBackendOptions options;
     options.worker_binary = WorkerBinary();
     options.calibrate = calibrate;

@@ -29,11 +29,6 @@ namespace {
 
 #ifdef KERNELEVAL_TEST_FAKE_DRIVER
 constexpr bool kFakeDriver = true;
-// Before the engine starts its CUDA workers (they inherit the environment).
-const bool kFakeDriverChosen = [] {
-  ::setenv("KERNELEVAL_CUDA_DRIVER", KERNELEVAL_FAKE_CUDA_DRIVER, 1);
-  return true;
-}();
 #else
 constexpr bool kFakeDriver = false;
 #endif
@@ -56,10 +51,7 @@ class SolutionsGpuTest : public ::testing::TestWithParam<std::string> {
     options.reward_mode = "speedup";
     options.partial_credit = false;
 #ifdef KERNELEVAL_TEST_FAKE_DRIVER
-    options.wrap_cuda_backend = [](std::unique_ptr<Backend> cuda) {
-      return kerneleval::testing::WrapForFakeDriver(std::move(cuda),
-                                                    KERNELEVAL_FAKE_CUDA_CACHE_DIR);
-    };
+    kerneleval::fake_cuda::UseFakeDriver(&options);
 #endif
     auto engine = Engine::Create(options);
     if (!engine.ok()) return;  // no backend at all: every test skips

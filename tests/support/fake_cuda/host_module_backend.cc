@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <utility>
@@ -11,7 +12,7 @@
 #include "evaluator/cpu/cpu_worker.h"
 #include "evaluator/cpu/source_rewrite.h"
 
-namespace kerneleval::testing {
+namespace kerneleval::fake_cuda {
 namespace {
 
 std::vector<std::string> KernelsOf(const internal::ResolvedPlan& plan,
@@ -22,6 +23,13 @@ std::vector<std::string> KernelsOf(const internal::ResolvedPlan& plan,
     }
   }
   return names;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  std::ostringstream bytes;
+  bytes << file.rdbuf();
+  return bytes.str();
 }
 
 internal::RunFailure CompileFailure(const internal::Program& program, const std::string& log) {
@@ -46,10 +54,7 @@ absl::StatusOr<HostModuleBackend::Rebuilt> HostModuleBackend::Rebuild(
     absl::StatusOr<cpu::HostCompileResult> compiled = compiler_.Compile(*unit);
     if (!compiled.ok()) return compiled.status();
     if (!compiled->success) return Rebuilt{false, compiled->log};
-    std::ifstream file(compiled->library_path, std::ios::binary);
-    std::ostringstream bytes;
-    bytes << file.rdbuf();
-    cached = modules_.emplace(*std::move(unit), bytes.str()).first;
+    cached = modules_.emplace(*std::move(unit), ReadFile(compiled->library_path)).first;
   }
   program->mutable_compiled()->set_cubin(cached->second);
   program->mutable_compiled()->clear_ptx();  // nothing to JIT on the test driver
@@ -87,13 +92,20 @@ absl::StatusOr<internal::TimingResult> HostModuleBackend::Time(
   return inner_->Time(rebuilt);
 }
 
-std::unique_ptr<Backend> WrapForFakeDriver(std::unique_ptr<Backend> cuda,
-                                           const std::string& cache_dir) {
+namespace {
+
+absl::StatusOr<cpu::HostCompiler> MakeHostCompiler() {
   cpu::HostCompilerOptions options;
   options.prelude_dir = cpu::DefaultPreludeDir();
   options.cuda_include_dir = cpu::DefaultCudaIncludeDir();
-  options.cache_dir = cache_dir;
-  absl::StatusOr<cpu::HostCompiler> compiler = cpu::HostCompiler::Create(std::move(options));
+  options.cache_dir = KERNELEVAL_FAKE_CUDA_CACHE_DIR;
+  return cpu::HostCompiler::Create(std::move(options));
+}
+
+}  // namespace
+
+std::unique_ptr<Backend> WrapForFakeDriver(std::unique_ptr<Backend> cuda) {
+  absl::StatusOr<cpu::HostCompiler> compiler = MakeHostCompiler();
   if (!compiler.ok()) {
     std::fprintf(stderr, "fake CUDA driver: no host compiler: %s\n",
                  std::string(compiler.status().message()).c_str());
@@ -102,4 +114,24 @@ std::unique_ptr<Backend> WrapForFakeDriver(std::unique_ptr<Backend> cuda,
   return std::make_unique<HostModuleBackend>(std::move(cuda), *std::move(compiler));
 }
 
-}  // namespace kerneleval::testing
+void UseFakeDriver() { ::setenv("KERNELEVAL_CUDA_DRIVER", KERNELEVAL_FAKE_CUDA_DRIVER, 1); }
+
+void UseFakeDriver(EngineOptions* options) {
+  UseFakeDriver();
+  options->wrap_cuda_backend = WrapForFakeDriver;
+}
+
+absl::StatusOr<std::string> BuildHostModule(const std::string& source,
+                                            const std::vector<std::string>& defines,
+                                            const std::vector<std::string>& kernels) {
+  absl::StatusOr<cpu::HostCompiler> compiler = MakeHostCompiler();
+  if (!compiler.ok()) return compiler.status();
+  absl::StatusOr<std::string> unit = cpu::BuildTranslationUnit(source, defines, kernels);
+  if (!unit.ok()) return unit.status();
+  absl::StatusOr<cpu::HostCompileResult> compiled = compiler->Compile(*unit);
+  if (!compiled.ok()) return compiled.status();
+  if (!compiled->success) return absl::InvalidArgumentError(compiled->log);
+  return ReadFile(compiled->library_path);
+}
+
+}  // namespace kerneleval::fake_cuda

@@ -17,8 +17,9 @@
 #include "absl/status/statusor.h"
 #include "evaluator/cpu/host_compiler.h"
 #include "evaluator/engine/backend.h"
+#include "evaluator/engine/engine.h"
 
-namespace kerneleval::testing {
+namespace kerneleval::fake_cuda {
 
 class HostModuleBackend : public Backend {
  public:
@@ -51,11 +52,23 @@ class HostModuleBackend : public Backend {
   std::map<std::string, std::string> modules_;  // translation unit -> shared object bytes
 };
 
-// The wrapper EngineOptions::wrap_cuda_backend wants. `cache_dir`: the
-// HostCompiler's cache (shared objects, precompiled prelude). Without a host
-// compiler the backend is returned as it is (its CUBINs then fail to load,
-// loudly).
-std::unique_ptr<Backend> WrapForFakeDriver(std::unique_ptr<Backend> cuda,
-                                           const std::string& cache_dir);
+// The wrapper EngineOptions::wrap_cuda_backend wants. Without a host compiler
+// the backend is returned as it is (its CUBINs then fail to load, loudly).
+std::unique_ptr<Backend> WrapForFakeDriver(std::unique_ptr<Backend> cuda);
 
-}  // namespace kerneleval::testing
+// Points this process, and the CUDA workers it starts (they inherit the
+// environment), at the test driver built with this library
+// (KERNELEVAL_CUDA_DRIVER). Call before anything loads a driver.
+void UseFakeDriver();
+// UseFakeDriver(), and the engine made from `options` wraps each CUDA backend
+// in a HostModuleBackend.
+void UseFakeDriver(EngineOptions* options);
+
+// The shared object HostCompiler builds from `source` with a launcher for
+// each of `kernels`: the module image the test driver runs. The compile cache
+// is the CPU tests' (the precompiled prelude is built once per build tree).
+absl::StatusOr<std::string> BuildHostModule(const std::string& source,
+                                            const std::vector<std::string>& defines,
+                                            const std::vector<std::string>& kernels);
+
+}  // namespace kerneleval::fake_cuda
