@@ -713,19 +713,33 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
   const timing::StoppingRule rule(config);
   const double nominal_mhz = properties_.sm_clock_mhz;
   std::vector<std::vector<double>> raw(program_count), clocks(program_count);
+  // Per sample: the stream hold gave up before the host released it, so the
+  // plan's first launches may have waited on the host (launch latency in the
+  // sample, which then overstates the time).
+  std::vector<std::vector<bool>> hold_timed_out(program_count);
   std::vector<double> all_clocks;
-  int hold_timeouts = 0;
-  // The samples that count: throttled ones dropped, unless that would drop
-  // most of them (then the clock reading itself is suspect; all are kept and
-  // the result says throttled).
-  auto kept = [&](int p, bool* dropped) {
-    std::vector<double> unthrottled = timing::DiscardThrottled(raw[p], clocks[p], nominal_mhz);
-    if (unthrottled.size() * 2 < raw[p].size()) {
-      *dropped = true;
+  // The samples that count: throttled ones and those whose hold timed out
+  // are dropped, unless that would drop most of them (then the readings
+  // themselves are suspect; all are kept and the result says throttled).
+  // `throttled` / `late_holds`: how many of each were dropped.
+  auto kept = [&](int p, int* throttled, int* late_holds) {
+    std::vector<double> clean;
+    int slow_clock = 0, late = 0;
+    for (size_t i = 0; i < raw[p].size(); ++i) {
+      // No reading (0: the plan ran without the hold) is not a slow clock.
+      const bool is_throttled = clocks[p][i] > 0 && timing::IsThrottled(clocks[p][i], nominal_mhz);
+      slow_clock += is_throttled;
+      late += !is_throttled && hold_timed_out[p][i];
+      if (!is_throttled && !hold_timed_out[p][i]) clean.push_back(raw[p][i]);
+    }
+    if (clean.size() * 2 < raw[p].size()) {
+      *throttled = slow_clock;
+      *late_holds = 0;
       return raw[p];
     }
-    if (unthrottled.size() != raw[p].size()) *dropped = true;
-    return unthrottled;
+    *throttled = slow_clock;
+    *late_holds = late;
+    return clean;
   };
   const absl::Time start = absl::Now();
   // Checking the rule sorts every program's samples: check at geometrically
@@ -751,8 +765,8 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
       }
       raw[p].push_back(sample->microseconds);
       clocks[p].push_back(sample->clock_mhz);
+      hold_timed_out[p].push_back(sample->hold_timed_out);
       if (sample->clock_mhz > 0) all_clocks.push_back(sample->clock_mhz);
-      hold_timeouts += sample->hold_timed_out;
     }
     const double elapsed = absl::ToDoubleSeconds(absl::Now() - start);
     if (rule.TimedOut(elapsed)) break;
@@ -764,8 +778,8 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
     next_check = round + 1 + round / 16;
     bool all_stop = true;
     for (int p = 0; p < program_count && all_stop; ++p) {
-      bool dropped = false;
-      all_stop = rule.ShouldStop(kept(p, &dropped), elapsed);
+      int throttled = 0, late_holds = 0;
+      all_stop = rule.ShouldStop(kept(p, &throttled, &late_holds), elapsed);
     }
     if (all_stop) break;
   }
@@ -773,14 +787,22 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
   bool throttled = false, converged = true;
   for (int p = 0; p < program_count; ++p) {
     internal::ProgramTiming* timing = result.add_programs();
-    bool dropped = false;
-    const std::vector<double> samples = kept(p, &dropped);
-    throttled = throttled || dropped;
+    int slow_clock = 0, late_holds = 0;
+    const std::vector<double> samples = kept(p, &slow_clock, &late_holds);
+    throttled = throttled || slow_clock > 0;
     converged = converged && rule.Converged(samples);
     timing->mutable_samples_us()->Assign(samples.begin(), samples.end());
-    if (samples.size() != raw[p].size()) {
-      outcome.notes.push_back(absl::StrCat(programs[p].label, ": ", raw[p].size() - samples.size(),
-                                           " throttled samples dropped"));
+    if (samples.size() == raw[p].size() && (slow_clock > 0 || late_holds > 0)) {
+      outcome.notes.push_back(absl::StrCat(programs[p].label, ": most samples throttled or late (",
+                                           slow_clock, " throttled): all kept"));
+    }
+    if (samples.size() != raw[p].size() && slow_clock > 0) {
+      outcome.notes.push_back(
+          absl::StrCat(programs[p].label, ": ", slow_clock, " throttled samples dropped"));
+    }
+    if (samples.size() != raw[p].size() && late_holds > 0) {
+      outcome.notes.push_back(absl::StrCat(programs[p].label, ": ", late_holds,
+                                           " samples whose stream hold timed out dropped"));
     }
     // The outputs of the last timed run on each input set, for checking.
     for (int s = 0; s < sets; ++s) {
@@ -793,11 +815,6 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
       }
       *timing->add_last_outputs() = *std::move(outputs);
     }
-  }
-  if (hold_timeouts > 0) {
-    outcome.notes.push_back(absl::StrCat(hold_timeouts,
-                                         " samples' stream hold timed out (launch latency may be "
-                                         "included in them)"));
   }
   result.set_sm_clock_mhz(all_clocks.empty() ? nominal_mhz : MedianOf(all_clocks));
   result.set_sm_clock_min_mhz(

@@ -521,6 +521,37 @@ TEST_F(CudaFakeDriverTest, ThrottledSamplesAreDroppedAndReported) {
   }
 }
 
+TEST_F(CudaFakeDriverTest, SamplesWhoseHoldTimedOutAreDropped) {
+  // Every fourth hold says it gave up before the host released it: those
+  // samples may hold launch latency, so they go (the clock is fine: not
+  // throttled).
+  ::setenv("KERNELEVAL_FAKE_CUDA_LATE_HOLD_EVERY", "4", 1);
+  std::unique_ptr<CudaBackend> backend = StartBackend();
+  ::unsetenv("KERNELEVAL_FAKE_CUDA_LATE_HOLD_EVERY");
+  ASSERT_NE(backend, nullptr);
+  const std::string module = CompileCubin(kVectorAdd, backend->target_arch());
+  internal::TimingRequest request;
+  internal::TimedProgram* timed = request.add_programs();
+  timed->mutable_program()->set_label("reference");
+  timed->mutable_program()->mutable_compiled()->set_success(true);
+  timed->mutable_program()->mutable_compiled()->set_cubin(module);
+  *timed->mutable_plan() = CudaBackendGpuTest::PlanFor("add", 4096);
+  request.add_input_seeds(1);
+  internal::TimingConfig config = timing::DefaultTimingConfig();
+  config.set_max_seconds(1);
+  *request.mutable_config() = config;
+  absl::StatusOr<internal::TimingResult> result = backend->Time(request);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_FALSE(result->has_failure()) << result->failure().message();
+  EXPECT_FALSE(result->throttled());
+  bool noted = false;
+  for (const std::string& note : backend->last_notes()) {
+    noted = noted || note.find("samples whose stream hold timed out dropped") != std::string::npos;
+  }
+  EXPECT_TRUE(noted);
+  EXPECT_GE(result->programs(0).samples_us_size(), 10);
+}
+
 TEST_F(CudaFakeDriverTest, EveryHoldThrottledKeepsEverySampleAndSaysSo) {
   ::setenv("KERNELEVAL_FAKE_CUDA_THROTTLE_EVERY", "1", 1);
   std::unique_ptr<CudaBackend> backend = StartBackend();

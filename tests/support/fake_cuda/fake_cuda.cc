@@ -30,7 +30,8 @@
 //     barrier (on a GPU it would hang too).
 // Not modelled: L2, clocks (the hold kernel reports 1 cycle per ns at the
 // 1 GHz the device claims; KERNELEVAL_FAKE_CUDA_THROTTLE_EVERY=N halves every
-// Nth report), occupancy, timing of anything but the host.
+// Nth report; KERNELEVAL_FAKE_CUDA_LATE_HOLD_EVERY=N makes every Nth hold say
+// it timed out), occupancy, timing of anything but the host.
 // KERNELEVAL_FAKE_CUDA_DEVICES sets the device count (default 1, at most 8).
 #include <cuda.h>
 #include <cxxabi.h>
@@ -479,6 +480,15 @@ uint64_t ThrottleEvery() {
   }();
   return every;
 }
+// KERNELEVAL_FAKE_CUDA_LATE_HOLD_EVERY=N: every Nth hold reports that it
+// timed out before the host released it (without waiting that long).
+uint64_t LateHoldEvery() {
+  static const uint64_t every = [] {
+    const char* text = std::getenv("KERNELEVAL_FAKE_CUDA_LATE_HOLD_EVERY");
+    return text != nullptr ? std::strtoull(text, nullptr, 10) : 0;
+  }();
+  return every;
+}
 std::atomic<uint64_t> holds_run{0};
 
 void RunHold(const std::vector<std::vector<uint8_t>>& params) {
@@ -506,7 +516,8 @@ void RunHold(const std::vector<std::vector<uint8_t>>& params) {
   // Cycles at the claimed clock (1 GHz: one per ns), or at half of it.
   out[0] = throttled ? ns / 2 : ns * (kClockKhz / 1'000'000);
   out[1] = ns;
-  out[2] = static_cast<uint64_t>(timed_out);
+  const bool late = LateHoldEvery() > 0 && hold % LateHoldEvery() == 0;
+  out[2] = static_cast<uint64_t>(timed_out != 0 || late);
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
