@@ -32,6 +32,9 @@ def time_events(torch, fn, flush, warmup, iters):
     pairs = []
     for _ in range(iters):
         flush.zero_()
+        # Then read it back, as kerneleval's flush does (ke_read_flush): L2
+        # holds clean lines, so the timed kernel pays no write-backs of them.
+        flush.sum()
         start = torch.cuda.Event(enable_timing=True)
         stop = torch.cuda.Event(enable_timing=True)
         # Keep the GPU busy (~100 µs) while the host queues the start event and

@@ -72,6 +72,24 @@ extern "C" __global__ void ke_copy16(const uint4* __restrict__ src, uint4* __res
   }
 }
 
+// Reads `n16` 16-byte words at `src` (the L2 flush buffer, right after the
+// memset that flushes): the memset leaves L2 full of dirty lines, whose
+// write-back the timed plan's first misses would otherwise pay (up to an L2's
+// worth at DRAM bandwidth); after this pass L2 holds clean lines only. The
+// XOR of what was read goes to `sink` only if it equals a value it never has,
+// so the loads cannot be optimised away.
+extern "C" __global__ void ke_read_flush(const uint4* __restrict__ src, unsigned long long n16,
+                                         unsigned long long* sink) {
+  const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+  unsigned int acc = 0;
+  for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x;
+       i < n16; i += stride) {
+    const uint4 v = src[i];
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x9E3779B9u && n16 == 1) *sink = acc;  // n16 is never 1: the flush is >= 1 MiB
+}
+
 // FP32 FMA throughput (calibration): 8 independent chains per thread, each
 // `iterations` FMAs: flops = 2 * 8 * iterations * threads. The sum goes to
 // `out` so the compiler keeps every chain.

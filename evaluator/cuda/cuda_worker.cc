@@ -151,6 +151,7 @@ CudaWorker::~CudaWorker() {
   if (context_lost_) {
     // Every call would fail; the process exits next and the driver cleans up.
     l2_flush_.Abandon();
+    flush_sink_.Abandon();
   }
 }
 
@@ -209,7 +210,8 @@ absl::Status CudaWorker::Initialise() {
   aux_module_ = std::make_unique<Module>(*std::move(aux));
   for (auto [symbol, function] :
        {std::pair{"ke_hold_stream", &hold_kernel_}, std::pair{"ke_fill_pattern", &fill_kernel_},
-        std::pair{"ke_copy16", &copy_kernel_}, std::pair{"ke_fma_throughput", &fma_kernel_}}) {
+        std::pair{"ke_copy16", &copy_kernel_}, std::pair{"ke_read_flush", &read_flush_kernel_},
+        std::pair{"ke_fma_throughput", &fma_kernel_}}) {
     absl::StatusOr<KernelFunction> loaded = aux_module_->GetFunction(symbol);
     if (!loaded.ok()) return loaded.status();
     *function = *std::move(loaded);
@@ -223,9 +225,12 @@ absl::Status CudaWorker::Initialise() {
   // Twice the L2, so a memset over it leaves nothing of the previous sample's
   // data in the cache whatever the replacement policy.
   const uint64_t flush_bytes = RoundUp(std::max<uint64_t>(2 * properties_.l2_bytes, 1 << 20), 4);
-  absl::StatusOr<DeviceBuffer> flush = DeviceBuffer::Allocate(api_, flush_bytes);
+  absl::StatusOr<DeviceBuffer> flush = DeviceBuffer::Allocate(api_, RoundUp(flush_bytes, 16));
   if (!flush.ok()) return flush.status();
   l2_flush_ = *std::move(flush);
+  absl::StatusOr<DeviceBuffer> sink = DeviceBuffer::Allocate(api_, 256);
+  if (!sink.ok()) return sink.status();
+  flush_sink_ = *std::move(sink);
 
   device_info_ = ToDeviceInfo(properties_);
   if (options_.calibrate) {
@@ -568,6 +573,13 @@ absl::StatusOr<CudaWorker::Sample> CudaWorker::TimeOnce(LoadedProgram& program,
     }
     KE_CU_RETURN_IF_ERROR(api_.cuMemsetD32Async(l2_flush_.ptr(), ++flush_value_,
                                                 l2_flush_.bytes() / 4, stream_.get()));
+    // Then read it all back, so that L2 holds clean lines (ke_read_flush).
+    CUdeviceptr flush_ptr = l2_flush_.ptr(), sink_ptr = flush_sink_.ptr();
+    uint64_t n16 = l2_flush_.bytes() / 16;
+    void* args[] = {&flush_ptr, &n16, &sink_ptr};
+    KE_CU_RETURN_IF_ERROR(api_.cuLaunchKernel(read_flush_kernel_.handle,
+                                              static_cast<unsigned>(properties_.sm_count) * 4, 1, 1,
+                                              512, 1, 1, 0, stream_.get(), args, nullptr));
   }
   auto* control = static_cast<uint8_t*>(control_.data());
   volatile int* release = reinterpret_cast<volatile int*>(control + kReleaseOffset);

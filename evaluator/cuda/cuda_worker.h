@@ -131,9 +131,11 @@ class CudaWorker {
   KernelFunction hold_kernel_;
   KernelFunction fill_kernel_;
   KernelFunction copy_kernel_;
+  KernelFunction read_flush_kernel_;
   KernelFunction fma_kernel_;
   PinnedHostBuffer control_;  // [0] release flag (int); [64..88) hold kernel's report
-  DeviceBuffer l2_flush_;     // 2x L2, memset before each timed sample
+  DeviceBuffer l2_flush_;     // 2x L2, memset then read before each timed sample
+  DeviceBuffer flush_sink_;   // where ke_read_flush would write (never does)
   Event start_;
   Event stop_;
   uint32_t flush_value_ = 0;   // what the next L2 flush writes

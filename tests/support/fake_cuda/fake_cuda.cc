@@ -7,7 +7,7 @@
 //
 // What it cannot do is run GPU code. A "module image" it accepts is either
 //   - the worker's own auxiliary PTX (recognised by its entry names: the hold,
-//     fill, copy and FMA kernels are implemented natively here), or
+//     fill, copy, flush-read and FMA kernels are implemented natively here), or
 //   - a shared object built by the CPU backend's HostCompiler from CUDA C++
 //     (an x86-64 ELF; see prelude/kerneleval_cpu_abi.h), whose kernels run on
 //     the CPU backend's device runtime, linked into this library.
@@ -328,7 +328,7 @@ bool IsMapped(uintptr_t ptr, size_t bytes) {
 
 // ----------------------------------------------------------------- modules
 
-enum class KernelKind { kHost, kHold, kFill, kCopy16, kFma };
+enum class KernelKind { kHost, kHold, kFill, kCopy16, kReadFlush, kFma };
 
 struct FakeFunction {
   KernelKind kind = KernelKind::kHost;
@@ -542,6 +542,18 @@ void RunCopy16(const std::vector<std::vector<uint8_t>>& params) {
   std::memcpy(&dst, params[1].data(), 8);
   std::memcpy(&n16, params[2].data(), 8);
   std::memcpy(dst, src, n16 * 16);
+}
+
+void RunReadFlush(const std::vector<std::vector<uint8_t>>& params) {
+  const uint32_t* src = nullptr;
+  uint64_t n16 = 0;
+  uint64_t* sink = nullptr;
+  std::memcpy(&src, params[0].data(), 8);
+  std::memcpy(&n16, params[1].data(), 8);
+  std::memcpy(&sink, params[2].data(), 8);
+  uint32_t acc = 0;
+  for (uint64_t i = 0; i < 4 * n16; ++i) acc ^= src[i];
+  if (acc == 0x9E3779B9u && n16 == 1) *sink = acc;
 }
 
 // Only one thread per block does the arithmetic: the host would take
@@ -762,6 +774,9 @@ CUresult FakeModuleGetFunction(CUfunction* function, CUmodule module_handle, con
         made->param_sizes = {8, 8, 8};
       } else if (symbol == "ke_copy16") {
         made->kind = KernelKind::kCopy16;
+        made->param_sizes = {8, 8, 8};
+      } else if (symbol == "ke_read_flush") {
+        made->kind = KernelKind::kReadFlush;
         made->param_sizes = {8, 8, 8};
       } else if (symbol == "ke_fma_throughput") {
         made->kind = KernelKind::kFma;
@@ -1075,6 +1090,8 @@ CUresult FakeLaunchKernel(CUfunction function_handle, unsigned int grid_x, unsig
       return Submit(stream, [copies] { RunFill(copies); });
     case KernelKind::kCopy16:
       return Submit(stream, [copies] { RunCopy16(copies); });
+    case KernelKind::kReadFlush:
+      return Submit(stream, [copies] { RunReadFlush(copies); });
     case KernelKind::kFma:
       return Submit(stream, [copies, grid_blocks] { RunFma(copies, grid_blocks); });
     case KernelKind::kHost:
