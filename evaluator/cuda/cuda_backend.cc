@@ -204,7 +204,9 @@ absl::StatusOr<internal::TimingResult> CudaBackend::Time(const internal::TimingR
   if (!status.ok()) return status;
   if (reply.has_error()) return StatusFromWire(reply.error());
   if (!reply.has_time()) return absl::InternalError("the CUDA worker sent no TimingResult");
-  return std::move(*reply.mutable_time());
+  internal::TimingResult timed = std::move(*reply.mutable_time());
+  for (std::string& note : *reply.mutable_notes()) timed.add_notes(std::move(note));
+  return timed;
 }
 
 }  // namespace kerneleval::cuda

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "evaluator/data/compare.h"
@@ -491,6 +492,16 @@ absl::Status Evaluation::TimeAndScore(const ReferenceRun& reference,
     report->set_throttled(result->throttled());
     report->set_converged(result->converged());
     report->set_input_sets(static_cast<uint32_t>(request.input_seeds_size()));
+    // The backend's notes on this candidate, the reference, or the whole
+    // run; not those on the group's other candidates.
+    for (const std::string& note : result->notes()) {
+      bool other_program = false;
+      for (size_t k = 0; k < candidates.size(); ++k) {
+        const std::string prefix = absl::StrCat(candidates[k]->program.label(), ": ");
+        other_program = other_program || (k != i && absl::StartsWith(note, prefix));
+      }
+      if (!other_program) report->add_notes(note);
+    }
 
     // The outputs of timed runs must match too: a kernel that caches across
     // launches or skips repeated inputs fails here.

@@ -22,10 +22,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "evaluator/engine/engine.h"
 #include "rubric/rubric.h"
 
@@ -506,6 +508,63 @@ TEST_F(EngineGpuTest, RooflineFractionIsSetWhenTheDeviceIsInThePeakTable) {
               verdict.timing().roofline_min_us() / verdict.timing().candidate().median_us(), 1e-9);
   ExpectRewardFollowsRubric(verdict);
 }
+
+#ifdef KERNELEVAL_TEST_FAKE_DRIVER
+// A device whose clock drops during every fourth sample (staged by the test
+// driver; not every third: with three programs timed in turn that would hit
+// the same one every time): each verdict of a group says so, with the backend's notes on its
+// own candidate and on the reference, and none on the other candidates.
+TEST(EngineFakeDriverTest, ThrottlingReachesEachVerdictWithItsOwnNotes) {
+  EngineOptions options;
+  options.enable_cuda = true;
+  options.enable_cpu = false;
+  options.reward_mode = "speedup";
+  options.partial_credit = false;
+  fake_cuda::UseFakeDriver(&options);
+  ::setenv("KERNELEVAL_FAKE_CUDA_THROTTLE_EVERY", "4", 1);
+  absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(options);
+  ::unsetenv("KERNELEVAL_FAKE_CUDA_THROTTLE_EVERY");
+  ASSERT_TRUE(engine.ok()) << engine.status();
+
+  v1::GetProblemRequest get;
+  get.set_problem_id("vector_add");
+  absl::StatusOr<v1::GetProblemResponse> problem = (*engine)->GetProblem(get);
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  v1::EvaluateGroupRequest request;
+  *request.mutable_problem() = problem->problem();
+  (*request.mutable_problem()->mutable_timed_shape()->mutable_values())["N"] = 1 << 16;
+  request.set_backend(v1::BACKEND_CUDA);
+  for (const char* body : {"c[i] = a[i] + b[i];", "c[i] = b[i] + a[i];"}) {
+    request.add_submissions()->set_source(absl::StrCat(R"(
+// @launch add<<<ceil_div(N, 256), 256>>>(a, b, c, N)
+extern "C" __global__ void add(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) { )",
+                                                       body, " }\n}\n"));
+  }
+  absl::StatusOr<v1::EvaluateGroupResponse> response = (*engine)->EvaluateGroup(request, {});
+  ASSERT_TRUE(response.ok()) << response.status();
+  ASSERT_EQ(response->verdicts_size(), 2);
+  for (int i = 0; i < 2; ++i) {
+    const v1::Verdict& verdict = response->verdicts(i);
+    ASSERT_TRUE(verdict.correct()) << verdict.error();
+    EXPECT_TRUE(verdict.timing().throttled());
+    EXPECT_NE(std::find(verdict.flags().begin(), verdict.flags().end(), "clock_throttled"),
+              verdict.flags().end());
+    const std::string own = absl::StrCat("candidate[", i, "]: ");
+    const std::string other = absl::StrCat("candidate[", 1 - i, "]: ");
+    bool reference_note = false, own_note = false, other_note = false;
+    for (const std::string& note : verdict.timing().notes()) {
+      reference_note = reference_note || note.rfind("reference: ", 0) == 0;
+      own_note = own_note || note.rfind(own, 0) == 0;
+      other_note = other_note || note.rfind(other, 0) == 0;
+    }
+    EXPECT_TRUE(reference_note) << verdict.timing().ShortDebugString();
+    EXPECT_TRUE(own_note) << verdict.timing().ShortDebugString();
+    EXPECT_FALSE(other_note) << verdict.timing().ShortDebugString();
+  }
+}
+#endif  // KERNELEVAL_TEST_FAKE_DRIVER
 
 }  // namespace
 }  // namespace kerneleval

@@ -511,8 +511,9 @@ TEST_F(CudaFakeDriverTest, ThrottledSamplesAreDroppedAndReported) {
   EXPECT_TRUE(result->throttled());
   EXPECT_NEAR(result->sm_clock_min_mhz(), 500, 1);
   EXPECT_NEAR(result->sm_clock_mhz(), 1000, 1);  // the median: most samples ran at full clock
+  // The notes travel with the result (and from there into the verdict).
   bool noted = false;
-  for (const std::string& note : backend->last_notes()) {
+  for (const std::string& note : result->notes()) {
     noted = noted || note.find("throttled samples dropped") != std::string::npos;
   }
   EXPECT_TRUE(noted);
@@ -545,7 +546,7 @@ TEST_F(CudaFakeDriverTest, SamplesWhoseHoldTimedOutAreDropped) {
   ASSERT_FALSE(result->has_failure()) << result->failure().message();
   EXPECT_FALSE(result->throttled());
   bool noted = false;
-  for (const std::string& note : backend->last_notes()) {
+  for (const std::string& note : result->notes()) {
     noted = noted || note.find("samples whose stream hold timed out dropped") != std::string::npos;
   }
   EXPECT_TRUE(noted);

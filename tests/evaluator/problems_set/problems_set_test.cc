@@ -191,7 +191,9 @@ TEST(ProblemSetTest, ZerosAndFp16RoundedResultsFailEveryShape) {
                                       << "): the tolerance cannot catch an fp16 computation";
         }
         zero_failures += zeros_fail;
-        if (output_elements > 1) EXPECT_TRUE(zeros_fail) << "zeros pass (seed " << seed << ")";
+        if (output_elements > 1) {
+          EXPECT_TRUE(zeros_fail) << "zeros pass (seed " << seed << ")";
+        }
       }
       EXPECT_GE(zero_failures, 1) << "zeros pass every trial";
     }

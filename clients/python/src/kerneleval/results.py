@@ -220,6 +220,7 @@ class TimingReport(_Result):
     throttled: bool = False
     converged: bool = False
     input_sets: int = 0
+    notes: list[str] = field(default_factory=list)  # what was dropped or changed while timing
     raw: Optional[Message] = _raw()
 
     _nested: ClassVar[dict[str, tuple[type, bool]]] = {
