@@ -1,6 +1,7 @@
 // Optional bearer-token authentication: with a token configured, every
 // KernelEval call must carry `authorization: Bearer <token>`; the gRPC health
-// service (and reflection, which only describes the public schema) stay open.
+// service (and reflection, which only describes the public schema; turn it
+// off with --no-reflection) stay open.
 #pragma once
 
 #include <string>

@@ -67,6 +67,10 @@ void AddServerFlags(CLI::App& app, ServerConfig* config) {
                  "Require 'authorization: Bearer <token>' on every call except health "
                  "(env KERNELEVAL_TOKEN; prefer the env: flags show in ps)")
       ->envname("KERNELEVAL_TOKEN");
+  app.add_flag("--reflection,!--no-reflection", server.reflection,
+               "Serve gRPC reflection (the public schema, answered without the token; "
+               "default on)")
+      ->envname("KERNELEVAL_REFLECTION");
   app.add_option("--tls-cert", server.tls_cert_path, "PEM certificate chain; with --tls-key: TLS")
       ->envname("KERNELEVAL_TLS_CERT")
       ->check(CLI::ExistingFile);

@@ -3,18 +3,35 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/impl/server_builder_option.h>
+#include <grpcpp/impl/server_builder_plugin.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <sstream>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "server/metrics.h"
 
 namespace kerneleval::server {
 namespace {
+
+// Takes gRPC's reflection plugin out of one builder: the plugin registers
+// itself for every builder of the process, so there is no other way to serve
+// without it.
+class WithoutReflection : public grpc::ServerBuilderOption {
+ public:
+  void UpdateArguments(grpc::ChannelArguments*) override {}
+  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins) override {
+    std::erase_if(*plugins, [](const std::unique_ptr<grpc::ServerBuilderPlugin>& plugin) {
+      return plugin->name() == "proto_server_reflection";
+    });
+  }
+};
 
 absl::StatusOr<std::string> ReadPem(const std::string& path, std::string_view flag) {
   std::ifstream in(path, std::ios::binary);
@@ -62,7 +79,9 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
     server->exposer_ = *std::move(exposer);
   }
 
-  // Both are process-wide switches read when a builder is created.
+  // Both are process-wide switches read when a builder is created (linking
+  // grpc++_reflection already registers the reflection plugin for every
+  // builder; WithoutReflection takes it out of this one).
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
 
@@ -72,6 +91,7 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
   // below it the edge validation names the offending field.
   builder.SetMaxReceiveMessageSize(MaxRequestMessageBytes(opts.service.limits));
   builder.RegisterService(server->service_.get());
+  if (!opts.reflection) builder.SetOption(std::make_unique<WithoutReflection>());
   if (opts.configure_builder) opts.configure_builder(builder);
   server->server_ = builder.BuildAndStart();
   if (!server->server_ || server->port_ == 0) {

@@ -43,6 +43,9 @@ struct ServerOptions {
   // "HOST:PORT" for GET /metrics; empty: no endpoint. Port 0: pick one.
   std::string metrics_address;
   absl::Duration health_poll_interval = absl::Milliseconds(250);
+  // gRPC server reflection (it describes the public schema and, like health,
+  // answers without the token).
+  bool reflection = true;
   // Extra builder settings (tests add interceptors here).
   std::function<void(grpc::ServerBuilder&)> configure_builder;
 };

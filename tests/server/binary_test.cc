@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "cli/client/client.h"
+#include "tests/server/reflection_client.h"
 
 #ifndef KERNELEVAL_SERVER_BINARY
 #define KERNELEVAL_SERVER_BINARY ""
@@ -137,9 +138,27 @@ TEST(ServerBinary, HelpDocumentsEveryFlag) {
        {"--listen", "--backend", "--problems-dir", "--compile-workers", "--compile-cache-dir",
         "--queue-capacity", "--max-source-bytes", "--max-group-size", "--log-level",
         "--metrics-port", "--token", "--tls-cert", "--tls-key", "--calibrate", "--reward-mode",
-        "--partial-credit", "--shutdown-grace-seconds"}) {
+        "--partial-credit", "--shutdown-grace-seconds", "--no-reflection"}) {
     EXPECT_NE(help.find(flag), std::string::npos) << flag;
   }
+}
+
+TEST(ServerBinary, NoReflectionTurnsReflectionOff) {
+  if (!ServerBuilt()) GTEST_SKIP() << "kerneleval-server not built";
+  ServerProcess process({KERNELEVAL_SERVER_BINARY, "--backend", "cpu", "--listen", "127.0.0.1:0",
+                         "--problems-dir", std::string(KERNELEVAL_SOURCE_DIR) + "/problems",
+                         "--log-level", "info", "--no-reflection"});
+  const int port = process.WaitForPort(milliseconds(60'000));
+  ASSERT_GT(port, 0) << process.Output();
+  const std::string target = "127.0.0.1:" + std::to_string(port);
+  // The server answers (a plain call works) but reflection is not there.
+  client::ClientOptions options;
+  options.target = target;
+  options.timeout = absl::Seconds(60);
+  auto client = client::KernelEvalClient::Create(options);
+  ASSERT_TRUE(client.ok());
+  EXPECT_TRUE((*client)->ListProblems({}).ok());
+  EXPECT_EQ(ListServicesByReflection(target), "");
 }
 
 TEST(ServerBinary, ServesOnTheCpuBackendAndExitsZeroOnSigterm) {
@@ -164,6 +183,10 @@ TEST(ServerBinary, ServesOnTheCpuBackendAndExitsZeroOnSigterm) {
   EXPECT_TRUE(has_cpu);
   auto problems = (*client)->ListProblems({});
   EXPECT_TRUE(problems.ok()) << problems.status();
+  // Reflection is on by default.
+  EXPECT_NE(ListServicesByReflection("127.0.0.1:" + std::to_string(port))
+                .find("kerneleval.v1.KernelEval"),
+            std::string::npos);
 
   // End to end on the real engine: a correct and a wrong kernel, one streamed,
   // then both as a group.
