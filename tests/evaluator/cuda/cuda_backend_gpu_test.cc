@@ -472,51 +472,64 @@ TEST_F(CudaBackendGpuTest, TimingCatchesAFaultingCandidate) {
 // the test set.
 class CudaFakeDriverTest : public testing::Test {
  protected:
-  static std::unique_ptr<CudaBackend> StartBackend(bool calibrate = false) {
+  // A backend whose worker sees `variable`=`value` (empty: none) at start.
+  static std::unique_ptr<CudaBackend> StartBackend(bool calibrate = false,
+                                                   const char* variable = nullptr,
+                                                   const char* value = nullptr) {
     kerneleval::fake_cuda::UseFakeDriver();  // before the worker starts
+    if (variable != nullptr) ::setenv(variable, value, 1);
     CudaBackendOptions options;
     options.worker_binary = WorkerBinary();
     options.calibrate = calibrate;
     absl::StatusOr<std::unique_ptr<CudaBackend>> backend = CudaBackend::Create(0, options);
+    if (variable != nullptr) ::unsetenv(variable);
     EXPECT_TRUE(backend.ok()) << backend.status();
     return backend.ok() ? *std::move(backend) : nullptr;
+  }
+
+  // Times `add` on 4096 elements for each label, at most 1 s of samples.
+  static absl::StatusOr<internal::TimingResult> TimeAdd(CudaBackend& backend,
+                                                        const std::vector<std::string>& labels) {
+    const std::string module = CompileCubin(kVectorAdd, backend.target_arch());
+    internal::TimingRequest request;
+    for (const std::string& label : labels) {
+      internal::TimedProgram* timed = request.add_programs();
+      timed->mutable_program()->set_label(label);
+      timed->mutable_program()->mutable_compiled()->set_success(true);
+      timed->mutable_program()->mutable_compiled()->set_arch(backend.target_arch());
+      timed->mutable_program()->mutable_compiled()->set_cubin(module);
+      *timed->mutable_plan() = CudaBackendGpuTest::PlanFor("add", 4096);
+    }
+    request.add_input_seeds(1);
+    internal::TimingConfig config = timing::DefaultTimingConfig();
+    config.set_max_seconds(1);
+    *request.mutable_config() = config;
+    request.set_timeout_seconds(30);
+    return backend.Time(request);
+  }
+
+  static bool HasNote(const internal::TimingResult& result, const std::string& text) {
+    for (const std::string& note : result.notes()) {
+      if (note.find(text) != std::string::npos) return true;
+    }
+    return false;
   }
 };
 
 TEST_F(CudaFakeDriverTest, ThrottledSamplesAreDroppedAndReported) {
   // Every third hold reports half the nominal clock (1000 MHz): below the 75 %
   // rule, so a third of the samples go and the result says throttled.
-  ::setenv("KERNELEVAL_FAKE_CUDA_THROTTLE_EVERY", "3", 1);
-  std::unique_ptr<CudaBackend> backend = StartBackend();
-  ::unsetenv("KERNELEVAL_FAKE_CUDA_THROTTLE_EVERY");
+  std::unique_ptr<CudaBackend> backend =
+      StartBackend(false, "KERNELEVAL_FAKE_CUDA_THROTTLE_EVERY", "3");
   ASSERT_NE(backend, nullptr);
-  const std::string module = CompileCubin(kVectorAdd, backend->target_arch());
-  internal::TimingRequest request;
-  for (const char* label : {"reference", "candidate"}) {
-    internal::TimedProgram* timed = request.add_programs();
-    timed->mutable_program()->set_label(label);
-    timed->mutable_program()->mutable_compiled()->set_success(true);
-    timed->mutable_program()->mutable_compiled()->set_arch(backend->target_arch());
-    timed->mutable_program()->mutable_compiled()->set_cubin(module);
-    *timed->mutable_plan() = CudaBackendGpuTest::PlanFor("add", 4096);
-  }
-  request.add_input_seeds(1);
-  internal::TimingConfig config = timing::DefaultTimingConfig();
-  config.set_max_seconds(1);
-  *request.mutable_config() = config;
-  request.set_timeout_seconds(30);
-  absl::StatusOr<internal::TimingResult> result = backend->Time(request);
+  absl::StatusOr<internal::TimingResult> result = TimeAdd(*backend, {"reference", "candidate"});
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_FALSE(result->has_failure()) << result->failure().message();
   EXPECT_TRUE(result->throttled());
   EXPECT_NEAR(result->sm_clock_min_mhz(), 500, 1);
   EXPECT_NEAR(result->sm_clock_mhz(), 1000, 1);  // the median: most samples ran at full clock
   // The notes travel with the result (and from there into the verdict).
-  bool noted = false;
-  for (const std::string& note : result->notes()) {
-    noted = noted || note.find("throttled samples dropped") != std::string::npos;
-  }
-  EXPECT_TRUE(noted);
+  EXPECT_TRUE(HasNote(*result, "throttled samples dropped"));
   for (const internal::ProgramTiming& program : result->programs()) {
     EXPECT_GE(program.samples_us_size(), 10);
   }
@@ -526,55 +539,28 @@ TEST_F(CudaFakeDriverTest, SamplesWhoseHoldTimedOutAreDropped) {
   // Every fourth hold says it gave up before the host released it: those
   // samples may hold launch latency, so they go (the clock is fine: not
   // throttled).
-  ::setenv("KERNELEVAL_FAKE_CUDA_LATE_HOLD_EVERY", "4", 1);
-  std::unique_ptr<CudaBackend> backend = StartBackend();
-  ::unsetenv("KERNELEVAL_FAKE_CUDA_LATE_HOLD_EVERY");
+  std::unique_ptr<CudaBackend> backend =
+      StartBackend(false, "KERNELEVAL_FAKE_CUDA_LATE_HOLD_EVERY", "4");
   ASSERT_NE(backend, nullptr);
-  const std::string module = CompileCubin(kVectorAdd, backend->target_arch());
-  internal::TimingRequest request;
-  internal::TimedProgram* timed = request.add_programs();
-  timed->mutable_program()->set_label("reference");
-  timed->mutable_program()->mutable_compiled()->set_success(true);
-  timed->mutable_program()->mutable_compiled()->set_cubin(module);
-  *timed->mutable_plan() = CudaBackendGpuTest::PlanFor("add", 4096);
-  request.add_input_seeds(1);
-  internal::TimingConfig config = timing::DefaultTimingConfig();
-  config.set_max_seconds(1);
-  *request.mutable_config() = config;
-  absl::StatusOr<internal::TimingResult> result = backend->Time(request);
+  absl::StatusOr<internal::TimingResult> result = TimeAdd(*backend, {"reference"});
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_FALSE(result->has_failure()) << result->failure().message();
   EXPECT_FALSE(result->throttled());
-  bool noted = false;
-  for (const std::string& note : result->notes()) {
-    noted = noted || note.find("samples whose stream hold timed out dropped") != std::string::npos;
-  }
-  EXPECT_TRUE(noted);
+  EXPECT_TRUE(HasNote(*result, "samples whose stream hold timed out dropped"));
   EXPECT_GE(result->programs(0).samples_us_size(), 10);
 }
 
 TEST_F(CudaFakeDriverTest, EveryHoldThrottledKeepsEverySampleAndSaysSo) {
-  ::setenv("KERNELEVAL_FAKE_CUDA_THROTTLE_EVERY", "1", 1);
-  std::unique_ptr<CudaBackend> backend = StartBackend();
-  ::unsetenv("KERNELEVAL_FAKE_CUDA_THROTTLE_EVERY");
+  std::unique_ptr<CudaBackend> backend =
+      StartBackend(false, "KERNELEVAL_FAKE_CUDA_THROTTLE_EVERY", "1");
   ASSERT_NE(backend, nullptr);
-  const std::string module = CompileCubin(kVectorAdd, backend->target_arch());
-  internal::TimingRequest request;
-  internal::TimedProgram* timed = request.add_programs();
-  timed->mutable_program()->set_label("reference");
-  timed->mutable_program()->mutable_compiled()->set_success(true);
-  timed->mutable_program()->mutable_compiled()->set_cubin(module);
-  *timed->mutable_plan() = CudaBackendGpuTest::PlanFor("add", 4096);
-  request.add_input_seeds(1);
-  internal::TimingConfig config = timing::DefaultTimingConfig();
-  config.set_max_seconds(1);
-  *request.mutable_config() = config;
-  absl::StatusOr<internal::TimingResult> result = backend->Time(request);
+  absl::StatusOr<internal::TimingResult> result = TimeAdd(*backend, {"reference"});
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_FALSE(result->has_failure()) << result->failure().message();
   // Dropping all would leave nothing to judge: all kept, flagged.
   EXPECT_TRUE(result->throttled());
   EXPECT_NEAR(result->sm_clock_mhz(), 500, 1);
+  EXPECT_TRUE(HasNote(*result, "all kept"));
   EXPECT_GE(result->programs(0).samples_us_size(), 10);
 }
 
