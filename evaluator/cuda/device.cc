@@ -49,7 +49,7 @@ absl::StatusOr<DeviceProperties> QueryDevice(const DriverApi& api, int ordinal) 
   do {                                                                     \
     absl::StatusOr<int> ke_attribute_ = Attribute(api, device, attribute); \
     if (!ke_attribute_.ok()) return ke_attribute_.status();                \
-    out = *ke_attribute_;                                                  \
+    (out) = *ke_attribute_;                                                \
   } while (0)
   int value = 0;
   KE_ATTRIBUTE(p.cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
