@@ -89,6 +89,9 @@ void PrintVerdict(const v1::Verdict& v, FILE* out) {
     absl::FPrintF(out, "compiler log:\n%s\n", v.compile().log());
   }
   if (!v.flags().empty()) absl::FPrintF(out, "flags     %s\n", absl::StrJoin(v.flags(), ", "));
+  for (const std::string& note : v.correctness().notes()) {
+    absl::FPrintF(out, "note      %s\n", note);
+  }
   for (const std::string& note : v.timing().notes()) absl::FPrintF(out, "note      %s\n", note);
   if (v.has_seed()) absl::FPrintF(out, "seed      %d\n", v.seed());
   absl::FPrintF(out, "wall      %.3f s\n", v.wall_seconds());

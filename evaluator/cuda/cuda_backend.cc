@@ -177,7 +177,9 @@ absl::StatusOr<internal::RunResult> CudaBackend::Run(const internal::RunRequest&
   if (!status.ok()) return status;
   if (reply.has_error()) return StatusFromWire(reply.error());
   if (!reply.has_run()) return absl::InternalError("the CUDA worker sent no RunResult");
-  return std::move(*reply.mutable_run());
+  internal::RunResult run = std::move(*reply.mutable_run());
+  for (std::string& note : *reply.mutable_notes()) run.add_notes(std::move(note));
+  return run;
 }
 
 absl::StatusOr<internal::TimingResult> CudaBackend::Time(const internal::TimingRequest& request) {

@@ -337,6 +337,7 @@ absl::StatusOr<std::optional<v1::Verdict>> Evaluation::CheckCorrectness(
     return absl::InternalError("backend returned the wrong number of cases");
   }
   report->Clear();
+  for (const std::string& note : result->notes()) report->add_notes(note);
   std::set<std::string> shapes;
   int failing = 0;
   std::string first_error;

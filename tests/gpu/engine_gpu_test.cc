@@ -564,6 +564,34 @@ extern "C" __global__ void add(const float* a, const float* b, float* c, int n) 
     EXPECT_FALSE(other_note) << verdict.timing().ShortDebugString();
   }
 }
+
+// A CUBIN the device cannot load (built for another architecture): the worker
+// JIT-compiles the PTX instead and the verdict's correctness notes say so.
+TEST(EngineFakeDriverTest, PtxJitFallbackIsNotedInTheVerdict) {
+  EngineOptions options;
+  options.enable_cuda = true;
+  options.enable_cpu = false;
+  fake_cuda::UseFakeDriver(&options, /*as_ptx=*/true);
+  absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(options);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  v1::EvaluateRequest request;
+  request.set_problem_id("vector_add");
+  request.set_backend(v1::BACKEND_CUDA);
+  request.set_skip_timing(true);
+  request.mutable_submission()->set_source(R"(
+// @launch add<<<ceil_div(N, 256), 256>>>(a, b, c, N)
+extern "C" __global__ void add(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+}
+)");
+  absl::StatusOr<v1::Verdict> verdict = (*engine)->Evaluate(request, {});
+  ASSERT_TRUE(verdict.ok()) << verdict.status();
+  ASSERT_TRUE(verdict->correct()) << verdict->error();
+  ASSERT_EQ(verdict->correctness().notes_size(), 1) << verdict->correctness().ShortDebugString();
+  EXPECT_EQ(verdict->correctness().notes(0),
+            "candidate: PTX JIT (the CUBIN is for sm_80, the device is sm_90)");
+}
 #endif  // KERNELEVAL_TEST_FAKE_DRIVER
 
 }  // namespace

@@ -564,6 +564,33 @@ TEST_F(CudaFakeDriverTest, EveryHoldThrottledKeepsEverySampleAndSaysSo) {
   EXPECT_GE(result->programs(0).samples_us_size(), 10);
 }
 
+TEST_F(CudaFakeDriverTest, CubinForAnotherArchFallsBackToPtxAndSaysSo) {
+  // A CUBIN for another architecture is not loaded; the program's PTX is
+  // JIT-compiled instead and the result says so.
+  std::unique_ptr<CudaBackend> backend = StartBackend();
+  ASSERT_NE(backend, nullptr);
+  internal::RunRequest request;
+  internal::Program* program = request.mutable_program();
+  program->set_label("candidate");
+  program->mutable_compiled()->set_success(true);
+  program->mutable_compiled()->set_arch("sm_80");
+  program->mutable_compiled()->set_cubin("a CUBIN for sm_80");
+  // The test driver's PTX: text naming a host module file.
+  const std::string module_path = ::testing::TempDir() + "/fake_ptx_module.so";
+  std::ofstream(module_path, std::ios::binary) << CompileCubin(kVectorAdd, backend->target_arch());
+  program->mutable_compiled()->set_ptx("// kerneleval fake CUDA host module: " + module_path);
+  internal::Case* test_case = request.add_cases();
+  test_case->set_label("n=4096");
+  test_case->set_input_seed(3);
+  *test_case->mutable_plan() = CudaBackendGpuTest::PlanFor("add", 4096);
+  request.set_timeout_seconds(20);
+  absl::StatusOr<internal::RunResult> result = backend->Run(request);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_FALSE(result->has_failure()) << result->failure().message();
+  ASSERT_EQ(result->notes_size(), 1);
+  EXPECT_EQ(result->notes(0), "candidate: PTX JIT (the CUBIN is for sm_80, the device is sm_90)");
+}
+
 TEST_F(CudaFakeDriverTest, CalibrationReportsMeasuredFigures) {
   std::unique_ptr<CudaBackend> backend = StartBackend(/*calibrate=*/true);
   ASSERT_NE(backend, nullptr);

@@ -10,7 +10,9 @@
 //     fill, copy, flush-read and FMA kernels are implemented natively here), or
 //   - a shared object built by the CPU backend's HostCompiler from CUDA C++
 //     (an x86-64 ELF; see prelude/kerneleval_cpu_abi.h), whose kernels run on
-//     the CPU backend's device runtime, linked into this library.
+//     the CPU backend's device runtime, linked into this library; or
+//   - PTX text "// kerneleval fake CUDA host module: PATH" naming such a file
+//     (how a test reaches the worker's PTX JIT fallback).
 // A CUBIN (an ELF for the CUDA machine) gives CUDA_ERROR_NO_BINARY_FOR_GPU and
 // PTX of other programs CUDA_ERROR_INVALID_PTX, each with a JIT log saying why.
 //
@@ -350,6 +352,9 @@ struct FakeModule {
   std::vector<HostKernel> kernels;
   std::map<std::string, std::unique_ptr<FakeFunction>> functions;
 };
+
+// PTX text that names a host module file instead of holding code.
+constexpr char kHostModuleMarker[] = "// kerneleval fake CUDA host module: ";
 
 // Host kernels share one runtime (one pool, one set of per-thread state):
 // one grid at a time.
@@ -725,6 +730,27 @@ CUresult FakeModuleLoadDataEx(CUmodule* module, const void* image, unsigned int 
     }
     std::string why;
     if (CUresult r = LoadHostModule(image, loaded.get(), &why); r != CUDA_SUCCESS) {
+      SetJitLog(count, options, values, "fake CUDA driver: " + why);
+      return r;
+    }
+  } else if (std::strncmp(static_cast<const char*>(image), kHostModuleMarker,
+                          std::strlen(kHostModuleMarker)) == 0) {
+    // "PTX" naming a host module file: how a test reaches the PTX JIT
+    // fallback (proto3 strings, like a program's PTX, must be UTF-8 text).
+    const std::string path(static_cast<const char*>(image) + std::strlen(kHostModuleMarker));
+    std::string bytes;
+    if (FILE* file = std::fopen(path.c_str(), "rb")) {
+      char buffer[1 << 16];
+      for (size_t n; (n = std::fread(buffer, 1, sizeof(buffer), file)) > 0;)
+        bytes.append(buffer, n);
+      std::fclose(file);
+    }
+    std::string why = "cannot read " + path;
+    if (bytes.size() < sizeof(Elf64_Ehdr)) {
+      SetJitLog(count, options, values, "fake CUDA driver: " + why);
+      return CUDA_ERROR_INVALID_PTX;
+    }
+    if (CUresult r = LoadHostModule(bytes.data(), loaded.get(), &why); r != CUDA_SUCCESS) {
       SetJitLog(count, options, values, "fake CUDA driver: " + why);
       return r;
     }

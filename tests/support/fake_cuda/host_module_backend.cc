@@ -54,10 +54,18 @@ absl::StatusOr<HostModuleBackend::Rebuilt> HostModuleBackend::Rebuild(
     absl::StatusOr<cpu::HostCompileResult> compiled = compiler_.Compile(*unit);
     if (!compiled.ok()) return compiled.status();
     if (!compiled->success) return Rebuilt{false, compiled->log};
-    cached = modules_.emplace(*std::move(unit), ReadFile(compiled->library_path)).first;
+    Module module{ReadFile(compiled->library_path), compiled->library_path};
+    cached = modules_.emplace(*std::move(unit), std::move(module)).first;
   }
-  program->mutable_compiled()->set_cubin(cached->second);
-  program->mutable_compiled()->clear_ptx();  // nothing to JIT on the test driver
+  v1::CompileResult* compiled = program->mutable_compiled();
+  if (as_ptx_) {
+    compiled->set_arch("sm_80");
+    compiled->set_cubin("a CUBIN for sm_80");
+    compiled->set_ptx("// kerneleval fake CUDA host module: " + cached->second.path);
+  } else {
+    compiled->set_cubin(cached->second.bytes);
+    compiled->clear_ptx();  // nothing to JIT on the test driver
+  }
   return Rebuilt{true, ""};
 }
 
@@ -104,21 +112,23 @@ absl::StatusOr<cpu::HostCompiler> MakeHostCompiler() {
 
 }  // namespace
 
-std::unique_ptr<Backend> WrapForFakeDriver(std::unique_ptr<Backend> cuda) {
+std::unique_ptr<Backend> WrapForFakeDriver(std::unique_ptr<Backend> cuda, bool as_ptx) {
   absl::StatusOr<cpu::HostCompiler> compiler = MakeHostCompiler();
   if (!compiler.ok()) {
     std::fprintf(stderr, "fake CUDA driver: no host compiler: %s\n",
                  std::string(compiler.status().message()).c_str());
     return cuda;
   }
-  return std::make_unique<HostModuleBackend>(std::move(cuda), *std::move(compiler));
+  return std::make_unique<HostModuleBackend>(std::move(cuda), *std::move(compiler), as_ptx);
 }
 
 void UseFakeDriver() { ::setenv("KERNELEVAL_CUDA_DRIVER", KERNELEVAL_FAKE_CUDA_DRIVER, 1); }
 
-void UseFakeDriver(EngineOptions* options) {
+void UseFakeDriver(EngineOptions* options, bool as_ptx) {
   UseFakeDriver();
-  options->wrap_cuda_backend = WrapForFakeDriver;
+  options->wrap_cuda_backend = [as_ptx](std::unique_ptr<Backend> cuda) {
+    return WrapForFakeDriver(std::move(cuda), as_ptx);
+  };
 }
 
 absl::StatusOr<std::string> BuildHostModule(const std::string& source,

@@ -23,8 +23,11 @@ namespace kerneleval::fake_cuda {
 
 class HostModuleBackend : public Backend {
  public:
-  HostModuleBackend(std::unique_ptr<Backend> inner, cpu::HostCompiler compiler)
-      : inner_(std::move(inner)), compiler_(std::move(compiler)) {}
+  // `as_ptx`: deliver each module as "PTX" beside a CUBIN for another
+  // architecture, so the worker takes its PTX JIT fallback (the test driver
+  // loads PTX text that names a host module file).
+  HostModuleBackend(std::unique_ptr<Backend> inner, cpu::HostCompiler compiler, bool as_ptx = false)
+      : inner_(std::move(inner)), compiler_(std::move(compiler)), as_ptx_(as_ptx) {}
 
   [[nodiscard]] std::string_view name() const override { return inner_->name(); }
   [[nodiscard]] v1::DeviceInfo device() const override { return inner_->device(); }
@@ -49,12 +52,17 @@ class HostModuleBackend : public Backend {
   std::unique_ptr<Backend> inner_;
   std::mutex mutex_;  // guards compiler_ and modules_
   cpu::HostCompiler compiler_;
-  std::map<std::string, std::string> modules_;  // translation unit -> shared object bytes
+  struct Module {
+    std::string bytes;  // the shared object
+    std::string path;   // where the host compiler keeps it
+  };
+  std::map<std::string, Module> modules_;  // by translation unit
+  const bool as_ptx_;
 };
 
 // The wrapper EngineOptions::wrap_cuda_backend wants. Without a host compiler
 // the backend is returned as it is (its CUBINs then fail to load, loudly).
-std::unique_ptr<Backend> WrapForFakeDriver(std::unique_ptr<Backend> cuda);
+std::unique_ptr<Backend> WrapForFakeDriver(std::unique_ptr<Backend> cuda, bool as_ptx = false);
 
 // Points this process, and the CUDA workers it starts (they inherit the
 // environment), at the test driver built with this library
@@ -62,7 +70,8 @@ std::unique_ptr<Backend> WrapForFakeDriver(std::unique_ptr<Backend> cuda);
 void UseFakeDriver();
 // UseFakeDriver(), and the engine made from `options` wraps each CUDA backend
 // in a HostModuleBackend.
-void UseFakeDriver(EngineOptions* options);
+// `as_ptx`: see HostModuleBackend.
+void UseFakeDriver(EngineOptions* options, bool as_ptx = false);
 
 // The shared object HostCompiler builds from `source` with a launcher for
 // each of `kernels`: the module image the test driver runs. The compile cache

@@ -184,6 +184,7 @@ class CorrectnessReport(_Result):
     inputs_modified: bool = False
     modified_input: str = ""
     checks: list[OutputCheck] = field(default_factory=list)  # the first failing one first
+    notes: list[str] = field(default_factory=list)  # e.g. a PTX JIT fallback
     raw: Optional[Message] = _raw()
 
     _nested: ClassVar[dict[str, tuple[type, bool]]] = {"checks": (OutputCheck, True)}
