@@ -1,5 +1,6 @@
 // kerneleval devices: the devices an engine (embedded or --server) runs on,
 // matched to the peak table.
+#include <algorithm>
 #include <cstdio>
 
 #include "absl/strings/str_format.h"
@@ -29,10 +30,16 @@ void Run(const DevicesFlags& flags) {
     std::printf("%s\n", ToJson(*devices).c_str());
     return SetExitCode(kExitOk);
   }
-  absl::PrintF("%-8s %-7s %-28s %-5s %5s %10s %9s %s\n", "id", "backend", "name", "cc", "SMs",
-               "memory", "L2", "roofline");
+  // The name column as wide as the longest name (CPU names run long).
+  int name_width = 4;
   for (const v1::DeviceInfo& d : devices->devices()) {
-    absl::PrintF("%-8s %-7s %-28s %-5s %5d %7.1f GiB %6.1f MiB %s\n", d.id(), d.backend(), d.name(),
+    name_width = std::max(name_width, static_cast<int>(d.name().size()));
+  }
+  absl::PrintF("%-8s %-7s %-*s %-5s %5s %10s %9s %s\n", "id", "backend", name_width, "name", "cc",
+               "SMs", "memory", "L2", "roofline");
+  for (const v1::DeviceInfo& d : devices->devices()) {
+    absl::PrintF("%-8s %-7s %-*s %-5s %5d %7.1f GiB %6.1f MiB %s\n", d.id(), d.backend(),
+                 name_width, d.name(),
                  d.backend() == "cuda" ? absl::StrFormat("%d.%d", d.compute_capability_major(),
                                                          d.compute_capability_minor())
                                        : "-",
