@@ -224,8 +224,9 @@ absl::Status CudaWorker::Initialise() {
 
   // Twice the L2, so a memset over it leaves nothing of the previous sample's
   // data in the cache whatever the replacement policy.
-  const uint64_t flush_bytes = RoundUp(std::max<uint64_t>(2 * properties_.l2_bytes, 1 << 20), 4);
-  absl::StatusOr<DeviceBuffer> flush = DeviceBuffer::Allocate(api_, RoundUp(flush_bytes, 16));
+  // Whole 16-byte words: ke_read_flush reads it back in uint4s.
+  const uint64_t flush_bytes = RoundUp(std::max<uint64_t>(2 * properties_.l2_bytes, 1 << 20), 16);
+  absl::StatusOr<DeviceBuffer> flush = DeviceBuffer::Allocate(api_, flush_bytes);
   if (!flush.ok()) return flush.status();
   l2_flush_ = *std::move(flush);
   absl::StatusOr<DeviceBuffer> sink = DeviceBuffer::Allocate(api_, 256);
@@ -731,27 +732,9 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
   std::vector<std::vector<bool>> hold_timed_out(program_count);
   std::vector<double> all_clocks;
   // The samples that count: throttled ones and those whose hold timed out
-  // are dropped, unless that would drop most of them (then the readings
-  // themselves are suspect; all are kept and the result says throttled).
-  // `throttled` / `late_holds`: how many of each were dropped.
-  auto kept = [&](int p, int* throttled, int* late_holds) {
-    std::vector<double> clean;
-    int slow_clock = 0, late = 0;
-    for (size_t i = 0; i < raw[p].size(); ++i) {
-      // No reading (0: the plan ran without the hold) is not a slow clock.
-      const bool is_throttled = clocks[p][i] > 0 && timing::IsThrottled(clocks[p][i], nominal_mhz);
-      slow_clock += is_throttled;
-      late += !is_throttled && hold_timed_out[p][i];
-      if (!is_throttled && !hold_timed_out[p][i]) clean.push_back(raw[p][i]);
-    }
-    if (clean.size() * 2 < raw[p].size()) {
-      *throttled = slow_clock;
-      *late_holds = 0;
-      return raw[p];
-    }
-    *throttled = slow_clock;
-    *late_holds = late;
-    return clean;
+  // go, unless most would (timing::KeepSamples).
+  auto kept = [&](int p) {
+    return timing::KeepSamples(raw[p], clocks[p], hold_timed_out[p], nominal_mhz);
   };
   const absl::Time start = absl::Now();
   // Checking the rule sorts every program's samples: check at geometrically
@@ -790,8 +773,7 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
     next_check = round + 1 + round / 16;
     bool all_stop = true;
     for (int p = 0; p < program_count && all_stop; ++p) {
-      int throttled = 0, late_holds = 0;
-      all_stop = rule.ShouldStop(kept(p, &throttled, &late_holds), elapsed);
+      all_stop = rule.ShouldStop(kept(p).samples_us, elapsed);
     }
     if (all_stop) break;
   }
@@ -799,22 +781,23 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
   bool throttled = false, converged = true;
   for (int p = 0; p < program_count; ++p) {
     internal::ProgramTiming* timing = result.add_programs();
-    int slow_clock = 0, late_holds = 0;
-    const std::vector<double> samples = kept(p, &slow_clock, &late_holds);
-    throttled = throttled || slow_clock > 0;
+    const timing::KeptSamples counted = kept(p);
+    const std::vector<double>& samples = counted.samples_us;
+    throttled = throttled || counted.throttled > 0;
     converged = converged && rule.Converged(samples);
     timing->mutable_samples_us()->Assign(samples.begin(), samples.end());
-    if (samples.size() == raw[p].size() && (slow_clock > 0 || late_holds > 0)) {
+    if (counted.kept_all) {
       outcome.notes.push_back(absl::StrCat(programs[p].label, ": most samples throttled or late (",
-                                           slow_clock, " throttled): all kept"));
-    }
-    if (samples.size() != raw[p].size() && slow_clock > 0) {
-      outcome.notes.push_back(
-          absl::StrCat(programs[p].label, ": ", slow_clock, " throttled samples dropped"));
-    }
-    if (samples.size() != raw[p].size() && late_holds > 0) {
-      outcome.notes.push_back(absl::StrCat(programs[p].label, ": ", late_holds,
-                                           " samples whose stream hold timed out dropped"));
+                                           counted.throttled, " throttled): all kept"));
+    } else {
+      if (counted.throttled > 0) {
+        outcome.notes.push_back(
+            absl::StrCat(programs[p].label, ": ", counted.throttled, " throttled samples dropped"));
+      }
+      if (counted.late > 0) {
+        outcome.notes.push_back(absl::StrCat(programs[p].label, ": ", counted.late,
+                                             " samples whose stream hold timed out dropped"));
+      }
     }
     // The outputs of the last timed run on each input set, for checking.
     for (int s = 0; s < sets; ++s) {

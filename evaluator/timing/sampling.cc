@@ -146,15 +146,22 @@ bool IsThrottled(double clock_mhz, double reference_clock_mhz, double fraction) 
   return clock_mhz < fraction * reference_clock_mhz;
 }
 
-std::vector<double> DiscardThrottled(std::span<const double> samples_us,
-                                     std::span<const double> clock_mhz, double reference_clock_mhz,
-                                     double fraction) {
-  std::vector<double> kept;
-  kept.reserve(samples_us.size());
+KeptSamples KeepSamples(std::span<const double> samples_us, std::span<const double> clock_mhz,
+                        const std::vector<bool>& late, double reference_clock_mhz,
+                        double fraction) {
+  KeptSamples kept;
+  kept.samples_us.reserve(samples_us.size());
   for (size_t i = 0; i < samples_us.size(); ++i) {
     const bool has_reading = i < clock_mhz.size() && clock_mhz[i] > 0;
-    if (has_reading && IsThrottled(clock_mhz[i], reference_clock_mhz, fraction)) continue;
-    kept.push_back(samples_us[i]);
+    const bool throttled = has_reading && IsThrottled(clock_mhz[i], reference_clock_mhz, fraction);
+    const bool is_late = !throttled && i < late.size() && late[i];
+    kept.throttled += throttled;
+    kept.late += is_late;
+    if (!throttled && !is_late) kept.samples_us.push_back(samples_us[i]);
+  }
+  if (kept.samples_us.size() * 2 < samples_us.size()) {
+    kept.samples_us.assign(samples_us.begin(), samples_us.end());
+    kept.kept_all = true;
   }
   return kept;
 }

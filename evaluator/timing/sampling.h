@@ -96,10 +96,22 @@ inline constexpr double kThrottleFraction = 0.75;
 // unknown (not positive).
 bool IsThrottled(double clock_mhz, double reference_clock_mhz, double fraction = kThrottleFraction);
 
-// The samples whose clock (same index in `clock_mhz`) was not throttled.
-// Samples without a clock reading (clock_mhz shorter, or a reading <= 0) are kept.
-std::vector<double> DiscardThrottled(std::span<const double> samples_us,
-                                     std::span<const double> clock_mhz, double reference_clock_mhz,
-                                     double fraction = kThrottleFraction);
+// The samples that count, and what was dropped.
+struct KeptSamples {
+  std::vector<double> samples_us;
+  int throttled = 0;      // samples whose clock reading was throttled
+  int late = 0;           // samples flagged late and not throttled
+  bool kept_all = false;  // dropping would have left fewer than half: none dropped
+};
+
+// Drops the samples whose clock (same index in `clock_mhz`) was throttled and
+// those flagged in `late` (e.g. a stream hold that timed out, so the sample may
+// hold launch latency), unless that would drop more than half: then the
+// readings themselves are suspect and every sample is kept. Samples without a
+// clock reading (clock_mhz shorter, or a reading <= 0) are not throttled;
+// `late` may be shorter than the samples (missing: not late).
+KeptSamples KeepSamples(std::span<const double> samples_us, std::span<const double> clock_mhz,
+                        const std::vector<bool>& late, double reference_clock_mhz,
+                        double fraction = kThrottleFraction);
 
 }  // namespace kerneleval::timing

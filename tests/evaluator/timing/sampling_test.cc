@@ -202,9 +202,28 @@ TEST(ThrottleTest, SeventyFivePercentOfTheReference) {
   EXPECT_FALSE(IsThrottled(100, 0));      // no reference
   const std::vector<double> samples = {10, 11, 12, 13};
   const std::vector<double> clocks = {1980, 900, 1800};  // the last has no reading
-  EXPECT_EQ(DiscardThrottled(samples, clocks, 1980), (std::vector<double>{10, 12, 13}));
+  EXPECT_EQ(KeepSamples(samples, clocks, {}, 1980).samples_us, (std::vector<double>{10, 12, 13}));
   const std::vector<double> unmeasured = {0, 0, 1000, 0};  // 0: no reading, kept
-  EXPECT_EQ(DiscardThrottled(samples, unmeasured, 1980), (std::vector<double>{10, 11, 13}));
+  EXPECT_EQ(KeepSamples(samples, unmeasured, {}, 1980).samples_us,
+            (std::vector<double>{10, 11, 13}));
+}
+
+TEST(ThrottleTest, LateSamplesGoTooUnlessMostWould) {
+  const std::vector<double> samples = {10, 11, 12, 13, 14, 15};
+  const std::vector<double> clocks = {1980, 900, 1980, 1980, 1980, 1980};
+  // Sample 1 throttled (and late: counted once, as throttled), sample 4 late.
+  const KeptSamples some = KeepSamples(samples, clocks, {false, true, false, false, true}, 1980);
+  EXPECT_EQ(some.samples_us, (std::vector<double>{10, 12, 13, 15}));
+  EXPECT_EQ(some.throttled, 1);
+  EXPECT_EQ(some.late, 1);
+  EXPECT_FALSE(some.kept_all);
+  // Four of six would go: the readings are suspect, every sample stays.
+  const KeptSamples most =
+      KeepSamples(samples, clocks, {true, false, true, true, false, false}, 1980);
+  EXPECT_EQ(most.samples_us, samples);
+  EXPECT_EQ(most.throttled, 1);
+  EXPECT_EQ(most.late, 3);
+  EXPECT_TRUE(most.kept_all);
 }
 
 }  // namespace
