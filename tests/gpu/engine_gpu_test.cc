@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,21 +31,12 @@
 #include "absl/strings/str_cat.h"
 #include "evaluator/engine/engine.h"
 #include "rubric/rubric.h"
-
-#ifdef KERNELEVAL_TEST_FAKE_DRIVER
-#include <cstdlib>
-
-#include "tests/support/fake_cuda/host_module_backend.h"
-#endif
+#include "tests/support/fake_cuda/fake_driver_build.h"
 
 namespace kerneleval {
 namespace {
 
-#ifdef KERNELEVAL_TEST_FAKE_DRIVER
-constexpr bool kFakeDriver = true;
-#else
-constexpr bool kFakeDriver = false;
-#endif
+using fake_cuda::kFakeDriver;
 
 // Timing ratios and roofline fractions measure the GPU itself.
 #define KERNELEVAL_SKIP_ON_FAKE_DRIVER()                                                      \

@@ -24,10 +24,9 @@
 #include "evaluator/data/poison.h"
 #include "evaluator/data/prng.h"
 #include "evaluator/timing/sampling.h"
+#include "tests/support/fake_cuda/fake_driver_build.h"
 
-#ifdef KERNELEVAL_TEST_FAKE_DRIVER
-#include "tests/support/fake_cuda/host_module_backend.h"
-#else
+#ifndef KERNELEVAL_TEST_FAKE_DRIVER
 #include <nvrtc.h>
 #endif
 
@@ -83,9 +82,9 @@ const std::vector<std::string> kKernelNames = {"add",          "add_wild",      
                                                "spin_forever", "reads_leftovers", "add_and_clobber",
                                                "add_via_smem", "add_printf_flood"};
 
-#ifdef KERNELEVAL_TEST_FAKE_DRIVER
-constexpr bool kFakeDriver = true;
+using fake_cuda::kFakeDriver;
 
+#ifdef KERNELEVAL_TEST_FAKE_DRIVER
 // The module image the test driver runs: a shared object built for the host
 // (an x86-64 ELF where the GPU build has a CUBIN).
 std::string CompileCubin(const std::string& source, const std::string&) {
@@ -95,8 +94,6 @@ std::string CompileCubin(const std::string& source, const std::string&) {
   return module.ok() ? *module : "";
 }
 #else
-constexpr bool kFakeDriver = false;
-
 // A CUBIN for `arch` ("sm_90"); fails the test on a compile error.
 std::string CompileCubin(const std::string& source, const std::string& arch) {
   nvrtcProgram program = nullptr;

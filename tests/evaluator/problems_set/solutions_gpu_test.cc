@@ -11,35 +11,24 @@
 // host cannot run tensor-core code).
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "evaluator/engine/engine.h"
+#include "evaluator/problems/problems.h"
 #include "tests/evaluator/problems_set/solutions.h"
-
-#ifdef KERNELEVAL_TEST_FAKE_DRIVER
-#include "tests/support/fake_cuda/host_module_backend.h"
-#endif
+#include "tests/support/fake_cuda/fake_driver_build.h"
 
 namespace kerneleval::problems_set {
 namespace {
 
-#ifdef KERNELEVAL_TEST_FAKE_DRIVER
-constexpr bool kFakeDriver = true;
-#else
-constexpr bool kFakeDriver = false;
-#endif
+using fake_cuda::kFakeDriver;
 
-// The problems: $KERNELEVAL_PROBLEMS_DIR (a GPU-check bundle sets it), else
-// the source tree's.
-std::string TestProblemsDir() {
-  const char* env = std::getenv("KERNELEVAL_PROBLEMS_DIR");
-  return env != nullptr && *env != '\0' ? std::string(env)
-                                        : std::string(KERNELEVAL_TEST_PROBLEMS_DIR);
-}
+// The problems the engine loads: $KERNELEVAL_PROBLEMS_DIR (a GPU-check
+// bundle sets it), else the source tree's.
+std::string TestProblemsDir() { return problems::DefaultProblemsDir().string(); }
 
 class SolutionsGpuTest : public ::testing::TestWithParam<std::string> {
  protected:
