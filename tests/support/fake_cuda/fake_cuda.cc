@@ -80,10 +80,14 @@ constexpr int kDefaultMaxDynamicShared = 48 * 1024;
 constexpr int kMaxSharedOptIn = 227 * 1024;
 
 int DeviceCount() {
-  const char* text = std::getenv("KERNELEVAL_FAKE_CUDA_DEVICES");
-  const int count = text != nullptr ? std::atoi(text) : 1;
-  return std::clamp(count, 0, 8);
+  static const int count = [] {
+    const char* text = std::getenv("KERNELEVAL_FAKE_CUDA_DEVICES");
+    return std::clamp(text != nullptr ? std::atoi(text) : 1, 0, 8);
+  }();
+  return count;
 }
+
+bool IsDevice(int ordinal) { return ordinal >= 0 && ordinal < DeviceCount(); }
 
 int Attribute(CUdevice_attribute attribute) {
   switch (attribute) {
@@ -620,7 +624,7 @@ CUresult FakeDeviceGetCount(int* count) {
 CUresult FakeDeviceGet(CUdevice* device, int ordinal) {
   FAKE_API_ENTRY();
   if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (ordinal < 0 || ordinal >= DeviceCount()) return CUDA_ERROR_INVALID_DEVICE;
+  if (!IsDevice(ordinal)) return CUDA_ERROR_INVALID_DEVICE;
   *device = ordinal;
   return CUDA_SUCCESS;
 }
@@ -628,7 +632,7 @@ CUresult FakeDeviceGet(CUdevice* device, int ordinal) {
 CUresult FakeDeviceGetName(char* name, int length, CUdevice device) {
   FAKE_API_ENTRY();
   if (name == nullptr || length <= 0) return CUDA_ERROR_INVALID_VALUE;
-  if (device < 0 || device >= DeviceCount()) return CUDA_ERROR_INVALID_DEVICE;
+  if (!IsDevice(device)) return CUDA_ERROR_INVALID_DEVICE;
   std::snprintf(name, static_cast<size_t>(length), "%s", kDeviceName);
   return CUDA_SUCCESS;
 }
@@ -636,7 +640,7 @@ CUresult FakeDeviceGetName(char* name, int length, CUdevice device) {
 CUresult FakeDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice device) {
   FAKE_API_ENTRY();
   if (value == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (device < 0 || device >= DeviceCount()) return CUDA_ERROR_INVALID_DEVICE;
+  if (!IsDevice(device)) return CUDA_ERROR_INVALID_DEVICE;
   *value = Attribute(attribute);
   return CUDA_SUCCESS;
 }
@@ -644,7 +648,7 @@ CUresult FakeDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevi
 CUresult FakeDeviceTotalMem(size_t* bytes, CUdevice device) {
   FAKE_API_ENTRY();
   if (bytes == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (device < 0 || device >= DeviceCount()) return CUDA_ERROR_INVALID_DEVICE;
+  if (!IsDevice(device)) return CUDA_ERROR_INVALID_DEVICE;
   *bytes = kTotalMemoryBytes;
   return CUDA_SUCCESS;
 }
@@ -654,14 +658,14 @@ int context_token = 0;  // what a CUcontext points at
 CUresult FakeDevicePrimaryCtxRetain(CUcontext* context, CUdevice device) {
   FAKE_API_ENTRY();
   if (context == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (device < 0 || device >= DeviceCount()) return CUDA_ERROR_INVALID_DEVICE;
+  if (!IsDevice(device)) return CUDA_ERROR_INVALID_DEVICE;
   *context = reinterpret_cast<CUcontext>(&context_token);
   return CUDA_SUCCESS;
 }
 
 CUresult FakeDevicePrimaryCtxRelease(CUdevice device) {
   FAKE_API_ENTRY();
-  if (device < 0 || device >= DeviceCount()) return CUDA_ERROR_INVALID_DEVICE;
+  if (!IsDevice(device)) return CUDA_ERROR_INVALID_DEVICE;
   return CUDA_SUCCESS;
 }
 
@@ -737,6 +741,9 @@ CUresult FakeModuleLoadDataEx(CUmodule* module, const void* image, unsigned int 
                           std::strlen(kHostModuleMarker)) == 0) {
     // "PTX" naming a host module file: how a test reaches the PTX JIT
     // fallback (proto3 strings, like a program's PTX, must be UTF-8 text).
+    // Read and loaded as a copy, not dlopen()ed by its path: a path loaded
+    // before would hand back the same library, and its __device__ globals
+    // with it, which a freshly loaded GPU module never has.
     const std::string path(static_cast<const char*>(image) + std::strlen(kHostModuleMarker));
     std::string bytes;
     if (FILE* file = std::fopen(path.c_str(), "rb")) {
