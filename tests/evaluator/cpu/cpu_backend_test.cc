@@ -196,6 +196,15 @@ __global__ void vector_add(const float* __restrict__ a, const float* __restrict_
 }
 )";
 
+// A timing request of two programs on n floats in `grid` blocks: kVectorAdd
+// as "reference" and `candidate` as "candidate" (no seeds, no config yet).
+internal::TimingRequest ReferenceAndCandidate(const std::string& candidate, int n, uint32_t grid) {
+  internal::TimingRequest request;
+  *request.add_programs() = TimedVectorAdd("reference", kVectorAdd, n, grid);
+  *request.add_programs() = TimedVectorAdd("candidate", candidate, n, grid);
+  return request;
+}
+
 TEST_F(CpuBackendTest, VectorAdd) {
   const int n = 1000;
   const BufferSpec a = Input("a", v1::DTYPE_F32, n), b = Input("b", v1::DTYPE_F32, n);
@@ -886,12 +895,8 @@ __global__ void checks(float* y) {
 
 TEST_F(CpuBackendTest, TimeInterleavesProgramsAndReturnsLastOutputs) {
   const int n = 4096;
-  auto program = [&](const std::string& label, const std::string& source) {
-    return TimedVectorAdd(label, source, n, n / 256);
-  };
-  internal::TimingRequest request;
-  *request.add_programs() = program("reference", kVectorAdd);
-  *request.add_programs() = program("candidate", std::string(kVectorAdd) + "// a variant\n");
+  internal::TimingRequest request =
+      ReferenceAndCandidate(std::string(kVectorAdd) + "// a variant\n", n, n / 256);
   request.add_input_seeds(21);
   request.add_input_seeds(22);
   request.mutable_config()->set_warmup_runs(1);
@@ -933,16 +938,12 @@ TEST_F(CpuBackendTest, TimeInterleavesProgramsAndReturnsLastOutputs) {
 
 TEST_F(CpuBackendTest, TimeNamesTheProgramThatFails) {
   const int n = 256;
-  auto program = [&](const std::string& label, const std::string& source) {
-    return TimedVectorAdd(label, source, n, 1);
-  };
-  internal::TimingRequest request;
-  *request.add_programs() = program("reference", kVectorAdd);
-  *request.add_programs() = program("candidate", R"(
+  internal::TimingRequest request = ReferenceAndCandidate(R"(
 __global__ void vector_add(const float* a, const float* b, float* c, int n) {
   if (threadIdx.x == 0) c[n] = 1.0f;  // one past the end: the guard page
 }
-)");
+)",
+                                                          n, 1);
   request.add_input_seeds(1);
   request.mutable_config()->set_warmup_runs(1);
   request.mutable_config()->set_min_samples(3);
@@ -961,18 +962,14 @@ TEST_F(CpuBackendTest, TimeChecksTheInputsItselfInTheSharedBuffers) {
   // The worker owns the timed buffers (a memfd the runner maps): it reads the
   // outputs and sees an input the kernel changed, whatever the runner says.
   const int n = 4096;
-  auto program = [&](const std::string& label, const std::string& source) {
-    return TimedVectorAdd(label, source, n, n / 256);
-  };
-  internal::TimingRequest request;
-  *request.add_programs() = program("reference", kVectorAdd);
-  *request.add_programs() = program("candidate", R"(
+  internal::TimingRequest request = ReferenceAndCandidate(R"(
 __global__ void vector_add(float* a, const float* b, float* c, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) c[i] = a[i] + b[i];
   if (i == 7) a[7] = 0.0f;  // scribbles on its input
 }
-)");
+)",
+                                                          n, n / 256);
   request.add_input_seeds(3);
   request.add_input_seeds(4);
   request.mutable_config()->set_warmup_runs(1);
