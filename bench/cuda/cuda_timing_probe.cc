@@ -277,17 +277,18 @@ int main(int argc, char** argv) {
                 stats.min, stats.samples, stats.rel_stderr_median,
                 c.flops > 0 ? achieved * 1e-12 : achieved * 1e-9, c.flops > 0 ? "TF/s" : "GB/s",
                 result->converged() ? "yes" : "no");
-    entry["kerneleval"] = {{"median_us", stats.median},
-                           {"min_us", stats.min},
-                           {"mean_us", stats.mean},
-                           {"stdev_us", stats.stdev},
-                           {"samples", stats.samples},
-                           {"rel_stderr_median", stats.rel_stderr_median},
-                           {"converged", result->converged()},
-                           {"throttled", result->throttled()},
-                           {"sm_clock_mhz", result->sm_clock_mhz()},
-                           {"sm_clock_min_mhz", result->sm_clock_min_mhz()},
-                           {"notes", (*backend)->last_notes()}};
+    entry["kerneleval"] = {
+        {"median_us", stats.median},
+        {"min_us", stats.min},
+        {"mean_us", stats.mean},
+        {"stdev_us", stats.stdev},
+        {"samples", stats.samples},
+        {"rel_stderr_median", stats.rel_stderr_median},
+        {"converged", result->converged()},
+        {"throttled", result->throttled()},
+        {"sm_clock_mhz", result->sm_clock_mhz()},
+        {"sm_clock_min_mhz", result->sm_clock_min_mhz()},
+        {"notes", std::vector<std::string>(result->notes().begin(), result->notes().end())}};
     out["cases"].push_back(entry);
   }
   if (calibrate) {

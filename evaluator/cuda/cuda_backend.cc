@@ -120,9 +120,8 @@ absl::Status CudaBackend::Call(const wire::WorkerRequest& request, double timeou
                  how.empty() ? std::string(status.message()) : how);
     status = absl::AbortedError(how.empty() ? std::string(status.message()) : how);
   } else {
+    // Also in the Run/Time result (RunResult.notes, TimingResult.notes).
     for (const std::string& note : reply->notes()) spdlog::info("cuda:{}: {}", device_, note);
-    std::lock_guard<std::mutex> state(state_mutex_);
-    last_notes_.assign(reply->notes().begin(), reply->notes().end());
     if (!reply->worker_exiting()) return absl::OkStatus();
     spdlog::warn("cuda:{}: worker {} exits after a fault", device_, worker_->pid());
   }
@@ -151,11 +150,6 @@ std::string CudaBackend::target_arch() const {
 int CudaBackend::restarts() const {
   std::lock_guard<std::mutex> state(state_mutex_);
   return restarts_;
-}
-
-std::vector<std::string> CudaBackend::last_notes() const {
-  std::lock_guard<std::mutex> state(state_mutex_);
-  return last_notes_;
 }
 
 absl::StatusOr<internal::RunResult> CudaBackend::Run(const internal::RunRequest& request) {

@@ -75,9 +75,6 @@ class CudaBackend : public Backend {
 
   // Workers started after the first (crashes, hangs, sticky errors).
   [[nodiscard]] int restarts() const;
-  // The notes of the last call (PTX JIT fallbacks, fewer input sets, dropped
-  // throttled samples); also logged.
-  [[nodiscard]] std::vector<std::string> last_notes() const;
 
  private:
   CudaBackend(int device, CudaBackendOptions options);
@@ -98,13 +95,11 @@ class CudaBackend : public Backend {
   std::mutex mutex_;
   std::optional<process::WorkerProcess> worker_;  // guarded by mutex_
   int starts_ = 0;                                // guarded by mutex_
-  // What device(), restarts() and last_notes() read: never blocked by a
-  // call in progress.
+  // What device() and restarts() read: never blocked by a call in progress.
   mutable std::mutex state_mutex_;
   v1::DeviceInfo device_info_;
   bool worker_ready_ = false;
   int restarts_ = 0;
-  std::vector<std::string> last_notes_;
 };
 
 }  // namespace kerneleval::cuda
