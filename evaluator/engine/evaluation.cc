@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
+#include <string>
+#include <string_view>
 #include <utility>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "evaluator/data/compare.h"
@@ -474,6 +476,9 @@ absl::Status Evaluation::TimeAndScore(const ReferenceRun& reference,
   for (double s : result->programs(0).samples_us()) ref_total += s * 1e-6;
   if (reference_stats) FillStats(ref_stats, ref_total, reference_stats);
 
+  // A note about one program starts with "<label>: ".
+  std::set<std::string, std::less<>> candidate_labels;
+  for (const auto* candidate : candidates) candidate_labels.insert(candidate->program.label());
   for (size_t i = 0; i < candidates.size(); ++i) {
     v1::Verdict& verdict = *verdicts[i];
     const internal::ProgramTiming& timing = result->programs(static_cast<int>(i + 1));
@@ -496,12 +501,10 @@ absl::Status Evaluation::TimeAndScore(const ReferenceRun& reference,
     // The backend's notes on this candidate, the reference, or the whole
     // run; not those on the group's other candidates.
     for (const std::string& note : result->notes()) {
-      bool other_program = false;
-      for (size_t k = 0; k < candidates.size(); ++k) {
-        const std::string prefix = absl::StrCat(candidates[k]->program.label(), ": ");
-        other_program = other_program || (k != i && absl::StartsWith(note, prefix));
-      }
-      if (!other_program) report->add_notes(note);
+      const std::string_view label = std::string_view(note).substr(0, note.find(": "));
+      const bool other_candidate =
+          label != candidates[i]->program.label() && candidate_labels.contains(label);
+      if (!other_candidate) report->add_notes(note);
     }
 
     // The outputs of timed runs must match too: a kernel that caches across
