@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -25,6 +26,12 @@
 #include "evaluator/data/prng.h"
 #include "evaluator/timing/sampling.h"
 #include "tests/support/fake_cuda/fake_driver_build.h"
+
+#ifdef KERNELEVAL_TEST_FAKE_DRIVER
+#include <unistd.h>
+
+#include "tests/support/fake_cuda/fake_cuda_stats.h"
+#endif
 
 #ifndef KERNELEVAL_TEST_FAKE_DRIVER
 #include <nvrtc.h>
@@ -598,6 +605,93 @@ TEST_F(CudaFakeDriverTest, CalibrationReportsMeasuredFigures) {
   EXPECT_TRUE(std::isfinite(info.measured_bandwidth_bytes_per_second()));
   EXPECT_GT(info.measured_fp32_flops_per_second(), 0);
   EXPECT_TRUE(std::isfinite(info.measured_fp32_flops_per_second()));
+}
+
+// The counters the test driver keeps for the one worker process it serves
+// (fake_cuda_stats.h): the only stats file in `dir` that is not this
+// process's own.
+std::optional<fake_cuda::DriverStats> WorkerDriverStats(const std::string& dir) {
+  std::optional<fake_cuda::DriverStats> found;
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().filename() == std::to_string(::getpid())) continue;
+    ++files;
+    found = fake_cuda::ReadDriverStats(entry.path());
+  }
+  EXPECT_EQ(files, 1) << "one worker process expected in " << dir;
+  return found;
+}
+
+TEST_F(CudaFakeDriverTest, TheWorkerGivesBackEveryDriverResourceARequestTook) {
+  // A worker serves thousands of requests: whatever one request leaves
+  // behind in the driver (a buffer, a module, a stream or an event) adds up
+  // until the device is full. After a first correctness run and a first
+  // timing run (the worker's own buffers are made lazily), the same mix of
+  // requests again and again must leave the driver holding exactly what it
+  // held: passing runs, failing ones (guard write, launch over the limits),
+  // opted-in shared memory, a modified input, and timing.
+  char dir_template[] = "/tmp/kerneleval-fake-cuda-stats-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  std::unique_ptr<CudaBackend> backend =
+      StartBackend(false, "KERNELEVAL_FAKE_CUDA_STATS_DIR", dir.c_str());
+  ASSERT_NE(backend, nullptr);
+  const std::string module = CompileCubin(kVectorAdd, backend->target_arch());
+  auto run = [&](const std::string& kernel, uint32_t dynamic_shared = 0, uint32_t block = 256) {
+    internal::RunRequest request;
+    request.mutable_program()->set_label(kernel);
+    request.mutable_program()->mutable_compiled()->set_success(true);
+    request.mutable_program()->mutable_compiled()->set_arch(backend->target_arch());
+    request.mutable_program()->mutable_compiled()->set_cubin(module);
+    for (int n : {1000, 4096}) {
+      internal::Case* test_case = request.add_cases();
+      test_case->set_label("n=" + std::to_string(n));
+      test_case->set_input_seed(static_cast<uint64_t>(n));
+      *test_case->mutable_plan() = CudaBackendGpuTest::PlanFor(kernel, n, dynamic_shared, block);
+    }
+    request.set_timeout_seconds(20);
+    absl::StatusOr<internal::RunResult> result = backend->Run(request);
+    EXPECT_TRUE(result.ok()) << result.status();
+    return result.ok() && !result->has_failure();
+  };
+  auto time = [&] {
+    absl::StatusOr<internal::TimingResult> result = TimeAdd(*backend, {"reference", "candidate"});
+    EXPECT_TRUE(result.ok()) << result.status();
+    EXPECT_FALSE(result.ok() && result->has_failure()) << result->failure().message();
+  };
+
+  ASSERT_TRUE(run("add"));
+  time();
+  const std::optional<fake_cuda::DriverStats> before = WorkerDriverStats(dir);
+  ASSERT_TRUE(before.has_value());
+  constexpr int kRounds = 4;
+  for (int round = 0; round < kRounds; ++round) {
+    EXPECT_TRUE(run("add"));
+    EXPECT_FALSE(run("add_past_end"));  // guard overwritten: runtime
+    EXPECT_FALSE(run("add", 0, 2048));  // over the block limit: refused before launch
+    EXPECT_TRUE(run("add_via_smem", 64 * 1024, 256));
+    EXPECT_TRUE(run("add_and_clobber"));  // modified input: reported, not a fault
+    EXPECT_TRUE(run("reads_leftovers"));  // wrong output: judged by the engine
+    time();
+  }
+  EXPECT_EQ(backend->restarts(), 0) << "the same worker process must have served every request";
+  const std::optional<fake_cuda::DriverStats> after = WorkerDriverStats(dir);
+  ASSERT_TRUE(after.has_value());
+  for (int stat = 0; stat < fake_cuda::kModuleLoadsTotal; ++stat) {
+    EXPECT_EQ((*after)[stat], (*before)[stat]) << fake_cuda::kDriverStatNames[stat];
+  }
+  // The requests did reach the driver: a module per run and per timed
+  // program, and launches.
+  EXPECT_GE((*after)[fake_cuda::kModuleLoadsTotal] - (*before)[fake_cuda::kModuleLoadsTotal],
+            kRounds * (6 + 2));
+  EXPECT_GT((*after)[fake_cuda::kLaunchesTotal], (*before)[fake_cuda::kLaunchesTotal]);
+  // And the worker holds something between requests (streams, events, the
+  // flush buffer): the counters are live, not all zero.
+  EXPECT_GT((*before)[fake_cuda::kLiveStreams], 0);
+  EXPECT_GT((*before)[fake_cuda::kLiveDeviceAllocations], 0);
+  EXPECT_EQ((*before)[fake_cuda::kRetainedContexts], 1);
+  backend.reset();
+  std::filesystem::remove_all(dir);
 }
 #endif  // KERNELEVAL_TEST_FAKE_DRIVER
 

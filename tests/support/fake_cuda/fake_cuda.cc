@@ -35,10 +35,14 @@
 // Nth report; KERNELEVAL_FAKE_CUDA_LATE_HOLD_EVERY=N makes every Nth hold say
 // it timed out), occupancy, timing of anything but the host.
 // KERNELEVAL_FAKE_CUDA_DEVICES sets the device count (default 1, at most 8).
+// KERNELEVAL_FAKE_CUDA_STATS_DIR=DIR: each process counts what it holds
+// (memory, modules, streams, events, contexts) in DIR/<pid>, which tests
+// read to check that the worker gives back what it takes (fake_cuda_stats.h).
 #include <cuda.h>
 #include <cxxabi.h>
 #include <dlfcn.h>
 #include <elf.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -63,6 +67,7 @@
 
 #include "evaluator/cpu/device_runtime.h"
 #include "evaluator/cpu/prelude/kerneleval_cpu_abi.h"
+#include "tests/support/fake_cuda/fake_cuda_stats.h"
 
 namespace {
 
@@ -134,6 +139,33 @@ int Attribute(CUdevice_attribute attribute) {
     default:
       return 0;
   }
+}
+
+// -------------------------------------------------------------------- stats
+
+using kerneleval::fake_cuda::DriverStat;
+using kerneleval::fake_cuda::DriverStats;
+
+// The counters of fake_cuda_stats.h, in a shared mapping of DIR/<pid>; null
+// (nothing counted) unless KERNELEVAL_FAKE_CUDA_STATS_DIR is set.
+int64_t* stats_counters = nullptr;
+
+void OpenStats() {
+  const char* dir = std::getenv("KERNELEVAL_FAKE_CUDA_STATS_DIR");
+  if (dir == nullptr || *dir == '\0') return;
+  const std::string path = kerneleval::fake_cuda::DriverStatsPath(dir, ::getpid());
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  if (::ftruncate(fd, sizeof(DriverStats)) == 0) {
+    void* mapped = ::mmap(nullptr, sizeof(DriverStats), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (mapped != MAP_FAILED) stats_counters = static_cast<int64_t*>(mapped);
+  }
+  ::close(fd);
+}
+
+void Count(DriverStat stat, int64_t delta = 1) {
+  if (stats_counters == nullptr) return;
+  std::atomic_ref<int64_t>(stats_counters[stat]).fetch_add(delta, std::memory_order_relaxed);
 }
 
 // ------------------------------------------------------------ sticky errors
@@ -601,6 +633,7 @@ CUresult FakeInit(unsigned int flags) {
     action.sa_flags = SA_SIGINFO | SA_NODEFER;
     sigemptyset(&action.sa_mask);
     for (int signal : {SIGSEGV, SIGBUS, SIGILL, SIGFPE}) ::sigaction(signal, &action, nullptr);
+    OpenStats();
     return true;
   }();
   (void)installed;
@@ -660,12 +693,14 @@ CUresult FakeDevicePrimaryCtxRetain(CUcontext* context, CUdevice device) {
   if (context == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (!IsDevice(device)) return CUDA_ERROR_INVALID_DEVICE;
   *context = reinterpret_cast<CUcontext>(&context_token);
+  Count(DriverStat::kRetainedContexts);
   return CUDA_SUCCESS;
 }
 
 CUresult FakeDevicePrimaryCtxRelease(CUdevice device) {
   FAKE_API_ENTRY();
   if (!IsDevice(device)) return CUDA_ERROR_INVALID_DEVICE;
+  Count(DriverStat::kRetainedContexts, -1);
   return CUDA_SUCCESS;
 }
 
@@ -770,6 +805,8 @@ CUresult FakeModuleLoadDataEx(CUmodule* module, const void* image, unsigned int 
     loaded->aux = true;
   }
   *module = reinterpret_cast<CUmodule>(loaded.release());
+  Count(DriverStat::kLiveModules);
+  Count(DriverStat::kModuleLoadsTotal);
   return CUDA_SUCCESS;
 }
 
@@ -783,6 +820,7 @@ CUresult FakeModuleUnload(CUmodule module) {
   // The library stays loaded: a kernel abandoned on a stream may still run
   // its code (the real driver would refuse or crash; we keep it simple).
   delete reinterpret_cast<FakeModule*>(module);
+  Count(DriverStat::kLiveModules, -1);
   return Sticky();
 }
 
@@ -883,6 +921,8 @@ CUresult FakeMemAlloc(CUdeviceptr* ptr, size_t bytes) {
   std::memset(memory, 0xCD, std::min<size_t>(bytes, size_t{1} << 20));
   device_allocations[reinterpret_cast<uintptr_t>(memory)] = bytes;
   allocated_bytes += bytes;
+  Count(DriverStat::kLiveDeviceAllocations);
+  Count(DriverStat::kLiveDeviceBytes, static_cast<int64_t>(bytes));
   *ptr = reinterpret_cast<CUdeviceptr>(memory);
   return CUDA_SUCCESS;
 }
@@ -895,6 +935,8 @@ CUresult FakeMemFree(CUdeviceptr ptr) {
   if (it == device_allocations.end()) return CUDA_ERROR_INVALID_VALUE;
   ::munmap(reinterpret_cast<void*>(it->first), std::max<size_t>(it->second, 1));
   allocated_bytes -= it->second;
+  Count(DriverStat::kLiveDeviceAllocations, -1);
+  Count(DriverStat::kLiveDeviceBytes, -static_cast<int64_t>(it->second));
   device_allocations.erase(it);
   return CUDA_SUCCESS;
 }
@@ -953,6 +995,7 @@ CUresult FakeMemHostAlloc(void** ptr, size_t bytes, unsigned int) {
   if (memory == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
   std::lock_guard<std::mutex> lock(memory_mutex);
   host_allocations[reinterpret_cast<uintptr_t>(memory)] = bytes;
+  Count(DriverStat::kLiveHostAllocations);
   *ptr = memory;
   return CUDA_SUCCESS;
 }
@@ -964,6 +1007,7 @@ CUresult FakeMemFreeHost(void* ptr) {
   if (it == host_allocations.end()) return CUDA_ERROR_INVALID_VALUE;
   ::munmap(ptr, it->second);
   host_allocations.erase(it);
+  Count(DriverStat::kLiveHostAllocations, -1);
   return Sticky();
 }
 
@@ -982,6 +1026,7 @@ CUresult FakeStreamCreate(CUstream* stream, unsigned int flags) {
   auto* created = new FakeStream(flags);
   std::lock_guard<std::mutex> lock(streams_mutex);
   live_streams.push_back(created);
+  Count(DriverStat::kLiveStreams);
   *stream = reinterpret_cast<CUstream>(created);
   return CUDA_SUCCESS;
 }
@@ -994,6 +1039,7 @@ CUresult FakeStreamDestroy(CUstream stream_handle) {
     std::lock_guard<std::mutex> lock(streams_mutex);
     std::erase(live_streams, stream);
   }
+  Count(DriverStat::kLiveStreams, -1);
   {
     // Queued work still runs (as documented for cuStreamDestroy); the thread
     // then ends. The object is never freed: its detached thread may be held
@@ -1029,6 +1075,7 @@ CUresult FakeEventCreate(CUevent* event, unsigned int flags) {
   if (event == nullptr) return CUDA_ERROR_INVALID_VALUE;
   auto* created = new FakeEvent();
   created->flags = flags;
+  Count(DriverStat::kLiveEvents);
   *event = reinterpret_cast<CUevent>(created);
   return CUDA_SUCCESS;
 }
@@ -1039,6 +1086,7 @@ CUresult FakeEventDestroy(CUevent event) {
   // Not freed: a queued record may still reach it (the driver defers the
   // release the same way).
   reinterpret_cast<FakeEvent*>(event)->generation.fetch_add(1);
+  Count(DriverStat::kLiveEvents, -1);
   return CUDA_SUCCESS;
 }
 
@@ -1116,6 +1164,7 @@ CUresult FakeLaunchKernel(CUfunction function_handle, unsigned int grid_x, unsig
     copies.emplace_back(bytes, bytes + function->param_sizes[i]);
   }
   const uint64_t grid_blocks = uint64_t{grid_x} * grid_y * grid_z;
+  Count(DriverStat::kLaunchesTotal);
   switch (function->kind) {
     case KernelKind::kHold:
       return Submit(stream, [copies] { RunHold(copies); });
