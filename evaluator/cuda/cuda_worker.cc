@@ -699,25 +699,32 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
     }
   }
 
+  // The program that ran last; its fault is its verdict, anything else is
+  // the worker's error.
+  int failed_program = 0;
+  auto program_failed =
+      [&](const absl::Status& status) -> absl::StatusOr<WorkerOutcome<internal::TimingResult>> {
+    if (!IsProgramFault(status)) {
+      release_all();
+      return status;
+    }
+    const absl::Status fault = FaultFrom(status);
+    release_all();
+    return fail(fault, failed_program);
+  };
   // Warm-up: module load, instruction caches, TLBs, clocks ramping up.
   // Rounds are numbered from the first warm-up on: every round has inputs of
   // its own (data::TimedInputRotation), the same for every program.
   for (uint32_t w = 0; w < config.warmup_runs(); ++w) {
     for (int p = 0; p < program_count; ++p) {
+      failed_program = p;
       BufferSet& set = buffers[p][w % sets];
       absl::Status status = RotateInputs(set, request.input_seeds(w % sets), w);
       if (status.ok()) status = PoisonWritable(set);
       if (status.ok()) status = LaunchPlan(programs[p], request.programs(p).plan(), set);
       if (status.ok()) status = WaitFor(nullptr, deadline);
-      if (!status.ok()) {
-        if (!IsProgramFault(status)) {
-          release_all();
-          return status;
-        }
-        const absl::Status fault = FaultFrom(status);
-        release_all();
-        return fail(fault, p);
-      }
+      if (status.ok()) status = PoisonWritable(set);  // as after every timed run (below)
+      if (!status.ok()) return program_failed(status);
     }
   }
 
@@ -736,32 +743,49 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
   auto kept = [&](int p) {
     return timing::KeepSamples(raw[p], clocks[p], hold_timed_out[p], nominal_mhz);
   };
-  const absl::Time start = absl::Now();
-  // Checking the rule sorts every program's samples: check at geometrically
-  // spaced rounds (every ~6 %) so that long runs stay O(n log n) overall.
-  uint64_t next_check = 0;
-  for (uint64_t round = 0;; ++round) {
+  // One round on input set round % sets: every program once, in order. All
+  // programs share one context, so a candidate that finds another program's
+  // buffers in device memory could copy a result computed on the very inputs
+  // it was given (this round's rotation). So each program's writable buffers
+  // are poisoned again right after its sample, before the next program runs;
+  // in the final rounds (collect) they are read back first: those are the
+  // outputs checked. Every round looks the same to the programs.
+  std::vector<std::vector<internal::CaseResult>> last_outputs(
+      program_count, std::vector<internal::CaseResult>(sets));
+  auto time_round = [&](uint64_t round, bool collect) -> absl::Status {
     const int s = static_cast<int>(round % sets);
     for (int p = 0; p < program_count; ++p) {
-      const absl::Status rotated =
-          RotateInputs(buffers[p][s], request.input_seeds(s), config.warmup_runs() + round);
-      absl::StatusOr<Sample> sample = rotated.ok()
-                                          ? TimeOnce(programs[p], request.programs(p).plan(),
-                                                     buffers[p][s], config.flush_l2(), deadline)
-                                          : absl::StatusOr<Sample>(FaultFrom(rotated));
-      if (!sample.ok()) {
-        if (!IsProgramFault(sample.status())) {
-          release_all();
-          return sample.status();
-        }
-        const absl::Status fault = FaultFrom(sample.status());
-        release_all();
-        return fail(fault, p);
+      failed_program = p;
+      BufferSet& set = buffers[p][s];
+      if (absl::Status rotated =
+              RotateInputs(set, request.input_seeds(s), config.warmup_runs() + round);
+          !rotated.ok()) {
+        return FaultFrom(rotated);
       }
+      absl::StatusOr<Sample> sample =
+          TimeOnce(programs[p], request.programs(p).plan(), set, config.flush_l2(), deadline);
+      if (!sample.ok()) return sample.status();
       raw[p].push_back(sample->microseconds);
       clocks[p].push_back(sample->clock_mhz);
       hold_timed_out[p].push_back(sample->hold_timed_out);
       if (sample->clock_mhz > 0) all_clocks.push_back(sample->clock_mhz);
+      if (collect) {
+        absl::StatusOr<internal::CaseResult> outputs = Collect(set);
+        if (!outputs.ok()) return outputs.status();
+        last_outputs[p][s] = *std::move(outputs);
+      }
+      if (absl::Status poisoned = PoisonWritable(set); !poisoned.ok()) return poisoned;
+    }
+    return absl::OkStatus();
+  };
+  const absl::Time start = absl::Now();
+  // Checking the rule sorts every program's samples: check at geometrically
+  // spaced rounds (every ~6 %) so that long runs stay O(n log n) overall.
+  uint64_t next_check = 0;
+  uint64_t round = 0;
+  for (;; ++round) {
+    if (absl::Status status = time_round(round, /*collect=*/false); !status.ok()) {
+      return program_failed(status);
     }
     const double elapsed = absl::ToDoubleSeconds(absl::Now() - start);
     if (rule.TimedOut(elapsed)) break;
@@ -776,6 +800,13 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
       all_stop = rule.ShouldStop(kept(p).samples_us, elapsed);
     }
     if (all_stop) break;
+  }
+  // The final rounds, one per input set: timed and counted like the others,
+  // and their outputs are the ones checked.
+  for (int f = 0; f < sets; ++f) {
+    if (absl::Status status = time_round(++round, /*collect=*/true); !status.ok()) {
+      return program_failed(status);
+    }
   }
 
   bool throttled = false, converged = true;
@@ -800,15 +831,8 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
       }
     }
     // The outputs of the last timed run on each input set, for checking.
-    for (int s = 0; s < sets; ++s) {
-      absl::StatusOr<internal::CaseResult> outputs = Collect(buffers[p][s]);
-      if (!outputs.ok()) {
-        const absl::Status fault = FaultFrom(outputs.status());
-        release_all();
-        result.clear_programs();
-        return fail(fault, p);
-      }
-      *timing->add_last_outputs() = *std::move(outputs);
+    for (internal::CaseResult& outputs : last_outputs[p]) {
+      *timing->add_last_outputs() = std::move(outputs);
     }
   }
   result.set_sm_clock_mhz(all_clocks.empty() ? nominal_mhz : MedianOf(all_clocks));

@@ -607,6 +607,77 @@ TEST_F(CudaFakeDriverTest, CalibrationReportsMeasuredFigures) {
   EXPECT_TRUE(std::isfinite(info.measured_fp32_flops_per_second()));
 }
 
+// A side channel only the test driver has (its kernels run in the worker
+// process): the reference says where its output is, and the candidate copies
+// from there, as a kernel that found the reference's buffers in device memory
+// would (every program timed in one request shares the worker's context).
+constexpr char kCopiesTheReferenceOutput[] = R"(
+extern "C" int setenv(const char* name, const char* value, int overwrite);
+extern "C" char* getenv(const char* name);
+extern "C" __global__ void add_and_publish(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+  if (i == 0) {
+    char text[17] = {};
+    unsigned long long address = (unsigned long long)c;
+    for (int d = 15; d >= 0; --d, address >>= 4) text[d] = "0123456789abcdef"[address & 15];
+    setenv("KERNELEVAL_TEST_REFERENCE_OUTPUT", text, 1);
+  }
+}
+extern "C" __global__ void copy_published(const float* a, const float* b, float* c, int n) {
+  const char* text = getenv("KERNELEVAL_TEST_REFERENCE_OUTPUT");
+  if (text == nullptr) return;
+  unsigned long long address = 0;
+  for (int d = 0; d < 16; ++d) address = address * 16 + (text[d] <= '9' ? text[d] - '0' : text[d] - 'a' + 10);
+  const float* found = (const float*)address;
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = found[i];
+}
+)";
+
+TEST_F(CudaFakeDriverTest, AProgramTimedAfterAnotherFindsOnlyPoisonInItsOutputs) {
+  std::unique_ptr<CudaBackend> backend = StartBackend();
+  ASSERT_NE(backend, nullptr);
+  absl::StatusOr<std::string> module = kerneleval::fake_cuda::BuildHostModule(
+      kCopiesTheReferenceOutput, {}, {"add_and_publish", "copy_published"});
+  ASSERT_TRUE(module.ok()) << module.status();
+  constexpr int kElements = 4096;
+  internal::TimingRequest request;
+  for (const auto& [label, kernel] :
+       {std::pair{"reference", "add_and_publish"}, std::pair{"candidate", "copy_published"}}) {
+    internal::TimedProgram* timed = request.add_programs();
+    timed->mutable_program()->set_label(label);
+    timed->mutable_program()->mutable_compiled()->set_success(true);
+    timed->mutable_program()->mutable_compiled()->set_arch(backend->target_arch());
+    timed->mutable_program()->mutable_compiled()->set_cubin(*module);
+    *timed->mutable_plan() = CudaBackendGpuTest::PlanFor(kernel, kElements);
+  }
+  for (uint64_t seed : {1, 2}) request.add_input_seeds(seed);
+  internal::TimingConfig config = timing::DefaultTimingConfig();
+  config.set_max_seconds(1);
+  *request.mutable_config() = config;
+  request.set_timeout_seconds(30);
+  absl::StatusOr<internal::TimingResult> result = backend->Time(request);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_FALSE(result->has_failure()) << result->failure().message();
+  ASSERT_EQ(result->programs_size(), 2);
+  const internal::ProgramTiming& reference = result->programs(0);
+  const internal::ProgramTiming& candidate = result->programs(1);
+  ASSERT_EQ(reference.last_outputs_size(), 2);
+  ASSERT_EQ(candidate.last_outputs_size(), 2);
+  for (int s = 0; s < 2; ++s) {
+    const std::string& expected = reference.last_outputs(s).outputs(0).data();
+    const std::string& copied = candidate.last_outputs(s).outputs(0).data();
+    // The reference's outputs were read back before they were poisoned...
+    EXPECT_EQ(data::CountPoison(expected, v1::DTYPE_F32), 0u) << "set " << s;
+    // ...and the copy the candidate made is of poison, never of its result.
+    EXPECT_TRUE(copied != expected)
+        << "set " << s << ": the candidate copied the reference's result";
+    EXPECT_EQ(data::CountPoison(copied, v1::DTYPE_F32), static_cast<size_t>(kElements))
+        << "set " << s;
+  }
+}
+
 // The counters the test driver keeps for the one worker process it serves
 // (fake_cuda_stats.h): the only stats file in `dir` that is not this
 // process's own.
