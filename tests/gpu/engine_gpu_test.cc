@@ -584,6 +584,99 @@ extern "C" __global__ void add(const float* a, const float* b, float* c, int n) 
   EXPECT_EQ(verdict->correctness().notes(0),
             "candidate: PTX JIT (the CUBIN is for sm_80, the device is sm_90)");
 }
+
+// Every program timed in one request shares the worker's CUDA context, so a
+// candidate that finds the reference's buffers in device memory could copy
+// this round's result instead of computing it. The test driver runs kernels
+// in the worker process, which gives this test a side channel where a GPU
+// kernel would scan memory: the (inline) reference publishes where its input
+// a and output c are; the candidate copies c when the published a is live and
+// holds its own inputs (timing: the same rotation in the same round), and
+// computes otherwise (correctness runs each program alone). It must fail at
+// correctness, during timing: what it finds is poison, never the result.
+TEST(EngineFakeDriverTest, CopyingTheReferencesOutputDuringTimingFails) {
+  EngineOptions options;
+  options.enable_cuda = true;
+  options.enable_cpu = false;
+  fake_cuda::UseFakeDriver(&options);
+  absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(options);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  v1::GetProblemRequest get;
+  get.set_problem_id("vector_add");
+  absl::StatusOr<v1::GetProblemResponse> problem = (*engine)->GetProblem(get);
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  v1::EvaluateRequest request;
+  *request.mutable_problem() = problem->problem();
+  (*request.mutable_problem()->mutable_timed_shape()->mutable_values())["N"] = 1 << 16;
+  request.mutable_problem()->clear_reference_plan();
+  // NVRTC sees plain vector addition; the host build (the test driver's
+  // module) also does what the comments say.
+  request.mutable_problem()->set_reference_source(R"(
+#ifdef KERNELEVAL_CPU_PRELUDE_H_
+extern "C" int setenv(const char* name, const char* value, int overwrite);
+static void Publish(const char* name, const void* pointer) {
+  char text[17] = {};
+  unsigned long long address = (unsigned long long)pointer;
+  for (int d = 15; d >= 0; --d, address >>= 4) text[d] = "0123456789abcdef"[address & 15];
+  setenv(name, text, 1);
+}
+#endif
+// @launch publish_and_add<<<ceil_div(N, 256), 256>>>(a, b, c, N)
+extern "C" __global__ void publish_and_add(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+#ifdef KERNELEVAL_CPU_PRELUDE_H_
+  if (i == 0) {  // where the reference's a and c are
+    Publish("KERNELEVAL_TEST_REFERENCE_A", a);
+    Publish("KERNELEVAL_TEST_REFERENCE_C", c);
+  }
+#endif
+}
+)");
+  request.set_backend(v1::BACKEND_CUDA);
+  request.mutable_submission()->set_source(R"(
+#ifdef KERNELEVAL_CPU_PRELUDE_H_
+extern "C" char* getenv(const char* name);
+extern "C" int msync(void* address, unsigned long bytes, int flags);
+// The published address if it is mapped and not `mine`, else null.
+static const float* Published(const char* name, const float* mine) {
+  const char* text = getenv(name);
+  if (text == nullptr) return nullptr;
+  unsigned long long address = 0;
+  for (int d = 0; d < 16; ++d)
+    address = address * 16 + (text[d] <= '9' ? text[d] - '0' : text[d] - 'a' + 10);
+  if (address == (unsigned long long)mine) return nullptr;
+  if (msync((void*)(address & ~4095ull), 1, 1 /* MS_ASYNC */) != 0) return nullptr;
+  return (const float*)address;
+}
+#endif
+// @launch copy_or_add<<<ceil_div(N, 256), 256>>>(a, b, c, N)
+extern "C" __global__ void copy_or_add(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+#ifdef KERNELEVAL_CPU_PRELUDE_H_
+  __shared__ const float* found;
+  if (threadIdx.x == 0) {
+    const float* ref_a = Published("KERNELEVAL_TEST_REFERENCE_A", a);
+    const float* ref_c = Published("KERNELEVAL_TEST_REFERENCE_C", c);
+    bool same_inputs = ref_a != nullptr && ref_c != nullptr && n >= 4;
+    for (int k = 0; same_inputs && k < 4; ++k) same_inputs = ref_a[k] == a[k];
+    found = same_inputs ? ref_c : nullptr;
+  }
+  __syncthreads();
+  if (found != nullptr) {
+    if (i < n) c[i] = found[i];
+    return;
+  }
+#endif
+  if (i < n) c[i] = a[i] + b[i];
+}
+)");
+  absl::StatusOr<v1::Verdict> verdict = (*engine)->Evaluate(request, {});
+  ASSERT_TRUE(verdict.ok()) << verdict.status();
+  EXPECT_FALSE(verdict->correct()) << "speedup " << verdict->speedup();
+  EXPECT_EQ(verdict->stage(), "correctness") << verdict->error();
+  EXPECT_NE(verdict->error().find("during timing"), std::string::npos) << verdict->error();
+}
 #endif  // KERNELEVAL_TEST_FAKE_DRIVER
 
 }  // namespace
