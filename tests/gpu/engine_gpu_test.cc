@@ -502,19 +502,26 @@ TEST_F(EngineGpuTest, RooflineFractionIsSetWhenTheDeviceIsInThePeakTable) {
 }
 
 #ifdef KERNELEVAL_TEST_FAKE_DRIVER
-// A device whose clock drops during every fourth sample (staged by the test
-// driver; not every third: with three programs timed in turn that would hit
-// the same one every time): each verdict of a group says so, with the backend's notes on its
-// own candidate and on the reference, and none on the other candidates.
-TEST(EngineFakeDriverTest, ThrottlingReachesEachVerdictWithItsOwnNotes) {
+// An engine of its own on the test driver, CUDA only, speedup rewards without
+// partial credit; its worker sees the environment as it is now.
+// `as_ptx`: see fake_cuda::HostModuleBackend.
+absl::StatusOr<std::unique_ptr<Engine>> FakeDriverEngine(bool as_ptx = false) {
   EngineOptions options;
   options.enable_cuda = true;
   options.enable_cpu = false;
   options.reward_mode = "speedup";
   options.partial_credit = false;
-  fake_cuda::UseFakeDriver(&options);
+  fake_cuda::UseFakeDriver(&options, as_ptx);
+  return Engine::Create(options);
+}
+
+// A device whose clock drops during every fourth sample (staged by the test
+// driver; not every third: with three programs timed in turn that would hit
+// the same one every time): each verdict of a group says so, with the backend's notes on its
+// own candidate and on the reference, and none on the other candidates.
+TEST(EngineFakeDriverTest, ThrottlingReachesEachVerdictWithItsOwnNotes) {
   ::setenv("KERNELEVAL_FAKE_CUDA_THROTTLE_EVERY", "4", 1);
-  absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(options);
+  absl::StatusOr<std::unique_ptr<Engine>> engine = FakeDriverEngine();
   ::unsetenv("KERNELEVAL_FAKE_CUDA_THROTTLE_EVERY");
   ASSERT_TRUE(engine.ok()) << engine.status();
 
@@ -560,11 +567,7 @@ extern "C" __global__ void add(const float* a, const float* b, float* c, int n) 
 // A CUBIN the device cannot load (built for another architecture): the worker
 // JIT-compiles the PTX instead and the verdict's correctness notes say so.
 TEST(EngineFakeDriverTest, PtxJitFallbackIsNotedInTheVerdict) {
-  EngineOptions options;
-  options.enable_cuda = true;
-  options.enable_cpu = false;
-  fake_cuda::UseFakeDriver(&options, /*as_ptx=*/true);
-  absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(options);
+  absl::StatusOr<std::unique_ptr<Engine>> engine = FakeDriverEngine(/*as_ptx=*/true);
   ASSERT_TRUE(engine.ok()) << engine.status();
   v1::EvaluateRequest request;
   request.set_problem_id("vector_add");
@@ -595,11 +598,7 @@ extern "C" __global__ void add(const float* a, const float* b, float* c, int n) 
 // computes otherwise (correctness runs each program alone). It must fail at
 // correctness, during timing: what it finds is poison, never the result.
 TEST(EngineFakeDriverTest, CopyingTheReferencesOutputDuringTimingFails) {
-  EngineOptions options;
-  options.enable_cuda = true;
-  options.enable_cpu = false;
-  fake_cuda::UseFakeDriver(&options);
-  absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(options);
+  absl::StatusOr<std::unique_ptr<Engine>> engine = FakeDriverEngine();
   ASSERT_TRUE(engine.ok()) << engine.status();
   v1::GetProblemRequest get;
   get.set_problem_id("vector_add");
