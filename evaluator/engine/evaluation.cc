@@ -514,7 +514,19 @@ absl::Status Evaluation::TimeAndScore(const ReferenceRun& reference,
     v1::CorrectnessReport timed_report;
     const internal::ProgramTiming& ref_timing = result->programs(0);
     const int sets = std::min(timing.last_outputs_size(), ref_timing.last_outputs_size());
-    for (int set = 0; set < sets; ++set) {
+    // The reference never writes its inputs (every problem's reference passes
+    // as a candidate). If they changed while timing, a program timed with it
+    // (all share one context on a GPU) wrote into its buffers: its times and
+    // the outputs checked against it prove nothing.
+    for (const internal::CaseResult& ref_set : ref_timing.last_outputs()) {
+      if (!ref_set.modified_input().empty()) {
+        error = absl::StrCat("the reference's input ", ref_set.modified_input(),
+                             " changed during timing: a program timed with it wrote into its "
+                             "buffers");
+        break;
+      }
+    }
+    for (int set = 0; set < sets && error.empty(); ++set) {
       internal::Case c;
       *c.mutable_params() = shape.values();
       absl::StatusOr<bool> passed =

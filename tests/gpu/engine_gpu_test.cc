@@ -515,20 +515,13 @@ absl::StatusOr<std::unique_ptr<Engine>> FakeDriverEngine(bool as_ptx = false) {
   return Engine::Create(options);
 }
 
-// A device whose clock drops during every fourth sample (staged by the test
-// driver; not every third: with three programs timed in turn that would hit
-// the same one every time): each verdict of a group says so, with the backend's notes on its
-// own candidate and on the reference, and none on the other candidates.
-TEST(EngineFakeDriverTest, ThrottlingReachesEachVerdictWithItsOwnNotes) {
-  ::setenv("KERNELEVAL_FAKE_CUDA_THROTTLE_EVERY", "4", 1);
-  absl::StatusOr<std::unique_ptr<Engine>> engine = FakeDriverEngine();
-  ::unsetenv("KERNELEVAL_FAKE_CUDA_THROTTLE_EVERY");
-  ASSERT_TRUE(engine.ok()) << engine.status();
-
+// A group of two correct vector additions (a + b, b + a) on the CUDA backend,
+// timed on 2^16 elements (the test driver runs the grid on the host).
+absl::StatusOr<v1::EvaluateGroupResponse> TwoCorrectVectorAdds(Engine& engine) {
   v1::GetProblemRequest get;
   get.set_problem_id("vector_add");
-  absl::StatusOr<v1::GetProblemResponse> problem = (*engine)->GetProblem(get);
-  ASSERT_TRUE(problem.ok()) << problem.status();
+  absl::StatusOr<v1::GetProblemResponse> problem = engine.GetProblem(get);
+  if (!problem.ok()) return problem.status();
   v1::EvaluateGroupRequest request;
   *request.mutable_problem() = problem->problem();
   (*request.mutable_problem()->mutable_timed_shape()->mutable_values())["N"] = 1 << 16;
@@ -541,7 +534,20 @@ extern "C" __global__ void add(const float* a, const float* b, float* c, int n) 
   if (i < n) { )",
                                                        body, " }\n}\n"));
   }
-  absl::StatusOr<v1::EvaluateGroupResponse> response = (*engine)->EvaluateGroup(request, {});
+  return engine.EvaluateGroup(request, {});
+}
+
+// A device whose clock drops during every fourth sample (staged by the test
+// driver; not every third: with three programs timed in turn that would hit
+// the same one every time): each verdict of a group says so, with the backend's notes on its
+// own candidate and on the reference, and none on the other candidates.
+TEST(EngineFakeDriverTest, ThrottlingReachesEachVerdictWithItsOwnNotes) {
+  ::setenv("KERNELEVAL_FAKE_CUDA_THROTTLE_EVERY", "4", 1);
+  absl::StatusOr<std::unique_ptr<Engine>> engine = FakeDriverEngine();
+  ::unsetenv("KERNELEVAL_FAKE_CUDA_THROTTLE_EVERY");
+  ASSERT_TRUE(engine.ok()) << engine.status();
+
+  absl::StatusOr<v1::EvaluateGroupResponse> response = TwoCorrectVectorAdds(**engine);
   ASSERT_TRUE(response.ok()) << response.status();
   ASSERT_EQ(response->verdicts_size(), 2);
   for (int i = 0; i < 2; ++i) {
@@ -675,6 +681,57 @@ extern "C" __global__ void copy_or_add(const float* a, const float* b, float* c,
   EXPECT_FALSE(verdict->correct()) << "speedup " << verdict->speedup();
   EXPECT_EQ(verdict->stage(), "correctness") << verdict->error();
   EXPECT_NE(verdict->error().find("during timing"), std::string::npos) << verdict->error();
+}
+
+// Reports, as the worker would, that the reference's input a changed while
+// timing: what another program writing into the reference's buffers (the
+// pristine copy its rotated inputs come from) leaves behind.
+class ReferenceInputChangedBackend : public Backend {
+ public:
+  explicit ReferenceInputChangedBackend(std::unique_ptr<Backend> inner)
+      : inner_(std::move(inner)) {}
+  [[nodiscard]] std::string_view name() const override { return inner_->name(); }
+  [[nodiscard]] v1::DeviceInfo device() const override { return inner_->device(); }
+  [[nodiscard]] std::string target_arch() const override { return inner_->target_arch(); }
+  [[nodiscard]] uint64_t worker_restarts() const override { return inner_->worker_restarts(); }
+  absl::StatusOr<internal::RunResult> Run(const internal::RunRequest& request) override {
+    return inner_->Run(request);
+  }
+  absl::StatusOr<internal::TimingResult> Time(const internal::TimingRequest& request) override {
+    absl::StatusOr<internal::TimingResult> result = inner_->Time(request);
+    if (result.ok() && result->programs_size() > 0 && result->programs(0).last_outputs_size() > 0) {
+      result->mutable_programs(0)->mutable_last_outputs(0)->set_modified_input("a");
+    }
+    return result;
+  }
+
+ private:
+  std::unique_ptr<Backend> inner_;
+};
+
+// Its times and the outputs checked against it prove nothing then: every
+// candidate timed with it fails (which one wrote is not known).
+TEST(EngineFakeDriverTest, ReferenceInputChangedDuringTimingFailsEveryCandidate) {
+  EngineOptions options;
+  options.enable_cuda = true;
+  options.enable_cpu = false;
+  fake_cuda::UseFakeDriver(&options);
+  options.wrap_cuda_backend = [fake = options.wrap_cuda_backend](std::unique_ptr<Backend> cuda) {
+    return std::make_unique<ReferenceInputChangedBackend>(fake(std::move(cuda)));
+  };
+  absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(options);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  absl::StatusOr<v1::EvaluateGroupResponse> response = TwoCorrectVectorAdds(**engine);
+  ASSERT_TRUE(response.ok()) << response.status();
+  ASSERT_EQ(response->verdicts_size(), 2);
+  for (const v1::Verdict& verdict : response->verdicts()) {
+    EXPECT_FALSE(verdict.correct());
+    EXPECT_EQ(verdict.stage(), "correctness");
+    EXPECT_EQ(verdict.error(),
+              "the reference's input a changed during timing: a program timed with it wrote into "
+              "its buffers");
+    EXPECT_EQ(verdict.reward(), 0);
+  }
 }
 #endif  // KERNELEVAL_TEST_FAKE_DRIVER
 
