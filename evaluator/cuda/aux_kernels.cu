@@ -2,6 +2,7 @@
 // in kerneleval_cuda (aux_kernels.h); the driver JITs them once per worker.
 // extern "C": their symbols are their names. compute_75 PTX: the oldest
 // architecture CUDA 13 supports, JIT-compiled for whatever device runs it.
+#include "evaluator/cuda/hold_report.h"
 
 // Holds the stream so that the launches queued behind it start back to back
 // once the host releases it: the first timed launch then carries no host
@@ -12,11 +13,14 @@
 // or until `timeout_ns` (a host that died, or a queue that filled up while
 // the host was blocked in cuLaunchKernel, must not hang the GPU).
 // Writes to `out` (mapped host memory): [0] SM cycles spent (clock64),
-// [1] nanoseconds spent (%globaltimer), [2] 1 if it timed out. cycles / ns
-// is this SM's clock over the hold, in GHz.
+// [1] nanoseconds spent (%globaltimer), [2] 1 if it timed out, [3] the seal
+// of those three under `key0`, `key1` (hold_report.h: a program timed after
+// the hold could overwrite the report). cycles / ns is this SM's clock over
+// the hold, in GHz.
 extern "C" __global__ void ke_hold_stream(const volatile int* release, unsigned long long min_ns,
                                           unsigned long long timeout_ns,
-                                          volatile unsigned long long* out) {
+                                          volatile unsigned long long* out,
+                                          unsigned long long key0, unsigned long long key1) {
   unsigned long long t0;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
   const long long c0 = clock64();
@@ -36,9 +40,11 @@ extern "C" __global__ void ke_hold_stream(const volatile int* release, unsigned 
   unsigned long long t1;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
   const long long c1 = clock64();
-  out[0] = static_cast<unsigned long long>(c1 - c0);
+  const unsigned long long cycles = static_cast<unsigned long long>(c1 - c0);
+  out[0] = cycles;
   out[1] = t1 - t0;
   out[2] = timed_out;
+  out[3] = kerneleval::cuda::HoldReportSeal(cycles, t1 - t0, timed_out, key0, key1);
   __threadfence_system();
 }
 

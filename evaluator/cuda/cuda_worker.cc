@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "evaluator/cuda/aux_kernels.h"
+#include "evaluator/cuda/hold_report.h"
 #include "evaluator/cuda/launch.h"
 #include "evaluator/data/compare.h"
 #include "evaluator/data/dtype.h"
@@ -30,7 +31,7 @@ constexpr char kFaultPayloadUrl[] = "type.kerneleval/cuda.fault";
 
 // Byte offsets in the pinned control block.
 constexpr size_t kReleaseOffset = 0;      // int, host writes, hold kernel reads
-constexpr size_t kHoldReportOffset = 64;  // 3 x uint64: cycles, ns, timed out
+constexpr size_t kHoldReportOffset = 64;  // 4 x uint64: cycles, ns, timed out, seal
 constexpr size_t kControlBytes = 4096;
 
 // More launches than this queued behind the hold kernel risk filling the
@@ -142,6 +143,8 @@ struct CudaWorker::Sample {
   double microseconds = 0;  // [µs] start to stop event: the whole plan
   double clock_mhz = 0;     // [MHz] SM clock during the hold; 0 = not measured
   bool hold_timed_out = false;
+  // The hold's report did not carry its seal: the program wrote over it.
+  bool report_overwritten = false;
 };
 
 CudaWorker::CudaWorker(const DriverApi& api, CudaWorkerOptions options)
@@ -586,16 +589,19 @@ absl::StatusOr<CudaWorker::Sample> CudaWorker::TimeOnce(LoadedProgram& program,
   volatile int* release = reinterpret_cast<volatile int*>(control + kReleaseOffset);
   volatile uint64_t* report = reinterpret_cast<volatile uint64_t*>(control + kHoldReportOffset);
   const bool hold = plan.launches_size() <= kMaxHeldLaunches;
+  uint64_t hold_keys[2] = {0, 0};
   if (hold) {
     *release = 0;
-    report[0] = 0;
-    report[1] = 0;
-    report[2] = 0;
+    for (int i = 0; i < 4; ++i) report[i] = 0;
     std::atomic_thread_fence(std::memory_order_seq_cst);
     CUdeviceptr release_ptr = control_.device_ptr() + kReleaseOffset;
     CUdeviceptr report_ptr = control_.device_ptr() + kHoldReportOffset;
     uint64_t min_ns = options_.hold_min_ns, timeout_ns = options_.hold_timeout_ns;
-    void* args[] = {&release_ptr, &min_ns, &timeout_ns, &report_ptr};
+    // Fresh keys for this sample's seal (hold_report.h).
+    for (uint64_t& key : hold_keys) {
+      key = (uint64_t{hold_key_source_()} << 32) | hold_key_source_();
+    }
+    void* args[] = {&release_ptr, &min_ns, &timeout_ns, &report_ptr, &hold_keys[0], &hold_keys[1]};
     KE_CU_RETURN_IF_ERROR(api_.cuLaunchKernel(hold_kernel_.handle, 1, 1, 1, 1, 1, 1, 0,
                                               stream_.get(), args, nullptr));
   }
@@ -611,9 +617,17 @@ absl::StatusOr<CudaWorker::Sample> CudaWorker::TimeOnce(LoadedProgram& program,
   Sample sample;
   sample.microseconds = static_cast<double>(*ms) * 1000.0;
   if (hold) {
-    const uint64_t cycles = report[0], ns = report[1];
-    sample.hold_timed_out = report[2] != 0;
-    if (ns > 0) sample.clock_mhz = static_cast<double>(cycles) * 1000.0 / static_cast<double>(ns);
+    const uint64_t cycles = report[0], ns = report[1], timed_out = report[2], seal = report[3];
+    if (seal != HoldReportSeal(cycles, ns, timed_out, hold_keys[0], hold_keys[1])) {
+      // Not what the hold wrote: the program overwrote it. Its clock and
+      // lateness are unknown, so the sample counts as it is.
+      sample.report_overwritten = true;
+    } else {
+      sample.hold_timed_out = timed_out != 0;
+      if (ns > 0) {
+        sample.clock_mhz = static_cast<double>(cycles) * 1000.0 / static_cast<double>(ns);
+      }
+    }
   }
   return sample;
 }
@@ -737,6 +751,7 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
   // plan's first launches may have waited on the host (launch latency in the
   // sample, which then overstates the time).
   std::vector<std::vector<bool>> hold_timed_out(program_count);
+  std::vector<int> reports_overwritten(program_count, 0);
   std::vector<double> all_clocks;
   // The samples that count: throttled ones and those whose hold timed out
   // go, unless most would (timing::KeepSamples).
@@ -768,6 +783,7 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
       raw[p].push_back(sample->microseconds);
       clocks[p].push_back(sample->clock_mhz);
       hold_timed_out[p].push_back(sample->hold_timed_out);
+      reports_overwritten[p] += sample->report_overwritten;
       if (sample->clock_mhz > 0) all_clocks.push_back(sample->clock_mhz);
       if (collect) {
         absl::StatusOr<internal::CaseResult> outputs = Collect(set);
@@ -817,6 +833,11 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
     throttled = throttled || counted.throttled > 0;
     converged = converged && rule.Converged(samples);
     timing->mutable_samples_us()->Assign(samples.begin(), samples.end());
+    if (reports_overwritten[p] > 0) {
+      outcome.notes.push_back(
+          absl::StrCat(programs[p].label, ": the stream hold's report was overwritten in ",
+                       reports_overwritten[p], " samples (kept; their clock is unknown)"));
+    }
     if (counted.kept_all) {
       outcome.notes.push_back(absl::StrCat(programs[p].label, ": most samples throttled or late (",
                                            counted.throttled, " throttled): all kept"));

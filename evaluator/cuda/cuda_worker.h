@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -133,9 +134,13 @@ class CudaWorker {
   KernelFunction copy_kernel_;
   KernelFunction read_flush_kernel_;
   KernelFunction fma_kernel_;
-  PinnedHostBuffer control_;  // [0] release flag (int); [64..88) hold kernel's report
-  DeviceBuffer l2_flush_;     // 2x L2, memset then read before each timed sample
-  DeviceBuffer flush_sink_;   // where ke_read_flush would write (never does)
+  PinnedHostBuffer control_;  // [0] release flag (int); [64..96) hold kernel's report
+  // The keys of each hold report's seal (hold_report.h), in host memory no
+  // kernel can address; drawn from the OS (a seeded generator's 32-bit seed
+  // could be searched for from the seals a program can read).
+  std::random_device hold_key_source_;
+  DeviceBuffer l2_flush_;    // 2x L2, memset then read before each timed sample
+  DeviceBuffer flush_sink_;  // where ke_read_flush would write (never does)
   Event start_;
   Event stop_;
   uint32_t flush_value_ = 0;   // what the next L2 flush writes

@@ -491,25 +491,40 @@ class CudaFakeDriverTest : public testing::Test {
     return backend.ok() ? *std::move(backend) : nullptr;
   }
 
-  // Times `add` on 4096 elements for each label, at most 1 s of samples.
-  static absl::StatusOr<internal::TimingResult> TimeAdd(CudaBackend& backend,
-                                                        const std::vector<std::string>& labels) {
-    const std::string module = CompileCubin(kVectorAdd, backend.target_arch());
+  // One program of a timing request: `kernel` of `module` under `label`.
+  struct TimedKernel {
+    std::string label;
+    std::string kernel;
+    const std::string* module;
+  };
+  // Times each program on `n` elements of `sets` input sets, at most 1 s of
+  // samples.
+  static absl::StatusOr<internal::TimingResult> TimeKernels(
+      CudaBackend& backend, const std::vector<TimedKernel>& programs, int n = 4096, int sets = 1) {
     internal::TimingRequest request;
-    for (const std::string& label : labels) {
+    for (const TimedKernel& program : programs) {
       internal::TimedProgram* timed = request.add_programs();
-      timed->mutable_program()->set_label(label);
+      timed->mutable_program()->set_label(program.label);
       timed->mutable_program()->mutable_compiled()->set_success(true);
       timed->mutable_program()->mutable_compiled()->set_arch(backend.target_arch());
-      timed->mutable_program()->mutable_compiled()->set_cubin(module);
-      *timed->mutable_plan() = CudaBackendGpuTest::PlanFor("add", 4096);
+      timed->mutable_program()->mutable_compiled()->set_cubin(*program.module);
+      *timed->mutable_plan() = CudaBackendGpuTest::PlanFor(program.kernel, n);
     }
-    request.add_input_seeds(1);
+    for (int s = 1; s <= sets; ++s) request.add_input_seeds(static_cast<uint64_t>(s));
     internal::TimingConfig config = timing::DefaultTimingConfig();
     config.set_max_seconds(1);
     *request.mutable_config() = config;
     request.set_timeout_seconds(30);
     return backend.Time(request);
+  }
+
+  // Times `add` on 4096 elements for each label, at most 1 s of samples.
+  static absl::StatusOr<internal::TimingResult> TimeAdd(CudaBackend& backend,
+                                                        const std::vector<std::string>& labels) {
+    const std::string module = CompileCubin(kVectorAdd, backend.target_arch());
+    std::vector<TimedKernel> programs;
+    for (const std::string& label : labels) programs.push_back({label, "add", &module});
+    return TimeKernels(backend, programs);
   }
 
   static bool HasNote(const internal::TimingResult& result, const std::string& text) {
@@ -642,22 +657,10 @@ TEST_F(CudaFakeDriverTest, AProgramTimedAfterAnotherFindsOnlyPoisonInItsOutputs)
       kCopiesTheReferenceOutput, {}, {"add_and_publish", "copy_published"});
   ASSERT_TRUE(module.ok()) << module.status();
   constexpr int kElements = 4096;
-  internal::TimingRequest request;
-  for (const auto& [label, kernel] :
-       {std::pair{"reference", "add_and_publish"}, std::pair{"candidate", "copy_published"}}) {
-    internal::TimedProgram* timed = request.add_programs();
-    timed->mutable_program()->set_label(label);
-    timed->mutable_program()->mutable_compiled()->set_success(true);
-    timed->mutable_program()->mutable_compiled()->set_arch(backend->target_arch());
-    timed->mutable_program()->mutable_compiled()->set_cubin(*module);
-    *timed->mutable_plan() = CudaBackendGpuTest::PlanFor(kernel, kElements);
-  }
-  for (uint64_t seed : {1, 2}) request.add_input_seeds(seed);
-  internal::TimingConfig config = timing::DefaultTimingConfig();
-  config.set_max_seconds(1);
-  *request.mutable_config() = config;
-  request.set_timeout_seconds(30);
-  absl::StatusOr<internal::TimingResult> result = backend->Time(request);
+  absl::StatusOr<internal::TimingResult> result = TimeKernels(
+      *backend,
+      {{"reference", "add_and_publish", &*module}, {"candidate", "copy_published", &*module}},
+      kElements, /*sets=*/2);
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_FALSE(result->has_failure()) << result->failure().message();
   ASSERT_EQ(result->programs_size(), 2);
@@ -676,6 +679,55 @@ TEST_F(CudaFakeDriverTest, AProgramTimedAfterAnotherFindsOnlyPoisonInItsOutputs)
     EXPECT_EQ(data::CountPoison(copied, v1::DTYPE_F32), static_cast<size_t>(kElements))
         << "set " << s;
   }
+}
+
+// The stream hold reports its clock in mapped host memory, and the program
+// timed after it runs before the worker reads the report. This candidate
+// overwrites it in every third sample with a quarter of the clock (the test
+// driver says where it is; on a GPU a program would have to find it), so
+// that those samples would look throttled and be dropped. The report is
+// sealed (hold_report.h): the worker ignores what it did not write, keeps
+// those samples and says so.
+constexpr char kFakesThrottling[] = R"(
+extern "C" char* getenv(const char* name);
+__device__ unsigned launches;
+extern "C" __global__ void add_faking_throttling(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+  if (i == 0 && atomicAdd(&launches, 1u) % 3 == 2) {
+    const char* text = getenv("KERNELEVAL_FAKE_CUDA_HOLD_REPORT");
+    if (text == nullptr) return;
+    unsigned long long address = 0;
+    for (int d = 0; d < 16; ++d)
+      address = address * 16 + (text[d] <= '9' ? text[d] - '0' : text[d] - 'a' + 10);
+    volatile unsigned long long* report = (volatile unsigned long long*)address;
+    report[0] = report[1] / 4;  // cycles: 250 MHz over the hold's nanoseconds
+  }
+}
+)";
+
+TEST_F(CudaFakeDriverTest, AProgramCannotFakeThrottlingToDropItsSlowSamples) {
+  std::unique_ptr<CudaBackend> backend =
+      StartBackend(false, "KERNELEVAL_FAKE_CUDA_PUBLISH_HOLD_REPORT", "1");
+  ASSERT_NE(backend, nullptr);
+  const std::string add = CompileCubin(kVectorAdd, backend->target_arch());
+  absl::StatusOr<std::string> faking =
+      kerneleval::fake_cuda::BuildHostModule(kFakesThrottling, {}, {"add_faking_throttling"});
+  ASSERT_TRUE(faking.ok()) << faking.status();
+  absl::StatusOr<internal::TimingResult> result = TimeKernels(
+      *backend, {{"reference", "add", &add}, {"candidate", "add_faking_throttling", &*faking}});
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_FALSE(result->has_failure()) << result->failure().message();
+  std::string notes;
+  for (const std::string& note : result->notes()) notes += note + "\n";
+  EXPECT_FALSE(result->throttled()) << notes;
+  EXPECT_NEAR(result->sm_clock_min_mhz(), 1000, 1) << notes;
+  EXPECT_EQ(notes.find("throttled"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("candidate: the stream hold's report was overwritten in "),
+            std::string::npos)
+      << notes;
+  // Every sample counts, for both programs alike.
+  EXPECT_EQ(result->programs(1).samples_us_size(), result->programs(0).samples_us_size());
 }
 
 // The counters the test driver keeps for the one worker process it serves

@@ -5,6 +5,7 @@
 #include "evaluator/cuda/cuda_backend.h"
 #include "evaluator/cuda/cuda_worker.h"
 #include "evaluator/cuda/device.h"
+#include "evaluator/cuda/hold_report.h"
 #include "evaluator/data/poison.h"
 
 namespace kerneleval::cuda {
@@ -28,6 +29,20 @@ TEST(PoisonWordTest, RepeatsTheDtypesPoisonBits) {
     }
     EXPECT_EQ(filled, expected) << v1::DType_Name(dtype);
   }
+}
+
+TEST(HoldReportSealTest, MatchesOnlyTheSameValuesUnderTheSameKeys) {
+  const unsigned long long seal = HoldReportSeal(1'980'000, 1'000'000, 0, 0x1234, 0x5678);
+  EXPECT_EQ(HoldReportSeal(1'980'000, 1'000'000, 0, 0x1234, 0x5678), seal);
+  // Any value a program might rewrite, or another sample's keys: no match.
+  EXPECT_NE(HoldReportSeal(495'000, 1'000'000, 0, 0x1234, 0x5678), seal);  // a quarter clock
+  EXPECT_NE(HoldReportSeal(1'980'000, 999'999, 0, 0x1234, 0x5678), seal);
+  EXPECT_NE(HoldReportSeal(1'980'000, 1'000'000, 1, 0x1234, 0x5678), seal);  // "late"
+  EXPECT_NE(HoldReportSeal(1'980'000, 1'000'000, 0, 0x1235, 0x5678), seal);
+  EXPECT_NE(HoldReportSeal(1'980'000, 1'000'000, 0, 0x1234, 0x5679), seal);
+  // An all-zero report (what the worker writes before the hold) never
+  // carries a valid seal by accident for these keys.
+  EXPECT_NE(HoldReportSeal(0, 0, 0, 0x1234, 0x5678), 0u);
 }
 
 TEST(FaultTest, StageTravelsWithTheStatus) {

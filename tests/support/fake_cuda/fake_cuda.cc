@@ -33,7 +33,9 @@
 // Not modelled: L2, clocks (the hold kernel reports 1 cycle per ns at the
 // 1 GHz the device claims; KERNELEVAL_FAKE_CUDA_THROTTLE_EVERY=N halves every
 // Nth report; KERNELEVAL_FAKE_CUDA_LATE_HOLD_EVERY=N makes every Nth hold say
-// it timed out), occupancy, timing of anything but the host.
+// it timed out; KERNELEVAL_FAKE_CUDA_PUBLISH_HOLD_REPORT=1 puts the address of
+// each hold's report in the environment, for a test kernel to overwrite),
+// occupancy, timing of anything but the host.
 // KERNELEVAL_FAKE_CUDA_DEVICES sets the device count (default 1, at most 8).
 // KERNELEVAL_FAKE_CUDA_STATS_DIR=DIR: each process counts what it holds
 // (memory, modules, streams, events, contexts) in DIR/<pid>, which tests
@@ -67,6 +69,7 @@
 
 #include "evaluator/cpu/device_runtime.h"
 #include "evaluator/cpu/prelude/kerneleval_cpu_abi.h"
+#include "evaluator/cuda/hold_report.h"
 #include "tests/support/fake_cuda/fake_cuda_stats.h"
 
 namespace {
@@ -530,16 +533,29 @@ uint64_t LateHoldEvery() {
   }();
   return every;
 }
+// KERNELEVAL_FAKE_CUDA_PUBLISH_HOLD_REPORT=1: every hold also says where its
+// report is, in the environment variable KERNELEVAL_FAKE_CUDA_HOLD_REPORT
+// (hex), so that a test kernel can overwrite it.
+bool PublishHoldReport() {
+  static const bool publish = [] {
+    const char* text = std::getenv("KERNELEVAL_FAKE_CUDA_PUBLISH_HOLD_REPORT");
+    return text != nullptr && std::strcmp(text, "1") == 0;
+  }();
+  return publish;
+}
 std::atomic<uint64_t> holds_run{0};
 
 void RunHold(const std::vector<std::vector<uint8_t>>& params) {
   const volatile int* release = nullptr;
   uint64_t min_ns = 0, timeout_ns = 0;
   volatile uint64_t* out = nullptr;
+  uint64_t key0 = 0, key1 = 0;
   std::memcpy(&release, params[0].data(), 8);
   std::memcpy(&min_ns, params[1].data(), 8);
   std::memcpy(&timeout_ns, params[2].data(), 8);
   std::memcpy(&out, params[3].data(), 8);
+  std::memcpy(&key0, params[4].data(), 8);
+  std::memcpy(&key1, params[5].data(), 8);
   const Clock::time_point start = Clock::now();
   uint64_t ns = 0;
   int timed_out = 0;
@@ -559,7 +575,16 @@ void RunHold(const std::vector<std::vector<uint8_t>>& params) {
   out[1] = ns;
   const bool late = LateHoldEvery() > 0 && hold % LateHoldEvery() == 0;
   out[2] = static_cast<uint64_t>(timed_out != 0 || late);
+  out[3] = kerneleval::cuda::HoldReportSeal(out[0], out[1], out[2], key0, key1);
   std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (PublishHoldReport()) {
+    // Where the report is, for a test kernel to overwrite it as a program
+    // that found it in device memory would.
+    char text[32];
+    std::snprintf(text, sizeof(text), "%016llx",
+                  static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(out)));
+    ::setenv("KERNELEVAL_FAKE_CUDA_HOLD_REPORT", text, 1);
+  }
 }
 
 void RunFill(const std::vector<std::vector<uint8_t>>& params) {
@@ -839,7 +864,7 @@ CUresult FakeModuleGetFunction(CUfunction* function, CUmodule module_handle, con
       const std::string symbol = name;
       if (symbol == "ke_hold_stream") {
         made->kind = KernelKind::kHold;
-        made->param_sizes = {8, 8, 8, 8};
+        made->param_sizes = {8, 8, 8, 8, 8, 8};
       } else if (symbol == "ke_fill_pattern") {
         made->kind = KernelKind::kFill;
         made->param_sizes = {8, 8, 8};
