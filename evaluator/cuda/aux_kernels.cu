@@ -2,7 +2,7 @@
 // in kerneleval_cuda (aux_kernels.h); the driver JITs them once per worker.
 // extern "C": their symbols are their names. compute_75 PTX: the oldest
 // architecture CUDA 13 supports, JIT-compiled for whatever device runs it.
-#include "evaluator/cuda/hold_report.h"
+#include "evaluator/cuda/keyed_mix.h"
 
 // Holds the stream so that the launches queued behind it start back to back
 // once the host releases it: the first timed launch then carries no host
@@ -14,7 +14,7 @@
 // the host was blocked in cuLaunchKernel, must not hang the GPU).
 // Writes to `out` (mapped host memory): [0] SM cycles spent (clock64),
 // [1] nanoseconds spent (%globaltimer), [2] 1 if it timed out, [3] the seal
-// of those three under `key0`, `key1` (hold_report.h: a program timed after
+// of those three under `key0`, `key1` (keyed_mix.h: a program timed after
 // the hold could overwrite the report). cycles / ns is this SM's clock over
 // the hold, in GHz.
 extern "C" __global__ void ke_hold_stream(const volatile int* release, unsigned long long min_ns,
@@ -64,6 +64,23 @@ extern "C" __global__ void ke_fill_pattern(unsigned long long* dst, unsigned lon
     for (unsigned long long b = 0; b < bytes % 8; ++b) {
       tail[b] = static_cast<unsigned char>(pattern >> (8 * b));
     }
+  }
+}
+
+// Stashes `words` 8-byte words of an output at `src` into `dst`, each XORed
+// with its pad under `key0`, `key1` (keyed_mix.h: StashPad). Run right after
+// a program's timed sample, before its outputs are poisoned: the worker reads
+// the stash back at the end and removes the pads; a program timed later in
+// the round can copy neither the outputs nor the stash. `words` covers the
+// payload rounded up to 8 bytes (payloads are padded to 256 bytes).
+extern "C" __global__ void ke_stash_xor(const unsigned long long* __restrict__ src,
+                                        unsigned long long* __restrict__ dst,
+                                        unsigned long long words, unsigned long long key0,
+                                        unsigned long long key1) {
+  const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+  for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x;
+       i < words; i += stride) {
+    dst[i] = src[i] ^ kerneleval::cuda::StashPad(i, key0, key1);
   }
 }
 

@@ -1,5 +1,5 @@
 // The worker's own kernels (aux_kernels.cu) as PTX text, embedded at build
-// time: ke_hold_stream, ke_fill_pattern, ke_copy16, ke_read_flush,
+// time: ke_hold_stream, ke_fill_pattern, ke_stash_xor, ke_copy16, ke_read_flush,
 // ke_fma_throughput.
 #pragma once
 

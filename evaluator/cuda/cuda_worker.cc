@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "evaluator/cuda/aux_kernels.h"
-#include "evaluator/cuda/hold_report.h"
+#include "evaluator/cuda/keyed_mix.h"
 #include "evaluator/cuda/launch.h"
 #include "evaluator/data/compare.h"
 #include "evaluator/data/dtype.h"
@@ -105,6 +105,10 @@ struct CudaWorker::Buffer {
   // (data::TimedInputRotation) is copied into the payload; and that rotation.
   DeviceBuffer pristine;
   uint64_t rotation = 0;
+  // Timing only, outputs: the latest run's outputs under pads (StashOutputs)
+  // and the keys of those pads.
+  DeviceBuffer stash;
+  uint64_t stash_keys[2] = {0, 0};
 };
 
 struct CudaWorker::BufferSet {
@@ -120,7 +124,7 @@ struct CudaWorker::BufferSet {
   absl::Status ScrubAndFree() {
     absl::Status first;
     for (Buffer& buffer : buffers) {
-      for (DeviceBuffer* memory : {&buffer.memory, &buffer.pristine}) {
+      for (DeviceBuffer* memory : {&buffer.memory, &buffer.pristine, &buffer.stash}) {
         if (memory->empty()) continue;
         if (absl::Status status = memory->ScrubAndFree(); !status.ok() && first.ok()) {
           first = status;
@@ -134,6 +138,7 @@ struct CudaWorker::BufferSet {
     for (Buffer& buffer : buffers) {
       buffer.memory.Abandon();
       buffer.pristine.Abandon();
+      buffer.stash.Abandon();
     }
     buffers.clear();
   }
@@ -214,7 +219,7 @@ absl::Status CudaWorker::Initialise() {
   for (auto [symbol, function] :
        {std::pair{"ke_hold_stream", &hold_kernel_}, std::pair{"ke_fill_pattern", &fill_kernel_},
         std::pair{"ke_copy16", &copy_kernel_}, std::pair{"ke_read_flush", &read_flush_kernel_},
-        std::pair{"ke_fma_throughput", &fma_kernel_}}) {
+        std::pair{"ke_fma_throughput", &fma_kernel_}, std::pair{"ke_stash_xor", &stash_kernel_}}) {
     absl::StatusOr<KernelFunction> loaded = aux_module_->GetFunction(symbol);
     if (!loaded.ok()) return loaded.status();
     *function = *std::move(loaded);
@@ -366,6 +371,11 @@ absl::StatusOr<CudaWorker::BufferSet> CudaWorker::AllocateBuffers(
         return s;
       }
     }
+    if (rotatable && spec.role() == internal::BUFFER_ROLE_OUTPUT && buffer.bytes > 0) {
+      absl::StatusOr<DeviceBuffer> stash = DeviceBuffer::Allocate(api_, RoundUp(buffer.bytes, 8));
+      if (!stash.ok()) return stash.status();
+      buffer.stash = *std::move(stash);
+    }
     set.buffers.push_back(std::move(buffer));
   }
   // The fills run on our stream, the uploads on the legacy stream, which a
@@ -470,10 +480,28 @@ absl::Status CudaWorker::LaunchPlan(LoadedProgram& program, const internal::Reso
   return absl::OkStatus();
 }
 
+absl::Status CudaWorker::StashOutputs(BufferSet& set) {
+  for (Buffer& buffer : set.buffers) {
+    if (buffer.stash.empty()) continue;
+    for (uint64_t& key : buffer.stash_keys) key = DrawKey();
+    CUdeviceptr src = buffer.ptr, dst = buffer.stash.ptr();
+    uint64_t words = buffer.stash.bytes() / 8;
+    constexpr unsigned kThreads = 256;
+    const unsigned blocks = static_cast<unsigned>(std::min<uint64_t>(
+        (words + kThreads - 1) / kThreads, static_cast<uint64_t>(properties_.sm_count) * 8));
+    void* args[] = {&src, &dst, &words, &buffer.stash_keys[0], &buffer.stash_keys[1]};
+    KE_CU_RETURN_IF_ERROR(api_.cuLaunchKernel(stash_kernel_.handle, blocks, 1, 1, kThreads, 1, 1, 0,
+                                              stream_.get(), args, nullptr));
+  }
+  return absl::OkStatus();
+}
+
+uint64_t CudaWorker::DrawKey() { return (uint64_t{key_source_()} << 32) | key_source_(); }
+
 absl::StatusOr<internal::CaseResult> CudaWorker::Collect(const BufferSet& set) {
   internal::CaseResult result;
   const uint64_t guard = options_.guard_bytes;
-  std::string bytes;
+  std::string bytes, stashed;
   for (const Buffer& buffer : set.buffers) {
     const internal::BufferSpec& spec = *buffer.spec;
     // Guards: every byte outside the payload must still hold the pattern.
@@ -492,7 +520,21 @@ absl::StatusOr<internal::CaseResult> CudaWorker::Collect(const BufferSet& set) {
                        absl::StrCat("out-of-bounds write: ", before, " bytes before and ", after,
                                     " bytes after buffer '", spec.name(), "' were overwritten"));
     }
-    const absl::string_view payload(bytes.data() + guard, buffer.bytes);
+    absl::string_view payload(bytes.data() + guard, buffer.bytes);
+    if (!buffer.stash.empty()) {
+      // Timing: the payload is poison by now; the last run's outputs are in
+      // the stash, under pads.
+      stashed.resize(buffer.stash.bytes());
+      KE_CU_RETURN_IF_ERROR(
+          api_.cuMemcpyDtoH(stashed.data(), buffer.stash.ptr(), buffer.stash.bytes()));
+      for (uint64_t i = 0; i < stashed.size() / 8; ++i) {
+        uint64_t word;
+        std::memcpy(&word, stashed.data() + 8 * i, 8);
+        word ^= StashPad(i, buffer.stash_keys[0], buffer.stash_keys[1]);
+        std::memcpy(stashed.data() + 8 * i, &word, 8);
+      }
+      payload = absl::string_view(stashed.data(), buffer.bytes);
+    }
     if (spec.role() == internal::BUFFER_ROLE_INPUT) {
       // Empty buffers have no generated bytes; a rotation implies some.
       std::string expected = buffer.input ? *buffer.input : std::string();
@@ -597,10 +639,8 @@ absl::StatusOr<CudaWorker::Sample> CudaWorker::TimeOnce(LoadedProgram& program,
     CUdeviceptr release_ptr = control_.device_ptr() + kReleaseOffset;
     CUdeviceptr report_ptr = control_.device_ptr() + kHoldReportOffset;
     uint64_t min_ns = options_.hold_min_ns, timeout_ns = options_.hold_timeout_ns;
-    // Fresh keys for this sample's seal (hold_report.h).
-    for (uint64_t& key : hold_keys) {
-      key = (uint64_t{hold_key_source_()} << 32) | hold_key_source_();
-    }
+    // Fresh keys for this sample's seal (keyed_mix.h).
+    for (uint64_t& key : hold_keys) key = DrawKey();
     void* args[] = {&release_ptr, &min_ns, &timeout_ns, &report_ptr, &hold_keys[0], &hold_keys[1]};
     KE_CU_RETURN_IF_ERROR(api_.cuLaunchKernel(hold_kernel_.handle, 1, 1, 1, 1, 1, 1, 0,
                                               stream_.get(), args, nullptr));
@@ -671,9 +711,10 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
   for (const internal::TimedProgram& timed : request.programs()) {
     for (const internal::BufferSpec& spec : timed.plan().buffers()) {
       const uint64_t payload = RoundUp(spec.elements() * data::DTypeSize(spec.dtype()), 256);
-      // Inputs twice: the payload and the pristine copy rotations come from.
+      // Inputs twice: the payload and the pristine copy rotations come from;
+      // outputs twice: the payload and the stash.
       bytes_per_set += payload + 2 * options_.guard_bytes +
-                       (spec.role() == internal::BUFFER_ROLE_INPUT ? payload : 0);
+                       (spec.role() != internal::BUFFER_ROLE_SCRATCH ? payload : 0);
     }
   }
   size_t free_bytes = 0, total_bytes = 0;
@@ -737,7 +778,8 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
       if (status.ok()) status = PoisonWritable(set);
       if (status.ok()) status = LaunchPlan(programs[p], request.programs(p).plan(), set);
       if (status.ok()) status = WaitFor(nullptr, deadline);
-      if (status.ok()) status = PoisonWritable(set);  // as after every timed run (below)
+      if (status.ok()) status = StashOutputs(set);  // as after every timed run (below)
+      if (status.ok()) status = PoisonWritable(set);
       if (!status.ok()) return program_failed(status);
     }
   }
@@ -761,13 +803,12 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
   // One round on input set round % sets: every program once, in order. All
   // programs share one context, so a candidate that finds another program's
   // buffers in device memory could copy a result computed on the very inputs
-  // it was given (this round's rotation). So each program's writable buffers
-  // are poisoned again right after its sample, before the next program runs;
-  // in the final rounds (collect) they are read back first: those are the
-  // outputs checked. Every round looks the same to the programs.
-  std::vector<std::vector<internal::CaseResult>> last_outputs(
-      program_count, std::vector<internal::CaseResult>(sets));
-  auto time_round = [&](uint64_t round, bool collect) -> absl::Status {
+  // it was given (this round's rotation). So right after its sample each
+  // program's outputs go to its stash under fresh pads (keyed_mix.h) and are
+  // poisoned, before the next program runs; the stash of the last run on
+  // each set is what is checked. Every round does the same, so no round
+  // looks checked to a program that reads the clock between its launches.
+  auto time_round = [&](uint64_t round) -> absl::Status {
     const int s = static_cast<int>(round % sets);
     for (int p = 0; p < program_count; ++p) {
       failed_program = p;
@@ -785,11 +826,7 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
       hold_timed_out[p].push_back(sample->hold_timed_out);
       reports_overwritten[p] += sample->report_overwritten;
       if (sample->clock_mhz > 0) all_clocks.push_back(sample->clock_mhz);
-      if (collect) {
-        absl::StatusOr<internal::CaseResult> outputs = Collect(set);
-        if (!outputs.ok()) return outputs.status();
-        last_outputs[p][s] = *std::move(outputs);
-      }
+      if (absl::Status stashed = StashOutputs(set); !stashed.ok()) return stashed;
       if (absl::Status poisoned = PoisonWritable(set); !poisoned.ok()) return poisoned;
     }
     return absl::OkStatus();
@@ -798,11 +835,8 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
   // Checking the rule sorts every program's samples: check at geometrically
   // spaced rounds (every ~6 %) so that long runs stay O(n log n) overall.
   uint64_t next_check = 0;
-  uint64_t round = 0;
-  for (;; ++round) {
-    if (absl::Status status = time_round(round, /*collect=*/false); !status.ok()) {
-      return program_failed(status);
-    }
+  for (uint64_t round = 0;; ++round) {
+    if (absl::Status status = time_round(round); !status.ok()) return program_failed(status);
     const double elapsed = absl::ToDoubleSeconds(absl::Now() - start);
     if (rule.TimedOut(elapsed)) break;
     if (absl::Now() >= deadline) {
@@ -817,14 +851,6 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
     }
     if (all_stop) break;
   }
-  // The final rounds, one per input set: timed and counted like the others,
-  // and their outputs are the ones checked.
-  for (int f = 0; f < sets; ++f) {
-    if (absl::Status status = time_round(++round, /*collect=*/true); !status.ok()) {
-      return program_failed(status);
-    }
-  }
-
   bool throttled = false, converged = true;
   for (int p = 0; p < program_count; ++p) {
     internal::ProgramTiming* timing = result.add_programs();
@@ -852,8 +878,14 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
       }
     }
     // The outputs of the last timed run on each input set, for checking.
-    for (internal::CaseResult& outputs : last_outputs[p]) {
-      *timing->add_last_outputs() = std::move(outputs);
+    for (int s = 0; s < sets; ++s) {
+      failed_program = p;
+      absl::StatusOr<internal::CaseResult> outputs = Collect(buffers[p][s]);
+      if (!outputs.ok()) {
+        result.clear_programs();
+        return program_failed(outputs.status());
+      }
+      *timing->add_last_outputs() = *std::move(outputs);
     }
   }
   result.set_sm_clock_mhz(all_clocks.empty() ? nominal_mhz : MedianOf(all_clocks));

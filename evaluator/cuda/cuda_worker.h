@@ -115,7 +115,13 @@ class CudaWorker {
   // Polls `event` (nullptr: the stream) until done, a CUDA error (a fault,
   // context lost if sticky) or `deadline` (a "timeout" fault, context lost).
   absl::Status WaitFor(CUevent event, absl::Time deadline);
+  // Reads a set back: guards, inputs (modified?), outputs (from the stash
+  // while timing).
   absl::StatusOr<internal::CaseResult> Collect(const BufferSet& buffers);
+  // Copies each output of a timing set into its stash under fresh pads
+  // (ke_stash_xor), on the stream.
+  absl::Status StashOutputs(BufferSet& set);
+  uint64_t DrawKey();  // 64 bits from key_source_
   absl::Status Fill(CUdeviceptr ptr, uint64_t bytes, uint64_t pattern);
   absl::StatusOr<Sample> TimeOnce(LoadedProgram& program, const internal::ResolvedPlan& plan,
                                   const BufferSet& buffers, bool flush_l2, absl::Time deadline);
@@ -134,11 +140,11 @@ class CudaWorker {
   KernelFunction copy_kernel_;
   KernelFunction read_flush_kernel_;
   KernelFunction fma_kernel_;
+  KernelFunction stash_kernel_;
   PinnedHostBuffer control_;  // [0] release flag (int); [64..96) hold kernel's report
-  // The keys of each hold report's seal (hold_report.h), in host memory no
-  // kernel can address; drawn from the OS (a seeded generator's 32-bit seed
-  // could be searched for from the seals a program can read).
-  std::random_device hold_key_source_;
+  // Where the keys of keyed_mix.h come from: the OS (a seeded generator's
+  // 32-bit seed could be searched for from what a program can read).
+  std::random_device key_source_;
   DeviceBuffer l2_flush_;    // 2x L2, memset then read before each timed sample
   DeviceBuffer flush_sink_;  // where ke_read_flush would write (never does)
   Event start_;

@@ -686,7 +686,7 @@ TEST_F(CudaFakeDriverTest, AProgramTimedAfterAnotherFindsOnlyPoisonInItsOutputs)
 // overwrites it in every third sample with a quarter of the clock (the test
 // driver says where it is; on a GPU a program would have to find it), so
 // that those samples would look throttled and be dropped. The report is
-// sealed (hold_report.h): the worker ignores what it did not write, keeps
+// sealed (keyed_mix.h): the worker ignores what it did not write, keeps
 // those samples and says so.
 constexpr char kFakesThrottling[] = R"(
 extern "C" char* getenv(const char* name);

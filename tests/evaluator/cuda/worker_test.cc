@@ -5,7 +5,7 @@
 #include "evaluator/cuda/cuda_backend.h"
 #include "evaluator/cuda/cuda_worker.h"
 #include "evaluator/cuda/device.h"
-#include "evaluator/cuda/hold_report.h"
+#include "evaluator/cuda/keyed_mix.h"
 #include "evaluator/data/poison.h"
 
 namespace kerneleval::cuda {

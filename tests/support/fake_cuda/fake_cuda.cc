@@ -7,7 +7,8 @@
 //
 // What it cannot do is run GPU code. A "module image" it accepts is either
 //   - the worker's own auxiliary PTX (recognised by its entry names: the hold,
-//     fill, copy, flush-read and FMA kernels are implemented natively here), or
+//     fill, stash, copy, flush-read and FMA kernels are implemented natively
+//     here), or
 //   - a shared object built by the CPU backend's HostCompiler from CUDA C++
 //     (an x86-64 ELF; see prelude/kerneleval_cpu_abi.h), whose kernels run on
 //     the CPU backend's device runtime, linked into this library; or
@@ -69,7 +70,7 @@
 
 #include "evaluator/cpu/device_runtime.h"
 #include "evaluator/cpu/prelude/kerneleval_cpu_abi.h"
-#include "evaluator/cuda/hold_report.h"
+#include "evaluator/cuda/keyed_mix.h"
 #include "tests/support/fake_cuda/fake_cuda_stats.h"
 
 namespace {
@@ -369,7 +370,7 @@ bool IsMapped(uintptr_t ptr, size_t bytes) {
 
 // ----------------------------------------------------------------- modules
 
-enum class KernelKind { kHost, kHold, kFill, kCopy16, kReadFlush, kFma };
+enum class KernelKind { kHost, kHold, kFill, kCopy16, kReadFlush, kFma, kStashXor };
 
 struct FakeFunction {
   KernelKind kind = KernelKind::kHost;
@@ -608,6 +609,18 @@ void RunCopy16(const std::vector<std::vector<uint8_t>>& params) {
   std::memcpy(&dst, params[1].data(), 8);
   std::memcpy(&n16, params[2].data(), 8);
   std::memcpy(dst, src, n16 * 16);
+}
+
+void RunStashXor(const std::vector<std::vector<uint8_t>>& params) {
+  const uint64_t* src = nullptr;
+  uint64_t* dst = nullptr;
+  uint64_t words = 0, key0 = 0, key1 = 0;
+  std::memcpy(&src, params[0].data(), 8);
+  std::memcpy(&dst, params[1].data(), 8);
+  std::memcpy(&words, params[2].data(), 8);
+  std::memcpy(&key0, params[3].data(), 8);
+  std::memcpy(&key1, params[4].data(), 8);
+  for (uint64_t i = 0; i < words; ++i) dst[i] = src[i] ^ kerneleval::cuda::StashPad(i, key0, key1);
 }
 
 void RunReadFlush(const std::vector<std::vector<uint8_t>>& params) {
@@ -874,6 +887,9 @@ CUresult FakeModuleGetFunction(CUfunction* function, CUmodule module_handle, con
       } else if (symbol == "ke_read_flush") {
         made->kind = KernelKind::kReadFlush;
         made->param_sizes = {8, 8, 8};
+      } else if (symbol == "ke_stash_xor") {
+        made->kind = KernelKind::kStashXor;
+        made->param_sizes = {8, 8, 8, 8, 8};
       } else if (symbol == "ke_fma_throughput") {
         made->kind = KernelKind::kFma;
         made->param_sizes = {8, 4, 4};
@@ -1199,6 +1215,8 @@ CUresult FakeLaunchKernel(CUfunction function_handle, unsigned int grid_x, unsig
       return Submit(stream, [copies] { RunCopy16(copies); });
     case KernelKind::kReadFlush:
       return Submit(stream, [copies] { RunReadFlush(copies); });
+    case KernelKind::kStashXor:
+      return Submit(stream, [copies] { RunStashXor(copies); });
     case KernelKind::kFma:
       return Submit(stream, [copies, grid_blocks] { RunFma(copies, grid_blocks); });
     case KernelKind::kHost:
