@@ -21,6 +21,9 @@
 #include <vector>
 
 #include "evaluator/cuda/cuda_backend.h"
+#include "evaluator/cuda/cuda_worker.h"
+#include "evaluator/cuda/keyed_mix.h"
+#include "evaluator/cuda/resources.h"
 #include "evaluator/data/dtype.h"
 #include "evaluator/data/poison.h"
 #include "evaluator/data/prng.h"
@@ -728,6 +731,92 @@ TEST_F(CudaFakeDriverTest, AProgramCannotFakeThrottlingToDropItsSlowSamples) {
       << notes;
   // Every sample counts, for both programs alike.
   EXPECT_EQ(result->programs(1).samples_us_size(), result->programs(0).samples_us_size());
+}
+
+// The worker's own kernels reach a GPU as PTX that nvcc made from
+// aux_kernels.cu; the test driver runs native stand-ins instead. The stash
+// and fill kernels are plain CUDA C++, so their source is run here too, on
+// the host through the CPU backend's compiler: what ke_stash_xor writes must
+// be the output XORed with keyed_mix.h's pads exactly as the worker removes
+// them, and ke_fill_pattern must repeat its word, tail bytes included. (A
+// slip in either would fail every timed evaluation on a GPU.)
+std::string ReadSourceFile(const std::string& relative) {
+  std::ifstream in(std::string(KERNELEVAL_SOURCE_DIR) + "/" + relative);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(AuxKernelSourceTest, StashAndFillKernelsComputeWhatTheWorkerExpects) {
+  std::string source = ReadSourceFile("evaluator/cuda/aux_kernels.cu");
+  ASSERT_FALSE(source.empty());
+  // The header inlined (the host compiler sees no project includes), and the
+  // hold kernel left out: it reads %globaltimer with inline PTX.
+  const std::string include = "#include \"evaluator/cuda/keyed_mix.h\"";
+  ASSERT_NE(source.find(include), std::string::npos);
+  source.replace(source.find(include), include.size(),
+                 ReadSourceFile("evaluator/cuda/keyed_mix.h"));
+  const size_t hold = source.find("extern \"C\" __global__ void ke_hold_stream(");
+  ASSERT_NE(hold, std::string::npos);
+  source.erase(hold, source.find("\n}\n", hold) + 3 - hold);
+  absl::StatusOr<std::string> module =
+      kerneleval::fake_cuda::BuildHostModule(source, {}, {"ke_stash_xor", "ke_fill_pattern"});
+  ASSERT_TRUE(module.ok()) << module.status();
+
+  kerneleval::fake_cuda::UseFakeDriver();
+  absl::StatusOr<const DriverApi*> api = LoadDriver();
+  ASSERT_TRUE(api.ok()) << api.status();
+  ASSERT_EQ((*api)->cuInit(0), CUDA_SUCCESS);
+  absl::StatusOr<PrimaryContext> context = PrimaryContext::Retain(**api, 0);
+  ASSERT_TRUE(context.ok()) << context.status();
+  absl::StatusOr<Module> loaded = Module::Load(**api, *module);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+
+  // 1000 words (not a multiple of the 256-thread block) over 3 blocks: the
+  // grid-stride loop covers every word exactly once.
+  constexpr uint64_t kWords = 1000;
+  std::vector<uint64_t> output(kWords);
+  for (uint64_t i = 0; i < kWords; ++i) output[i] = KeyedMix(i * 7 + 1);
+  absl::StatusOr<DeviceBuffer> src = DeviceBuffer::Allocate(**api, kWords * 8);
+  absl::StatusOr<DeviceBuffer> dst = DeviceBuffer::Allocate(**api, kWords * 8 + 8);
+  ASSERT_TRUE(src.ok() && dst.ok());
+  ASSERT_EQ((*api)->cuMemcpyHtoD(src->ptr(), output.data(), kWords * 8), CUDA_SUCCESS);
+  ASSERT_EQ((*api)->cuMemsetD8(dst->ptr(), 0xEE, kWords * 8 + 8), CUDA_SUCCESS);
+  absl::StatusOr<KernelFunction> stash = loaded->GetFunction("ke_stash_xor");
+  ASSERT_TRUE(stash.ok()) << stash.status();
+  CUdeviceptr src_ptr = src->ptr(), dst_ptr = dst->ptr();
+  uint64_t words = kWords, key0 = 0x0123456789abcdefull, key1 = 0xfedcba9876543210ull;
+  void* stash_args[] = {&src_ptr, &dst_ptr, &words, &key0, &key1};
+  ASSERT_EQ(
+      (*api)->cuLaunchKernel(stash->handle, 3, 1, 1, 256, 1, 1, 0, nullptr, stash_args, nullptr),
+      CUDA_SUCCESS);
+  ASSERT_EQ((*api)->cuCtxSynchronize(), CUDA_SUCCESS);
+  std::vector<uint64_t> stashed(kWords + 1);
+  ASSERT_EQ((*api)->cuMemcpyDtoH(stashed.data(), dst->ptr(), (kWords + 1) * 8), CUDA_SUCCESS);
+  for (uint64_t i = 0; i < kWords; ++i) {
+    ASSERT_NE(stashed[i], output[i]) << i;                            // padded...
+    ASSERT_EQ(stashed[i] ^ StashPad(i, key0, key1), output[i]) << i;  // ...and undone
+  }
+  EXPECT_EQ(stashed[kWords], 0xEEEEEEEEEEEEEEEEull) << "wrote past `words`";
+
+  // 8 * 300 + 5 bytes: whole words and a tail of 5.
+  absl::StatusOr<KernelFunction> fill = loaded->GetFunction("ke_fill_pattern");
+  ASSERT_TRUE(fill.ok()) << fill.status();
+  uint64_t bytes = 8 * 300 + 5, pattern = 0x1122334455667788ull;
+  void* fill_args[] = {&dst_ptr, &bytes, &pattern};
+  ASSERT_EQ((*api)->cuMemsetD8(dst->ptr(), 0xEE, kWords * 8 + 8), CUDA_SUCCESS);
+  ASSERT_EQ(
+      (*api)->cuLaunchKernel(fill->handle, 2, 1, 1, 128, 1, 1, 0, nullptr, fill_args, nullptr),
+      CUDA_SUCCESS);
+  ASSERT_EQ((*api)->cuCtxSynchronize(), CUDA_SUCCESS);
+  std::string filled(bytes + 3, '\0');
+  ASSERT_EQ((*api)->cuMemcpyDtoH(filled.data(), dst->ptr(), filled.size()), CUDA_SUCCESS);
+  for (uint64_t i = 0; i < bytes; ++i) {
+    ASSERT_EQ(static_cast<uint8_t>(filled[i]), PatternByte(pattern, i)) << i;
+  }
+  for (uint64_t i = bytes; i < filled.size(); ++i) {
+    EXPECT_EQ(static_cast<uint8_t>(filled[i]), 0xEE) << "wrote past the end at " << i;
+  }
 }
 
 // The counters the test driver keeps for the one worker process it serves
