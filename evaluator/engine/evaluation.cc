@@ -410,10 +410,24 @@ void FillStats(const timing::SampleStats& stats, double total_seconds, v1::Timin
 }  // namespace
 
 absl::Status Evaluation::TimeAndScore(const ReferenceRun& reference,
-                                      const std::vector<const PreparedProgram*>& candidates,
+                                      std::vector<const PreparedProgram*> candidates,
                                       std::vector<v1::Verdict*> verdicts,
                                       v1::TimingStats* reference_stats) {
-  if (candidates.empty()) return absl::OkStatus();
+  while (!candidates.empty()) {
+    absl::StatusOr<std::optional<size_t>> failed =
+        TimeAndScoreOnce(reference, candidates, verdicts, reference_stats);
+    if (!failed.ok()) return failed.status();
+    if (!failed->has_value()) return absl::OkStatus();
+    candidates.erase(candidates.begin() + static_cast<std::ptrdiff_t>(**failed));
+    verdicts.erase(verdicts.begin() + static_cast<std::ptrdiff_t>(**failed));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<size_t>> Evaluation::TimeAndScoreOnce(
+    const ReferenceRun& reference, const std::vector<const PreparedProgram*>& candidates,
+    const std::vector<v1::Verdict*>& verdicts, v1::TimingStats* reference_stats) {
+  if (candidates.empty()) return std::nullopt;
   const v1::ShapeBinding& shape = TimedShape();
   internal::TimingRequest request;
   *request.mutable_params() = shape.values();
@@ -445,18 +459,23 @@ absl::Status Evaluation::TimeAndScore(const ReferenceRun& reference,
       return absl::InternalError(
           absl::StrCat("the reference failed while timing: ", failure.message()));
     }
+    const std::string stage =
+        failure.stage() == "timeout" || failure.stage() == "compile" ? failure.stage() : "runtime";
+    auto fail = [&](size_t i) {
+      v1::Verdict failed = Failed(stage, absl::StrCat("while timing: ", failure.message()));
+      failed.mutable_compile()->Swap(verdicts[i]->mutable_compile());
+      failed.mutable_correctness()->Swap(verdicts[i]->mutable_correctness());
+      *verdicts[i] = std::move(failed);
+    };
     for (size_t i = 0; i < candidates.size(); ++i) {
-      if (candidates[i]->program.label() == failure.program() || candidates.size() == 1) {
-        const std::string stage = failure.stage() == "timeout" || failure.stage() == "compile"
-                                      ? failure.stage()
-                                      : "runtime";
-        v1::Verdict failed = Failed(stage, absl::StrCat("while timing: ", failure.message()));
-        failed.mutable_compile()->Swap(verdicts[i]->mutable_compile());
-        failed.mutable_correctness()->Swap(verdicts[i]->mutable_correctness());
-        *verdicts[i] = std::move(failed);
+      if (candidates[i]->program.label() == failure.program()) {
+        fail(i);
+        return candidates.size() > 1 ? std::optional<size_t>(i) : std::nullopt;
       }
     }
-    return absl::OkStatus();
+    // Not attributed to one candidate: every one of this run fails with it.
+    for (size_t i = 0; i < candidates.size(); ++i) fail(i);
+    return std::nullopt;
   }
 
   plan::ParamMap params = ParamsOf(shape);
@@ -582,7 +601,7 @@ absl::Status Evaluation::TimeAndScore(const ReferenceRun& reference,
     if (result->throttled()) verdict.add_flags("clock_throttled");
     if (!result->converged()) verdict.add_flags("timing_not_converged");
   }
-  return absl::OkStatus();
+  return std::nullopt;
 }
 
 void Evaluation::Finish(v1::Verdict* verdict) const {

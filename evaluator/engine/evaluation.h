@@ -77,8 +77,10 @@ class Evaluation {
   // Times the reference and every candidate interleaved on the timed shape,
   // checks the outputs of the timed runs, and fills one verdict per candidate
   // (verdicts[i] must already carry candidate i's compile and correctness).
+  // A candidate that faults while timing ends the backend's run for every
+  // program: it gets its verdict, and the others are timed again without it.
   absl::Status TimeAndScore(const ReferenceRun& reference,
-                            const std::vector<const PreparedProgram*>& candidates,
+                            std::vector<const PreparedProgram*> candidates,
                             std::vector<v1::Verdict*> verdicts, v1::TimingStats* reference_stats);
 
   // Finishes a verdict: reward from the rubric, settings, device, seed.
@@ -91,6 +93,11 @@ class Evaluation {
   Backend& backend() { return backend_; }
 
  private:
+  // One backend run of TimeAndScore: the index of the candidate whose fault
+  // ended it (its verdict filled), or nullopt when every verdict is filled.
+  absl::StatusOr<std::optional<size_t>> TimeAndScoreOnce(
+      const ReferenceRun& reference, const std::vector<const PreparedProgram*>& candidates,
+      const std::vector<v1::Verdict*>& verdicts, v1::TimingStats* reference_stats);
   absl::StatusOr<std::vector<internal::Case>> BuildCases(const PreparedProgram& program,
                                                          const std::vector<internal::Case>& base);
   absl::StatusOr<internal::ResolvedPlan> Resolve(const PreparedProgram& program,

@@ -360,6 +360,47 @@ extern "C" __global__ void lazy(const float* a, const float* b, float* c, int n)
   EXPECT_GT(response->reference_timing().samples(), 0u);
 }
 
+TEST_F(EngineTest, ACandidateCrashingWhileTimingLeavesTheRestOfItsGroupTimed) {
+  // Correct on every correctness shape, but writes far out of bounds on the
+  // larger timed shape (vector_add's CPU timed N is 2^18): a fault that ends
+  // the backend's timing run for every program of the group. It gets its
+  // runtime verdict; the others are timed again without it.
+  v1::EvaluateGroupRequest group;
+  group.set_problem_id("vector_add");
+  group.set_seed(8);
+  group.add_submissions()->set_source(R"(
+// @launch add<<<ceil_div(N, 256), 256>>>(a, b, c, N)
+extern "C" __global__ void add(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (n >= 262144 && i == 0) c[i + (1LL << 40)] = 0.f;
+  if (i < n) c[i] = a[i] + b[i];
+}
+)");
+  group.add_submissions()->set_source(kVectorAdd);
+  group.add_submissions()->set_source(R"(
+// @launch add_twice<<<ceil_div(N, 256), 256>>>(a, b, c, N)
+extern "C" __global__ void add_twice(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = b[i] + a[i];
+}
+)");
+  auto response = engine_->EvaluateGroup(group, CallContext{});
+  ASSERT_TRUE(response.ok()) << response.status();
+  ASSERT_EQ(response->verdicts_size(), 3);
+  const v1::Verdict& crashed = response->verdicts(0);
+  EXPECT_FALSE(crashed.correct());
+  EXPECT_EQ(crashed.stage(), "runtime");
+  EXPECT_NE(crashed.error().find("while timing"), std::string::npos) << crashed.error();
+  EXPECT_TRUE(crashed.correctness().passed()) << "it passed correctness before timing";
+  for (int i : {1, 2}) {
+    const v1::Verdict& verdict = response->verdicts(i);
+    EXPECT_TRUE(verdict.correct()) << i << ": " << verdict.stage() << " " << verdict.error();
+    EXPECT_EQ(verdict.stage(), "passed");
+    EXPECT_GT(verdict.speedup(), 0) << i;
+    EXPECT_GT(verdict.timing().candidate().samples(), 0u) << i;
+  }
+}
+
 TEST_F(EngineTest, IdenticalSubmissionsInFlightAreJudgedOnce) {
   v1::EvaluateRequest request;
   request.set_problem_id("relu");
