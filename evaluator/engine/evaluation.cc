@@ -414,20 +414,32 @@ absl::Status Evaluation::TimeAndScore(const ReferenceRun& reference,
                                       std::vector<v1::Verdict*> verdicts,
                                       v1::TimingStats* reference_stats) {
   while (!candidates.empty()) {
-    absl::StatusOr<std::optional<size_t>> failed =
+    absl::StatusOr<TimingRun> run =
         TimeAndScoreOnce(reference, candidates, verdicts, reference_stats);
-    if (!failed.ok()) return failed.status();
-    if (!failed->has_value()) return absl::OkStatus();
-    candidates.erase(candidates.begin() + static_cast<std::ptrdiff_t>(**failed));
-    verdicts.erase(verdicts.begin() + static_cast<std::ptrdiff_t>(**failed));
+    if (!run.ok()) return run.status();
+    switch (run->next) {
+      case TimingRun::Next::kDone:
+        return absl::OkStatus();
+      case TimingRun::Next::kWithout:
+        candidates.erase(candidates.begin() + static_cast<std::ptrdiff_t>(run->without));
+        verdicts.erase(verdicts.begin() + static_cast<std::ptrdiff_t>(run->without));
+        break;
+      case TimingRun::Next::kEachAlone:
+        for (size_t i = 0; i < candidates.size(); ++i) {
+          absl::Status alone =
+              TimeAndScore(reference, {candidates[i]}, {verdicts[i]}, reference_stats);
+          if (!alone.ok()) return alone;
+        }
+        return absl::OkStatus();
+    }
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::optional<size_t>> Evaluation::TimeAndScoreOnce(
+absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
     const ReferenceRun& reference, const std::vector<const PreparedProgram*>& candidates,
     const std::vector<v1::Verdict*>& verdicts, v1::TimingStats* reference_stats) {
-  if (candidates.empty()) return std::nullopt;
+  if (candidates.empty()) return TimingRun{};
   const v1::ShapeBinding& shape = TimedShape();
   internal::TimingRequest request;
   *request.mutable_params() = shape.values();
@@ -455,27 +467,43 @@ absl::StatusOr<std::optional<size_t>> Evaluation::TimeAndScoreOnce(
   // Which program failed: a reference failure is ours, a candidate's is a verdict.
   if (result->has_failure()) {
     const internal::RunFailure& failure = result->failure();
-    if (failure.program() == reference.program.program.label()) {
-      return absl::InternalError(
-          absl::StrCat("the reference failed while timing: ", failure.message()));
-    }
-    const std::string stage =
-        failure.stage() == "timeout" || failure.stage() == "compile" ? failure.stage() : "runtime";
-    auto fail = [&](size_t i) {
-      v1::Verdict failed = Failed(stage, absl::StrCat("while timing: ", failure.message()));
+    auto fail = [&](size_t i, std::string_view stage, std::string error) {
+      v1::Verdict failed = Failed(stage, std::move(error));
       failed.mutable_compile()->Swap(verdicts[i]->mutable_compile());
       failed.mutable_correctness()->Swap(verdicts[i]->mutable_correctness());
       *verdicts[i] = std::move(failed);
     };
+    if (failure.program() == reference.program.program.label()) {
+      if (candidates.size() > 1) return TimingRun{.next = TimingRun::Next::kEachAlone};
+      // The reference passed its own checks: timed alone, it tells whether
+      // it or the candidate timed with it is at fault.
+      internal::TimingRequest alone = request;
+      alone.mutable_programs()->DeleteSubrange(1, alone.programs_size() - 1);
+      absl::StatusOr<internal::TimingResult> alone_result = backend_.Time(alone);
+      if (!alone_result.ok()) return alone_result.status();
+      if (alone_result->has_failure()) {
+        return absl::InternalError(
+            absl::StrCat("the reference failed while timing: ", failure.message()));
+      }
+      fail(0, "runtime",
+           absl::StrCat("while timing, the reference timed with this kernel failed (",
+                        failure.message(),
+                        ") and timed alone it does not: this kernel wrote into its memory"));
+      return TimingRun{};
+    }
+    const std::string stage =
+        failure.stage() == "timeout" || failure.stage() == "compile" ? failure.stage() : "runtime";
+    const std::string error = absl::StrCat("while timing: ", failure.message());
     for (size_t i = 0; i < candidates.size(); ++i) {
       if (candidates[i]->program.label() == failure.program()) {
-        fail(i);
-        return candidates.size() > 1 ? std::optional<size_t>(i) : std::nullopt;
+        fail(i, stage, error);
+        if (candidates.size() == 1) return TimingRun{};
+        return TimingRun{.next = TimingRun::Next::kWithout, .without = i};
       }
     }
     // Not attributed to one candidate: every one of this run fails with it.
-    for (size_t i = 0; i < candidates.size(); ++i) fail(i);
-    return std::nullopt;
+    for (size_t i = 0; i < candidates.size(); ++i) fail(i, stage, error);
+    return TimingRun{};
   }
 
   plan::ParamMap params = ParamsOf(shape);
@@ -601,7 +629,7 @@ absl::StatusOr<std::optional<size_t>> Evaluation::TimeAndScoreOnce(
     if (result->throttled()) verdict.add_flags("clock_throttled");
     if (!result->converged()) verdict.add_flags("timing_not_converged");
   }
-  return std::nullopt;
+  return TimingRun{};
 }
 
 void Evaluation::Finish(v1::Verdict* verdict) const {

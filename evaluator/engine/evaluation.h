@@ -79,6 +79,10 @@ class Evaluation {
   // (verdicts[i] must already carry candidate i's compile and correctness).
   // A candidate that faults while timing ends the backend's run for every
   // program: it gets its verdict, and the others are timed again without it.
+  // The reference faulting while timed with candidates means one of them
+  // wrote into its memory (programs share a GPU context): each candidate is
+  // timed again alone with it, and one whose reference faults while the
+  // reference timed alone does not is held responsible.
   absl::Status TimeAndScore(const ReferenceRun& reference,
                             std::vector<const PreparedProgram*> candidates,
                             std::vector<v1::Verdict*> verdicts, v1::TimingStats* reference_stats);
@@ -93,11 +97,20 @@ class Evaluation {
   Backend& backend() { return backend_; }
 
  private:
-  // One backend run of TimeAndScore: the index of the candidate whose fault
-  // ended it (its verdict filled), or nullopt when every verdict is filled.
-  absl::StatusOr<std::optional<size_t>> TimeAndScoreOnce(
-      const ReferenceRun& reference, const std::vector<const PreparedProgram*>& candidates,
-      const std::vector<v1::Verdict*>& verdicts, v1::TimingStats* reference_stats);
+  // What one backend run of TimeAndScore leaves to do.
+  struct TimingRun {
+    enum class Next {
+      kDone,       // every verdict is filled
+      kWithout,    // candidate `without` faulted (its verdict filled): the rest again
+      kEachAlone,  // the reference faulted: each candidate again, alone with it
+    };
+    Next next = Next::kDone;
+    size_t without = 0;
+  };
+  absl::StatusOr<TimingRun> TimeAndScoreOnce(const ReferenceRun& reference,
+                                             const std::vector<const PreparedProgram*>& candidates,
+                                             const std::vector<v1::Verdict*>& verdicts,
+                                             v1::TimingStats* reference_stats);
   absl::StatusOr<std::vector<internal::Case>> BuildCases(const PreparedProgram& program,
                                                          const std::vector<internal::Case>& base);
   absl::StatusOr<internal::ResolvedPlan> Resolve(const PreparedProgram& program,

@@ -595,28 +595,13 @@ extern "C" __global__ void add(const float* a, const float* b, float* c, int n) 
 }
 
 // Every program timed in one request shares the worker's CUDA context, so a
-// candidate that finds the reference's buffers in device memory could copy
-// this round's result instead of computing it. The test driver runs kernels
-// in the worker process, which gives this test a side channel where a GPU
-// kernel would scan memory: the (inline) reference publishes where its input
-// a and output c are; the candidate copies c when the published a is live and
-// holds its own inputs (timing: the same rotation in the same round), and
-// computes otherwise (correctness runs each program alone). It must fail at
-// correctness, during timing: what it finds is poison, never the result.
-TEST(EngineFakeDriverTest, CopyingTheReferencesOutputDuringTimingFails) {
-  absl::StatusOr<std::unique_ptr<Engine>> engine = FakeDriverEngine();
-  ASSERT_TRUE(engine.ok()) << engine.status();
-  v1::GetProblemRequest get;
-  get.set_problem_id("vector_add");
-  absl::StatusOr<v1::GetProblemResponse> problem = (*engine)->GetProblem(get);
-  ASSERT_TRUE(problem.ok()) << problem.status();
-  v1::EvaluateRequest request;
-  *request.mutable_problem() = problem->problem();
-  (*request.mutable_problem()->mutable_timed_shape()->mutable_values())["N"] = 1 << 16;
-  request.mutable_problem()->clear_reference_plan();
-  // NVRTC sees plain vector addition; the host build (the test driver's
-  // module) also does what the comments say.
-  request.mutable_problem()->set_reference_source(R"(
+// candidate that finds the reference's buffers in device memory could read
+// or write them. The test driver runs kernels in the worker process, which
+// gives these tests a side channel where a GPU kernel would scan memory: an
+// inline vector_add whose reference publishes where its input a and output c
+// are (NVRTC sees plain vector addition; the host build, the test driver's
+// module, also publishes), and a helper a candidate includes to find them.
+constexpr char kPublishingReference[] = R"(
 #ifdef KERNELEVAL_CPU_PRELUDE_H_
 extern "C" int setenv(const char* name, const char* value, int overwrite);
 static void Publish(const char* name, const void* pointer) {
@@ -631,20 +616,24 @@ extern "C" __global__ void publish_and_add(const float* a, const float* b, float
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) c[i] = a[i] + b[i];
 #ifdef KERNELEVAL_CPU_PRELUDE_H_
-  if (i == 0) {  // where the reference's a and c are
+  if (i == 0) {
     Publish("KERNELEVAL_TEST_REFERENCE_A", a);
     Publish("KERNELEVAL_TEST_REFERENCE_C", c);
   }
 #endif
 }
-)");
-  request.set_backend(v1::BACKEND_CUDA);
-  request.mutable_submission()->set_source(R"(
+)";
+
+// ReferenceOutput(a, c, n): the reference's c when it is live and was given
+// the same a as this kernel (timing: the same rotation in the same round);
+// null otherwise (correctness runs each program alone, so what was published
+// then is stale).
+constexpr char kFindsTheReference[] = R"(
 #ifdef KERNELEVAL_CPU_PRELUDE_H_
 extern "C" char* getenv(const char* name);
 extern "C" int msync(void* address, unsigned long bytes, int flags);
 // The published address if it is mapped and not `mine`, else null.
-static const float* Published(const char* name, const float* mine) {
+static float* Published(const char* name, const float* mine) {
   const char* text = getenv(name);
   if (text == nullptr) return nullptr;
   unsigned long long address = 0;
@@ -652,21 +641,49 @@ static const float* Published(const char* name, const float* mine) {
     address = address * 16 + (text[d] <= '9' ? text[d] - '0' : text[d] - 'a' + 10);
   if (address == (unsigned long long)mine) return nullptr;
   if (msync((void*)(address & ~4095ull), 1, 1 /* MS_ASYNC */) != 0) return nullptr;
-  return (const float*)address;
+  return (float*)address;
+}
+static float* ReferenceOutput(const float* a, const float* c, int n) {
+  const float* ref_a = Published("KERNELEVAL_TEST_REFERENCE_A", a);
+  float* ref_c = Published("KERNELEVAL_TEST_REFERENCE_C", c);
+  bool same_inputs = ref_a != nullptr && ref_c != nullptr && n >= 4;
+  for (int k = 0; same_inputs && k < 4; ++k) same_inputs = ref_a[k] == a[k];
+  return same_inputs ? ref_c : nullptr;
 }
 #endif
+)";
+
+// vector_add with kPublishingReference as its reference, timed on 2^16
+// elements (256 KiB per buffer: the reference's guard starts right after c).
+absl::StatusOr<v1::Problem> PublishingVectorAdd(Engine& engine) {
+  v1::GetProblemRequest get;
+  get.set_problem_id("vector_add");
+  absl::StatusOr<v1::GetProblemResponse> problem = engine.GetProblem(get);
+  if (!problem.ok()) return problem.status();
+  v1::Problem inline_problem = problem->problem();
+  (*inline_problem.mutable_timed_shape()->mutable_values())["N"] = 1 << 16;
+  inline_problem.clear_reference_plan();
+  inline_problem.set_reference_source(kPublishingReference);
+  return inline_problem;
+}
+
+// Copies the reference's output during timing instead of computing it: must
+// fail at correctness, during timing (what it finds is poison).
+TEST(EngineFakeDriverTest, CopyingTheReferencesOutputDuringTimingFails) {
+  absl::StatusOr<std::unique_ptr<Engine>> engine = FakeDriverEngine();
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  absl::StatusOr<v1::Problem> problem = PublishingVectorAdd(**engine);
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  v1::EvaluateRequest request;
+  *request.mutable_problem() = *problem;
+  request.set_backend(v1::BACKEND_CUDA);
+  request.mutable_submission()->set_source(absl::StrCat(kFindsTheReference, R"(
 // @launch copy_or_add<<<ceil_div(N, 256), 256>>>(a, b, c, N)
 extern "C" __global__ void copy_or_add(const float* a, const float* b, float* c, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
 #ifdef KERNELEVAL_CPU_PRELUDE_H_
   __shared__ const float* found;
-  if (threadIdx.x == 0) {
-    const float* ref_a = Published("KERNELEVAL_TEST_REFERENCE_A", a);
-    const float* ref_c = Published("KERNELEVAL_TEST_REFERENCE_C", c);
-    bool same_inputs = ref_a != nullptr && ref_c != nullptr && n >= 4;
-    for (int k = 0; same_inputs && k < 4; ++k) same_inputs = ref_a[k] == a[k];
-    found = same_inputs ? ref_c : nullptr;
-  }
+  if (threadIdx.x == 0) found = ReferenceOutput(a, c, n);
   __syncthreads();
   if (found != nullptr) {
     if (i < n) c[i] = found[i];
@@ -675,12 +692,73 @@ extern "C" __global__ void copy_or_add(const float* a, const float* b, float* c,
 #endif
   if (i < n) c[i] = a[i] + b[i];
 }
-)");
+)"));
   absl::StatusOr<v1::Verdict> verdict = (*engine)->Evaluate(request, {});
   ASSERT_TRUE(verdict.ok()) << verdict.status();
   EXPECT_FALSE(verdict->correct()) << "speedup " << verdict->speedup();
   EXPECT_EQ(verdict->stage(), "correctness") << verdict->error();
   EXPECT_NE(verdict->error().find("during timing"), std::string::npos) << verdict->error();
+}
+
+// Computes correctly but, while timed, writes one float just past the
+// reference's output: into its guard, so the reference faults. That is not
+// the reference's doing: in a group, each candidate is timed again alone with
+// it, the writer is held responsible (the reference timed alone is fine) and
+// the others are timed as usual; alone, the same.
+constexpr char kOverwritesTheReference[] = R"(
+// @launch add_and_overwrite<<<ceil_div(N, 256), 256>>>(a, b, c, N)
+extern "C" __global__ void add_and_overwrite(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+#ifdef KERNELEVAL_CPU_PRELUDE_H_
+  if (i == 0) {
+    float* ref_c = ReferenceOutput(a, c, n);
+    if (ref_c != nullptr) ref_c[n] = 1.0f;
+  }
+#endif
+}
+)";
+
+TEST(EngineFakeDriverTest, WritingIntoTheReferenceWhileTimedIsThatKernelsFault) {
+  absl::StatusOr<std::unique_ptr<Engine>> engine = FakeDriverEngine();
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  absl::StatusOr<v1::Problem> problem = PublishingVectorAdd(**engine);
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  v1::EvaluateGroupRequest group;
+  *group.mutable_problem() = *problem;
+  group.set_backend(v1::BACKEND_CUDA);
+  group.add_submissions()->set_source(absl::StrCat(kFindsTheReference, kOverwritesTheReference));
+  group.add_submissions()->set_source(R"(
+// @launch add<<<ceil_div(N, 256), 256>>>(a, b, c, N)
+extern "C" __global__ void add(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+}
+)");
+  absl::StatusOr<v1::EvaluateGroupResponse> response = (*engine)->EvaluateGroup(group, {});
+  ASSERT_TRUE(response.ok()) << response.status();
+  ASSERT_EQ(response->verdicts_size(), 2);
+  const v1::Verdict& writer = response->verdicts(0);
+  EXPECT_FALSE(writer.correct());
+  EXPECT_EQ(writer.stage(), "runtime");
+  EXPECT_NE(writer.error().find("timed alone it does not: this kernel wrote into its memory"),
+            std::string::npos)
+      << writer.error();
+  const v1::Verdict& honest = response->verdicts(1);
+  EXPECT_TRUE(honest.correct()) << honest.stage() << ": " << honest.error();
+  EXPECT_GT(honest.timing().candidate().samples(), 0u);
+
+  // Alone: the same verdict for the writer.
+  v1::EvaluateRequest request;
+  *request.mutable_problem() = *problem;
+  request.set_backend(v1::BACKEND_CUDA);
+  request.set_seed(5);
+  *request.mutable_submission() = group.submissions(0);
+  absl::StatusOr<v1::Verdict> verdict = (*engine)->Evaluate(request, {});
+  ASSERT_TRUE(verdict.ok()) << verdict.status();
+  EXPECT_EQ(verdict->stage(), "runtime") << verdict->error();
+  EXPECT_NE(verdict->error().find("this kernel wrote into its memory"), std::string::npos)
+      << verdict->error();
 }
 
 // Reports, as the worker would, that the reference's input a changed while
