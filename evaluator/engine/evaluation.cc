@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 #include <string>
 #include <string_view>
@@ -413,25 +414,37 @@ absl::Status Evaluation::TimeAndScore(const ReferenceRun& reference,
                                       std::vector<const PreparedProgram*> candidates,
                                       std::vector<v1::Verdict*> verdicts,
                                       v1::TimingStats* reference_stats) {
+  // Failures in a group that another program of it may have caused, and
+  // each verdict as it was before timing, to time those again from.
+  std::vector<std::pair<const PreparedProgram*, v1::Verdict*>> to_confirm;
+  std::map<const v1::Verdict*, v1::Verdict> before_timing;
+  if (candidates.size() > 1) {
+    for (const v1::Verdict* verdict : verdicts) before_timing.emplace(verdict, *verdict);
+  }
   while (!candidates.empty()) {
     absl::StatusOr<TimingRun> run =
         TimeAndScoreOnce(reference, candidates, verdicts, reference_stats);
     if (!run.ok()) return run.status();
-    switch (run->next) {
-      case TimingRun::Next::kDone:
-        return absl::OkStatus();
-      case TimingRun::Next::kWithout:
-        candidates.erase(candidates.begin() + static_cast<std::ptrdiff_t>(run->without));
-        verdicts.erase(verdicts.begin() + static_cast<std::ptrdiff_t>(run->without));
-        break;
-      case TimingRun::Next::kEachAlone:
-        for (size_t i = 0; i < candidates.size(); ++i) {
-          absl::Status alone =
-              TimeAndScore(reference, {candidates[i]}, {verdicts[i]}, reference_stats);
-          if (!alone.ok()) return alone;
-        }
-        return absl::OkStatus();
+    for (size_t i : run->confirm_alone) to_confirm.emplace_back(candidates[i], verdicts[i]);
+    if (run->next == TimingRun::Next::kDone) break;
+    if (run->next == TimingRun::Next::kEachAlone) {
+      for (size_t i = 0; i < candidates.size(); ++i) {
+        *verdicts[i] = before_timing.at(verdicts[i]);
+        absl::Status alone =
+            TimeAndScore(reference, {candidates[i]}, {verdicts[i]}, reference_stats);
+        if (!alone.ok()) return alone;
+      }
+      break;
     }
+    candidates.erase(candidates.begin() + static_cast<std::ptrdiff_t>(run->without));
+    verdicts.erase(verdicts.begin() + static_cast<std::ptrdiff_t>(run->without));
+  }
+  // The group's reference timing stays the one reported.
+  v1::TimingStats alone_stats;
+  for (const auto& [candidate, verdict] : to_confirm) {
+    *verdict = before_timing.at(verdict);
+    absl::Status alone = TimeAndScore(reference, {candidate}, {verdict}, &alone_stats);
+    if (!alone.ok()) return alone;
   }
   return absl::OkStatus();
 }
@@ -440,6 +453,9 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
     const ReferenceRun& reference, const std::vector<const PreparedProgram*>& candidates,
     const std::vector<v1::Verdict*>& verdicts, v1::TimingStats* reference_stats) {
   if (candidates.empty()) return TimingRun{};
+  // The CUDA backend times every program of a run in one context; the CPU
+  // backend gives each its own process.
+  const bool shared_context = backend_.name() == "cuda";
   const v1::ShapeBinding& shape = TimedShape();
   internal::TimingRequest request;
   *request.mutable_params() = shape.values();
@@ -498,7 +514,9 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
       if (candidates[i]->program.label() == failure.program()) {
         fail(i, stage, error);
         if (candidates.size() == 1) return TimingRun{};
-        return TimingRun{.next = TimingRun::Next::kWithout, .without = i};
+        TimingRun run{.next = TimingRun::Next::kWithout, .without = i};
+        if (shared_context) run.confirm_alone.push_back(i);
+        return run;
       }
     }
     // Not attributed to one candidate: every one of this run fails with it.
@@ -523,6 +541,24 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
   for (double s : result->programs(0).samples_us()) ref_total += s * 1e-6;
   if (reference_stats) FillStats(ref_stats, ref_total, reference_stats);
 
+  // The reference never writes its inputs (every problem's reference passes
+  // as a candidate). If they changed while timing, a program timed with it
+  // wrote into its buffers: its times and the outputs checked against it
+  // prove nothing. Beside several candidates, each is timed again alone.
+  std::string reference_tampered;
+  for (const internal::CaseResult& ref_set : result->programs(0).last_outputs()) {
+    if (!ref_set.modified_input().empty()) {
+      reference_tampered = absl::StrCat("the reference's input ", ref_set.modified_input(),
+                                        " changed during timing: a program timed with it wrote "
+                                        "into its buffers");
+      break;
+    }
+  }
+  if (!reference_tampered.empty() && candidates.size() > 1) {
+    return TimingRun{.next = TimingRun::Next::kEachAlone};
+  }
+
+  TimingRun run;
   // A note about one program starts with "<label>: ".
   std::set<std::string, std::less<>> candidate_labels;
   for (const auto* candidate : candidates) candidate_labels.insert(candidate->program.label());
@@ -561,18 +597,7 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
     v1::CorrectnessReport timed_report;
     const internal::ProgramTiming& ref_timing = result->programs(0);
     const int sets = std::min(timing.last_outputs_size(), ref_timing.last_outputs_size());
-    // The reference never writes its inputs (every problem's reference passes
-    // as a candidate). If they changed while timing, a program timed with it
-    // (all share one context on a GPU) wrote into its buffers: its times and
-    // the outputs checked against it prove nothing.
-    for (const internal::CaseResult& ref_set : ref_timing.last_outputs()) {
-      if (!ref_set.modified_input().empty()) {
-        error = absl::StrCat("the reference's input ", ref_set.modified_input(),
-                             " changed during timing: a program timed with it wrote into its "
-                             "buffers");
-        break;
-      }
-    }
+    if (!reference_tampered.empty()) error = reference_tampered;
     for (int set = 0; set < sets && error.empty(); ++set) {
       internal::Case c;
       *c.mutable_params() = shape.values();
@@ -604,6 +629,7 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
         if (!check.passed()) *verdict.mutable_correctness()->add_checks() = check;
       }
       verdict.mutable_correctness()->set_passed(false);
+      if (shared_context && candidates.size() > 1) run.confirm_alone.push_back(i);
       continue;
     }
 
@@ -629,7 +655,7 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
     if (result->throttled()) verdict.add_flags("clock_throttled");
     if (!result->converged()) verdict.add_flags("timing_not_converged");
   }
-  return TimingRun{};
+  return run;
 }
 
 void Evaluation::Finish(v1::Verdict* verdict) const {

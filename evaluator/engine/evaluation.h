@@ -79,10 +79,13 @@ class Evaluation {
   // (verdicts[i] must already carry candidate i's compile and correctness).
   // A candidate that faults while timing ends the backend's run for every
   // program: it gets its verdict, and the others are timed again without it.
-  // The reference faulting while timed with candidates means one of them
-  // wrote into its memory (programs share a GPU context): each candidate is
-  // timed again alone with it, and one whose reference faults while the
-  // reference timed alone does not is held responsible.
+  // On a GPU, where the programs of a run share one context, what one of
+  // them may have done to another is settled by timing alone: a candidate
+  // that faulted or failed a timed check beside others is timed again alone
+  // with the reference, and that run decides its verdict; when the reference
+  // faults or its inputs change beside several candidates, each is timed
+  // again alone with it; beside one, that candidate is held responsible
+  // (for a fault, once the reference timed alone is seen not to fault).
   absl::Status TimeAndScore(const ReferenceRun& reference,
                             std::vector<const PreparedProgram*> candidates,
                             std::vector<v1::Verdict*> verdicts, v1::TimingStats* reference_stats);
@@ -106,6 +109,10 @@ class Evaluation {
     };
     Next next = Next::kDone;
     size_t without = 0;
+    // Candidates (indices of this run) that failed in a way another program
+    // of the run could have caused (programs share a GPU context): each is
+    // timed again alone with the reference, and that run decides.
+    std::vector<size_t> confirm_alone;
   };
   absl::StatusOr<TimingRun> TimeAndScoreOnce(const ReferenceRun& reference,
                                              const std::vector<const PreparedProgram*>& candidates,

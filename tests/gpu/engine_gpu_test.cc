@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "evaluator/engine/engine.h"
 #include "rubric/rubric.h"
 #include "tests/support/fake_cuda/fake_driver_build.h"
@@ -601,7 +602,11 @@ extern "C" __global__ void add(const float* a, const float* b, float* c, int n) 
 // inline vector_add whose reference publishes where its input a and output c
 // are (NVRTC sees plain vector addition; the host build, the test driver's
 // module, also publishes), and a helper a candidate includes to find them.
-constexpr char kPublishingReference[] = R"(
+
+// Vector addition `kernel` that, in the host build, also publishes where its a
+// and c are, in the environment variables KERNELEVAL_TEST_<who>_A and _C.
+std::string PublishingAdd(const std::string& kernel, const std::string& who) {
+  return absl::StrReplaceAll(R"(
 #ifdef KERNELEVAL_CPU_PRELUDE_H_
 extern "C" int setenv(const char* name, const char* value, int overwrite);
 static void Publish(const char* name, const void* pointer) {
@@ -611,18 +616,20 @@ static void Publish(const char* name, const void* pointer) {
   setenv(name, text, 1);
 }
 #endif
-// @launch publish_and_add<<<ceil_div(N, 256), 256>>>(a, b, c, N)
-extern "C" __global__ void publish_and_add(const float* a, const float* b, float* c, int n) {
+// @launch $KERNEL<<<ceil_div(N, 256), 256>>>(a, b, c, N)
+extern "C" __global__ void $KERNEL(const float* a, const float* b, float* c, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) c[i] = a[i] + b[i];
 #ifdef KERNELEVAL_CPU_PRELUDE_H_
   if (i == 0) {
-    Publish("KERNELEVAL_TEST_REFERENCE_A", a);
-    Publish("KERNELEVAL_TEST_REFERENCE_C", c);
+    Publish("KERNELEVAL_TEST_$WHO_A", a);
+    Publish("KERNELEVAL_TEST_$WHO_C", c);
   }
 #endif
 }
-)";
+)",
+                             {{"$KERNEL", kernel}, {"$WHO", who}});
+}
 
 // ReferenceOutput(a, c, n): the reference's c when it is live and was given
 // the same a as this kernel (timing: the same rotation in the same round);
@@ -653,7 +660,7 @@ static float* ReferenceOutput(const float* a, const float* c, int n) {
 #endif
 )";
 
-// vector_add with kPublishingReference as its reference, timed on 2^16
+// vector_add with a publishing reference (PublishingAdd, "REFERENCE"), timed on 2^16
 // elements (256 KiB per buffer: the reference's guard starts right after c).
 absl::StatusOr<v1::Problem> PublishingVectorAdd(Engine& engine) {
   v1::GetProblemRequest get;
@@ -663,19 +670,30 @@ absl::StatusOr<v1::Problem> PublishingVectorAdd(Engine& engine) {
   v1::Problem inline_problem = problem->problem();
   (*inline_problem.mutable_timed_shape()->mutable_values())["N"] = 1 << 16;
   inline_problem.clear_reference_plan();
-  inline_problem.set_reference_source(kPublishingReference);
+  inline_problem.set_reference_source(PublishingAdd("publish_and_add", "REFERENCE"));
   return inline_problem;
 }
 
+// An engine of its own on the test driver, and PublishingVectorAdd's problem.
+class PublishingVectorAddTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<Engine>> engine = FakeDriverEngine();
+    ASSERT_TRUE(engine.ok()) << engine.status();
+    engine_ = *std::move(engine);
+    absl::StatusOr<v1::Problem> problem = PublishingVectorAdd(*engine_);
+    ASSERT_TRUE(problem.ok()) << problem.status();
+    problem_ = *std::move(problem);
+  }
+  std::unique_ptr<Engine> engine_;
+  v1::Problem problem_;
+};
+
 // Copies the reference's output during timing instead of computing it: must
 // fail at correctness, during timing (what it finds is poison).
-TEST(EngineFakeDriverTest, CopyingTheReferencesOutputDuringTimingFails) {
-  absl::StatusOr<std::unique_ptr<Engine>> engine = FakeDriverEngine();
-  ASSERT_TRUE(engine.ok()) << engine.status();
-  absl::StatusOr<v1::Problem> problem = PublishingVectorAdd(**engine);
-  ASSERT_TRUE(problem.ok()) << problem.status();
+TEST_F(PublishingVectorAddTest, CopyingTheReferencesOutputDuringTimingFails) {
   v1::EvaluateRequest request;
-  *request.mutable_problem() = *problem;
+  *request.mutable_problem() = problem_;
   request.set_backend(v1::BACKEND_CUDA);
   request.mutable_submission()->set_source(absl::StrCat(kFindsTheReference, R"(
 // @launch copy_or_add<<<ceil_div(N, 256), 256>>>(a, b, c, N)
@@ -693,7 +711,7 @@ extern "C" __global__ void copy_or_add(const float* a, const float* b, float* c,
   if (i < n) c[i] = a[i] + b[i];
 }
 )"));
-  absl::StatusOr<v1::Verdict> verdict = (*engine)->Evaluate(request, {});
+  absl::StatusOr<v1::Verdict> verdict = engine_->Evaluate(request, {});
   ASSERT_TRUE(verdict.ok()) << verdict.status();
   EXPECT_FALSE(verdict->correct()) << "speedup " << verdict->speedup();
   EXPECT_EQ(verdict->stage(), "correctness") << verdict->error();
@@ -719,13 +737,9 @@ extern "C" __global__ void add_and_overwrite(const float* a, const float* b, flo
 }
 )";
 
-TEST(EngineFakeDriverTest, WritingIntoTheReferenceWhileTimedIsThatKernelsFault) {
-  absl::StatusOr<std::unique_ptr<Engine>> engine = FakeDriverEngine();
-  ASSERT_TRUE(engine.ok()) << engine.status();
-  absl::StatusOr<v1::Problem> problem = PublishingVectorAdd(**engine);
-  ASSERT_TRUE(problem.ok()) << problem.status();
+TEST_F(PublishingVectorAddTest, WritingIntoTheReferenceWhileTimedIsThatKernelsFault) {
   v1::EvaluateGroupRequest group;
-  *group.mutable_problem() = *problem;
+  *group.mutable_problem() = problem_;
   group.set_backend(v1::BACKEND_CUDA);
   group.add_submissions()->set_source(absl::StrCat(kFindsTheReference, kOverwritesTheReference));
   group.add_submissions()->set_source(R"(
@@ -735,7 +749,7 @@ extern "C" __global__ void add(const float* a, const float* b, float* c, int n) 
   if (i < n) c[i] = a[i] + b[i];
 }
 )");
-  absl::StatusOr<v1::EvaluateGroupResponse> response = (*engine)->EvaluateGroup(group, {});
+  absl::StatusOr<v1::EvaluateGroupResponse> response = engine_->EvaluateGroup(group, {});
   ASSERT_TRUE(response.ok()) << response.status();
   ASSERT_EQ(response->verdicts_size(), 2);
   const v1::Verdict& writer = response->verdicts(0);
@@ -750,15 +764,51 @@ extern "C" __global__ void add(const float* a, const float* b, float* c, int n) 
 
   // Alone: the same verdict for the writer.
   v1::EvaluateRequest request;
-  *request.mutable_problem() = *problem;
+  *request.mutable_problem() = problem_;
   request.set_backend(v1::BACKEND_CUDA);
   request.set_seed(5);
   *request.mutable_submission() = group.submissions(0);
-  absl::StatusOr<v1::Verdict> verdict = (*engine)->Evaluate(request, {});
+  absl::StatusOr<v1::Verdict> verdict = engine_->Evaluate(request, {});
   ASSERT_TRUE(verdict.ok()) << verdict.status();
   EXPECT_EQ(verdict->stage(), "runtime") << verdict->error();
   EXPECT_NE(verdict->error().find("this kernel wrote into its memory"), std::string::npos)
       << verdict->error();
+}
+
+// A candidate that writes past a peer's output while their group is timed:
+// the peer's guard, so the peer's run ends with an out-of-bounds write, which
+// the peer did not do. Timed again alone, the peer passes: that run decides
+// its verdict.
+TEST_F(PublishingVectorAddTest, APeerOverwrittenWhileTimedIsJudgedOnItsOwnRun) {
+  v1::EvaluateGroupRequest group;
+  *group.mutable_problem() = problem_;
+  group.set_backend(v1::BACKEND_CUDA);
+  group.add_submissions()->set_source(absl::StrCat(kFindsTheReference, R"(
+// @launch add_and_overwrite_peer<<<ceil_div(N, 256), 256>>>(a, b, c, N)
+__device__ unsigned launches;  // per module load: correctness runs load it afresh
+extern "C" __global__ void add_and_overwrite_peer(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+#ifdef KERNELEVAL_CPU_PRELUDE_H_
+  // Well into timing (the peer last ran in the previous round, on other
+  // inputs): just past the peer's latest output, into its guard.
+  if (i == 0 && atomicAdd(&launches, 1u) >= 30) {
+    float* peer_c = Published("KERNELEVAL_TEST_PEER_C", c);
+    if (peer_c != nullptr) peer_c[n] = 1.0f;
+  }
+#endif
+}
+)"));
+  group.add_submissions()->set_source(PublishingAdd("peer_add", "PEER"));
+  absl::StatusOr<v1::EvaluateGroupResponse> response = engine_->EvaluateGroup(group, {});
+  ASSERT_TRUE(response.ok()) << response.status();
+  ASSERT_EQ(response->verdicts_size(), 2);
+  const v1::Verdict& peer = response->verdicts(1);
+  EXPECT_TRUE(peer.correct()) << peer.stage() << ": " << peer.error();
+  EXPECT_EQ(peer.stage(), "passed");
+  EXPECT_TRUE(peer.correctness().passed());
+  EXPECT_GT(peer.timing().candidate().samples(), 0u);
+  EXPECT_GT(peer.speedup(), 0);
 }
 
 // Reports, as the worker would, that the reference's input a changed while
