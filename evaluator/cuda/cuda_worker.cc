@@ -835,8 +835,10 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
   // Checking the rule sorts every program's samples: check at geometrically
   // spaced rounds (every ~6 %) so that long runs stay O(n log n) overall.
   uint64_t next_check = 0;
+  uint64_t rounds_run = 0;
   for (uint64_t round = 0;; ++round) {
     if (absl::Status status = time_round(round); !status.ok()) return program_failed(status);
+    rounds_run = round + 1;
     const double elapsed = absl::ToDoubleSeconds(absl::Now() - start);
     if (rule.TimedOut(elapsed)) break;
     if (absl::Now() >= deadline) {
@@ -877,8 +879,12 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
                                              " samples whose stream hold timed out dropped"));
       }
     }
-    // The outputs of the last timed run on each input set, for checking.
-    for (int s = 0; s < sets; ++s) {
+    // The outputs of the last run on each input set, for checking: of the
+    // sets that ran at all (the time cap may end timing before every set had
+    // a round; warm-up runs count, their stashes are as good).
+    const int ran = static_cast<int>(std::min<uint64_t>(
+        static_cast<uint64_t>(sets), std::max<uint64_t>(rounds_run, config.warmup_runs())));
+    for (int s = 0; s < ran; ++s) {
       failed_program = p;
       absl::StatusOr<internal::CaseResult> outputs = Collect(buffers[p][s]);
       if (!outputs.ok()) {

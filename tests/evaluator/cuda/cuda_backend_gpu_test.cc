@@ -501,9 +501,10 @@ class CudaFakeDriverTest : public testing::Test {
     const std::string* module;
   };
   // Times each program on `n` elements of `sets` input sets, at most 1 s of
-  // samples.
+  // samples unless `config` says otherwise.
   static absl::StatusOr<internal::TimingResult> TimeKernels(
-      CudaBackend& backend, const std::vector<TimedKernel>& programs, int n = 4096, int sets = 1) {
+      CudaBackend& backend, const std::vector<TimedKernel>& programs, int n = 4096, int sets = 1,
+      std::optional<internal::TimingConfig> config = std::nullopt) {
     internal::TimingRequest request;
     for (const TimedKernel& program : programs) {
       internal::TimedProgram* timed = request.add_programs();
@@ -514,9 +515,11 @@ class CudaFakeDriverTest : public testing::Test {
       *timed->mutable_plan() = CudaBackendGpuTest::PlanFor(program.kernel, n);
     }
     for (int s = 1; s <= sets; ++s) request.add_input_seeds(static_cast<uint64_t>(s));
-    internal::TimingConfig config = timing::DefaultTimingConfig();
-    config.set_max_seconds(1);
-    *request.mutable_config() = config;
+    if (!config) {
+      config = timing::DefaultTimingConfig();
+      config->set_max_seconds(1);
+    }
+    *request.mutable_config() = *config;
     request.set_timeout_seconds(30);
     return backend.Time(request);
   }
@@ -817,6 +820,30 @@ TEST(AuxKernelSourceTest, StashAndFillKernelsComputeWhatTheWorkerExpects) {
   for (uint64_t i = bytes; i < filled.size(); ++i) {
     EXPECT_EQ(static_cast<uint8_t>(filled[i]), 0xEE) << "wrote past the end at " << i;
   }
+}
+
+TEST_F(CudaFakeDriverTest, OnlyInputSetsThatRanAreChecked) {
+  // The time cap ends timing after the first round: of 4 input sets, one had
+  // a warm-up run and a timed round, the others nothing. Only that one comes
+  // back (the others' stashes never held an output).
+  std::unique_ptr<CudaBackend> backend = StartBackend();
+  ASSERT_NE(backend, nullptr);
+  const std::string add = CompileCubin(kVectorAdd, backend->target_arch());
+  internal::TimingConfig config = timing::DefaultTimingConfig();
+  config.set_warmup_runs(1);
+  config.set_input_sets(4);
+  config.set_max_seconds(1e-9);
+  absl::StatusOr<internal::TimingResult> result = TimeKernels(
+      *backend, {{"reference", "add", &add}, {"candidate", "add", &add}}, 4096, 4, config);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_FALSE(result->has_failure()) << result->failure().message();
+  for (const internal::ProgramTiming& program : result->programs()) {
+    EXPECT_EQ(program.samples_us_size(), 1);
+    ASSERT_EQ(program.last_outputs_size(), 1);
+    EXPECT_EQ(data::CountPoison(program.last_outputs(0).outputs(0).data(), v1::DTYPE_F32), 0u);
+  }
+  EXPECT_EQ(result->programs(0).last_outputs(0).outputs(0).data(),
+            result->programs(1).last_outputs(0).outputs(0).data());
 }
 
 // The counters the test driver keeps for the one worker process it serves
