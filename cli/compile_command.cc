@@ -54,6 +54,11 @@ void PrintText(const v1::CompileResult& r, const std::string& path, FILE* out) {
     }
   }
   if (!r.success() && !r.log().empty()) absl::FPrintF(out, "\ncompiler log:\n%s", r.log());
+  if (r.uses_device_malloc()) {
+    absl::FPrintF(out,
+                  "calls device malloc(): the GPU worker is replaced after each request that "
+                  "runs it\n");
+  }
   if (r.kernels().empty()) return;
   absl::FPrintF(out, "\n%-40s %5s %9s %9s %13s %8s %7s %6s  %s\n", "kernel", "regs", "smem [B]",
                 "local [B]", "spill st/ld", "cmem [B]", "threads", "params",

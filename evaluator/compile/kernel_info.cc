@@ -512,6 +512,11 @@ std::vector<std::vector<SourceParam>> SourceKernelParameters(std::string_view so
   return found;
 }
 
+bool PtxCallsDeviceMalloc(std::string_view ptx) {
+  static const std::regex kExternMalloc(R"(\.extern\s+\.func\s*(\([^)]*\))?\s*malloc\b)");
+  return std::regex_search(ptx.begin(), ptx.end(), kExternMalloc);
+}
+
 // ----------------------------------------------------------------- together
 
 std::vector<v1::KernelInfo> ExtractKernels(std::string_view ptx_in, std::string_view cubin_in,

@@ -135,6 +135,7 @@ absl::StatusOr<v1::CompileResult> CompileWithNvrtc(const std::string& source,
   for (v1::KernelInfo& kernel : ExtractKernels(*ptx, cubin, *raw_log, source)) {
     *result.add_kernels() = std::move(kernel);
   }
+  result.set_uses_device_malloc(PtxCallsDeviceMalloc(*ptx));
   result.set_ptx(*std::move(ptx));
   result.set_cubin(std::move(cubin));
   return result;

@@ -7,8 +7,10 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "evaluator/cuda/cuda_worker.h"
 #include "evaluator/cuda/cuda_worker.pb.h"
 #include "evaluator/process/framing.h"
@@ -48,6 +50,19 @@ absl::Status ParseOptions(int argc, char** argv, CudaWorkerOptions* options) {
 void SetError(const absl::Status& status, wire::WorkerReply* reply) {
   reply->mutable_error()->set_code(static_cast<int>(status.code()));
   reply->mutable_error()->set_message(std::string(status.message()));
+}
+
+// Device malloc() allocates from the context's heap, which outlives the
+// module: whatever a kernel leaves there (a result, a cache) would still be
+// there for the next request's programs to find. A request with a program
+// that calls it is this worker's last: the next one starts on a fresh context.
+void RecycleAfterDeviceMalloc(const std::vector<std::string>& labels, wire::WorkerReply* reply) {
+  for (const std::string& label : labels) {
+    reply->add_notes(absl::StrCat(label,
+                                  ": calls device malloc(); its heap outlives the module, so the "
+                                  "worker is replaced after this request"));
+  }
+  if (!labels.empty()) reply->set_worker_exiting(true);
 }
 
 }  // namespace
@@ -93,6 +108,11 @@ int CudaWorkerMain(int fd, int argc, char** argv) {
           *reply.mutable_run() = std::move(outcome->result);
           reply.set_worker_exiting(outcome->worker_exiting);
           for (auto& note : outcome->notes) reply.add_notes(std::move(note));
+          std::vector<std::string> malloc_users;
+          if (request.run().program().compiled().uses_device_malloc()) {
+            malloc_users.push_back(request.run().program().label());
+          }
+          RecycleAfterDeviceMalloc(malloc_users, &reply);
         }
         break;
       }
@@ -104,6 +124,13 @@ int CudaWorkerMain(int fd, int argc, char** argv) {
           *reply.mutable_time() = std::move(outcome->result);
           reply.set_worker_exiting(outcome->worker_exiting);
           for (auto& note : outcome->notes) reply.add_notes(std::move(note));
+          std::vector<std::string> malloc_users;
+          for (const internal::TimedProgram& timed : request.time().programs()) {
+            if (timed.program().compiled().uses_device_malloc()) {
+              malloc_users.push_back(timed.program().label());
+            }
+          }
+          RecycleAfterDeviceMalloc(malloc_users, &reply);
         }
         break;
       }

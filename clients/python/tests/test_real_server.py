@@ -98,6 +98,10 @@ def test_compile(client):
     assert [k.name for k in result.kernels] == ["add"]
     assert result.kernels[0].registers_per_thread > 0
     assert result.arch.startswith("sm_")
+    assert not result.uses_device_malloc
+    heap = client.compile(VECTOR_ADD.replace("if (i < n)", "float* p = (float*)malloc(4); free(p);\n  if (i < n)"))
+    assert heap.success, heap.log
+    assert heap.uses_device_malloc
     failed = client.compile(VECTOR_ADD_SYNTAX)
     assert not failed.success and failed.log
     assert any(d.severity == "error" for d in failed.diagnostics)

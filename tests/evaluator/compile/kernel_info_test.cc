@@ -67,6 +67,14 @@ TEST(PtxEntriesTest, ParametersLayoutAndLaunchBounds) {
   EXPECT_EQ(entries[2].max_threads, 128u);
 }
 
+TEST(PtxEntriesTest, DeviceMallocIsTheExternDeclarationOnly) {
+  EXPECT_TRUE(PtxCallsDeviceMalloc(".extern .func  (.param .b64 func_retval0) malloc\n(\n"));
+  EXPECT_TRUE(PtxCallsDeviceMalloc(".extern .func malloc\n"));
+  EXPECT_FALSE(PtxCallsDeviceMalloc(".visible .entry malloc_kernel(\n"));
+  EXPECT_FALSE(PtxCallsDeviceMalloc(".extern .func  (.param .b32 func_retval0) vprintf\n"));
+  EXPECT_FALSE(PtxCallsDeviceMalloc(".extern .func  (.param .b64 func_retval0) mallocx\n"));
+}
+
 TEST(NamesTest, DemangleAndParameterTypes) {
   EXPECT_EQ(Demangle("_Z3addPKfPfi"), "add(float const*, float*, int)");
   EXPECT_EQ(Demangle("add"), "add");

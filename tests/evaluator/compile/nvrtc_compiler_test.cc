@@ -162,6 +162,22 @@ TEST_F(NvrtcCompilerTest, SharedMemoryLaunchBoundsAndParameters) {
   EXPECT_EQ(c.params[2].size_bytes, 4u);
 }
 
+TEST_F(NvrtcCompilerTest, DeviceMallocIsReported) {
+  const v1::CompileResult with = Compile(
+      "__global__ void k(float* out) {\n"
+      "  float* p = (float*)malloc(64);\n"
+      "  if (p) { p[0] = 1.f; out[0] = p[0]; free(p); }\n"
+      "}\n");
+  ASSERT_TRUE(with.success()) << with.log();
+  EXPECT_TRUE(with.uses_device_malloc());
+  // A kernel merely named like it, or a comment, is not a call.
+  const v1::CompileResult without = Compile(
+      "// malloc(64) would go here\n"
+      "extern \"C\" __global__ void malloc_free_kernel(float* out) { out[0] = 1.f; }\n");
+  ASSERT_TRUE(without.success()) << without.log();
+  EXPECT_FALSE(without.uses_device_malloc());
+}
+
 TEST_F(NvrtcCompilerTest, SpillsUnderARegisterCap) {
   const std::string source =
       "__global__ void heavy(const float* in, float* out) {\n"

@@ -846,6 +846,81 @@ TEST_F(CudaFakeDriverTest, OnlyInputSetsThatRanAreChecked) {
             result->programs(1).last_outputs(0).outputs(0).data());
 }
 
+// Device malloc() draws from the context's heap, which outlives the module: a
+// kernel can leave something there (here: a marker whose address it
+// publishes, where a GPU kernel would have to search) for the programs of a
+// later request. A request with a program that calls malloc (the compile
+// service says so) is its worker's last; the next request's kernel finds
+// nothing. Without the flag the marker is still there.
+constexpr char kHeapMarker[] = R"(
+extern "C" int setenv(const char* name, const char* value, int overwrite);
+extern "C" char* getenv(const char* name);
+extern "C" int msync(void* address, unsigned long bytes, int flags);
+extern "C" __global__ void leave_in_heap(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+  if (i == 0) {
+    unsigned long long* marker = (unsigned long long*)malloc(64);
+    if (marker == nullptr) return;
+    marker[0] = 0x6b65726e656c6576ull;
+    char text[17] = {};
+    unsigned long long address = (unsigned long long)marker;
+    for (int d = 15; d >= 0; --d, address >>= 4) text[d] = "0123456789abcdef"[address & 15];
+    setenv("KERNELEVAL_TEST_HEAP_MARKER", text, 1);
+  }
+}
+// c[i] = 1 where the marker is found, 0 where not.
+extern "C" __global__ void find_in_heap(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const char* text = getenv("KERNELEVAL_TEST_HEAP_MARKER");
+  unsigned long long address = 0;
+  for (int d = 0; text != nullptr && d < 16; ++d)
+    address = address * 16 + (text[d] <= '9' ? text[d] - '0' : text[d] - 'a' + 10);
+  bool found = address != 0 && msync((void*)(address & ~4095ull), 1, 1 /* MS_ASYNC */) == 0 &&
+               *(const unsigned long long*)address == 0x6b65726e656c6576ull;
+  c[i] = found ? 1.f : 0.f;
+}
+)";
+
+TEST_F(CudaFakeDriverTest, AProgramCallingDeviceMallocIsItsWorkersLast) {
+  std::unique_ptr<CudaBackend> backend = StartBackend();
+  ASSERT_NE(backend, nullptr);
+  absl::StatusOr<std::string> module =
+      kerneleval::fake_cuda::BuildHostModule(kHeapMarker, {}, {"leave_in_heap", "find_in_heap"});
+  ASSERT_TRUE(module.ok()) << module.status();
+  // Runs `kernel` on 256 elements; its output, or the failure.
+  auto run = [&](const std::string& kernel, bool uses_device_malloc) -> std::string {
+    internal::RunRequest request;
+    request.mutable_program()->set_label(kernel);
+    v1::CompileResult* compiled = request.mutable_program()->mutable_compiled();
+    compiled->set_success(true);
+    compiled->set_arch(backend->target_arch());
+    compiled->set_cubin(*module);
+    compiled->set_uses_device_malloc(uses_device_malloc);
+    internal::Case* test_case = request.add_cases();
+    test_case->set_label("n=256");
+    test_case->set_input_seed(1);
+    *test_case->mutable_plan() = CudaBackendGpuTest::PlanFor(kernel, 256);
+    request.set_timeout_seconds(20);
+    absl::StatusOr<internal::RunResult> result = backend->Run(request);
+    if (!result.ok()) return result.status().ToString();
+    if (result->has_failure()) return result->failure().message();
+    const std::string& out = result->cases(0).outputs(0).data();
+    float first;
+    std::memcpy(&first, out.data(), 4);
+    return first == 1.f ? "found" : "not found";
+  };
+  // Not flagged: the same worker serves the next request, marker and all.
+  EXPECT_EQ(run("leave_in_heap", false), "not found");  // a + b, not a 1
+  EXPECT_EQ(run("find_in_heap", false), "found");
+  // Flagged: the worker is replaced after the request.
+  const int restarts = backend->restarts();
+  EXPECT_EQ(run("leave_in_heap", true), "not found");
+  EXPECT_EQ(backend->restarts(), restarts + 1);
+  EXPECT_EQ(run("find_in_heap", false), "not found");
+}
+
 // The counters the test driver keeps for the one worker process it serves
 // (fake_cuda_stats.h): the only stats file in `dir` that is not this
 // process's own.

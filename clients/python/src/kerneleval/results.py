@@ -136,6 +136,7 @@ class CompileResult(_Result):
     cache_hit: bool = False
     toolkit_version: str = ""
     options: list[str] = field(default_factory=list)
+    uses_device_malloc: bool = False  # the GPU worker is replaced after such a request
     raw: Optional[Message] = _raw()
 
     _nested: ClassVar[dict[str, tuple[type, bool]]] = {
