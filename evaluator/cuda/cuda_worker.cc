@@ -853,6 +853,12 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
     }
     if (all_stop) break;
   }
+  // The last stash and poison kernels are still queued on our stream, and
+  // Collect reads with cuMemcpyDtoH, on the legacy stream, which a
+  // non-blocking stream does not wait for: let them finish first.
+  if (absl::Status status = WaitFor(nullptr, deadline); !status.ok()) {
+    return program_failed(status);
+  }
   bool throttled = false, converged = true;
   for (int p = 0; p < program_count; ++p) {
     internal::ProgramTiming* timing = result.add_programs();

@@ -921,6 +921,29 @@ TEST_F(CudaFakeDriverTest, AProgramCallingDeviceMallocIsItsWorkersLast) {
   EXPECT_EQ(run("find_in_heap", false), "not found");
 }
 
+TEST_F(CudaFakeDriverTest, OutputsAreReadOnlyOnceTheirStashIsWritten) {
+  // The stash kernel after each sample is queued on the worker's stream; the
+  // read-back at the end runs on the legacy stream, which does not wait for
+  // it. With the stash kernel taking 20 ms, reading before it ends returns the
+  // previous round's stash under this round's pads: garbage.
+  std::unique_ptr<CudaBackend> backend =
+      StartBackend(false, "KERNELEVAL_FAKE_CUDA_AUX_DELAY_US", "20000");
+  ASSERT_NE(backend, nullptr);
+  const std::string add = CompileCubin(kVectorAdd, backend->target_arch());
+  internal::TimingConfig config = timing::DefaultTimingConfig();
+  config.set_max_seconds(0.5);
+  absl::StatusOr<internal::TimingResult> result = TimeKernels(
+      *backend, {{"reference", "add", &add}, {"candidate", "add", &add}}, 4096, 2, config);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_FALSE(result->has_failure()) << result->failure().message();
+  for (int s = 0; s < 2; ++s) {
+    const std::string& reference = result->programs(0).last_outputs(s).outputs(0).data();
+    const std::string& candidate = result->programs(1).last_outputs(s).outputs(0).data();
+    EXPECT_EQ(data::CountPoison(candidate, v1::DTYPE_F32), 0u) << "set " << s;
+    EXPECT_TRUE(reference == candidate) << "set " << s << ": the candidate's stash was read early";
+  }
+}
+
 // The counters the test driver keeps for the one worker process it serves
 // (fake_cuda_stats.h): the only stats file in `dir` that is not this
 // process's own.

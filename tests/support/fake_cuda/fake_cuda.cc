@@ -546,6 +546,17 @@ bool PublishHoldReport() {
 }
 std::atomic<uint64_t> holds_run{0};
 
+// KERNELEVAL_FAKE_CUDA_AUX_DELAY_US=N: the worker's stash kernel takes N µs
+// more, as a GPU kernel takes its time: work queued on a stream is then
+// visibly unfinished when the host moves on without waiting for it.
+void AuxKernelDelay() {
+  static const uint64_t delay_us = [] {
+    const char* text = std::getenv("KERNELEVAL_FAKE_CUDA_AUX_DELAY_US");
+    return text != nullptr ? std::strtoull(text, nullptr, 10) : 0;
+  }();
+  if (delay_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
+}
+
 void RunHold(const std::vector<std::vector<uint8_t>>& params) {
   const volatile int* release = nullptr;
   uint64_t min_ns = 0, timeout_ns = 0;
@@ -620,6 +631,7 @@ void RunStashXor(const std::vector<std::vector<uint8_t>>& params) {
   std::memcpy(&words, params[2].data(), 8);
   std::memcpy(&key0, params[3].data(), 8);
   std::memcpy(&key1, params[4].data(), 8);
+  AuxKernelDelay();
   for (uint64_t i = 0; i < words; ++i) dst[i] = src[i] ^ kerneleval::cuda::StashPad(i, key0, key1);
 }
 
