@@ -501,10 +501,18 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
         return absl::InternalError(
             absl::StrCat("the reference failed while timing: ", failure.message()));
       }
-      fail(0, "runtime",
-           absl::StrCat("while timing, the reference timed with this kernel failed (",
-                        failure.message(),
-                        ") and timed alone it does not: this kernel wrote into its memory"));
+      if (failure.stage() == "timeout") {
+        // The run as a whole ran out of time (the worker charges that to its
+        // first program): this kernel's samples took it.
+        fail(0, "timeout",
+             absl::StrCat("while timing with this kernel: ", failure.message(),
+                          " (the reference timed alone finishes)"));
+      } else {
+        fail(0, "runtime",
+             absl::StrCat("while timing, the reference timed with this kernel failed (",
+                          failure.message(),
+                          ") and timed alone it does not: this kernel wrote into its memory"));
+      }
       return TimingRun{};
     }
     const std::string stage =

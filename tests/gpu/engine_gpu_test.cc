@@ -811,13 +811,10 @@ extern "C" __global__ void add_and_overwrite_peer(const float* a, const float* b
   EXPECT_GT(peer.speedup(), 0);
 }
 
-// Reports, as the worker would, that the reference's input a changed while
-// timing: what another program writing into the reference's buffers (the
-// pristine copy its rotated inputs come from) leaves behind.
-class ReferenceInputChangedBackend : public Backend {
+// A backend that passes every call to `inner`; tests override what they stage.
+class PassThroughBackend : public Backend {
  public:
-  explicit ReferenceInputChangedBackend(std::unique_ptr<Backend> inner)
-      : inner_(std::move(inner)) {}
+  explicit PassThroughBackend(std::unique_ptr<Backend> inner) : inner_(std::move(inner)) {}
   [[nodiscard]] std::string_view name() const override { return inner_->name(); }
   [[nodiscard]] v1::DeviceInfo device() const override { return inner_->device(); }
   [[nodiscard]] std::string target_arch() const override { return inner_->target_arch(); }
@@ -826,28 +823,89 @@ class ReferenceInputChangedBackend : public Backend {
     return inner_->Run(request);
   }
   absl::StatusOr<internal::TimingResult> Time(const internal::TimingRequest& request) override {
-    absl::StatusOr<internal::TimingResult> result = inner_->Time(request);
-    if (result.ok() && result->programs_size() > 0 && result->programs(0).last_outputs_size() > 0) {
-      result->mutable_programs(0)->mutable_last_outputs(0)->set_modified_input("a");
-    }
-    return result;
+    return inner_->Time(request);
   }
 
  private:
   std::unique_ptr<Backend> inner_;
 };
 
-// Its times and the outputs checked against it prove nothing then: every
-// candidate timed with it fails (which one wrote is not known).
-TEST(EngineFakeDriverTest, ReferenceInputChangedDuringTimingFailsEveryCandidate) {
+// An engine of its own on the test driver whose CUDA backend is wrapped in
+// `Staging` (a PassThroughBackend) too.
+template <typename Staging>
+absl::StatusOr<std::unique_ptr<Engine>> StagedFakeDriverEngine() {
   EngineOptions options;
   options.enable_cuda = true;
   options.enable_cpu = false;
   fake_cuda::UseFakeDriver(&options);
   options.wrap_cuda_backend = [fake = options.wrap_cuda_backend](std::unique_ptr<Backend> cuda) {
-    return std::make_unique<ReferenceInputChangedBackend>(fake(std::move(cuda)));
+    return std::make_unique<Staging>(fake(std::move(cuda)));
   };
-  absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(options);
+  return Engine::Create(options);
+}
+
+// Reports, as the worker would, that the reference's input a changed while
+// timing: what another program writing into the reference's buffers (the
+// pristine copy its rotated inputs come from) leaves behind.
+class ReferenceInputChangedBackend : public PassThroughBackend {
+ public:
+  using PassThroughBackend::PassThroughBackend;
+  absl::StatusOr<internal::TimingResult> Time(const internal::TimingRequest& request) override {
+    absl::StatusOr<internal::TimingResult> result = PassThroughBackend::Time(request);
+    if (result.ok() && result->programs_size() > 0 && result->programs(0).last_outputs_size() > 0) {
+      result->mutable_programs(0)->mutable_last_outputs(0)->set_modified_input("a");
+    }
+    return result;
+  }
+};
+
+// The worker charges a timing run that ran out of time as a whole to its
+// first program, the reference; this backend reports that once (the
+// reference's own run, alone, then finishes).
+class RunOutOfTimeOnceBackend : public PassThroughBackend {
+ public:
+  using PassThroughBackend::PassThroughBackend;
+  absl::StatusOr<internal::TimingResult> Time(const internal::TimingRequest& request) override {
+    if (reported_) return PassThroughBackend::Time(request);
+    reported_ = true;
+    internal::TimingResult result;
+    result.mutable_failure()->set_stage("timeout");
+    result.mutable_failure()->set_message("timing did not finish before the deadline");
+    result.mutable_failure()->set_program(request.programs(0).program().label());
+    return result;
+  }
+
+ private:
+  bool reported_ = false;
+};
+
+TEST(EngineFakeDriverTest, ARunOutOfTimeBesideOneCandidateIsThatCandidatesTimeout) {
+  absl::StatusOr<std::unique_ptr<Engine>> engine =
+      StagedFakeDriverEngine<RunOutOfTimeOnceBackend>();
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  v1::EvaluateRequest request;
+  request.set_problem_id("vector_add");
+  request.set_backend(v1::BACKEND_CUDA);
+  request.mutable_submission()->set_source(R"(
+// @launch add<<<ceil_div(N, 256), 256>>>(a, b, c, N)
+extern "C" __global__ void add(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+}
+)");
+  absl::StatusOr<v1::Verdict> verdict = (*engine)->Evaluate(request, {});
+  ASSERT_TRUE(verdict.ok()) << verdict.status();
+  EXPECT_EQ(verdict->stage(), "timeout") << verdict->error();
+  EXPECT_EQ(verdict->error(),
+            "while timing with this kernel: timing did not finish before the deadline (the "
+            "reference timed alone finishes)");
+}
+
+// Its times and the outputs checked against it prove nothing then: every
+// candidate timed with it fails (which one wrote is not known).
+TEST(EngineFakeDriverTest, ReferenceInputChangedDuringTimingFailsEveryCandidate) {
+  absl::StatusOr<std::unique_ptr<Engine>> engine =
+      StagedFakeDriverEngine<ReferenceInputChangedBackend>();
   ASSERT_TRUE(engine.ok()) << engine.status();
   absl::StatusOr<v1::EvaluateGroupResponse> response = TwoCorrectVectorAdds(**engine);
   ASSERT_TRUE(response.ok()) << response.status();
