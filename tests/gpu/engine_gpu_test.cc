@@ -47,6 +47,15 @@ using fake_cuda::kFakeDriver;
 
 constexpr double kRunTimeoutSeconds = 5;
 
+// Correct vector addition, with its launch plan.
+constexpr char kVectorAdd[] = R"(
+// @launch add<<<ceil_div(N, 256), 256>>>(a, b, c, N)
+extern "C" __global__ void add(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+}
+)";
+
 class EngineGpuTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -178,14 +187,6 @@ class EngineGpuTest : public ::testing::Test {
     }
     return false;
   }
-
-  static constexpr char kVectorAdd[] = R"(
-// @launch add<<<ceil_div(N, 256), 256>>>(a, b, c, N)
-extern "C" __global__ void add(const float* a, const float* b, float* c, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) c[i] = a[i] + b[i];
-}
-)";
 
   static inline Engine* engine_ = nullptr;
   static inline std::optional<v1::DeviceInfo> device_;
@@ -580,13 +581,7 @@ TEST(EngineFakeDriverTest, PtxJitFallbackIsNotedInTheVerdict) {
   request.set_problem_id("vector_add");
   request.set_backend(v1::BACKEND_CUDA);
   request.set_skip_timing(true);
-  request.mutable_submission()->set_source(R"(
-// @launch add<<<ceil_div(N, 256), 256>>>(a, b, c, N)
-extern "C" __global__ void add(const float* a, const float* b, float* c, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) c[i] = a[i] + b[i];
-}
-)");
+  request.mutable_submission()->set_source(kVectorAdd);
   absl::StatusOr<v1::Verdict> verdict = (*engine)->Evaluate(request, {});
   ASSERT_TRUE(verdict.ok()) << verdict.status();
   ASSERT_TRUE(verdict->correct()) << verdict->error();
@@ -886,13 +881,7 @@ TEST(EngineFakeDriverTest, ARunOutOfTimeBesideOneCandidateIsThatCandidatesTimeou
   v1::EvaluateRequest request;
   request.set_problem_id("vector_add");
   request.set_backend(v1::BACKEND_CUDA);
-  request.mutable_submission()->set_source(R"(
-// @launch add<<<ceil_div(N, 256), 256>>>(a, b, c, N)
-extern "C" __global__ void add(const float* a, const float* b, float* c, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) c[i] = a[i] + b[i];
-}
-)");
+  request.mutable_submission()->set_source(kVectorAdd);
   absl::StatusOr<v1::Verdict> verdict = (*engine)->Evaluate(request, {});
   ASSERT_TRUE(verdict.ok()) << verdict.status();
   EXPECT_EQ(verdict->stage(), "timeout") << verdict->error();
