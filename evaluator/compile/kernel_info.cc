@@ -513,7 +513,11 @@ std::vector<std::vector<SourceParam>> SourceKernelParameters(std::string_view so
 }
 
 bool PtxCallsDeviceMalloc(std::string_view ptx) {
-  static const std::regex kExternMalloc(R"(\.extern\s+\.func\s*(\([^)]*\))?\s*malloc\b)");
+  // malloc and operator new call `malloc`; __nv_aligned_device_malloc calls
+  // `__cuda_syscall_aligned_malloc`; device-side cudaMalloc (dynamic
+  // parallelism, refused today) would call `cudaMalloc`.
+  static const std::regex kExternMalloc(
+      R"(\.extern\s+\.func\s*(\([^)]*\))?\s*(malloc|__cuda_syscall_aligned_malloc|cudaMalloc)\b)");
   return std::regex_search(ptx.begin(), ptx.end(), kExternMalloc);
 }
 

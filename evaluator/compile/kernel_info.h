@@ -61,8 +61,9 @@ struct PtxEntry {
   uint32_t max_threads = 0;  // .maxntid / .reqntid x*y*z; 0 if none
 };
 std::vector<PtxEntry> ParsePtxEntries(std::string_view ptx);
-// Whether the PTX declares the device malloc() it calls
-// (".extern .func (.param .b64 func_retval0) malloc").
+// Whether the PTX declares a device heap allocation it calls
+// (".extern .func (.param .b64 func_retval0) malloc", or the aligned and
+// cudaMalloc variants).
 bool PtxCallsDeviceMalloc(std::string_view ptx);
 
 // ------------------------------------------------------------------- names

@@ -123,7 +123,9 @@ absl::Status CudaBackend::Call(const wire::WorkerRequest& request, double timeou
     // Also in the Run/Time result (RunResult.notes, TimingResult.notes).
     for (const std::string& note : reply->notes()) spdlog::info("cuda:{}: {}", device_, note);
     if (!reply->worker_exiting()) return absl::OkStatus();
-    spdlog::warn("cuda:{}: worker {} exits after a fault", device_, worker_->pid());
+    // After a fault, a hang, or a program that used the device heap (the
+    // notes above say which).
+    spdlog::warn("cuda:{}: worker {} exits after this request", device_, worker_->pid());
   }
   // The worker is gone or going: replace it now, so that the next evaluation
   // does not pay for the start. A failure here is retried by the next call.

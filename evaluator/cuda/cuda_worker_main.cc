@@ -108,12 +108,13 @@ int CudaWorkerMain(int fd, int argc, char** argv) {
           *reply.mutable_run() = std::move(outcome->result);
           reply.set_worker_exiting(outcome->worker_exiting);
           for (auto& note : outcome->notes) reply.add_notes(std::move(note));
-          std::vector<std::string> malloc_users;
-          if (request.run().program().compiled().uses_device_malloc()) {
-            malloc_users.push_back(request.run().program().label());
-          }
-          RecycleAfterDeviceMalloc(malloc_users, &reply);
         }
+        // Also after an error: the program's kernels may have run.
+        std::vector<std::string> malloc_users;
+        if (request.run().program().compiled().uses_device_malloc()) {
+          malloc_users.push_back(request.run().program().label());
+        }
+        RecycleAfterDeviceMalloc(malloc_users, &reply);
         break;
       }
       case wire::WorkerRequest::kTime: {
@@ -124,14 +125,14 @@ int CudaWorkerMain(int fd, int argc, char** argv) {
           *reply.mutable_time() = std::move(outcome->result);
           reply.set_worker_exiting(outcome->worker_exiting);
           for (auto& note : outcome->notes) reply.add_notes(std::move(note));
-          std::vector<std::string> malloc_users;
-          for (const internal::TimedProgram& timed : request.time().programs()) {
-            if (timed.program().compiled().uses_device_malloc()) {
-              malloc_users.push_back(timed.program().label());
-            }
-          }
-          RecycleAfterDeviceMalloc(malloc_users, &reply);
         }
+        std::vector<std::string> malloc_users;
+        for (const internal::TimedProgram& timed : request.time().programs()) {
+          if (timed.program().compiled().uses_device_malloc()) {
+            malloc_users.push_back(timed.program().label());
+          }
+        }
+        RecycleAfterDeviceMalloc(malloc_users, &reply);
         break;
       }
       case wire::WorkerRequest::REQUEST_NOT_SET:

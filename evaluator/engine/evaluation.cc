@@ -428,11 +428,17 @@ absl::Status Evaluation::TimeAndScore(const ReferenceRun& reference,
     for (size_t i : run->confirm_alone) to_confirm.emplace_back(candidates[i], verdicts[i]);
     if (run->next == TimingRun::Next::kDone) break;
     if (run->next == TimingRun::Next::kEachAlone) {
+      // The reference timing reported is the first of those runs'.
+      bool reported = false;
       for (size_t i = 0; i < candidates.size(); ++i) {
         *verdicts[i] = before_timing.at(verdicts[i]);
-        absl::Status alone =
-            TimeAndScore(reference, {candidates[i]}, {verdicts[i]}, reference_stats);
+        v1::TimingStats stats;
+        absl::Status alone = TimeAndScore(reference, {candidates[i]}, {verdicts[i]}, &stats);
         if (!alone.ok()) return alone;
+        if (reference_stats && !reported && stats.samples() > 0) {
+          *reference_stats = stats;
+          reported = true;
+        }
       }
       break;
     }
@@ -527,7 +533,12 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
         return run;
       }
     }
-    // Not attributed to one candidate: every one of this run fails with it.
+    // Not attributed to one program (the worker died or was killed, which a
+    // candidate beside others can cause on a GPU): each is timed again alone;
+    // alone, it fails with it.
+    if (shared_context && candidates.size() > 1) {
+      return TimingRun{.next = TimingRun::Next::kEachAlone};
+    }
     for (size_t i = 0; i < candidates.size(); ++i) fail(i, stage, error);
     return TimingRun{};
   }
@@ -588,7 +599,9 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
     report->set_sm_clock_min_mhz(result->sm_clock_min_mhz());
     report->set_throttled(result->throttled());
     report->set_converged(result->converged());
-    report->set_input_sets(static_cast<uint32_t>(request.input_seeds_size()));
+    // The sets whose outputs came back (the time cap may end timing first).
+    report->set_input_sets(static_cast<uint32_t>(
+        std::min(timing.last_outputs_size(), result->programs(0).last_outputs_size())));
     // The backend's notes on this candidate, the reference, or the whole
     // run; not those on the group's other candidates.
     for (const std::string& note : result->notes()) {

@@ -874,6 +874,38 @@ class RunOutOfTimeOnceBackend : public PassThroughBackend {
   bool reported_ = false;
 };
 
+// The worker died during the first timing run (the backend then names no
+// program): on a GPU a candidate beside others can cause that, so each is
+// timed again alone rather than all failing with it.
+class WorkerDiesOnceBackend : public PassThroughBackend {
+ public:
+  using PassThroughBackend::PassThroughBackend;
+  absl::StatusOr<internal::TimingResult> Time(const internal::TimingRequest& request) override {
+    if (died_) return PassThroughBackend::Time(request);
+    died_ = true;
+    internal::TimingResult result;
+    result.mutable_failure()->set_stage("runtime");
+    result.mutable_failure()->set_message("the CUDA worker died: killed by signal 9");
+    return result;
+  }
+
+ private:
+  bool died_ = false;
+};
+
+TEST(EngineFakeDriverTest, AWorkerDyingWhileAGroupIsTimedTimesEachAlone) {
+  absl::StatusOr<std::unique_ptr<Engine>> engine = StagedFakeDriverEngine<WorkerDiesOnceBackend>();
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  absl::StatusOr<v1::EvaluateGroupResponse> response = TwoCorrectVectorAdds(**engine);
+  ASSERT_TRUE(response.ok()) << response.status();
+  ASSERT_EQ(response->verdicts_size(), 2);
+  for (const v1::Verdict& verdict : response->verdicts()) {
+    EXPECT_TRUE(verdict.correct()) << verdict.stage() << ": " << verdict.error();
+    EXPECT_GT(verdict.timing().candidate().samples(), 0u);
+  }
+  EXPECT_GT(response->reference_timing().samples(), 0u);
+}
+
 TEST(EngineFakeDriverTest, ARunOutOfTimeBesideOneCandidateIsThatCandidatesTimeout) {
   absl::StatusOr<std::unique_ptr<Engine>> engine =
       StagedFakeDriverEngine<RunOutOfTimeOnceBackend>();

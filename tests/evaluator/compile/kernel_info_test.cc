@@ -70,6 +70,8 @@ TEST(PtxEntriesTest, ParametersLayoutAndLaunchBounds) {
 TEST(PtxEntriesTest, DeviceMallocIsTheExternDeclarationOnly) {
   EXPECT_TRUE(PtxCallsDeviceMalloc(".extern .func  (.param .b64 func_retval0) malloc\n(\n"));
   EXPECT_TRUE(PtxCallsDeviceMalloc(".extern .func malloc\n"));
+  EXPECT_TRUE(PtxCallsDeviceMalloc(
+      ".extern .func  (.param .b64 func_retval0) __cuda_syscall_aligned_malloc\n"));
   EXPECT_FALSE(PtxCallsDeviceMalloc(".visible .entry malloc_kernel(\n"));
   EXPECT_FALSE(PtxCallsDeviceMalloc(".extern .func  (.param .b32 func_retval0) vprintf\n"));
   EXPECT_FALSE(PtxCallsDeviceMalloc(".extern .func  (.param .b64 func_retval0) mallocx\n"));

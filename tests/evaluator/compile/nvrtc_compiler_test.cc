@@ -170,6 +170,13 @@ TEST_F(NvrtcCompilerTest, DeviceMallocIsReported) {
       "}\n");
   ASSERT_TRUE(with.success()) << with.log();
   EXPECT_TRUE(with.uses_device_malloc());
+  const v1::CompileResult aligned = Compile(
+      "__global__ void k(float* out) {\n"
+      "  float* p = (float*)__nv_aligned_device_malloc(64, 16);\n"
+      "  if (p) { p[0] = 1.f; out[0] = p[0]; free(p); }\n"
+      "}\n");
+  ASSERT_TRUE(aligned.success()) << aligned.log();
+  EXPECT_TRUE(aligned.uses_device_malloc());
   // A kernel merely named like it, or a comment, is not a call.
   const v1::CompileResult without = Compile(
       "// malloc(64) would go here\n"

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "evaluator/cuda/cuda_backend.h"
 #include "evaluator/cuda/cuda_worker.h"
 #include "evaluator/cuda/keyed_mix.h"
@@ -918,6 +919,27 @@ TEST_F(CudaFakeDriverTest, AProgramCallingDeviceMallocIsItsWorkersLast) {
   const int restarts = backend->restarts();
   EXPECT_EQ(run("leave_in_heap", true), "not found");
   EXPECT_EQ(backend->restarts(), restarts + 1);
+  EXPECT_EQ(run("find_in_heap", false), "not found");
+
+  // Also when the request ends in an error after the program may have run:
+  // here a later case's buffer has no dtype (an infrastructure error).
+  internal::RunRequest request;
+  request.mutable_program()->set_label("leave_in_heap");
+  request.mutable_program()->mutable_compiled()->set_success(true);
+  request.mutable_program()->mutable_compiled()->set_arch(backend->target_arch());
+  request.mutable_program()->mutable_compiled()->set_cubin(*module);
+  request.mutable_program()->mutable_compiled()->set_uses_device_malloc(true);
+  for (int c = 0; c < 2; ++c) {
+    internal::Case* test_case = request.add_cases();
+    test_case->set_label(absl::StrCat("case ", c));
+    test_case->set_input_seed(1);
+    *test_case->mutable_plan() = CudaBackendGpuTest::PlanFor("leave_in_heap", 256);
+  }
+  request.mutable_cases(1)->mutable_plan()->mutable_buffers(0)->clear_dtype();
+  request.set_timeout_seconds(20);
+  const int before_error = backend->restarts();
+  EXPECT_FALSE(backend->Run(request).ok());
+  EXPECT_EQ(backend->restarts(), before_error + 1);
   EXPECT_EQ(run("find_in_heap", false), "not found");
 }
 
