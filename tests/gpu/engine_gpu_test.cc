@@ -854,47 +854,47 @@ class ReferenceInputChangedBackend : public PassThroughBackend {
   }
 };
 
-// The worker charges a timing run that ran out of time as a whole to its
-// first program, the reference; this backend reports that once (the
-// reference's own run, alone, then finishes).
-class RunOutOfTimeOnceBackend : public PassThroughBackend {
+// The first timing run ends in the failure `Failure::Fill` writes; later runs
+// pass through.
+template <typename Failure>
+class FirstTimingRunFails : public PassThroughBackend {
  public:
   using PassThroughBackend::PassThroughBackend;
   absl::StatusOr<internal::TimingResult> Time(const internal::TimingRequest& request) override {
-    if (reported_) return PassThroughBackend::Time(request);
-    reported_ = true;
+    if (failed_) return PassThroughBackend::Time(request);
+    failed_ = true;
     internal::TimingResult result;
-    result.mutable_failure()->set_stage("timeout");
-    result.mutable_failure()->set_message("timing did not finish before the deadline");
-    result.mutable_failure()->set_program(request.programs(0).program().label());
+    Failure::Fill(request, result.mutable_failure());
     return result;
   }
 
  private:
-  bool reported_ = false;
+  bool failed_ = false;
 };
 
-// The worker died during the first timing run (the backend then names no
-// program): on a GPU a candidate beside others can cause that, so each is
-// timed again alone rather than all failing with it.
-class WorkerDiesOnceBackend : public PassThroughBackend {
- public:
-  using PassThroughBackend::PassThroughBackend;
-  absl::StatusOr<internal::TimingResult> Time(const internal::TimingRequest& request) override {
-    if (died_) return PassThroughBackend::Time(request);
-    died_ = true;
-    internal::TimingResult result;
-    result.mutable_failure()->set_stage("runtime");
-    result.mutable_failure()->set_message("the CUDA worker died: killed by signal 9");
-    return result;
+// The worker charges a timing run that ran out of time as a whole to its
+// first program, the reference (whose own run, alone, then finishes).
+struct RunOutOfTime {
+  static void Fill(const internal::TimingRequest& request, internal::RunFailure* failure) {
+    failure->set_stage("timeout");
+    failure->set_message("timing did not finish before the deadline");
+    failure->set_program(request.programs(0).program().label());
   }
+};
 
- private:
-  bool died_ = false;
+// The worker died (the backend then names no program): on a GPU a candidate
+// beside others can cause that, so each is timed again alone rather than all
+// failing with it.
+struct WorkerDied {
+  static void Fill(const internal::TimingRequest&, internal::RunFailure* failure) {
+    failure->set_stage("runtime");
+    failure->set_message("the CUDA worker died: killed by signal 9");
+  }
 };
 
 TEST(EngineFakeDriverTest, AWorkerDyingWhileAGroupIsTimedTimesEachAlone) {
-  absl::StatusOr<std::unique_ptr<Engine>> engine = StagedFakeDriverEngine<WorkerDiesOnceBackend>();
+  absl::StatusOr<std::unique_ptr<Engine>> engine =
+      StagedFakeDriverEngine<FirstTimingRunFails<WorkerDied>>();
   ASSERT_TRUE(engine.ok()) << engine.status();
   absl::StatusOr<v1::EvaluateGroupResponse> response = TwoCorrectVectorAdds(**engine);
   ASSERT_TRUE(response.ok()) << response.status();
@@ -908,7 +908,7 @@ TEST(EngineFakeDriverTest, AWorkerDyingWhileAGroupIsTimedTimesEachAlone) {
 
 TEST(EngineFakeDriverTest, ARunOutOfTimeBesideOneCandidateIsThatCandidatesTimeout) {
   absl::StatusOr<std::unique_ptr<Engine>> engine =
-      StagedFakeDriverEngine<RunOutOfTimeOnceBackend>();
+      StagedFakeDriverEngine<FirstTimingRunFails<RunOutOfTime>>();
   ASSERT_TRUE(engine.ok()) << engine.status();
   v1::EvaluateRequest request;
   request.set_problem_id("vector_add");

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "evaluator/compile/kernel_info.h"
 #include "evaluator/compile/options.h"
 
@@ -163,20 +164,13 @@ TEST_F(NvrtcCompilerTest, SharedMemoryLaunchBoundsAndParameters) {
 }
 
 TEST_F(NvrtcCompilerTest, DeviceMallocIsReported) {
-  const v1::CompileResult with = Compile(
-      "__global__ void k(float* out) {\n"
-      "  float* p = (float*)malloc(64);\n"
-      "  if (p) { p[0] = 1.f; out[0] = p[0]; free(p); }\n"
-      "}\n");
-  ASSERT_TRUE(with.success()) << with.log();
-  EXPECT_TRUE(with.uses_device_malloc());
-  const v1::CompileResult aligned = Compile(
-      "__global__ void k(float* out) {\n"
-      "  float* p = (float*)__nv_aligned_device_malloc(64, 16);\n"
-      "  if (p) { p[0] = 1.f; out[0] = p[0]; free(p); }\n"
-      "}\n");
-  ASSERT_TRUE(aligned.success()) << aligned.log();
-  EXPECT_TRUE(aligned.uses_device_malloc());
+  for (const char* allocation : {"malloc(64)", "__nv_aligned_device_malloc(64, 16)"}) {
+    const v1::CompileResult with =
+        Compile(absl::StrCat("__global__ void k(float* out) {\n  float* p = (float*)", allocation,
+                             ";\n  if (p) { p[0] = 1.f; out[0] = p[0]; free(p); }\n}\n"));
+    ASSERT_TRUE(with.success()) << with.log();
+    EXPECT_TRUE(with.uses_device_malloc()) << allocation;
+  }
   // A kernel merely named like it, or a comment, is not a call.
   const v1::CompileResult without = Compile(
       "// malloc(64) would go here\n"
