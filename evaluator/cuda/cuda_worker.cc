@@ -264,17 +264,22 @@ absl::Status CudaWorker::FaultFrom(const absl::Status& status) {
   return MakeFault("runtime", status.message());
 }
 
-absl::Status CudaWorker::Fill(CUdeviceptr ptr, uint64_t bytes, uint64_t pattern) {
-  if (bytes == 0) return absl::OkStatus();
-  const uint64_t words = std::max<uint64_t>(bytes / 8, 1);
+absl::Status CudaWorker::LaunchGridStride(const KernelFunction& kernel, uint64_t items,
+                                          void** args) {
   constexpr unsigned kThreads = 256;
-  const uint64_t wanted_blocks = (words + kThreads - 1) / kThreads;
-  const unsigned blocks = static_cast<unsigned>(
-      std::min<uint64_t>(wanted_blocks, static_cast<uint64_t>(properties_.sm_count) * 8));
-  void* args[] = {&ptr, &bytes, &pattern};
-  KE_CU_RETURN_IF_ERROR(api_.cuLaunchKernel(fill_kernel_.handle, blocks, 1, 1, kThreads, 1, 1, 0,
+  // Enough blocks to fill every SM a few times over; the kernels' grid-stride
+  // loops cover the rest.
+  const unsigned blocks = static_cast<unsigned>(std::min<uint64_t>(
+      (items + kThreads - 1) / kThreads, static_cast<uint64_t>(properties_.sm_count) * 8));
+  KE_CU_RETURN_IF_ERROR(api_.cuLaunchKernel(kernel.handle, blocks, 1, 1, kThreads, 1, 1, 0,
                                             stream_.get(), args, nullptr));
   return absl::OkStatus();
+}
+
+absl::Status CudaWorker::Fill(CUdeviceptr ptr, uint64_t bytes, uint64_t pattern) {
+  if (bytes == 0) return absl::OkStatus();
+  void* args[] = {&ptr, &bytes, &pattern};
+  return LaunchGridStride(fill_kernel_, std::max<uint64_t>(bytes / 8, 1), args);
 }
 
 absl::Status CudaWorker::WaitFor(CUevent event, absl::Time deadline) {
@@ -486,12 +491,8 @@ absl::Status CudaWorker::StashOutputs(BufferSet& set) {
     for (uint64_t& key : buffer.stash_keys) key = DrawKey();
     CUdeviceptr src = buffer.ptr, dst = buffer.stash.ptr();
     uint64_t words = buffer.stash.bytes() / 8;
-    constexpr unsigned kThreads = 256;
-    const unsigned blocks = static_cast<unsigned>(std::min<uint64_t>(
-        (words + kThreads - 1) / kThreads, static_cast<uint64_t>(properties_.sm_count) * 8));
     void* args[] = {&src, &dst, &words, &buffer.stash_keys[0], &buffer.stash_keys[1]};
-    KE_CU_RETURN_IF_ERROR(api_.cuLaunchKernel(stash_kernel_.handle, blocks, 1, 1, kThreads, 1, 1, 0,
-                                              stream_.get(), args, nullptr));
+    if (absl::Status s = LaunchGridStride(stash_kernel_, words, args); !s.ok()) return s;
   }
   return absl::OkStatus();
 }
@@ -859,6 +860,11 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
   if (absl::Status status = WaitFor(nullptr, deadline); !status.ok()) {
     return program_failed(status);
   }
+  // The outputs of the last run on each input set, for checking: of the sets
+  // that ran at all (the time cap may end timing before every set had a
+  // round; warm-up runs count, their stashes are as good).
+  const int ran = static_cast<int>(std::min<uint64_t>(
+      static_cast<uint64_t>(sets), std::max<uint64_t>(rounds_run, config.warmup_runs())));
   bool throttled = false, converged = true;
   for (int p = 0; p < program_count; ++p) {
     internal::ProgramTiming* timing = result.add_programs();
@@ -885,11 +891,6 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
                                              " samples whose stream hold timed out dropped"));
       }
     }
-    // The outputs of the last run on each input set, for checking: of the
-    // sets that ran at all (the time cap may end timing before every set had
-    // a round; warm-up runs count, their stashes are as good).
-    const int ran = static_cast<int>(std::min<uint64_t>(
-        static_cast<uint64_t>(sets), std::max<uint64_t>(rounds_run, config.warmup_runs())));
     for (int s = 0; s < ran; ++s) {
       failed_program = p;
       absl::StatusOr<internal::CaseResult> outputs = Collect(buffers[p][s]);

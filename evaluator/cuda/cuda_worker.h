@@ -123,6 +123,9 @@ class CudaWorker {
   absl::Status StashOutputs(BufferSet& set);
   uint64_t DrawKey();  // 64 bits from key_source_
   absl::Status Fill(CUdeviceptr ptr, uint64_t bytes, uint64_t pattern);
+  // Launches one of the worker's grid-stride kernels over `items` on the
+  // stream, 256 threads a block.
+  absl::Status LaunchGridStride(const KernelFunction& kernel, uint64_t items, void** args);
   absl::StatusOr<Sample> TimeOnce(LoadedProgram& program, const internal::ResolvedPlan& plan,
                                   const BufferSet& buffers, bool flush_l2, absl::Time deadline);
   // A CUDA error seen while a program's work was in flight, as a fault.

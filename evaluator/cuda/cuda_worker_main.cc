@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -56,13 +55,17 @@ void SetError(const absl::Status& status, wire::WorkerReply* reply) {
 // module: whatever a kernel leaves there (a result, a cache) would still be
 // there for the next request's programs to find. A request with a program
 // that calls it is this worker's last: the next one starts on a fresh context.
-void RecycleAfterDeviceMalloc(const std::vector<std::string>& labels, wire::WorkerReply* reply) {
-  for (const std::string& label : labels) {
-    reply->add_notes(absl::StrCat(label,
+// Also after an error: the program's kernels may have run.
+void RecycleAfterDeviceMalloc(const wire::WorkerRequest& request, wire::WorkerReply* reply) {
+  auto check = [&](const internal::Program& program) {
+    if (!program.compiled().uses_device_malloc()) return;
+    reply->add_notes(absl::StrCat(program.label(),
                                   ": calls device malloc(); its heap outlives the module, so the "
                                   "worker is replaced after this request"));
-  }
-  if (!labels.empty()) reply->set_worker_exiting(true);
+    reply->set_worker_exiting(true);
+  };
+  if (request.has_run()) check(request.run().program());
+  for (const internal::TimedProgram& timed : request.time().programs()) check(timed.program());
 }
 
 }  // namespace
@@ -109,12 +112,6 @@ int CudaWorkerMain(int fd, int argc, char** argv) {
           reply.set_worker_exiting(outcome->worker_exiting);
           for (auto& note : outcome->notes) reply.add_notes(std::move(note));
         }
-        // Also after an error: the program's kernels may have run.
-        std::vector<std::string> malloc_users;
-        if (request.run().program().compiled().uses_device_malloc()) {
-          malloc_users.push_back(request.run().program().label());
-        }
-        RecycleAfterDeviceMalloc(malloc_users, &reply);
         break;
       }
       case wire::WorkerRequest::kTime: {
@@ -126,19 +123,13 @@ int CudaWorkerMain(int fd, int argc, char** argv) {
           reply.set_worker_exiting(outcome->worker_exiting);
           for (auto& note : outcome->notes) reply.add_notes(std::move(note));
         }
-        std::vector<std::string> malloc_users;
-        for (const internal::TimedProgram& timed : request.time().programs()) {
-          if (timed.program().compiled().uses_device_malloc()) {
-            malloc_users.push_back(timed.program().label());
-          }
-        }
-        RecycleAfterDeviceMalloc(malloc_users, &reply);
         break;
       }
       case wire::WorkerRequest::REQUEST_NOT_SET:
         SetError(absl::InvalidArgumentError("empty WorkerRequest"), &reply);
         break;
     }
+    RecycleAfterDeviceMalloc(request, &reply);
     if (absl::Status written = process::WriteMessage(fd, reply); !written.ok()) return 1;
     if (reply.worker_exiting()) {
       // The context is unusable or a kernel still runs: leave without

@@ -414,9 +414,10 @@ absl::Status Evaluation::TimeAndScore(const ReferenceRun& reference,
                                       std::vector<const PreparedProgram*> candidates,
                                       std::vector<v1::Verdict*> verdicts,
                                       v1::TimingStats* reference_stats) {
-  // Failures in a group that another program of it may have caused, and
-  // each verdict as it was before timing, to time those again from.
-  std::vector<std::pair<const PreparedProgram*, v1::Verdict*>> to_confirm;
+  // Candidates to time again alone with the reference (a failure in a group
+  // that another program of it may have caused), and each verdict as it was
+  // before timing, to time those again from.
+  std::vector<std::pair<const PreparedProgram*, v1::Verdict*>> alone;
   std::map<const v1::Verdict*, v1::Verdict> before_timing;
   if (candidates.size() > 1) {
     for (const v1::Verdict* verdict : verdicts) before_timing.emplace(verdict, *verdict);
@@ -425,32 +426,22 @@ absl::Status Evaluation::TimeAndScore(const ReferenceRun& reference,
     absl::StatusOr<TimingRun> run =
         TimeAndScoreOnce(reference, candidates, verdicts, reference_stats);
     if (!run.ok()) return run.status();
-    for (size_t i : run->confirm_alone) to_confirm.emplace_back(candidates[i], verdicts[i]);
+    for (size_t i : run->confirm_alone) alone.emplace_back(candidates[i], verdicts[i]);
     if (run->next == TimingRun::Next::kDone) break;
     if (run->next == TimingRun::Next::kEachAlone) {
-      // The reference timing reported is the first of those runs'.
-      bool reported = false;
-      for (size_t i = 0; i < candidates.size(); ++i) {
-        *verdicts[i] = before_timing.at(verdicts[i]);
-        v1::TimingStats stats;
-        absl::Status alone = TimeAndScore(reference, {candidates[i]}, {verdicts[i]}, &stats);
-        if (!alone.ok()) return alone;
-        if (reference_stats && !reported && stats.samples() > 0) {
-          *reference_stats = stats;
-          reported = true;
-        }
-      }
+      for (size_t i = 0; i < candidates.size(); ++i) alone.emplace_back(candidates[i], verdicts[i]);
       break;
     }
     candidates.erase(candidates.begin() + static_cast<std::ptrdiff_t>(run->without));
     verdicts.erase(verdicts.begin() + static_cast<std::ptrdiff_t>(run->without));
   }
-  // The group's reference timing stays the one reported.
-  v1::TimingStats alone_stats;
-  for (const auto& [candidate, verdict] : to_confirm) {
+  // The reference timing reported stays the group's; when no group run
+  // finished, it is the first of these runs'.
+  for (const auto& [candidate, verdict] : alone) {
     *verdict = before_timing.at(verdict);
-    absl::Status alone = TimeAndScore(reference, {candidate}, {verdict}, &alone_stats);
-    if (!alone.ok()) return alone;
+    v1::TimingStats stats;
+    if (absl::Status s = TimeAndScore(reference, {candidate}, {verdict}, &stats); !s.ok()) return s;
+    if (reference_stats && reference_stats->samples() == 0) *reference_stats = stats;
   }
   return absl::OkStatus();
 }
@@ -558,7 +549,6 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
   const timing::SampleStats ref_stats = timing::Summarize(result->programs(0).samples_us());
   double ref_total = 0;
   for (double s : result->programs(0).samples_us()) ref_total += s * 1e-6;
-  if (reference_stats) FillStats(ref_stats, ref_total, reference_stats);
 
   // The reference never writes its inputs (every problem's reference passes
   // as a candidate). If they changed while timing, a program timed with it
@@ -576,6 +566,7 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
   if (!reference_tampered.empty() && candidates.size() > 1) {
     return TimingRun{.next = TimingRun::Next::kEachAlone};
   }
+  if (reference_stats) FillStats(ref_stats, ref_total, reference_stats);
 
   TimingRun run;
   // A note about one program starts with "<label>: ".
