@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "cli/command.h"
 #include "evaluator/compile/compile_service.h"
+#include "evaluator/compile/kernel_info.h"
 #include "evaluator/compile/options.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
@@ -58,6 +59,16 @@ void PrintText(const v1::CompileResult& r, const std::string& path, FILE* out) {
     absl::FPrintF(out,
                   "calls device malloc(): the GPU worker is replaced after each request that "
                   "runs it\n");
+  }
+  std::vector<std::string> globals;
+  for (const std::string& name : r.device_globals()) {
+    if (!compile::IsPreludeGlobal(name)) globals.push_back(name);
+  }
+  if (!globals.empty()) {
+    absl::FPrintF(out,
+                  "device globals (hidden from other programs while timed, zeroed when "
+                  "unloaded): %s\n",
+                  absl::StrJoin(globals, ", "));
   }
   if (r.kernels().empty()) return;
   absl::FPrintF(out, "\n%-40s %5s %9s %9s %13s %8s %7s %6s  %s\n", "kernel", "regs", "smem [B]",

@@ -17,7 +17,7 @@ namespace kerneleval::compile {
 
 // Bump when anything that changes compile output changes on kerneleval's side
 // (NVRTC arguments, prelude handling, result post-processing).
-inline constexpr std::string_view kCompileSettingsVersion = "kerneleval-compile-4";
+inline constexpr std::string_view kCompileSettingsVersion = "kerneleval-compile-5";
 
 struct CacheKeyInputs {
   std::string_view source;

@@ -521,6 +521,30 @@ bool PtxCallsDeviceMalloc(std::string_view ptx) {
   return std::regex_search(ptx.begin(), ptx.end(), kExternMalloc);
 }
 
+std::vector<std::string> PtxDeviceGlobals(std::string_view ptx) {
+  // At the start of a line: function bodies address global memory through
+  // instructions (ld.global, cvta.to.global), never a line-leading directive.
+  // Texture, sampler and surface references are handles, not memory.
+  static const std::regex kGlobal(
+      R"((?:^|\n)[ \t]*(?:\.(?:visible|weak|common)[ \t]+)?\.global[ \t]+)"
+      R"((?:\.attribute\([^)]*\)[ \t]+)?(?:\.align[ \t]+\d+[ \t]+)?(?:\.v\d[ \t]+)?)"
+      R"(\.(?!texref|samplerref|surfref)\w+[ \t]+([A-Za-z_$%][\w$]*))");
+  std::vector<std::string> names;
+  for (auto it = std::regex_iterator<std::string_view::const_iterator>(ptx.begin(), ptx.end(),
+                                                                        kGlobal);
+       it != std::regex_iterator<std::string_view::const_iterator>(); ++it) {
+    names.push_back((*it)[1].str());
+  }
+  return names;
+}
+
+bool IsPreludeGlobal(std::string_view name) {
+  static constexpr std::string_view kNames[] = {
+      "INFINITY", "NAN",         "HUGE_VALF", "HUGE_VAL", "FLT_MAX",     "FLT_MIN",
+      "FLT_EPSILON", "FLT_TRUE_MIN", "DBL_MAX", "DBL_MIN", "DBL_EPSILON", "DBL_TRUE_MIN"};
+  return std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames);
+}
+
 // ----------------------------------------------------------------- together
 
 std::vector<v1::KernelInfo> ExtractKernels(std::string_view ptx_in, std::string_view cubin_in,

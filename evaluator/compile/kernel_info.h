@@ -65,6 +65,17 @@ std::vector<PtxEntry> ParsePtxEntries(std::string_view ptx);
 // (".extern .func (.param .b64 func_retval0) malloc", or the aligned and
 // cudaMalloc variants).
 bool PtxCallsDeviceMalloc(std::string_view ptx);
+// The module-scope variables the PTX defines in the global state space
+// (".global [.attribute(...)] [.align N] .type name[...] [= ...];"), in the
+// order declared; `.extern` declarations (defined elsewhere) are left out.
+// Constant, shared and local memory are not global: a kernel cannot write
+// the first, and the others do not outlive a block or thread.
+std::vector<std::string> PtxDeviceGlobals(std::string_view ptx);
+// Whether `name` is one of the constants kerneleval's prelude defines
+// (include/kerneleval/prelude.cuh: INFINITY, NAN, FLT_MAX, ...): NVRTC gives
+// them storage in every module, so they are device globals of every program
+// but none of its author's.
+bool IsPreludeGlobal(std::string_view name);
 
 // ------------------------------------------------------------------- names
 // abi::__cxa_demangle; the input unchanged when it is not a mangled name

@@ -136,6 +136,7 @@ absl::StatusOr<v1::CompileResult> CompileWithNvrtc(const std::string& source,
     *result.add_kernels() = std::move(kernel);
   }
   result.set_uses_device_malloc(PtxCallsDeviceMalloc(*ptx));
+  for (std::string& name : PtxDeviceGlobals(*ptx)) result.add_device_globals(std::move(name));
   result.set_ptx(*std::move(ptx));
   result.set_cubin(std::move(cubin));
   return result;

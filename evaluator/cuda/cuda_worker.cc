@@ -12,6 +12,7 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "evaluator/cuda/aux_kernels.h"
 #include "evaluator/cuda/keyed_mix.h"
 #include "evaluator/cuda/launch.h"
@@ -91,6 +92,19 @@ struct CudaWorker::LoadedProgram {
   std::string label;
   std::unique_ptr<Module> module;
   std::map<std::string, KernelFunction> functions;  // by symbol, loaded on first use
+  // The module's global variables (CompileResult.device_globals), merged
+  // into spans. While another program of a timing request runs they are
+  // zeros, and what they held waits in globals_stash under pads
+  // (StashGlobals / UnstashGlobals).
+  struct GlobalSpan {
+    CUdeviceptr ptr = 0;
+    uint64_t bytes = 0;
+    uint64_t stash_offset = 0;  // into globals_stash, a multiple of 8
+  };
+  std::vector<GlobalSpan> globals;
+  DeviceBuffer globals_stash;  // whole 8-byte words
+  uint64_t globals_keys[2] = {0, 0};
+  bool globals_stashed = false;
 };
 
 struct CudaWorker::Buffer {
@@ -324,6 +338,7 @@ absl::StatusOr<CudaWorker::LoadedProgram> CudaWorker::LoadProgram(const internal
     absl::StatusOr<Module> module = Module::Load(api_, compiled.cubin());
     if (module.ok()) {
       loaded.module = std::make_unique<Module>(*std::move(module));
+      if (absl::Status s = FindGlobals(program, &loaded, notes); !s.ok()) return s;
       return loaded;
     }
     if (compiled.ptx().empty()) return FaultFrom(module.status());
@@ -341,7 +356,94 @@ absl::StatusOr<CudaWorker::LoadedProgram> CudaWorker::LoadProgram(const internal
   if (!module.ok()) return FaultFrom(module.status());
   notes->push_back(absl::StrCat(program.label(), ": PTX JIT (", why_jit, ")"));
   loaded.module = std::make_unique<Module>(*std::move(module));
+  if (absl::Status s = FindGlobals(program, &loaded, notes); !s.ok()) return s;
   return loaded;
+}
+
+absl::Status CudaWorker::FindGlobals(const internal::Program& program, LoadedProgram* loaded,
+                                     std::vector<std::string>* notes) {
+  std::vector<LoadedProgram::GlobalSpan> found;
+  std::vector<std::string> missing;
+  for (const std::string& name : program.compiled().device_globals()) {
+    absl::StatusOr<Module::Global> global = loaded->module->GetGlobal(name);
+    if (absl::IsNotFound(global.status())) {
+      missing.push_back(name);
+      continue;
+    }
+    if (!global.ok()) return FaultFrom(global.status());
+    if (global->bytes > 0) found.push_back({global->ptr, global->bytes, 0});
+  }
+  if (!missing.empty()) {
+    notes->push_back(absl::StrCat(program.label(), ": device globals not in the loaded module (",
+                                  absl::StrJoin(missing, ", "),
+                                  "): not hidden from the programs timed with it"));
+  }
+  // Neighbours in one span, one copy: the variables of a section lie a few
+  // alignment bytes apart (the prelude's twelve constants make one span).
+  // A gap under 16 bytes between two of this module's variables is padding
+  // of its own memory (allocations start 256-byte aligned).
+  std::sort(found.begin(), found.end(),
+            [](const auto& a, const auto& b) { return a.ptr < b.ptr; });
+  constexpr uint64_t kMergeGapBytes = 16;
+  uint64_t stash_bytes = 0;
+  for (const LoadedProgram::GlobalSpan& span : found) {
+    if (!loaded->globals.empty()) {
+      LoadedProgram::GlobalSpan& last = loaded->globals.back();
+      if (span.ptr <= last.ptr + last.bytes + kMergeGapBytes) {
+        last.bytes = std::max(last.ptr + last.bytes, span.ptr + span.bytes) - last.ptr;
+        stash_bytes = last.stash_offset + RoundUp(last.bytes, 8);
+        continue;
+      }
+    }
+    loaded->globals.push_back({span.ptr, span.bytes, stash_bytes});
+    stash_bytes += RoundUp(span.bytes, 8);
+  }
+  absl::StatusOr<DeviceBuffer> stash = DeviceBuffer::Allocate(api_, stash_bytes);
+  if (!stash.ok()) return stash.status();
+  loaded->globals_stash = *std::move(stash);
+  return absl::OkStatus();
+}
+
+absl::Status CudaWorker::StashGlobals(LoadedProgram& program) {
+  if (program.globals.empty() || program.globals_stashed) return absl::OkStatus();
+  for (const LoadedProgram::GlobalSpan& span : program.globals) {
+    const CUdeviceptr stash = program.globals_stash.ptr() + span.stash_offset;
+    KE_CU_RETURN_IF_ERROR(api_.cuMemcpyDtoDAsync(stash, span.ptr, span.bytes, stream_.get()));
+    KE_CU_RETURN_IF_ERROR(api_.cuMemsetD8Async(span.ptr, 0, span.bytes, stream_.get()));
+  }
+  for (uint64_t& key : program.globals_keys) key = DrawKey();
+  if (absl::Status s = XorGlobalsStash(program); !s.ok()) return s;
+  program.globals_stashed = true;
+  return absl::OkStatus();
+}
+
+absl::Status CudaWorker::UnstashGlobals(LoadedProgram& program) {
+  if (!program.globals_stashed) return absl::OkStatus();
+  if (absl::Status s = XorGlobalsStash(program); !s.ok()) return s;
+  for (const LoadedProgram::GlobalSpan& span : program.globals) {
+    KE_CU_RETURN_IF_ERROR(api_.cuMemcpyDtoDAsync(
+        span.ptr, program.globals_stash.ptr() + span.stash_offset, span.bytes, stream_.get()));
+  }
+  program.globals_stashed = false;
+  return absl::OkStatus();
+}
+
+absl::Status CudaWorker::XorGlobalsStash(const LoadedProgram& program) {
+  // In place: each thread reads a word and writes it back padded (or
+  // unpadded: the pad is its own inverse).
+  CUdeviceptr words_ptr = program.globals_stash.ptr();
+  uint64_t words = program.globals_stash.bytes() / 8;
+  uint64_t keys[2] = {program.globals_keys[0], program.globals_keys[1]};
+  void* args[] = {&words_ptr, &words_ptr, &words, &keys[0], &keys[1]};
+  return LaunchGridStride(stash_kernel_, words, args);
+}
+
+absl::Status CudaWorker::ZeroGlobals(const LoadedProgram& program) {
+  for (const LoadedProgram::GlobalSpan& span : program.globals) {
+    KE_CU_RETURN_IF_ERROR(api_.cuMemsetD8Async(span.ptr, 0, span.bytes, stream_.get()));
+  }
+  KE_CU_RETURN_IF_ERROR(api_.cuStreamSynchronize(stream_.get()));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<CudaWorker::BufferSet> CudaWorker::AllocateBuffers(
@@ -590,6 +692,7 @@ absl::StatusOr<WorkerOutcome<internal::RunResult>> CudaWorker::Run(
         buffers->Abandon();
       } else {
         (void)buffers->ScrubAndFree();
+        (void)ZeroGlobals(*program);
       }
       if (!IsProgramFault(case_result.status())) {
         return case_result.status();  // not the program's doing
@@ -601,6 +704,12 @@ absl::StatusOr<WorkerOutcome<internal::RunResult>> CudaWorker::Run(
       return fail(FaultFrom(freed), test_case.label());
     }
     *result.add_cases() = *std::move(case_result);
+  }
+  // The module is unloaded next and its memory goes back to the driver's
+  // pool: nothing the program computed stays there for a later module or
+  // allocation to find (our own buffers are scrubbed the same way).
+  if (absl::Status zeroed = ZeroGlobals(*program); !zeroed.ok()) {
+    return fail(FaultFrom(zeroed), "");
   }
   return outcome;
 }
@@ -671,6 +780,12 @@ absl::StatusOr<CudaWorker::Sample> CudaWorker::TimeOnce(LoadedProgram& program,
     }
   }
   return sample;
+}
+
+absl::Status CudaWorker::ClearAfterRun(LoadedProgram& program, BufferSet& set) {
+  if (absl::Status s = StashOutputs(set); !s.ok()) return s;
+  if (absl::Status s = PoisonWritable(set); !s.ok()) return s;
+  return StashGlobals(program);
 }
 
 absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
@@ -776,11 +891,11 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
       failed_program = p;
       BufferSet& set = buffers[p][w % sets];
       absl::Status status = RotateInputs(set, request.input_seeds(w % sets), w);
+      if (status.ok()) status = UnstashGlobals(programs[p]);
       if (status.ok()) status = PoisonWritable(set);
       if (status.ok()) status = LaunchPlan(programs[p], request.programs(p).plan(), set);
       if (status.ok()) status = WaitFor(nullptr, deadline);
-      if (status.ok()) status = StashOutputs(set);  // as after every timed run (below)
-      if (status.ok()) status = PoisonWritable(set);
+      if (status.ok()) status = ClearAfterRun(programs[p], set);  // as after every timed run
       if (!status.ok()) return program_failed(status);
     }
   }
@@ -803,11 +918,12 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
   };
   // One round on input set round % sets: every program once, in order. All
   // programs share one context, so a candidate that finds another program's
-  // buffers in device memory could copy a result computed on the very inputs
-  // it was given (this round's rotation). So right after its sample each
-  // program's outputs go to its stash under fresh pads (keyed_mix.h) and are
-  // poisoned, before the next program runs; the stash of the last run on
-  // each set is what is checked. Every round does the same, so no round
+  // memory could copy a result computed on the very inputs it was given
+  // (this round's rotation). So right after its sample each program's
+  // outputs go to its stash under fresh pads (keyed_mix.h) and are poisoned,
+  // and its device globals go under pads too, zeros in their place, until
+  // its next run (ClearAfterRun, UnstashGlobals); the stash of the last run
+  // on each set is what is checked. Every round does the same, so no round
   // looks checked to a program that reads the clock between its launches.
   auto time_round = [&](uint64_t round) -> absl::Status {
     const int s = static_cast<int>(round % sets);
@@ -819,6 +935,9 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
           !rotated.ok()) {
         return FaultFrom(rotated);
       }
+      if (absl::Status unstashed = UnstashGlobals(programs[p]); !unstashed.ok()) {
+        return FaultFrom(unstashed);
+      }
       absl::StatusOr<Sample> sample =
           TimeOnce(programs[p], request.programs(p).plan(), set, config.flush_l2(), deadline);
       if (!sample.ok()) return sample.status();
@@ -827,8 +946,7 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
       hold_timed_out[p].push_back(sample->hold_timed_out);
       reports_overwritten[p] += sample->report_overwritten;
       if (sample->clock_mhz > 0) all_clocks.push_back(sample->clock_mhz);
-      if (absl::Status stashed = StashOutputs(set); !stashed.ok()) return stashed;
-      if (absl::Status poisoned = PoisonWritable(set); !poisoned.ok()) return poisoned;
+      if (absl::Status cleared = ClearAfterRun(programs[p], set); !cleared.ok()) return cleared;
     }
     return absl::OkStatus();
   };

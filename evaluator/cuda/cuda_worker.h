@@ -11,8 +11,9 @@
 //   3. launch the plan (limits checked, dynamic shared memory opted in, args
 //      packed), wait until the request's deadline;
 //   4. copy outputs back; inputs compared with the host copy; guards checked;
-//   5. overwrite every buffer with zeros and free it, so nothing a program
-//      computed is left for the next one to find.
+//   5. overwrite every buffer with zeros and free it, and the module's
+//      device globals before it is unloaded, so nothing a program computed
+//      is left for the next one to find.
 // Time: see evaluator/cuda/README.md ("Measurement procedure").
 #pragma once
 
@@ -100,6 +101,20 @@ class CudaWorker {
 
   absl::StatusOr<LoadedProgram> LoadProgram(const internal::Program& program,
                                             std::vector<std::string>* notes);
+  // Finds the program's device globals (CompileResult.device_globals) in
+  // its module and allocates their stash (a name the module lacks: a note).
+  absl::Status FindGlobals(const internal::Program& program, LoadedProgram* loaded,
+                           std::vector<std::string>* notes);
+  // On the stream. Stash: the globals' bytes go to the program's stash,
+  // under pads from fresh keys, and zeros take their place, so another
+  // program timed in the same context finds nothing the program computed;
+  // Unstash: they come back before the program's next run, so it sees its
+  // own state as if it ran alone. No-ops when already (un)stashed.
+  absl::Status StashGlobals(LoadedProgram& program);
+  absl::Status UnstashGlobals(LoadedProgram& program);
+  absl::Status XorGlobalsStash(const LoadedProgram& program);  // pads on or off, in place
+  // Zeros every device global and waits: before the module is unloaded.
+  absl::Status ZeroGlobals(const LoadedProgram& program);
   // Inputs come from `generated` (shared by the programs of one timing
   // request); `rotatable`: they also keep a pristine device copy for
   // RotateInputs.
@@ -121,6 +136,9 @@ class CudaWorker {
   // Copies each output of a timing set into its stash under fresh pads
   // (ke_stash_xor), on the stream.
   absl::Status StashOutputs(BufferSet& set);
+  // After every timed or warm-up run, on the stream: StashOutputs, outputs
+  // and scratch poisoned, StashGlobals.
+  absl::Status ClearAfterRun(LoadedProgram& program, BufferSet& set);
   uint64_t DrawKey();  // 64 bits from key_source_
   absl::Status Fill(CUdeviceptr ptr, uint64_t bytes, uint64_t pattern);
   // Launches one of the worker's grid-stride kernels over `items` on the

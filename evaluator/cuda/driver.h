@@ -43,6 +43,7 @@ namespace kerneleval::cuda {
   X(cuModuleLoadDataEx, 2010)               \
   X(cuModuleUnload, 2000)                   \
   X(cuModuleGetFunction, 2000)              \
+  X(cuModuleGetGlobal, 3020)                \
   X(cuFuncGetAttribute, 2020)               \
   X(cuFuncSetAttribute, 9000)               \
   X(cuMemAlloc, 3020)                       \
@@ -52,6 +53,7 @@ namespace kerneleval::cuda {
   X(cuMemcpyDtoH, 3020)                     \
   X(cuMemcpyDtoDAsync, 3020)                \
   X(cuMemsetD8, 3020)                       \
+  X(cuMemsetD8Async, 3020)                  \
   X(cuMemsetD32Async, 3020)                 \
   X(cuMemHostAlloc, 2020)                   \
   X(cuMemFreeHost, 2000)                    \

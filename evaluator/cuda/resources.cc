@@ -115,6 +115,16 @@ absl::StatusOr<KernelFunction> Module::GetFunction(const std::string& symbol) co
   return function;
 }
 
+absl::StatusOr<Module::Global> Module::GetGlobal(const std::string& symbol) const {
+  Global global;
+  const CUresult result = api_->cuModuleGetGlobal(&global.ptr, &global.bytes, module_, symbol.c_str());
+  if (result == CUDA_ERROR_NOT_FOUND) {
+    return absl::NotFoundError(absl::StrCat("global ", symbol, " not found in the module"));
+  }
+  KE_CU_RETURN_IF_ERROR(result);
+  return global;
+}
+
 // --------------------------------------------------------------- DeviceBuffer
 
 absl::StatusOr<DeviceBuffer> DeviceBuffer::Allocate(const DriverApi& api, size_t bytes) {

@@ -71,6 +71,13 @@ class Module {
 
   // NOT_FOUND when the module has no such symbol.
   absl::StatusOr<KernelFunction> GetFunction(const std::string& symbol) const;
+  // A module-scope variable in global memory: where it lives and its bytes.
+  // NOT_FOUND when the module has no such symbol.
+  struct Global {
+    CUdeviceptr ptr = 0;
+    size_t bytes = 0;
+  };
+  absl::StatusOr<Global> GetGlobal(const std::string& symbol) const;
   [[nodiscard]] CUmodule get() const { return module_; }
 
  private:

@@ -64,6 +64,11 @@ endfunction()
 # Success: a header line and one row per kernel (regs, smem 4000, 256 threads, 3 params).
 kerneleval_compile_cli_test(ok "${KERNELEVAL_COMPILE_DATA}/ok.cu" 0
   STDOUT "ok\\.cu: compiled for sm_90 in [0-9.]+ s \\(NVRTC [0-9]+\\.[0-9]+\\)\n.*\nstage +[0-9]+ +4000 +0 +0/0 +[0-9]+ +256 +3/20B +const float\\* __restrict__ in 0:8, float\\* out 8:8, int n 16:4")
+# Device globals are listed (the prelude's constants, in every module, are not).
+kerneleval_compile_cli_test(device_globals "${KERNELEVAL_COMPILE_DATA}/globals.cu" 0
+  STDOUT "\ndevice globals \\(hidden from other programs while timed, zeroed when unloaded\\): launches\n")
+kerneleval_compile_cli_test(no_device_globals "${KERNELEVAL_COMPILE_DATA}/ok.cu" 0
+  NOT_STDOUT "device globals")
 # A compile error is exit 1 with the user's line and column, and the compiler log.
 kerneleval_compile_cli_test(error_line "${KERNELEVAL_COMPILE_DATA}/error.cu" 1
   STDOUT "compile FAILED.*line 7:12 +error +identifier \"not_declared_anywhere\" is undefined.*compiler log:\nkernel\\.cu\\(7\\): error")

@@ -102,6 +102,10 @@ def test_compile(client):
     heap = client.compile(VECTOR_ADD.replace("if (i < n)", "float* p = (float*)malloc(4); free(p);\n  if (i < n)"))
     assert heap.success, heap.log
     assert heap.uses_device_malloc
+    assert "calls" not in result.device_globals
+    counted = client.compile("__device__ unsigned calls;\n" + VECTOR_ADD.replace("if (i < n)", "atomicAdd(&calls, 1u);\n  if (i < n)"))
+    assert counted.success, counted.log
+    assert "calls" in counted.device_globals
     failed = client.compile(VECTOR_ADD_SYNTAX)
     assert not failed.success and failed.log
     assert any(d.severity == "error" for d in failed.diagnostics)

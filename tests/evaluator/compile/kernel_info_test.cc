@@ -77,6 +77,25 @@ TEST(PtxEntriesTest, DeviceMallocIsTheExternDeclarationOnly) {
   EXPECT_FALSE(PtxCallsDeviceMalloc(".extern .func  (.param .b64 func_retval0) mallocx\n"));
 }
 
+TEST(PtxEntriesTest, DeviceGlobalsAreTheModuleScopeGlobalDefinitions) {
+  const std::string ptx =
+      ".version 9.0\n.target sm_90\n.address_size 64\n"
+      ".extern .global .align 4 .u32 defined_elsewhere;\n"
+      ".global .align 4 .b8 cache[4096];\n"
+      ".global .align 4 .u32 counter = 5;\n"
+      ".global .attribute(.managed) .align 4 .u32 managed_v;\n"
+      ".visible .global .align 8 .b8 _ZN2ns3nsvE[24];\n"
+      "  .global .v2 .f32 pair;\n"
+      ".global .texref old_texture;\n"
+      ".const .align 4 .b8 cst[16];\n"
+      ".visible .entry k(\n.param .u64 k_param_0\n)\n{\n"
+      "\tcvta.to.global.u64 %rd2, %rd1;\n"
+      "\tld.global.u32 %r8, [counter];\n}\n";
+  EXPECT_THAT(PtxDeviceGlobals(ptx),
+              ::testing::ElementsAre("cache", "counter", "managed_v", "_ZN2ns3nsvE", "pair"));
+  EXPECT_TRUE(PtxDeviceGlobals(".visible .entry k()\n{\n\tret;\n}\n").empty());
+}
+
 TEST(NamesTest, DemangleAndParameterTypes) {
   EXPECT_EQ(Demangle("_Z3addPKfPfi"), "add(float const*, float*, int)");
   EXPECT_EQ(Demangle("add"), "add");

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -177,6 +178,38 @@ TEST_F(NvrtcCompilerTest, DeviceMallocIsReported) {
       "extern \"C\" __global__ void malloc_free_kernel(float* out) { out[0] = 1.f; }\n");
   ASSERT_TRUE(without.success()) << without.log();
   EXPECT_FALSE(without.uses_device_malloc());
+}
+
+TEST_F(NvrtcCompilerTest, DeviceGlobalsAreListed) {
+  const v1::CompileResult r = Compile(
+      "__device__ float cache[1024];\n"
+      "static __device__ int hidden;\n"
+      "__device__ int counter = 5;\n"
+      "namespace ns { __device__ double values[3]; }\n"
+      "__constant__ float coefficients[4];\n"
+      "extern \"C\" __global__ void k(float* out) {\n"
+      "  __shared__ float tile[32];\n"
+      "  static __device__ unsigned calls;\n"
+      "  tile[threadIdx.x % 32] = cache[threadIdx.x];\n"
+      "  atomicAdd(&calls, 1u);\n"
+      "  out[threadIdx.x] = tile[0] + hidden + counter + ns::values[0] + coefficients[0];\n"
+      "}\n");
+  ASSERT_TRUE(r.success()) << r.log();
+  // Constant and shared memory are not listed: a kernel cannot write the
+  // first, and the second does not outlive its block. The prelude's
+  // constants have storage in every module.
+  std::set<std::string> authors, prelude;
+  for (const std::string& name : r.device_globals()) {
+    (IsPreludeGlobal(name) ? prelude : authors).insert(name);
+  }
+  EXPECT_EQ(authors, (std::set<std::string>{"cache", "hidden", "counter", "_ZN2ns6valuesE",
+                                            "_ZZ1kE5calls"}));
+  EXPECT_EQ(prelude.size(), 12u);
+  const v1::CompileResult plain =
+      Compile("extern \"C\" __global__ void k(float* out) { out[0] = 1.f; }\n");
+  ASSERT_TRUE(plain.success()) << plain.log();
+  EXPECT_EQ(plain.device_globals_size(), 12);
+  for (const std::string& name : plain.device_globals()) EXPECT_TRUE(IsPreludeGlobal(name)) << name;
 }
 
 TEST_F(NvrtcCompilerTest, SpillsUnderARegisterCap) {

@@ -86,12 +86,25 @@ extern "C" __global__ void add_printf_flood(const float* a, const float* b, floa
   for (int k = 0; k < 100; ++k) printf("flood %d %d\n", i, k);
   if (i < n) c[i] = a[i] + b[i];
 }
+// Counts its own runs, per element, in a device global; `bias` starts at 3.
+// Its output is 3 + 1000 * (runs before this one).
+__device__ unsigned runs[4096];
+__device__ float bias[4] = {3.f, 3.f, 3.f, 3.f};
+extern "C" __global__ void count_runs(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n && i < 4096) {
+    c[i] = bias[i % 4] + 1000.f * runs[i];
+    runs[i] += 1;
+  }
+}
 )";
+// The device globals of kVectorAdd (CompileResult.device_globals).
+const std::vector<std::string> kDeviceGlobals = {"runs", "bias"};
 
 // Every kernel of kVectorAdd, for the host compiler (it builds a launcher per name).
 const std::vector<std::string> kKernelNames = {"add",          "add_wild",        "add_past_end",
                                                "spin_forever", "reads_leftovers", "add_and_clobber",
-                                               "add_via_smem", "add_printf_flood"};
+                                               "add_via_smem", "add_printf_flood", "count_runs"};
 
 using fake_cuda::kFakeDriver;
 
@@ -164,6 +177,7 @@ class CudaBackendGpuTest : public testing::Test {
     program.mutable_compiled()->set_success(true);
     program.mutable_compiled()->set_arch(backend_->target_arch());
     program.mutable_compiled()->set_cubin(*cubin_);
+    for (const std::string& name : kDeviceGlobals) program.mutable_compiled()->add_device_globals(name);
     return program;
   }
 
@@ -455,6 +469,40 @@ TEST_F(CudaBackendGpuTest, SelfTimingIsStable) {
   }
 }
 
+// While timed, each program's device globals go under pads between its runs
+// (another program runs in between) and come back intact: each counter sees
+// every one of its own earlier runs, and the initialised bias.
+TEST_F(CudaBackendGpuTest, DeviceGlobalsStayEachProgramsOwnWhileTimed) {
+  internal::TimingRequest request;
+  const std::vector<std::pair<const char*, const char*>> programs = {
+      {"reference", "add"}, {"counter", "count_runs"}, {"second counter", "count_runs"}};
+  for (const auto& [label, kernel] : programs) {
+    internal::TimedProgram* timed = request.add_programs();
+    *timed->mutable_program() = Program(label);
+    *timed->mutable_plan() = Plan(kernel, 4096);
+  }
+  request.add_input_seeds(1);
+  *request.mutable_config() = timing::DefaultTimingConfig();
+  request.mutable_config()->set_max_seconds(1);
+  request.set_timeout_seconds(30);
+  absl::StatusOr<internal::TimingResult> result = backend_->Time(request);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_FALSE(result->has_failure()) << result->failure().message();
+  for (int p = 1; p <= 2; ++p) {
+    const std::string& bytes = result->programs(p).last_outputs(0).outputs(0).data();
+    std::vector<float> counted(bytes.size() / 4);
+    std::memcpy(counted.data(), bytes.data(), bytes.size());
+    ASSERT_EQ(counted.size(), 4096u);
+    EXPECT_EQ(counted, std::vector<float>(4096, counted[0])) << programs[p].first;
+    const double runs_before = (counted[0] - 3.0) / 1000.0;
+    EXPECT_EQ(runs_before, std::floor(runs_before)) << counted[0];
+    // Warm-up runs count; dropped samples ran too.
+    EXPECT_GE(runs_before + 1,
+              request.config().warmup_runs() + result->programs(p).samples_us_size())
+        << programs[p].first << ": " << counted[0];
+  }
+}
+
 TEST_F(CudaBackendGpuTest, TimingCatchesAFaultingCandidate) {
   internal::TimingRequest request;
   internal::TimedProgram* reference = request.add_programs();
@@ -500,6 +548,7 @@ class CudaFakeDriverTest : public testing::Test {
     std::string label;
     std::string kernel;
     const std::string* module;
+    std::vector<std::string> device_globals = {};  // CompileResult.device_globals
   };
   // Times each program on `n` elements of `sets` input sets, at most 1 s of
   // samples unless `config` says otherwise.
@@ -513,6 +562,9 @@ class CudaFakeDriverTest : public testing::Test {
       timed->mutable_program()->mutable_compiled()->set_success(true);
       timed->mutable_program()->mutable_compiled()->set_arch(backend.target_arch());
       timed->mutable_program()->mutable_compiled()->set_cubin(*program.module);
+      for (const std::string& name : program.device_globals) {
+        timed->mutable_program()->mutable_compiled()->add_device_globals(name);
+      }
       *timed->mutable_plan() = CudaBackendGpuTest::PlanFor(program.kernel, n);
     }
     for (int s = 1; s <= sets; ++s) request.add_input_seeds(static_cast<uint64_t>(s));
@@ -941,6 +993,193 @@ TEST_F(CudaFakeDriverTest, AProgramCallingDeviceMallocIsItsWorkersLast) {
   EXPECT_FALSE(backend->Run(request).ok());
   EXPECT_EQ(backend->restarts(), before_error + 1);
   EXPECT_EQ(run("find_in_heap", false), "not found");
+}
+
+// Device globals: module memory that outlives a run. Here the first kernel
+// keeps every result it computes in one and says where (the test driver's
+// side channel again); the second copies from there, as a kernel that found
+// another program's module in device memory would.
+constexpr char kGlobalState[] = R"(
+extern "C" int setenv(const char* name, const char* value, int overwrite);
+extern "C" char* getenv(const char* name);
+extern "C" int msync(void* address, unsigned long bytes, int flags);
+__device__ float kept[4096];
+extern "C" __global__ void add_and_keep(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = kept[i] = a[i] + b[i];
+  if (i == 0) {
+    char text[17] = {};
+    unsigned long long address = (unsigned long long)kept;
+    for (int d = 15; d >= 0; --d, address >>= 4) text[d] = "0123456789abcdef"[address & 15];
+    setenv("KERNELEVAL_TEST_KEPT", text, 1);
+  }
+}
+extern "C" __global__ void copy_kept(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const char* text = getenv("KERNELEVAL_TEST_KEPT");
+  unsigned long long address = 0;
+  for (int d = 0; text != nullptr && d < 16; ++d)
+    address = address * 16 + (text[d] <= '9' ? text[d] - '0' : text[d] - 'a' + 10);
+  bool mapped = address != 0 && msync((void*)(address & ~4095ull), 1, 1 /* MS_ASYNC */) == 0;
+  c[i] = mapped ? ((const float*)address)[i] : -1.f;
+}
+// Counts its own runs, per element, in a global; `bias` starts at 3. Its
+// output is 3 + 1000 * (runs before this one).
+__device__ unsigned runs[4096];
+__device__ float bias[4] = {3.f, 3.f, 3.f, 3.f};
+extern "C" __global__ void count_runs(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    c[i] = bias[i % 4] + 1000.f * runs[i];
+    runs[i] += 1;
+  }
+}
+)";
+
+std::vector<float> Floats(const std::string& bytes) {
+  std::vector<float> values(bytes.size() / 4);
+  std::memcpy(values.data(), bytes.data(), values.size() * 4);
+  return values;
+}
+
+TEST_F(CudaFakeDriverTest, AProgramTimedAfterAnotherFindsNothingInItsGlobals) {
+  std::unique_ptr<CudaBackend> backend = StartBackend();
+  ASSERT_NE(backend, nullptr);
+  absl::StatusOr<std::string> module = kerneleval::fake_cuda::BuildHostModule(
+      kGlobalState, {}, {"add_and_keep", "copy_kept", "count_runs"});
+  ASSERT_TRUE(module.ok()) << module.status();
+  // The candidate runs right after the reference in every round, on the
+  // same inputs. `listed`: the compile service named `kept` as a global.
+  auto time = [&](bool listed) -> absl::StatusOr<internal::TimingResult> {
+    std::vector<std::string> globals;
+    if (listed) globals = {"kept"};
+    return TimeKernels(*backend,
+                       {{"reference", "add_and_keep", &*module, globals},
+                        {"candidate", "copy_kept", &*module}},
+                       4096, /*sets=*/2);
+  };
+  absl::StatusOr<internal::TimingResult> hidden = time(true);
+  ASSERT_TRUE(hidden.ok()) << hidden.status();
+  ASSERT_FALSE(hidden->has_failure()) << hidden->failure().message();
+  ASSERT_EQ(hidden->programs_size(), 2);
+  for (int s = 0; s < 2; ++s) {
+    const std::vector<float> computed = Floats(hidden->programs(0).last_outputs(s).outputs(0).data());
+    const std::vector<float> copied = Floats(hidden->programs(1).last_outputs(s).outputs(0).data());
+    EXPECT_NE(computed, std::vector<float>(4096, 0.f));
+    // The address was published and mapped, and held zeros.
+    EXPECT_EQ(copied, std::vector<float>(4096, 0.f)) << "set " << s;
+  }
+  // Not listed, the global keeps the reference's result for the next
+  // program of the round: the channel this closes.
+  absl::StatusOr<internal::TimingResult> open = time(false);
+  ASSERT_TRUE(open.ok()) << open.status();
+  ASSERT_FALSE(open->has_failure()) << open->failure().message();
+  for (int s = 0; s < 2; ++s) {
+    EXPECT_EQ(open->programs(1).last_outputs(s).outputs(0).data(),
+              open->programs(0).last_outputs(s).outputs(0).data())
+        << "set " << s;
+  }
+}
+
+TEST_F(CudaFakeDriverTest, AProgramSeesItsOwnGlobalsAcrossItsRuns) {
+  std::unique_ptr<CudaBackend> backend = StartBackend();
+  ASSERT_NE(backend, nullptr);
+  absl::StatusOr<std::string> module = kerneleval::fake_cuda::BuildHostModule(
+      kGlobalState, {}, {"add_and_keep", "copy_kept", "count_runs"});
+  ASSERT_TRUE(module.ok()) << module.status();
+  // Timed between two other programs with globals of their own: its state
+  // goes under pads and comes back intact before each of its runs.
+  internal::TimingConfig config = timing::DefaultTimingConfig();
+  config.set_max_seconds(1);
+  absl::StatusOr<internal::TimingResult> result =
+      TimeKernels(*backend,
+                  {{"reference", "add_and_keep", &*module, {"kept"}},
+                   {"counter", "count_runs", &*module, {"runs", "bias"}},
+                   {"keeper", "add_and_keep", &*module, {"kept"}}},
+                  4096, /*sets=*/1, config);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_FALSE(result->has_failure()) << result->failure().message();
+  const std::vector<float> counted = Floats(result->programs(1).last_outputs(0).outputs(0).data());
+  ASSERT_EQ(counted.size(), 4096u);
+  // The last run saw every earlier run's count (warm-up runs included; a
+  // dropped sample ran too) and the bias as initialised.
+  const float last = counted[0];
+  EXPECT_EQ(counted, std::vector<float>(4096, last));
+  const double runs_before = (last - 3.0) / 1000.0;
+  EXPECT_EQ(runs_before, std::floor(runs_before)) << last;
+  EXPECT_GE(runs_before + 1,
+            config.warmup_runs() + result->programs(1).samples_us_size())
+      << last;
+
+  // One Run request: the state carries across its cases, as across launches
+  // in any program; the next request loads the module afresh.
+  internal::RunRequest request;
+  request.mutable_program()->set_label("counter");
+  v1::CompileResult* compiled = request.mutable_program()->mutable_compiled();
+  compiled->set_success(true);
+  compiled->set_arch(backend->target_arch());
+  compiled->set_cubin(*module);
+  compiled->add_device_globals("runs");
+  compiled->add_device_globals("bias");
+  for (int c = 0; c < 3; ++c) {
+    internal::Case* test_case = request.add_cases();
+    test_case->set_label(absl::StrCat("case ", c));
+    test_case->set_input_seed(static_cast<uint64_t>(c + 1));
+    *test_case->mutable_plan() = CudaBackendGpuTest::PlanFor("count_runs", 256);
+  }
+  request.set_timeout_seconds(20);
+  for (int again = 0; again < 2; ++again) {
+    absl::StatusOr<internal::RunResult> run = backend->Run(request);
+    ASSERT_TRUE(run.ok()) << run.status();
+    ASSERT_FALSE(run->has_failure()) << run->failure().message();
+    for (int c = 0; c < 3; ++c) {
+      EXPECT_EQ(Floats(run->cases(c).outputs(0).data()),
+                std::vector<float>(256, 3.f + 1000.f * static_cast<float>(c)))
+          << "request " << again << ", case " << c;
+    }
+  }
+}
+
+TEST_F(CudaFakeDriverTest, AModulesGlobalsAreZeroedBeforeItIsUnloaded) {
+  std::unique_ptr<CudaBackend> backend = StartBackend();
+  ASSERT_NE(backend, nullptr);
+  absl::StatusOr<std::string> module = kerneleval::fake_cuda::BuildHostModule(
+      kGlobalState, {}, {"add_and_keep", "copy_kept", "count_runs"});
+  ASSERT_TRUE(module.ok()) << module.status();
+  // Runs `kernel` on 256 elements of seed 1; its output.
+  auto run = [&](const std::string& kernel,
+                 std::vector<std::string> globals) -> absl::StatusOr<std::vector<float>> {
+    internal::RunRequest request;
+    request.mutable_program()->set_label(kernel);
+    v1::CompileResult* compiled = request.mutable_program()->mutable_compiled();
+    compiled->set_success(true);
+    compiled->set_arch(backend->target_arch());
+    compiled->set_cubin(*module);
+    for (const std::string& name : globals) compiled->add_device_globals(name);
+    internal::Case* test_case = request.add_cases();
+    test_case->set_label("n=256");
+    test_case->set_input_seed(1);
+    *test_case->mutable_plan() = CudaBackendGpuTest::PlanFor(kernel, 256);
+    request.set_timeout_seconds(20);
+    absl::StatusOr<internal::RunResult> result = backend->Run(request);
+    if (!result.ok()) return result.status();
+    if (result->has_failure()) return absl::InternalError(result->failure().message());
+    return Floats(result->cases(0).outputs(0).data());
+  };
+  // The test driver keeps an unloaded module's memory mapped (the copy of
+  // the published address reads it); a GPU driver returns it to a pool
+  // that later allocations and modules are carved from.
+  absl::StatusOr<std::vector<float>> sum = run("add_and_keep", {"kept"});
+  ASSERT_TRUE(sum.ok()) << sum.status();
+  absl::StatusOr<std::vector<float>> found = run("copy_kept", {});
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_EQ(*found, std::vector<float>(256, 0.f));
+  // Not listed: the next request finds the result.
+  ASSERT_TRUE(run("add_and_keep", {}).ok());
+  found = run("copy_kept", {});
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_EQ(*found, *sum);
 }
 
 TEST_F(CudaFakeDriverTest, OutputsAreReadOnlyOnceTheirStashIsWritten) {

@@ -45,6 +45,7 @@
 #include <cxxabi.h>
 #include <dlfcn.h>
 #include <elf.h>
+#include <link.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -348,6 +349,9 @@ struct FakeEvent {
 std::mutex memory_mutex;
 std::map<uintptr_t, size_t> device_allocations;  // address -> bytes
 std::map<uintptr_t, size_t> host_allocations;
+// The writable segments of loaded modules (their globals live there):
+// device memory until the module is unloaded.
+std::map<uintptr_t, size_t> module_globals;
 uint64_t allocated_bytes = 0;
 
 void* AllocatePages(size_t bytes) {
@@ -359,7 +363,7 @@ void* AllocatePages(size_t bytes) {
 // The allocation that holds [ptr, ptr + bytes), in either map.
 bool IsMapped(uintptr_t ptr, size_t bytes) {
   std::lock_guard<std::mutex> lock(memory_mutex);
-  for (const auto* allocations : {&device_allocations, &host_allocations}) {
+  for (const auto* allocations : {&device_allocations, &host_allocations, &module_globals}) {
     auto it = allocations->upper_bound(ptr);
     if (it == allocations->begin()) continue;
     --it;
@@ -391,7 +395,39 @@ struct FakeModule {
   void* library = nullptr;
   std::vector<HostKernel> kernels;
   std::map<std::string, std::unique_ptr<FakeFunction>> functions;
+  // Data objects of the shared object's .symtab (hidden and local ones too,
+  // as a CUBIN's globals are): name -> {address once loaded, bytes}.
+  std::map<std::string, std::pair<uintptr_t, size_t>> objects;
+  std::vector<uintptr_t> segments;  // its module_globals entries
 };
+
+// The STT_OBJECT symbols of an ELF image's .symtab, by name: {value, size}.
+std::map<std::string, std::pair<uint64_t, uint64_t>> ElfObjects(const uint8_t* image,
+                                                                size_t size) {
+  std::map<std::string, std::pair<uint64_t, uint64_t>> objects;
+  const auto* header = reinterpret_cast<const Elf64_Ehdr*>(image);
+  if (header->e_shoff == 0 || header->e_shoff + size_t{header->e_shnum} * sizeof(Elf64_Shdr) > size) {
+    return objects;
+  }
+  const auto* sections = reinterpret_cast<const Elf64_Shdr*>(image + header->e_shoff);
+  for (unsigned i = 0; i < header->e_shnum; ++i) {
+    if (sections[i].sh_type != SHT_SYMTAB || sections[i].sh_link >= header->e_shnum) continue;
+    const Elf64_Shdr& names = sections[sections[i].sh_link];
+    if (sections[i].sh_offset + sections[i].sh_size > size ||
+        names.sh_offset + names.sh_size > size) {
+      continue;
+    }
+    const auto* symbols = reinterpret_cast<const Elf64_Sym*>(image + sections[i].sh_offset);
+    for (size_t k = 0; k < sections[i].sh_size / sizeof(Elf64_Sym); ++k) {
+      if (ELF64_ST_TYPE(symbols[k].st_info) != STT_OBJECT || symbols[k].st_name >= names.sh_size) {
+        continue;
+      }
+      const char* name = reinterpret_cast<const char*>(image + names.sh_offset + symbols[k].st_name);
+      objects[name] = {symbols[k].st_value, symbols[k].st_size};
+    }
+  }
+  return objects;
+}
 
 // PTX text that names a host module file instead of holding code.
 constexpr char kHostModuleMarker[] = "// kerneleval fake CUDA host module: ";
@@ -486,6 +522,22 @@ CUresult LoadHostModule(const void* image, FakeModule* module, std::string* why)
     module->kernels.push_back(std::move(kernel));
   }
   module->library = library;
+  link_map* map = nullptr;
+  if (::dlinfo(library, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr) {
+    const auto* base = static_cast<const uint8_t*>(image);
+    for (const auto& [name, object] : ElfObjects(base, size)) {
+      module->objects[name] = {map->l_addr + object.first, object.second};
+    }
+    std::lock_guard<std::mutex> lock(memory_mutex);
+    for (unsigned i = 0; i < header->e_phnum; ++i) {
+      const auto* ph = reinterpret_cast<const Elf64_Phdr*>(base + header->e_phoff +
+                                                           size_t{i} * header->e_phentsize);
+      if (ph->p_type != PT_LOAD || (ph->p_flags & PF_W) == 0 || ph->p_memsz == 0) continue;
+      const uintptr_t start = map->l_addr + ph->p_vaddr;
+      module_globals[start] = ph->p_memsz;
+      module->segments.push_back(start);
+    }
+  }
   return CUDA_SUCCESS;
 }
 
@@ -869,9 +921,29 @@ CUresult FakeModuleUnload(CUmodule module) {
   if (module == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   // The library stays loaded: a kernel abandoned on a stream may still run
   // its code (the real driver would refuse or crash; we keep it simple).
-  delete reinterpret_cast<FakeModule*>(module);
+  // Its globals stop being device memory.
+  auto* fake = reinterpret_cast<FakeModule*>(module);
+  {
+    std::lock_guard<std::mutex> lock(memory_mutex);
+    for (uintptr_t address : fake->segments) module_globals.erase(address);
+  }
+  delete fake;
   Count(DriverStat::kLiveModules, -1);
   return Sticky();
+}
+
+CUresult FakeModuleGetGlobal(CUdeviceptr* ptr, size_t* bytes, CUmodule module_handle,
+                             const char* name) {
+  FAKE_API_ENTRY();
+  if (CUresult r = Sticky(); r != CUDA_SUCCESS) return r;
+  if (module_handle == nullptr || name == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  auto* module = reinterpret_cast<FakeModule*>(module_handle);
+  auto found = module->objects.find(name);
+  if (found == module->objects.end() || found->second.second == 0) return CUDA_ERROR_NOT_FOUND;
+  const auto [address, size] = found->second;
+  if (ptr != nullptr) *ptr = address;
+  if (bytes != nullptr) *bytes = size;
+  return CUDA_SUCCESS;
 }
 
 CUresult FakeModuleGetFunction(CUfunction* function, CUmodule module_handle, const char* name) {
@@ -1028,6 +1100,12 @@ CUresult FakeMemsetD8(CUdeviceptr dst, unsigned char value, size_t count) {
   FAKE_API_ENTRY();
   if (!IsMapped(dst, count)) return CUDA_ERROR_INVALID_VALUE;
   return Submit(nullptr, [=] { std::memset(reinterpret_cast<void*>(dst), value, count); });
+}
+
+CUresult FakeMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t count, CUstream stream) {
+  FAKE_API_ENTRY();
+  if (!IsMapped(dst, count)) return CUDA_ERROR_INVALID_VALUE;
+  return Submit(stream, [=] { std::memset(reinterpret_cast<void*>(dst), value, count); });
 }
 
 CUresult FakeMemsetD32Async(CUdeviceptr dst, unsigned int value, size_t count, CUstream stream) {
@@ -1283,6 +1361,7 @@ const Entry kEntries[] = {
     FAKE_ENTRY("cuModuleLoadDataEx", FakeModuleLoadDataEx),
     FAKE_ENTRY("cuModuleUnload", FakeModuleUnload),
     FAKE_ENTRY("cuModuleGetFunction", FakeModuleGetFunction),
+    FAKE_ENTRY("cuModuleGetGlobal", FakeModuleGetGlobal),
     FAKE_ENTRY("cuFuncGetAttribute", FakeFuncGetAttribute),
     FAKE_ENTRY("cuFuncSetAttribute", FakeFuncSetAttribute),
     FAKE_ENTRY("cuMemAlloc", FakeMemAlloc),
@@ -1292,6 +1371,7 @@ const Entry kEntries[] = {
     FAKE_ENTRY("cuMemcpyDtoH", FakeMemcpyDtoH),
     FAKE_ENTRY("cuMemcpyDtoDAsync", FakeMemcpyDtoDAsync),
     FAKE_ENTRY("cuMemsetD8", FakeMemsetD8),
+    FAKE_ENTRY("cuMemsetD8Async", FakeMemsetD8Async),
     FAKE_ENTRY("cuMemsetD32Async", FakeMemsetD32Async),
     FAKE_ENTRY("cuMemHostAlloc", FakeMemHostAlloc),
     FAKE_ENTRY("cuMemFreeHost", FakeMemFreeHost),

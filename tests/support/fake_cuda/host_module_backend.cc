@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "evaluator/compile/kernel_info.h"
 #include "evaluator/cpu/cpu_worker.h"
 #include "evaluator/cpu/source_rewrite.h"
 
@@ -58,6 +59,13 @@ absl::StatusOr<HostModuleBackend::Rebuilt> HostModuleBackend::Rebuild(
     cached = modules_.emplace(*std::move(unit), std::move(module)).first;
   }
   v1::CompileResult* compiled = program->mutable_compiled();
+  // The constants of NVRTC's prelude have storage in a CUBIN; the CPU
+  // prelude's have none in the host module.
+  std::vector<std::string> globals;
+  for (const std::string& name : compiled->device_globals()) {
+    if (!compile::IsPreludeGlobal(name)) globals.push_back(name);
+  }
+  compiled->mutable_device_globals()->Assign(globals.begin(), globals.end());
   if (as_ptx_) {
     compiled->set_arch("sm_80");
     compiled->set_cubin("a CUBIN for sm_80");

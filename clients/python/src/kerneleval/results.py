@@ -137,6 +137,10 @@ class CompileResult(_Result):
     toolkit_version: str = ""
     options: list[str] = field(default_factory=list)
     uses_device_malloc: bool = False  # the GPU worker is replaced after such a request
+    # Module-scope __device__ variables (PTX names), kerneleval's prelude
+    # constants included; the GPU worker hides them from the other programs
+    # timed with this one and zeros them before unloading.
+    device_globals: list[str] = field(default_factory=list)
     raw: Optional[Message] = _raw()
 
     _nested: ClassVar[dict[str, tuple[type, bool]]] = {
