@@ -422,6 +422,24 @@ absl::Status Evaluation::TimeAndScore(const ReferenceRun& reference,
   if (candidates.size() > 1) {
     for (const v1::Verdict* verdict : verdicts) before_timing.emplace(verdict, *verdict);
   }
+  // The device heap (malloc() in a kernel) belongs to the whole context and
+  // is neither stashed nor poisoned between the programs of a run: a
+  // candidate that uses it is timed alone with the reference (the CUDA
+  // worker is replaced after it), never where a sibling runs after it.
+  if (candidates.size() > 1 && backend_.name() == "cuda") {
+    std::vector<const PreparedProgram*> shared;
+    std::vector<v1::Verdict*> shared_verdicts;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      if (candidates[i]->program.compiled().uses_device_malloc()) {
+        alone.emplace_back(candidates[i], verdicts[i]);
+      } else {
+        shared.push_back(candidates[i]);
+        shared_verdicts.push_back(verdicts[i]);
+      }
+    }
+    candidates = std::move(shared);
+    verdicts = std::move(shared_verdicts);
+  }
   while (!candidates.empty()) {
     absl::StatusOr<TimingRun> run =
         TimeAndScoreOnce(reference, candidates, verdicts, reference_stats);

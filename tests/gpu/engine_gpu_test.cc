@@ -806,6 +806,64 @@ extern "C" __global__ void add_and_overwrite_peer(const float* a, const float* b
   EXPECT_GT(peer.speedup(), 0);
 }
 
+// The device heap outlives every module in the context, and nothing stashes
+// or poisons it between the programs of a timing run. A candidate calling
+// malloc() leaves a marker there; its sibling takes a fast path when it finds
+// one (standing for a result left there to copy) and otherwise takes 40 ms.
+// Timed in one run after the first, it found the marker and was fast; the
+// engine times a heap user alone with the reference (and the worker is
+// replaced after it), so the sibling never runs after it.
+TEST_F(PublishingVectorAddTest, ASiblingNeverRunsAfterAHeapUserWhileTimed) {
+  v1::EvaluateGroupRequest group;
+  *group.mutable_problem() = problem_;
+  group.set_backend(v1::BACKEND_CUDA);
+  group.add_submissions()->set_source(R"(
+// @launch add_and_mark<<<ceil_div(N, 256), 256>>>(a, b, c, N)
+#ifdef KERNELEVAL_CPU_PRELUDE_H_
+extern "C" int setenv(const char* name, const char* value, int overwrite);
+#endif
+extern "C" __global__ void add_and_mark(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+  if (i != 0) return;
+  unsigned long long* marker = (unsigned long long*)malloc(64);
+  if (marker == nullptr) return;
+  marker[0] = 0x6b65726e656c6576ull;
+#ifdef KERNELEVAL_CPU_PRELUDE_H_
+  char text[17] = {};
+  unsigned long long address = (unsigned long long)marker;
+  for (int d = 15; d >= 0; --d, address >>= 4) text[d] = "0123456789abcdef"[address & 15];
+  setenv("KERNELEVAL_TEST_HEAP_MARKER", text, 1);
+#endif
+}
+)");
+  group.add_submissions()->set_source(absl::StrCat(kFindsTheReference, R"(
+#ifdef KERNELEVAL_CPU_PRELUDE_H_
+extern "C" int usleep(unsigned microseconds);
+#endif
+// @launch add_fast_if_marked<<<ceil_div(N, 256), 256>>>(a, b, c, N)
+extern "C" __global__ void add_fast_if_marked(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+#ifdef KERNELEVAL_CPU_PRELUDE_H_
+  const float* marker = Published("KERNELEVAL_TEST_HEAP_MARKER", nullptr);
+  const bool found =
+      marker != nullptr && *(const unsigned long long*)marker == 0x6b65726e656c6576ull;
+  if (i == 0 && !found) usleep(40000);
+#endif
+}
+)"));
+  absl::StatusOr<v1::EvaluateGroupResponse> response = engine_->EvaluateGroup(group, {});
+  ASSERT_TRUE(response.ok()) << response.status();
+  ASSERT_EQ(response->verdicts_size(), 2);
+  for (const v1::Verdict& verdict : response->verdicts()) {
+    EXPECT_TRUE(verdict.correct()) << verdict.stage() << ": " << verdict.error();
+  }
+  EXPECT_TRUE(response->verdicts(0).compile().uses_device_malloc());
+  // Never found while timed: every sample took its 40 ms (found: ~8 ms here).
+  EXPECT_GT(response->verdicts(1).timing().candidate().min_us(), 35000.0);
+}
+
 // A backend that passes every call to `inner`; tests override what they stage.
 class PassThroughBackend : public Backend {
  public:
