@@ -131,10 +131,31 @@ class BlockExecutor {
     ::mprotect(static_cast<char*>(base) + shared_bytes_, PageSize(), PROT_NONE);
     dynamic_shared_ = base;
     threads_.resize(kMaxThreadsPerBlock);
+    std::lock_guard<std::mutex> lock(ArenasMutex());
+    Arenas().push_back({dynamic_shared_, shared_bytes_});
   }
   BlockExecutor(const BlockExecutor&) = delete;
   BlockExecutor& operator=(const BlockExecutor&) = delete;
-  ~BlockExecutor() { ::munmap(dynamic_shared_, shared_bytes_ + PageSize()); }
+  ~BlockExecutor() {
+    {
+      std::lock_guard<std::mutex> lock(ArenasMutex());
+      auto& arenas = Arenas();
+      arenas.erase(std::remove_if(arenas.begin(), arenas.end(),
+                                  [&](const auto& arena) { return arena.first == dynamic_shared_; }),
+                   arenas.end());
+    }
+    ::munmap(dynamic_shared_, shared_bytes_ + PageSize());
+  }
+
+  // Every executor's dynamic shared arena: {base, bytes}.
+  static std::mutex& ArenasMutex() {
+    static std::mutex mutex;
+    return mutex;
+  }
+  static std::vector<std::pair<void*, size_t>>& Arenas() {
+    static std::vector<std::pair<void*, size_t>> arenas;
+    return arenas;
+  }
 
   void RunBlock(const GridJob& job, uint64_t linear_block) {
     const kerneleval_cpu_launch& launch = *job.launch;
@@ -705,5 +726,10 @@ const kerneleval_cpu_runtime* InstallDeviceRuntime(const DeviceRuntimeOptions& o
 }
 
 uint64_t DevicePrintedBytes() { return globals ? globals->printed.load() : 0; }
+
+void ClearDynamicSharedMemory() {
+  std::lock_guard<std::mutex> lock(BlockExecutor::ArenasMutex());
+  for (const auto& [base, bytes] : BlockExecutor::Arenas()) std::memset(base, 0, bytes);
+}
 
 }  // namespace kerneleval::cpu

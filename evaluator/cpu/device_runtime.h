@@ -57,4 +57,12 @@ const kerneleval_cpu_runtime* InstallDeviceRuntime(const DeviceRuntimeOptions& o
 // [bytes] Device printf output produced so far (counted, not kept).
 uint64_t DevicePrintedBytes();
 
+// Zeros the dynamic shared memory of every OS thread that runs blocks: like
+// a GPU's, it is not cleared between launches, so a block finds what the
+// last block on its thread left there. Call between grids, never during one.
+// (The CPU backend gives every program a process of its own; the test CUDA
+// driver, which runs every program in one, calls this where the GPU worker
+// clears shared memory.)
+void ClearDynamicSharedMemory();
+
 }  // namespace kerneleval::cpu

@@ -84,6 +84,19 @@ extern "C" __global__ void ke_stash_xor(const unsigned long long* __restrict__ s
   }
 }
 
+// Zeros `n16` 16-byte words of the block's dynamic shared memory. Shared
+// memory is not cleared between kernels of one context: a block of the next
+// program would find what the last block on its SM left there (a reduction's
+// partial sums, a tile of a result). The worker launches this after every run
+// of a program with the opt-in maximum of dynamic shared memory, the largest
+// carveout and twice as many blocks as SMs, so that each SM runs at least one.
+extern "C" __global__ void ke_clear_shared(unsigned long long n16) {
+  extern __shared__ uint4 shared_words[];
+  for (unsigned long long i = threadIdx.x; i < n16; i += blockDim.x) {
+    shared_words[i] = make_uint4(0, 0, 0, 0);
+  }
+}
+
 // Device-to-device copy, 16 bytes per thread per step (bandwidth calibration:
 // bytes moved = 2 * 16 * n16, read plus written).
 extern "C" __global__ void ke_copy16(const uint4* __restrict__ src, uint4* __restrict__ dst,

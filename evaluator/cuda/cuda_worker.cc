@@ -233,10 +233,37 @@ absl::Status CudaWorker::Initialise() {
   for (auto [symbol, function] :
        {std::pair{"ke_hold_stream", &hold_kernel_}, std::pair{"ke_fill_pattern", &fill_kernel_},
         std::pair{"ke_copy16", &copy_kernel_}, std::pair{"ke_read_flush", &read_flush_kernel_},
-        std::pair{"ke_fma_throughput", &fma_kernel_}, std::pair{"ke_stash_xor", &stash_kernel_}}) {
+        std::pair{"ke_fma_throughput", &fma_kernel_}, std::pair{"ke_stash_xor", &stash_kernel_},
+        std::pair{"ke_clear_shared", &clear_shared_kernel_}}) {
     absl::StatusOr<KernelFunction> loaded = aux_module_->GetFunction(symbol);
     if (!loaded.ok()) return loaded.status();
     *function = *std::move(loaded);
+  }
+  // ke_clear_shared: the opt-in maximum of dynamic shared memory per block
+  // and the largest shared-memory carveout, tried once here. Should a device
+  // refuse, programs run without it (said on stderr and in timing notes)
+  // rather than not at all.
+  {
+    const uint32_t bytes = std::max<uint32_t>(properties_.limits.max_shared_per_block_optin,
+                                              properties_.limits.max_shared_per_block) /
+                           16 * 16;
+    CUresult set = api_.cuFuncSetAttribute(clear_shared_kernel_.handle,
+                                           CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                           static_cast<int>(bytes));
+    if (set == CUDA_SUCCESS) {
+      set = api_.cuFuncSetAttribute(clear_shared_kernel_.handle,
+                                    CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+                                    CU_SHAREDMEM_CARVEOUT_MAX_SHARED);
+    }
+    clear_shared_bytes_ = bytes;
+    if (set == CUDA_SUCCESS) set = CuResultOf(ClearSharedMemory()).value_or(CUDA_SUCCESS);
+    if (set == CUDA_SUCCESS) set = api_.cuStreamSynchronize(stream_.get());
+    if (set != CUDA_SUCCESS) {
+      clear_shared_bytes_ = 0;
+      std::fprintf(stderr,
+                   "kerneleval-worker cuda: shared memory is not cleared between programs: %s\n",
+                   std::string(CuResultName(set)).c_str());
+    }
   }
 
   absl::StatusOr<PinnedHostBuffer> control = PinnedHostBuffer::Allocate(api_, kControlBytes);
@@ -436,6 +463,16 @@ absl::Status CudaWorker::XorGlobalsStash(const LoadedProgram& program) {
   uint64_t keys[2] = {program.globals_keys[0], program.globals_keys[1]};
   void* args[] = {&words_ptr, &words_ptr, &words, &keys[0], &keys[1]};
   return LaunchGridStride(stash_kernel_, words, args);
+}
+
+absl::Status CudaWorker::ClearSharedMemory() {
+  if (clear_shared_bytes_ == 0) return absl::OkStatus();
+  uint64_t n16 = clear_shared_bytes_ / 16;
+  void* args[] = {&n16};
+  KE_CU_RETURN_IF_ERROR(api_.cuLaunchKernel(
+      clear_shared_kernel_.handle, 2 * static_cast<unsigned>(properties_.sm_count), 1, 1, 512, 1, 1,
+      clear_shared_bytes_, stream_.get(), args, nullptr));
+  return absl::OkStatus();
 }
 
 absl::Status CudaWorker::ZeroGlobals(const LoadedProgram& program) {
@@ -683,6 +720,7 @@ absl::StatusOr<WorkerOutcome<internal::RunResult>> CudaWorker::Run(
         AllocateBuffers(test_case.plan(), test_case.input_seed(), generated);
     if (!buffers.ok()) return buffers.status();  // the problem's buffers: infrastructure
     absl::Status status = LaunchPlan(*program, test_case.plan(), *buffers);
+    if (status.ok()) status = ClearSharedMemory();  // queued behind the plan
     if (status.ok()) status = WaitFor(nullptr, deadline);
     absl::StatusOr<internal::CaseResult> case_result =
         status.ok() ? Collect(*buffers) : absl::StatusOr<internal::CaseResult>(status);
@@ -785,6 +823,7 @@ absl::StatusOr<CudaWorker::Sample> CudaWorker::TimeOnce(LoadedProgram& program,
 absl::Status CudaWorker::ClearAfterRun(LoadedProgram& program, BufferSet& set) {
   if (absl::Status s = StashOutputs(set); !s.ok()) return s;
   if (absl::Status s = PoisonWritable(set); !s.ok()) return s;
+  if (absl::Status s = ClearSharedMemory(); !s.ok()) return s;
   return StashGlobals(program);
 }
 
@@ -793,6 +832,11 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
   WorkerOutcome<internal::TimingResult> outcome;
   internal::TimingResult& result = outcome.result;
   const internal::TimingConfig config = timing::WithDefaults(request.config());
+  if (clear_shared_bytes_ == 0) {
+    outcome.notes.push_back(
+        "shared memory is not cleared between the programs timed here (the device refused "
+        "ke_clear_shared at start-up)");
+  }
   const int program_count = request.programs_size();
   if (program_count == 0) return absl::InvalidArgumentError("TimingRequest has no programs");
   if (request.input_seeds().empty()) {

@@ -115,6 +115,11 @@ class CudaWorker {
   absl::Status XorGlobalsStash(const LoadedProgram& program);  // pads on or off, in place
   // Zeros every device global and waits: before the module is unloaded.
   absl::Status ZeroGlobals(const LoadedProgram& program);
+  // Queues ke_clear_shared on the stream: every SM's shared memory zeroed,
+  // so the next program's blocks find nothing this one's left there. After
+  // every run of a program (correctness and timing, outside the timed
+  // window). A no-op when it could not be set up (a note at start-up).
+  absl::Status ClearSharedMemory();
   // Inputs come from `generated` (shared by the programs of one timing
   // request); `rotatable`: they also keep a pristine device copy for
   // RotateInputs.
@@ -162,6 +167,8 @@ class CudaWorker {
   KernelFunction read_flush_kernel_;
   KernelFunction fma_kernel_;
   KernelFunction stash_kernel_;
+  KernelFunction clear_shared_kernel_;
+  uint32_t clear_shared_bytes_ = 0;  // dynamic shared memory it zeros per block; 0: off
   PinnedHostBuffer control_;  // [0] release flag (int); [64..96) hold kernel's report
   // Where the keys of keyed_mix.h come from: the OS (a seeded generator's
   // 32-bit seed could be searched for from what a program can read).

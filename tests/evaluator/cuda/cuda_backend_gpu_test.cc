@@ -86,6 +86,20 @@ extern "C" __global__ void add_printf_flood(const float* a, const float* b, floa
   for (int k = 0; k < 100; ++k) printf("flood %d %d\n", i, k);
   if (i < n) c[i] = a[i] + b[i];
 }
+// Leaves a pattern in 32 KiB of dynamic shared memory, as a kernel's last
+// tile of partial results would stay there.
+extern "C" __global__ void add_leaving_shared(const float* a, const float* b, float* c, int n) {
+  extern __shared__ unsigned left_words[];
+  for (int k = threadIdx.x; k < 8192; k += blockDim.x) left_words[k] = 0x5EEDF00Du;
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+}
+// c[i] = 1 where its shared memory, never written, holds that pattern.
+extern "C" __global__ void find_in_shared(const float* a, const float* b, float* c, int n) {
+  extern __shared__ unsigned found_words[];
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = found_words[threadIdx.x * 29 % 8192] == 0x5EEDF00Du ? 1.f : 0.f;
+}
 // Counts its own runs, per element, in a device global; `bias` starts at 3.
 // Its output is 3 + 1000 * (runs before this one).
 __device__ unsigned runs[4096];
@@ -104,7 +118,8 @@ const std::vector<std::string> kDeviceGlobals = {"runs", "bias"};
 // Every kernel of kVectorAdd, for the host compiler (it builds a launcher per name).
 const std::vector<std::string> kKernelNames = {"add",          "add_wild",        "add_past_end",
                                                "spin_forever", "reads_leftovers", "add_and_clobber",
-                                               "add_via_smem", "add_printf_flood", "count_runs"};
+                                               "add_via_smem", "add_printf_flood", "count_runs",
+                                               "add_leaving_shared", "find_in_shared"};
 
 using fake_cuda::kFakeDriver;
 
@@ -348,6 +363,43 @@ TEST_F(CudaBackendGpuTest, LeftoverMemoryIsNeverVisible) {
   ASSERT_FALSE(result->has_failure()) << result->failure().message();
   const internal::Tensor& out = result->cases(0).outputs(0);
   EXPECT_EQ(data::CountPoison(out.data(), v1::DTYPE_F32), 4096u);
+}
+
+// Shared memory is not cleared between kernels of a context: the worker
+// clears it after every run, so a program's blocks never find what the
+// previous program's blocks left there, in correctness runs or while timed.
+TEST_F(CudaBackendGpuTest, LeftoverSharedMemoryIsNeverVisible) {
+  constexpr uint32_t kShared = 32 * 1024;
+  auto found = [](const internal::CaseResult& result) {
+    std::vector<float> flags(result.outputs(0).data().size() / 4);
+    std::memcpy(flags.data(), result.outputs(0).data().data(), flags.size() * 4);
+    return std::count(flags.begin(), flags.end(), 1.f);
+  };
+  absl::StatusOr<internal::RunResult> left =
+      backend_->Run(Request("add_leaving_shared", 4096, 11, kShared));
+  ASSERT_TRUE(left.ok()) << left.status();
+  ASSERT_FALSE(left->has_failure()) << left->failure().message();
+  absl::StatusOr<internal::RunResult> read =
+      backend_->Run(Request("find_in_shared", 4096, 11, kShared));
+  ASSERT_TRUE(read.ok()) << read.status();
+  ASSERT_FALSE(read->has_failure()) << read->failure().message();
+  EXPECT_EQ(found(read->cases(0)), 0) << "threads found the previous program's shared memory";
+
+  internal::TimingRequest request;
+  for (const char* kernel : {"add_leaving_shared", "find_in_shared"}) {
+    internal::TimedProgram* timed = request.add_programs();
+    *timed->mutable_program() = Program(kernel);
+    *timed->mutable_plan() = Plan(kernel, 4096, kShared);
+  }
+  request.add_input_seeds(1);
+  *request.mutable_config() = timing::DefaultTimingConfig();
+  request.mutable_config()->set_max_seconds(1);
+  request.set_timeout_seconds(30);
+  absl::StatusOr<internal::TimingResult> timed = backend_->Time(request);
+  ASSERT_TRUE(timed.ok()) << timed.status();
+  ASSERT_FALSE(timed->has_failure()) << timed->failure().message();
+  EXPECT_EQ(found(timed->programs(1).last_outputs(0)), 0)
+      << "while timed, threads found the previous program's shared memory";
 }
 
 TEST_F(CudaBackendGpuTest, ModifiedInputIsReported) {
@@ -816,7 +868,8 @@ TEST(AuxKernelSourceTest, StashAndFillKernelsComputeWhatTheWorkerExpects) {
   ASSERT_NE(hold, std::string::npos);
   source.erase(hold, source.find("\n}\n", hold) + 3 - hold);
   absl::StatusOr<std::string> module =
-      kerneleval::fake_cuda::BuildHostModule(source, {}, {"ke_stash_xor", "ke_fill_pattern"});
+      kerneleval::fake_cuda::BuildHostModule(source, {}, {"ke_stash_xor", "ke_fill_pattern",
+                                                          "ke_clear_shared"});
   ASSERT_TRUE(module.ok()) << module.status();
 
   kerneleval::fake_cuda::UseFakeDriver();

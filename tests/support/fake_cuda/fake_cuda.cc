@@ -374,7 +374,7 @@ bool IsMapped(uintptr_t ptr, size_t bytes) {
 
 // ----------------------------------------------------------------- modules
 
-enum class KernelKind { kHost, kHold, kFill, kCopy16, kReadFlush, kFma, kStashXor };
+enum class KernelKind { kHost, kHold, kFill, kCopy16, kReadFlush, kFma, kStashXor, kClearShared };
 
 struct FakeFunction {
   KernelKind kind = KernelKind::kHost;
@@ -974,6 +974,9 @@ CUresult FakeModuleGetFunction(CUfunction* function, CUmodule module_handle, con
       } else if (symbol == "ke_stash_xor") {
         made->kind = KernelKind::kStashXor;
         made->param_sizes = {8, 8, 8, 8, 8};
+      } else if (symbol == "ke_clear_shared") {
+        made->kind = KernelKind::kClearShared;
+        made->param_sizes = {8};
       } else if (symbol == "ke_fma_throughput") {
         made->kind = KernelKind::kFma;
         made->param_sizes = {8, 4, 4};
@@ -1309,6 +1312,13 @@ CUresult FakeLaunchKernel(CUfunction function_handle, unsigned int grid_x, unsig
       return Submit(stream, [copies] { RunStashXor(copies); });
     case KernelKind::kFma:
       return Submit(stream, [copies, grid_blocks] { RunFma(copies, grid_blocks); });
+    case KernelKind::kClearShared:
+      // Host kernels keep dynamic shared memory in one arena per OS thread
+      // of the runtime, not cleared between grids (like an SM's).
+      return Submit(stream, [] {
+        std::lock_guard<std::mutex> lock(grid_mutex);
+        kerneleval::cpu::ClearDynamicSharedMemory();
+      });
     case KernelKind::kHost:
       break;
   }
