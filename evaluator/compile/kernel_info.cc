@@ -530,8 +530,8 @@ std::vector<std::string> PtxDeviceGlobals(std::string_view ptx) {
       R"((?:\.attribute\([^)]*\)[ \t]+)?(?:\.align[ \t]+\d+[ \t]+)?(?:\.v\d[ \t]+)?)"
       R"(\.(?!texref|samplerref|surfref)\w+[ \t]+([A-Za-z_$%][\w$]*))");
   std::vector<std::string> names;
-  for (auto it = std::regex_iterator<std::string_view::const_iterator>(ptx.begin(), ptx.end(),
-                                                                        kGlobal);
+  for (auto it =
+           std::regex_iterator<std::string_view::const_iterator>(ptx.begin(), ptx.end(), kGlobal);
        it != std::regex_iterator<std::string_view::const_iterator>(); ++it) {
     names.push_back((*it)[1].str());
   }
@@ -540,8 +540,8 @@ std::vector<std::string> PtxDeviceGlobals(std::string_view ptx) {
 
 bool IsPreludeGlobal(std::string_view name) {
   static constexpr std::string_view kNames[] = {
-      "INFINITY", "NAN",         "HUGE_VALF", "HUGE_VAL", "FLT_MAX",     "FLT_MIN",
-      "FLT_EPSILON", "FLT_TRUE_MIN", "DBL_MAX", "DBL_MIN", "DBL_EPSILON", "DBL_TRUE_MIN"};
+      "INFINITY",    "NAN",          "HUGE_VALF", "HUGE_VAL", "FLT_MAX",     "FLT_MIN",
+      "FLT_EPSILON", "FLT_TRUE_MIN", "DBL_MAX",   "DBL_MIN",  "DBL_EPSILON", "DBL_TRUE_MIN"};
   return std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames);
 }
 

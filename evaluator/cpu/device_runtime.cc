@@ -140,9 +140,10 @@ class BlockExecutor {
     {
       std::lock_guard<std::mutex> lock(ArenasMutex());
       auto& arenas = Arenas();
-      arenas.erase(std::remove_if(arenas.begin(), arenas.end(),
-                                  [&](const auto& arena) { return arena.first == dynamic_shared_; }),
-                   arenas.end());
+      arenas.erase(
+          std::remove_if(arenas.begin(), arenas.end(),
+                         [&](const auto& arena) { return arena.first == dynamic_shared_; }),
+          arenas.end());
     }
     ::munmap(dynamic_shared_, shared_bytes_ + PageSize());
   }

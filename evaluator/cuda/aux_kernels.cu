@@ -19,8 +19,8 @@
 // the hold, in GHz.
 extern "C" __global__ void ke_hold_stream(const volatile int* release, unsigned long long min_ns,
                                           unsigned long long timeout_ns,
-                                          volatile unsigned long long* out,
-                                          unsigned long long key0, unsigned long long key1) {
+                                          volatile unsigned long long* out, unsigned long long key0,
+                                          unsigned long long key1) {
   unsigned long long t0;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
   const long long c0 = clock64();
@@ -55,7 +55,8 @@ extern "C" __global__ void ke_fill_pattern(unsigned long long* dst, unsigned lon
                                            unsigned long long pattern) {
   const unsigned long long words = bytes / 8;
   const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
-  for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x;
+  for (unsigned long long i =
+           blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x;
        i < words; i += stride) {
     dst[i] = pattern;
   }
@@ -78,7 +79,8 @@ extern "C" __global__ void ke_stash_xor(const unsigned long long* __restrict__ s
                                         unsigned long long words, unsigned long long key0,
                                         unsigned long long key1) {
   const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
-  for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x;
+  for (unsigned long long i =
+           blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x;
        i < words; i += stride) {
     dst[i] = src[i] ^ kerneleval::cuda::StashPad(i, key0, key1);
   }
@@ -102,7 +104,8 @@ extern "C" __global__ void ke_clear_shared(unsigned long long n16) {
 extern "C" __global__ void ke_copy16(const uint4* __restrict__ src, uint4* __restrict__ dst,
                                      unsigned long long n16) {
   const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
-  for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x;
+  for (unsigned long long i =
+           blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x;
        i < n16; i += stride) {
     dst[i] = src[i];
   }
@@ -118,7 +121,8 @@ extern "C" __global__ void ke_read_flush(const uint4* __restrict__ src, unsigned
                                          unsigned long long* sink) {
   const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
   unsigned int acc = 0;
-  for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x;
+  for (unsigned long long i =
+           blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x;
        i < n16; i += stride) {
     const uint4 v = src[i];
     acc ^= v.x ^ v.y ^ v.z ^ v.w;

@@ -409,8 +409,7 @@ absl::Status CudaWorker::FindGlobals(const internal::Program& program, LoadedPro
   // alignment bytes apart (the prelude's twelve constants make one span).
   // A gap under 16 bytes between two of this module's variables is padding
   // of its own memory (allocations start 256-byte aligned).
-  std::sort(found.begin(), found.end(),
-            [](const auto& a, const auto& b) { return a.ptr < b.ptr; });
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.ptr < b.ptr; });
   constexpr uint64_t kMergeGapBytes = 16;
   uint64_t stash_bytes = 0;
   for (const LoadedProgram::GlobalSpan& span : found) {

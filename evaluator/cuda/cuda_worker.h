@@ -169,7 +169,7 @@ class CudaWorker {
   KernelFunction stash_kernel_;
   KernelFunction clear_shared_kernel_;
   uint32_t clear_shared_bytes_ = 0;  // dynamic shared memory it zeros per block; 0: off
-  PinnedHostBuffer control_;  // [0] release flag (int); [64..96) hold kernel's report
+  PinnedHostBuffer control_;         // [0] release flag (int); [64..96) hold kernel's report
   // Where the keys of keyed_mix.h come from: the OS (a seeded generator's
   // 32-bit seed could be searched for from what a program can read).
   std::random_device key_source_;

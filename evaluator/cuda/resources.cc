@@ -117,7 +117,8 @@ absl::StatusOr<KernelFunction> Module::GetFunction(const std::string& symbol) co
 
 absl::StatusOr<Module::Global> Module::GetGlobal(const std::string& symbol) const {
   Global global;
-  const CUresult result = api_->cuModuleGetGlobal(&global.ptr, &global.bytes, module_, symbol.c_str());
+  const CUresult result =
+      api_->cuModuleGetGlobal(&global.ptr, &global.bytes, module_, symbol.c_str());
   if (result == CUDA_ERROR_NOT_FOUND) {
     return absl::NotFoundError(absl::StrCat("global ", symbol, " not found in the module"));
   }

@@ -116,10 +116,17 @@ extern "C" __global__ void count_runs(const float* a, const float* b, float* c, 
 const std::vector<std::string> kDeviceGlobals = {"runs", "bias"};
 
 // Every kernel of kVectorAdd, for the host compiler (it builds a launcher per name).
-const std::vector<std::string> kKernelNames = {"add",          "add_wild",        "add_past_end",
-                                               "spin_forever", "reads_leftovers", "add_and_clobber",
-                                               "add_via_smem", "add_printf_flood", "count_runs",
-                                               "add_leaving_shared", "find_in_shared"};
+const std::vector<std::string> kKernelNames = {"add",
+                                               "add_wild",
+                                               "add_past_end",
+                                               "spin_forever",
+                                               "reads_leftovers",
+                                               "add_and_clobber",
+                                               "add_via_smem",
+                                               "add_printf_flood",
+                                               "count_runs",
+                                               "add_leaving_shared",
+                                               "find_in_shared"};
 
 using fake_cuda::kFakeDriver;
 
@@ -192,7 +199,8 @@ class CudaBackendGpuTest : public testing::Test {
     program.mutable_compiled()->set_success(true);
     program.mutable_compiled()->set_arch(backend_->target_arch());
     program.mutable_compiled()->set_cubin(*cubin_);
-    for (const std::string& name : kDeviceGlobals) program.mutable_compiled()->add_device_globals(name);
+    for (const std::string& name : kDeviceGlobals)
+      program.mutable_compiled()->add_device_globals(name);
     return program;
   }
 
@@ -867,9 +875,8 @@ TEST(AuxKernelSourceTest, StashAndFillKernelsComputeWhatTheWorkerExpects) {
   const size_t hold = source.find("extern \"C\" __global__ void ke_hold_stream(");
   ASSERT_NE(hold, std::string::npos);
   source.erase(hold, source.find("\n}\n", hold) + 3 - hold);
-  absl::StatusOr<std::string> module =
-      kerneleval::fake_cuda::BuildHostModule(source, {}, {"ke_stash_xor", "ke_fill_pattern",
-                                                          "ke_clear_shared"});
+  absl::StatusOr<std::string> module = kerneleval::fake_cuda::BuildHostModule(
+      source, {}, {"ke_stash_xor", "ke_fill_pattern", "ke_clear_shared"});
   ASSERT_TRUE(module.ok()) << module.status();
 
   kerneleval::fake_cuda::UseFakeDriver();
@@ -1107,17 +1114,18 @@ TEST_F(CudaFakeDriverTest, AProgramTimedAfterAnotherFindsNothingInItsGlobals) {
   auto time = [&](bool listed) -> absl::StatusOr<internal::TimingResult> {
     std::vector<std::string> globals;
     if (listed) globals = {"kept"};
-    return TimeKernels(*backend,
-                       {{"reference", "add_and_keep", &*module, globals},
-                        {"candidate", "copy_kept", &*module}},
-                       4096, /*sets=*/2);
+    return TimeKernels(
+        *backend,
+        {{"reference", "add_and_keep", &*module, globals}, {"candidate", "copy_kept", &*module}},
+        4096, /*sets=*/2);
   };
   absl::StatusOr<internal::TimingResult> hidden = time(true);
   ASSERT_TRUE(hidden.ok()) << hidden.status();
   ASSERT_FALSE(hidden->has_failure()) << hidden->failure().message();
   ASSERT_EQ(hidden->programs_size(), 2);
   for (int s = 0; s < 2; ++s) {
-    const std::vector<float> computed = Floats(hidden->programs(0).last_outputs(s).outputs(0).data());
+    const std::vector<float> computed =
+        Floats(hidden->programs(0).last_outputs(s).outputs(0).data());
     const std::vector<float> copied = Floats(hidden->programs(1).last_outputs(s).outputs(0).data());
     EXPECT_NE(computed, std::vector<float>(4096, 0.f));
     // The address was published and mapped, and held zeros.
@@ -1161,9 +1169,7 @@ TEST_F(CudaFakeDriverTest, AProgramSeesItsOwnGlobalsAcrossItsRuns) {
   EXPECT_EQ(counted, std::vector<float>(4096, last));
   const double runs_before = (last - 3.0) / 1000.0;
   EXPECT_EQ(runs_before, std::floor(runs_before)) << last;
-  EXPECT_GE(runs_before + 1,
-            config.warmup_runs() + result->programs(1).samples_us_size())
-      << last;
+  EXPECT_GE(runs_before + 1, config.warmup_runs() + result->programs(1).samples_us_size()) << last;
 
   // One Run request: the state carries across its cases, as across launches
   // in any program; the next request loads the module afresh.

@@ -45,8 +45,8 @@
 #include <cxxabi.h>
 #include <dlfcn.h>
 #include <elf.h>
-#include <link.h>
 #include <fcntl.h>
+#include <link.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -402,11 +402,11 @@ struct FakeModule {
 };
 
 // The STT_OBJECT symbols of an ELF image's .symtab, by name: {value, size}.
-std::map<std::string, std::pair<uint64_t, uint64_t>> ElfObjects(const uint8_t* image,
-                                                                size_t size) {
+std::map<std::string, std::pair<uint64_t, uint64_t>> ElfObjects(const uint8_t* image, size_t size) {
   std::map<std::string, std::pair<uint64_t, uint64_t>> objects;
   const auto* header = reinterpret_cast<const Elf64_Ehdr*>(image);
-  if (header->e_shoff == 0 || header->e_shoff + size_t{header->e_shnum} * sizeof(Elf64_Shdr) > size) {
+  if (header->e_shoff == 0 ||
+      header->e_shoff + size_t{header->e_shnum} * sizeof(Elf64_Shdr) > size) {
     return objects;
   }
   const auto* sections = reinterpret_cast<const Elf64_Shdr*>(image + header->e_shoff);
@@ -422,7 +422,8 @@ std::map<std::string, std::pair<uint64_t, uint64_t>> ElfObjects(const uint8_t* i
       if (ELF64_ST_TYPE(symbols[k].st_info) != STT_OBJECT || symbols[k].st_name >= names.sh_size) {
         continue;
       }
-      const char* name = reinterpret_cast<const char*>(image + names.sh_offset + symbols[k].st_name);
+      const char* name =
+          reinterpret_cast<const char*>(image + names.sh_offset + symbols[k].st_name);
       objects[name] = {symbols[k].st_value, symbols[k].st_size};
     }
   }
