@@ -33,6 +33,7 @@
 #include "evaluator/engine/engine.h"
 #include "rubric/rubric.h"
 #include "tests/support/fake_cuda/fake_driver_build.h"
+#include "tests/support/fake_cuda/side_channel.h"
 
 namespace kerneleval {
 namespace {
@@ -598,19 +599,13 @@ TEST(EngineFakeDriverTest, PtxJitFallbackIsNotedInTheVerdict) {
 // are (NVRTC sees plain vector addition; the host build, the test driver's
 // module, also publishes), and a helper a candidate includes to find them.
 
+using fake_cuda::kSideChannelSource;
+
 // Vector addition `kernel` that, in the host build, also publishes where its a
 // and c are, in the environment variables KERNELEVAL_TEST_<who>_A and _C.
 std::string PublishingAdd(const std::string& kernel, const std::string& who) {
-  return absl::StrReplaceAll(R"(
-#ifdef KERNELEVAL_CPU_PRELUDE_H_
-extern "C" int setenv(const char* name, const char* value, int overwrite);
-static void Publish(const char* name, const void* pointer) {
-  char text[17] = {};
-  unsigned long long address = (unsigned long long)pointer;
-  for (int d = 15; d >= 0; --d, address >>= 4) text[d] = "0123456789abcdef"[address & 15];
-  setenv(name, text, 1);
-}
-#endif
+  return absl::StrCat(kSideChannelSource,
+                      absl::StrReplaceAll(R"(
 // @launch $KERNEL<<<ceil_div(N, 256), 256>>>(a, b, c, N)
 extern "C" __global__ void $KERNEL(const float* a, const float* b, float* c, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -623,7 +618,7 @@ extern "C" __global__ void $KERNEL(const float* a, const float* b, float* c, int
 #endif
 }
 )",
-                             {{"$KERNEL", kernel}, {"$WHO", who}});
+                                          {{"$KERNEL", kernel}, {"$WHO", who}}));
 }
 
 // ReferenceOutput(a, c, n): the reference's c when it is live and was given
@@ -632,22 +627,9 @@ extern "C" __global__ void $KERNEL(const float* a, const float* b, float* c, int
 // then is stale).
 constexpr char kFindsTheReference[] = R"(
 #ifdef KERNELEVAL_CPU_PRELUDE_H_
-extern "C" char* getenv(const char* name);
-extern "C" int msync(void* address, unsigned long bytes, int flags);
-// The published address if it is mapped and not `mine`, else null.
-static float* Published(const char* name, const float* mine) {
-  const char* text = getenv(name);
-  if (text == nullptr) return nullptr;
-  unsigned long long address = 0;
-  for (int d = 0; d < 16; ++d)
-    address = address * 16 + (text[d] <= '9' ? text[d] - '0' : text[d] - 'a' + 10);
-  if (address == (unsigned long long)mine) return nullptr;
-  if (msync((void*)(address & ~4095ull), 1, 1 /* MS_ASYNC */) != 0) return nullptr;
-  return (float*)address;
-}
 static float* ReferenceOutput(const float* a, const float* c, int n) {
-  const float* ref_a = Published("KERNELEVAL_TEST_REFERENCE_A", a);
-  float* ref_c = Published("KERNELEVAL_TEST_REFERENCE_C", c);
+  const auto* ref_a = (const float*)Published("KERNELEVAL_TEST_REFERENCE_A", a);
+  auto* ref_c = (float*)Published("KERNELEVAL_TEST_REFERENCE_C", c);
   bool same_inputs = ref_a != nullptr && ref_c != nullptr && n >= 4;
   for (int k = 0; same_inputs && k < 4; ++k) same_inputs = ref_a[k] == a[k];
   return same_inputs ? ref_c : nullptr;
@@ -690,7 +672,7 @@ TEST_F(PublishingVectorAddTest, CopyingTheReferencesOutputDuringTimingFails) {
   v1::EvaluateRequest request;
   *request.mutable_problem() = problem_;
   request.set_backend(v1::BACKEND_CUDA);
-  request.mutable_submission()->set_source(absl::StrCat(kFindsTheReference, R"(
+  request.mutable_submission()->set_source(absl::StrCat(kSideChannelSource, kFindsTheReference, R"(
 // @launch copy_or_add<<<ceil_div(N, 256), 256>>>(a, b, c, N)
 extern "C" __global__ void copy_or_add(const float* a, const float* b, float* c, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -736,7 +718,8 @@ TEST_F(PublishingVectorAddTest, WritingIntoTheReferenceWhileTimedIsThatKernelsFa
   v1::EvaluateGroupRequest group;
   *group.mutable_problem() = problem_;
   group.set_backend(v1::BACKEND_CUDA);
-  group.add_submissions()->set_source(absl::StrCat(kFindsTheReference, kOverwritesTheReference));
+  group.add_submissions()->set_source(
+      absl::StrCat(kSideChannelSource, kFindsTheReference, kOverwritesTheReference));
   group.add_submissions()->set_source(R"(
 // @launch add<<<ceil_div(N, 256), 256>>>(a, b, c, N)
 extern "C" __global__ void add(const float* a, const float* b, float* c, int n) {
@@ -778,7 +761,7 @@ TEST_F(PublishingVectorAddTest, APeerOverwrittenWhileTimedIsJudgedOnItsOwnRun) {
   v1::EvaluateGroupRequest group;
   *group.mutable_problem() = problem_;
   group.set_backend(v1::BACKEND_CUDA);
-  group.add_submissions()->set_source(absl::StrCat(kFindsTheReference, R"(
+  group.add_submissions()->set_source(absl::StrCat(kSideChannelSource, kFindsTheReference, R"(
 // @launch add_and_overwrite_peer<<<ceil_div(N, 256), 256>>>(a, b, c, N)
 __device__ unsigned launches;  // per module load: correctness runs load it afresh
 extern "C" __global__ void add_and_overwrite_peer(const float* a, const float* b, float* c, int n) {
@@ -788,7 +771,7 @@ extern "C" __global__ void add_and_overwrite_peer(const float* a, const float* b
   // Well into timing (the peer last ran in the previous round, on other
   // inputs): just past the peer's latest output, into its guard.
   if (i == 0 && atomicAdd(&launches, 1u) >= 30) {
-    float* peer_c = Published("KERNELEVAL_TEST_PEER_C", c);
+    auto* peer_c = (float*)Published("KERNELEVAL_TEST_PEER_C", c);
     if (peer_c != nullptr) peer_c[n] = 1.0f;
   }
 #endif
@@ -817,11 +800,8 @@ TEST_F(PublishingVectorAddTest, ASiblingNeverRunsAfterAHeapUserWhileTimed) {
   v1::EvaluateGroupRequest group;
   *group.mutable_problem() = problem_;
   group.set_backend(v1::BACKEND_CUDA);
-  group.add_submissions()->set_source(R"(
+  group.add_submissions()->set_source(absl::StrCat(kSideChannelSource, R"(
 // @launch add_and_mark<<<ceil_div(N, 256), 256>>>(a, b, c, N)
-#ifdef KERNELEVAL_CPU_PRELUDE_H_
-extern "C" int setenv(const char* name, const char* value, int overwrite);
-#endif
 extern "C" __global__ void add_and_mark(const float* a, const float* b, float* c, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) c[i] = a[i] + b[i];
@@ -830,14 +810,11 @@ extern "C" __global__ void add_and_mark(const float* a, const float* b, float* c
   if (marker == nullptr) return;
   marker[0] = 0x6b65726e656c6576ull;
 #ifdef KERNELEVAL_CPU_PRELUDE_H_
-  char text[17] = {};
-  unsigned long long address = (unsigned long long)marker;
-  for (int d = 15; d >= 0; --d, address >>= 4) text[d] = "0123456789abcdef"[address & 15];
-  setenv("KERNELEVAL_TEST_HEAP_MARKER", text, 1);
+  Publish("KERNELEVAL_TEST_HEAP_MARKER", marker);
 #endif
 }
-)");
-  group.add_submissions()->set_source(absl::StrCat(kFindsTheReference, R"(
+)"));
+  group.add_submissions()->set_source(absl::StrCat(kSideChannelSource, kFindsTheReference, R"(
 #ifdef KERNELEVAL_CPU_PRELUDE_H_
 extern "C" int usleep(unsigned microseconds);
 #endif
@@ -846,9 +823,8 @@ extern "C" __global__ void add_fast_if_marked(const float* a, const float* b, fl
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) c[i] = a[i] + b[i];
 #ifdef KERNELEVAL_CPU_PRELUDE_H_
-  const float* marker = Published("KERNELEVAL_TEST_HEAP_MARKER", nullptr);
-  const bool found =
-      marker != nullptr && *(const unsigned long long*)marker == 0x6b65726e656c6576ull;
+  const auto* marker = (const unsigned long long*)Published("KERNELEVAL_TEST_HEAP_MARKER");
+  const bool found = marker != nullptr && *marker == 0x6b65726e656c6576ull;
   if (i == 0 && !found) usleep(40000);
 #endif
 }

@@ -30,6 +30,7 @@
 #include "evaluator/data/prng.h"
 #include "evaluator/timing/sampling.h"
 #include "tests/support/fake_cuda/fake_driver_build.h"
+#include "tests/support/fake_cuda/side_channel.h"
 
 #ifdef KERNELEVAL_TEST_FAKE_DRIVER
 #include <unistd.h>
@@ -257,6 +258,24 @@ class CudaBackendGpuTest : public testing::Test {
     return request;
   }
 
+  // Times each {label, kernel} of kVectorAdd on 4096 elements of one input
+  // set, at most 1 s of samples (TimingConfig defaults otherwise).
+  static absl::StatusOr<internal::TimingResult> TimeBriefly(
+      const std::vector<std::pair<std::string, std::string>>& programs,
+      uint32_t dynamic_shared = 0) {
+    internal::TimingRequest request;
+    for (const auto& [label, kernel] : programs) {
+      internal::TimedProgram* timed = request.add_programs();
+      *timed->mutable_program() = Program(label);
+      *timed->mutable_plan() = Plan(kernel, 4096, dynamic_shared);
+    }
+    request.add_input_seeds(1);
+    *request.mutable_config() = timing::DefaultTimingConfig();
+    request.mutable_config()->set_max_seconds(1);
+    request.set_timeout_seconds(30);
+    return backend_->Time(request);
+  }
+
   // a + b on the host from the same generated inputs.
   static std::vector<float> Expected(const internal::ResolvedPlan& plan, uint64_t seed) {
     const std::string a = data::GenerateInput(plan.buffers(0), seed);
@@ -393,17 +412,9 @@ TEST_F(CudaBackendGpuTest, LeftoverSharedMemoryIsNeverVisible) {
   ASSERT_FALSE(read->has_failure()) << read->failure().message();
   EXPECT_EQ(found(read->cases(0)), 0) << "threads found the previous program's shared memory";
 
-  internal::TimingRequest request;
-  for (const char* kernel : {"add_leaving_shared", "find_in_shared"}) {
-    internal::TimedProgram* timed = request.add_programs();
-    *timed->mutable_program() = Program(kernel);
-    *timed->mutable_plan() = Plan(kernel, 4096, kShared);
-  }
-  request.add_input_seeds(1);
-  *request.mutable_config() = timing::DefaultTimingConfig();
-  request.mutable_config()->set_max_seconds(1);
-  request.set_timeout_seconds(30);
-  absl::StatusOr<internal::TimingResult> timed = backend_->Time(request);
+  absl::StatusOr<internal::TimingResult> timed = TimeBriefly(
+      {{"add_leaving_shared", "add_leaving_shared"}, {"find_in_shared", "find_in_shared"}},
+      kShared);
   ASSERT_TRUE(timed.ok()) << timed.status();
   ASSERT_FALSE(timed->has_failure()) << timed->failure().message();
   EXPECT_EQ(found(timed->programs(1).last_outputs(0)), 0)
@@ -533,19 +544,9 @@ TEST_F(CudaBackendGpuTest, SelfTimingIsStable) {
 // (another program runs in between) and come back intact: each counter sees
 // every one of its own earlier runs, and the initialised bias.
 TEST_F(CudaBackendGpuTest, DeviceGlobalsStayEachProgramsOwnWhileTimed) {
-  internal::TimingRequest request;
-  const std::vector<std::pair<const char*, const char*>> programs = {
+  const std::vector<std::pair<std::string, std::string>> programs = {
       {"reference", "add"}, {"counter", "count_runs"}, {"second counter", "count_runs"}};
-  for (const auto& [label, kernel] : programs) {
-    internal::TimedProgram* timed = request.add_programs();
-    *timed->mutable_program() = Program(label);
-    *timed->mutable_plan() = Plan(kernel, 4096);
-  }
-  request.add_input_seeds(1);
-  *request.mutable_config() = timing::DefaultTimingConfig();
-  request.mutable_config()->set_max_seconds(1);
-  request.set_timeout_seconds(30);
-  absl::StatusOr<internal::TimingResult> result = backend_->Time(request);
+  absl::StatusOr<internal::TimingResult> result = TimeBriefly(programs);
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_FALSE(result->has_failure()) << result->failure().message();
   for (int p = 1; p <= 2; ++p) {
@@ -558,7 +559,7 @@ TEST_F(CudaBackendGpuTest, DeviceGlobalsStayEachProgramsOwnWhileTimed) {
     EXPECT_EQ(runs_before, std::floor(runs_before)) << counted[0];
     // Warm-up runs count; dropped samples ran too.
     EXPECT_GE(runs_before + 1,
-              request.config().warmup_runs() + result->programs(p).samples_us_size())
+              timing::DefaultTimingConfig().warmup_runs() + result->programs(p).samples_us_size())
         << programs[p].first << ": " << counted[0];
   }
 }
@@ -741,29 +742,20 @@ TEST_F(CudaFakeDriverTest, CalibrationReportsMeasuredFigures) {
   EXPECT_TRUE(std::isfinite(info.measured_fp32_flops_per_second()));
 }
 
-// A side channel only the test driver has (its kernels run in the worker
-// process): the reference says where its output is, and the candidate copies
-// from there, as a kernel that found the reference's buffers in device memory
+using fake_cuda::kSideChannelSource;  // Publish() and Published() for the kernels below
+
+// The reference says where its output is, and the candidate copies from
+// there, as a kernel that found the reference's buffers in device memory
 // would (every program timed in one request shares the worker's context).
 constexpr char kCopiesTheReferenceOutput[] = R"(
-extern "C" int setenv(const char* name, const char* value, int overwrite);
-extern "C" char* getenv(const char* name);
 extern "C" __global__ void add_and_publish(const float* a, const float* b, float* c, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) c[i] = a[i] + b[i];
-  if (i == 0) {
-    char text[17] = {};
-    unsigned long long address = (unsigned long long)c;
-    for (int d = 15; d >= 0; --d, address >>= 4) text[d] = "0123456789abcdef"[address & 15];
-    setenv("KERNELEVAL_TEST_REFERENCE_OUTPUT", text, 1);
-  }
+  if (i == 0) Publish("KERNELEVAL_TEST_REFERENCE_OUTPUT", c);
 }
 extern "C" __global__ void copy_published(const float* a, const float* b, float* c, int n) {
-  const char* text = getenv("KERNELEVAL_TEST_REFERENCE_OUTPUT");
-  if (text == nullptr) return;
-  unsigned long long address = 0;
-  for (int d = 0; d < 16; ++d) address = address * 16 + (text[d] <= '9' ? text[d] - '0' : text[d] - 'a' + 10);
-  const float* found = (const float*)address;
+  const float* found = (const float*)Published("KERNELEVAL_TEST_REFERENCE_OUTPUT");
+  if (found == nullptr) return;
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) c[i] = found[i];
 }
@@ -773,7 +765,8 @@ TEST_F(CudaFakeDriverTest, AProgramTimedAfterAnotherFindsOnlyPoisonInItsOutputs)
   std::unique_ptr<CudaBackend> backend = StartBackend();
   ASSERT_NE(backend, nullptr);
   absl::StatusOr<std::string> module = kerneleval::fake_cuda::BuildHostModule(
-      kCopiesTheReferenceOutput, {}, {"add_and_publish", "copy_published"});
+      absl::StrCat(kSideChannelSource, kCopiesTheReferenceOutput), {},
+      {"add_and_publish", "copy_published"});
   ASSERT_TRUE(module.ok()) << module.status();
   constexpr int kElements = 4096;
   absl::StatusOr<internal::TimingResult> result = TimeKernels(
@@ -808,18 +801,13 @@ TEST_F(CudaFakeDriverTest, AProgramTimedAfterAnotherFindsOnlyPoisonInItsOutputs)
 // sealed (keyed_mix.h): the worker ignores what it did not write, keeps
 // those samples and says so.
 constexpr char kFakesThrottling[] = R"(
-extern "C" char* getenv(const char* name);
 __device__ unsigned launches;
 extern "C" __global__ void add_faking_throttling(const float* a, const float* b, float* c, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) c[i] = a[i] + b[i];
   if (i == 0 && atomicAdd(&launches, 1u) % 3 == 2) {
-    const char* text = getenv("KERNELEVAL_FAKE_CUDA_HOLD_REPORT");
-    if (text == nullptr) return;
-    unsigned long long address = 0;
-    for (int d = 0; d < 16; ++d)
-      address = address * 16 + (text[d] <= '9' ? text[d] - '0' : text[d] - 'a' + 10);
-    volatile unsigned long long* report = (volatile unsigned long long*)address;
+    auto* report = (volatile unsigned long long*)Published("KERNELEVAL_FAKE_CUDA_HOLD_REPORT");
+    if (report == nullptr) return;
     report[0] = report[1] / 4;  // cycles: 250 MHz over the hold's nanoseconds
   }
 }
@@ -830,8 +818,8 @@ TEST_F(CudaFakeDriverTest, AProgramCannotFakeThrottlingToDropItsSlowSamples) {
       StartBackend(false, "KERNELEVAL_FAKE_CUDA_PUBLISH_HOLD_REPORT", "1");
   ASSERT_NE(backend, nullptr);
   const std::string add = CompileCubin(kVectorAdd, backend->target_arch());
-  absl::StatusOr<std::string> faking =
-      kerneleval::fake_cuda::BuildHostModule(kFakesThrottling, {}, {"add_faking_throttling"});
+  absl::StatusOr<std::string> faking = kerneleval::fake_cuda::BuildHostModule(
+      absl::StrCat(kSideChannelSource, kFakesThrottling), {}, {"add_faking_throttling"});
   ASSERT_TRUE(faking.ok()) << faking.status();
   absl::StatusOr<internal::TimingResult> result = TimeKernels(
       *backend, {{"reference", "add", &add}, {"candidate", "add_faking_throttling", &*faking}});
@@ -966,9 +954,6 @@ TEST_F(CudaFakeDriverTest, OnlyInputSetsThatRanAreChecked) {
 // service says so) is its worker's last; the next request's kernel finds
 // nothing. Without the flag the marker is still there.
 constexpr char kHeapMarker[] = R"(
-extern "C" int setenv(const char* name, const char* value, int overwrite);
-extern "C" char* getenv(const char* name);
-extern "C" int msync(void* address, unsigned long bytes, int flags);
 extern "C" __global__ void leave_in_heap(const float* a, const float* b, float* c, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) c[i] = a[i] + b[i];
@@ -976,31 +961,23 @@ extern "C" __global__ void leave_in_heap(const float* a, const float* b, float* 
     unsigned long long* marker = (unsigned long long*)malloc(64);
     if (marker == nullptr) return;
     marker[0] = 0x6b65726e656c6576ull;
-    char text[17] = {};
-    unsigned long long address = (unsigned long long)marker;
-    for (int d = 15; d >= 0; --d, address >>= 4) text[d] = "0123456789abcdef"[address & 15];
-    setenv("KERNELEVAL_TEST_HEAP_MARKER", text, 1);
+    Publish("KERNELEVAL_TEST_HEAP_MARKER", marker);
   }
 }
 // c[i] = 1 where the marker is found, 0 where not.
 extern "C" __global__ void find_in_heap(const float* a, const float* b, float* c, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
-  const char* text = getenv("KERNELEVAL_TEST_HEAP_MARKER");
-  unsigned long long address = 0;
-  for (int d = 0; text != nullptr && d < 16; ++d)
-    address = address * 16 + (text[d] <= '9' ? text[d] - '0' : text[d] - 'a' + 10);
-  bool found = address != 0 && msync((void*)(address & ~4095ull), 1, 1 /* MS_ASYNC */) == 0 &&
-               *(const unsigned long long*)address == 0x6b65726e656c6576ull;
-  c[i] = found ? 1.f : 0.f;
+  const auto* marker = (const unsigned long long*)Published("KERNELEVAL_TEST_HEAP_MARKER");
+  c[i] = marker != nullptr && *marker == 0x6b65726e656c6576ull ? 1.f : 0.f;
 }
 )";
 
 TEST_F(CudaFakeDriverTest, AProgramCallingDeviceMallocIsItsWorkersLast) {
   std::unique_ptr<CudaBackend> backend = StartBackend();
   ASSERT_NE(backend, nullptr);
-  absl::StatusOr<std::string> module =
-      kerneleval::fake_cuda::BuildHostModule(kHeapMarker, {}, {"leave_in_heap", "find_in_heap"});
+  absl::StatusOr<std::string> module = kerneleval::fake_cuda::BuildHostModule(
+      absl::StrCat(kSideChannelSource, kHeapMarker), {}, {"leave_in_heap", "find_in_heap"});
   ASSERT_TRUE(module.ok()) << module.status();
   // Runs `kernel` on 256 elements; its output, or the failure.
   auto run = [&](const std::string& kernel, bool uses_device_malloc) -> std::string {
@@ -1060,29 +1037,18 @@ TEST_F(CudaFakeDriverTest, AProgramCallingDeviceMallocIsItsWorkersLast) {
 // side channel again); the second copies from there, as a kernel that found
 // another program's module in device memory would.
 constexpr char kGlobalState[] = R"(
-extern "C" int setenv(const char* name, const char* value, int overwrite);
-extern "C" char* getenv(const char* name);
-extern "C" int msync(void* address, unsigned long bytes, int flags);
 __device__ float kept[4096];
 extern "C" __global__ void add_and_keep(const float* a, const float* b, float* c, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) c[i] = kept[i] = a[i] + b[i];
-  if (i == 0) {
-    char text[17] = {};
-    unsigned long long address = (unsigned long long)kept;
-    for (int d = 15; d >= 0; --d, address >>= 4) text[d] = "0123456789abcdef"[address & 15];
-    setenv("KERNELEVAL_TEST_KEPT", text, 1);
-  }
+  if (i == 0) Publish("KERNELEVAL_TEST_KEPT", kept);
 }
+// What the published address holds; -1 where nothing is published.
 extern "C" __global__ void copy_kept(const float* a, const float* b, float* c, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
-  const char* text = getenv("KERNELEVAL_TEST_KEPT");
-  unsigned long long address = 0;
-  for (int d = 0; text != nullptr && d < 16; ++d)
-    address = address * 16 + (text[d] <= '9' ? text[d] - '0' : text[d] - 'a' + 10);
-  bool mapped = address != 0 && msync((void*)(address & ~4095ull), 1, 1 /* MS_ASYNC */) == 0;
-  c[i] = mapped ? ((const float*)address)[i] : -1.f;
+  const float* found = (const float*)Published("KERNELEVAL_TEST_KEPT");
+  c[i] = found != nullptr ? found[i] : -1.f;
 }
 // Counts its own runs, per element, in a global; `bias` starts at 3. Its
 // output is 3 + 1000 * (runs before this one).
@@ -1103,20 +1069,31 @@ std::vector<float> Floats(const std::string& bytes) {
   return values;
 }
 
-TEST_F(CudaFakeDriverTest, AProgramTimedAfterAnotherFindsNothingInItsGlobals) {
-  std::unique_ptr<CudaBackend> backend = StartBackend();
-  ASSERT_NE(backend, nullptr);
-  absl::StatusOr<std::string> module = kerneleval::fake_cuda::BuildHostModule(
-      kGlobalState, {}, {"add_and_keep", "copy_kept", "count_runs"});
-  ASSERT_TRUE(module.ok()) << module.status();
+// A backend of its own and kGlobalState's module.
+class CudaFakeDriverGlobalsTest : public CudaFakeDriverTest {
+ protected:
+  void SetUp() override {
+    backend_ = StartBackend();
+    ASSERT_NE(backend_, nullptr);
+    absl::StatusOr<std::string> module =
+        kerneleval::fake_cuda::BuildHostModule(absl::StrCat(kSideChannelSource, kGlobalState), {},
+                                               {"add_and_keep", "copy_kept", "count_runs"});
+    ASSERT_TRUE(module.ok()) << module.status();
+    module_ = *std::move(module);
+  }
+  std::unique_ptr<CudaBackend> backend_;
+  std::string module_;
+};
+
+TEST_F(CudaFakeDriverGlobalsTest, AProgramTimedAfterAnotherFindsNothingInItsGlobals) {
   // The candidate runs right after the reference in every round, on the
   // same inputs. `listed`: the compile service named `kept` as a global.
   auto time = [&](bool listed) -> absl::StatusOr<internal::TimingResult> {
     std::vector<std::string> globals;
     if (listed) globals = {"kept"};
     return TimeKernels(
-        *backend,
-        {{"reference", "add_and_keep", &*module, globals}, {"candidate", "copy_kept", &*module}},
+        *backend_,
+        {{"reference", "add_and_keep", &module_, globals}, {"candidate", "copy_kept", &module_}},
         4096, /*sets=*/2);
   };
   absl::StatusOr<internal::TimingResult> hidden = time(true);
@@ -1143,21 +1120,16 @@ TEST_F(CudaFakeDriverTest, AProgramTimedAfterAnotherFindsNothingInItsGlobals) {
   }
 }
 
-TEST_F(CudaFakeDriverTest, AProgramSeesItsOwnGlobalsAcrossItsRuns) {
-  std::unique_ptr<CudaBackend> backend = StartBackend();
-  ASSERT_NE(backend, nullptr);
-  absl::StatusOr<std::string> module = kerneleval::fake_cuda::BuildHostModule(
-      kGlobalState, {}, {"add_and_keep", "copy_kept", "count_runs"});
-  ASSERT_TRUE(module.ok()) << module.status();
+TEST_F(CudaFakeDriverGlobalsTest, AProgramSeesItsOwnGlobalsAcrossItsRuns) {
   // Timed between two other programs with globals of their own: its state
   // goes under pads and comes back intact before each of its runs.
   internal::TimingConfig config = timing::DefaultTimingConfig();
   config.set_max_seconds(1);
   absl::StatusOr<internal::TimingResult> result =
-      TimeKernels(*backend,
-                  {{"reference", "add_and_keep", &*module, {"kept"}},
-                   {"counter", "count_runs", &*module, {"runs", "bias"}},
-                   {"keeper", "add_and_keep", &*module, {"kept"}}},
+      TimeKernels(*backend_,
+                  {{"reference", "add_and_keep", &module_, {"kept"}},
+                   {"counter", "count_runs", &module_, {"runs", "bias"}},
+                   {"keeper", "add_and_keep", &module_, {"kept"}}},
                   4096, /*sets=*/1, config);
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_FALSE(result->has_failure()) << result->failure().message();
@@ -1177,8 +1149,8 @@ TEST_F(CudaFakeDriverTest, AProgramSeesItsOwnGlobalsAcrossItsRuns) {
   request.mutable_program()->set_label("counter");
   v1::CompileResult* compiled = request.mutable_program()->mutable_compiled();
   compiled->set_success(true);
-  compiled->set_arch(backend->target_arch());
-  compiled->set_cubin(*module);
+  compiled->set_arch(backend_->target_arch());
+  compiled->set_cubin(module_);
   compiled->add_device_globals("runs");
   compiled->add_device_globals("bias");
   for (int c = 0; c < 3; ++c) {
@@ -1189,7 +1161,7 @@ TEST_F(CudaFakeDriverTest, AProgramSeesItsOwnGlobalsAcrossItsRuns) {
   }
   request.set_timeout_seconds(20);
   for (int again = 0; again < 2; ++again) {
-    absl::StatusOr<internal::RunResult> run = backend->Run(request);
+    absl::StatusOr<internal::RunResult> run = backend_->Run(request);
     ASSERT_TRUE(run.ok()) << run.status();
     ASSERT_FALSE(run->has_failure()) << run->failure().message();
     for (int c = 0; c < 3; ++c) {
@@ -1200,12 +1172,7 @@ TEST_F(CudaFakeDriverTest, AProgramSeesItsOwnGlobalsAcrossItsRuns) {
   }
 }
 
-TEST_F(CudaFakeDriverTest, AModulesGlobalsAreZeroedBeforeItIsUnloaded) {
-  std::unique_ptr<CudaBackend> backend = StartBackend();
-  ASSERT_NE(backend, nullptr);
-  absl::StatusOr<std::string> module = kerneleval::fake_cuda::BuildHostModule(
-      kGlobalState, {}, {"add_and_keep", "copy_kept", "count_runs"});
-  ASSERT_TRUE(module.ok()) << module.status();
+TEST_F(CudaFakeDriverGlobalsTest, AModulesGlobalsAreZeroedBeforeItIsUnloaded) {
   // Runs `kernel` on 256 elements of seed 1; its output.
   auto run = [&](const std::string& kernel,
                  std::vector<std::string> globals) -> absl::StatusOr<std::vector<float>> {
@@ -1213,15 +1180,15 @@ TEST_F(CudaFakeDriverTest, AModulesGlobalsAreZeroedBeforeItIsUnloaded) {
     request.mutable_program()->set_label(kernel);
     v1::CompileResult* compiled = request.mutable_program()->mutable_compiled();
     compiled->set_success(true);
-    compiled->set_arch(backend->target_arch());
-    compiled->set_cubin(*module);
+    compiled->set_arch(backend_->target_arch());
+    compiled->set_cubin(module_);
     for (const std::string& name : globals) compiled->add_device_globals(name);
     internal::Case* test_case = request.add_cases();
     test_case->set_label("n=256");
     test_case->set_input_seed(1);
     *test_case->mutable_plan() = CudaBackendGpuTest::PlanFor(kernel, 256);
     request.set_timeout_seconds(20);
-    absl::StatusOr<internal::RunResult> result = backend->Run(request);
+    absl::StatusOr<internal::RunResult> result = backend_->Run(request);
     if (!result.ok()) return result.status();
     if (result->has_failure()) return absl::InternalError(result->failure().message());
     return Floats(result->cases(0).outputs(0).data());
