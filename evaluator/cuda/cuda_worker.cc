@@ -411,7 +411,7 @@ absl::Status CudaWorker::FindGlobals(const internal::Program& program, LoadedPro
   // of its own memory (allocations start 256-byte aligned).
   std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.ptr < b.ptr; });
   constexpr uint64_t kMergeGapBytes = 16;
-  uint64_t stash_bytes = 0;
+  uint64_t stash_bytes = 0;  // where the next span's bytes go in the stash
   for (const LoadedProgram::GlobalSpan& span : found) {
     if (!loaded->globals.empty()) {
       LoadedProgram::GlobalSpan& last = loaded->globals.back();
@@ -424,14 +424,25 @@ absl::Status CudaWorker::FindGlobals(const internal::Program& program, LoadedPro
     loaded->globals.push_back({span.ptr, span.bytes, stash_bytes});
     stash_bytes += RoundUp(span.bytes, 8);
   }
-  absl::StatusOr<DeviceBuffer> stash = DeviceBuffer::Allocate(api_, stash_bytes);
-  if (!stash.ok()) return stash.status();
-  loaded->globals_stash = *std::move(stash);
   return absl::OkStatus();
 }
 
 absl::Status CudaWorker::StashGlobals(LoadedProgram& program) {
   if (program.globals.empty() || program.globals_stashed) return absl::OkStatus();
+  if (program.globals_stash.empty()) {
+    // On first use: only timing runs need it.
+    const LoadedProgram::GlobalSpan& last = program.globals.back();
+    const uint64_t bytes = last.stash_offset + RoundUp(last.bytes, 8);
+    absl::StatusOr<DeviceBuffer> stash = DeviceBuffer::Allocate(api_, bytes);
+    if (!stash.ok()) {
+      return MakeFault("runtime",
+                       absl::StrCat("its device globals (", bytes,
+                                    " bytes) could not be set aside while other programs are "
+                                    "timed: ",
+                                    stash.status().message()));
+    }
+    program.globals_stash = *std::move(stash);
+  }
   for (const LoadedProgram::GlobalSpan& span : program.globals) {
     const CUdeviceptr stash = program.globals_stash.ptr() + span.stash_offset;
     KE_CU_RETURN_IF_ERROR(api_.cuMemcpyDtoDAsync(stash, span.ptr, span.bytes, stream_.get()));

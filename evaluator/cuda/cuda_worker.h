@@ -102,14 +102,15 @@ class CudaWorker {
   absl::StatusOr<LoadedProgram> LoadProgram(const internal::Program& program,
                                             std::vector<std::string>* notes);
   // Finds the program's device globals (CompileResult.device_globals) in
-  // its module and allocates their stash (a name the module lacks: a note).
+  // its module (a name the module lacks: a note).
   absl::Status FindGlobals(const internal::Program& program, LoadedProgram* loaded,
                            std::vector<std::string>* notes);
   // On the stream. Stash: the globals' bytes go to the program's stash,
   // under pads from fresh keys, and zeros take their place, so another
   // program timed in the same context finds nothing the program computed;
   // Unstash: they come back before the program's next run, so it sees its
-  // own state as if it ran alone. No-ops when already (un)stashed.
+  // own state as if it ran alone. No-ops when already (un)stashed. The
+  // stash is allocated on first use (a fault if it does not fit).
   absl::Status StashGlobals(LoadedProgram& program);
   absl::Status UnstashGlobals(LoadedProgram& program);
   absl::Status XorGlobalsStash(const LoadedProgram& program);  // pads on or off, in place
