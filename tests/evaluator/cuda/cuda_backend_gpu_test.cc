@@ -851,7 +851,7 @@ std::string ReadSourceFile(const std::string& relative) {
   return text.str();
 }
 
-TEST(AuxKernelSourceTest, StashAndFillKernelsComputeWhatTheWorkerExpects) {
+TEST(AuxKernelSourceTest, StashFillAndClearKernelsComputeWhatTheWorkerExpects) {
   std::string source = ReadSourceFile("evaluator/cuda/aux_kernels.cu");
   ASSERT_FALSE(source.empty());
   // The header inlined (the host compiler sees no project includes), and the
@@ -863,8 +863,19 @@ TEST(AuxKernelSourceTest, StashAndFillKernelsComputeWhatTheWorkerExpects) {
   const size_t hold = source.find("extern \"C\" __global__ void ke_hold_stream(");
   ASSERT_NE(hold, std::string::npos);
   source.erase(hold, source.find("\n}\n", hold) + 3 - hold);
+  // And a probe: writes `value` over its dynamic shared memory, or (value 0)
+  // copies it to `out`.
+  source += R"(
+extern "C" __global__ void probe_shared(unsigned long long* out, unsigned long long words,
+                                        unsigned long long value) {
+  extern __shared__ unsigned long long probed[];
+  for (unsigned long long i = threadIdx.x; i < words; i += blockDim.x) {
+    if (value != 0) probed[i] = value; else out[i] = probed[i];
+  }
+}
+)";
   absl::StatusOr<std::string> module = kerneleval::fake_cuda::BuildHostModule(
-      source, {}, {"ke_stash_xor", "ke_fill_pattern", "ke_clear_shared"});
+      source, {}, {"ke_stash_xor", "ke_fill_pattern", "ke_clear_shared", "probe_shared"});
   ASSERT_TRUE(module.ok()) << module.status();
 
   kerneleval::fake_cuda::UseFakeDriver();
@@ -902,6 +913,16 @@ TEST(AuxKernelSourceTest, StashAndFillKernelsComputeWhatTheWorkerExpects) {
     ASSERT_EQ(stashed[i] ^ StashPad(i, key0, key1), output[i]) << i;  // ...and undone
   }
   EXPECT_EQ(stashed[kWords], 0xEEEEEEEEEEEEEEEEull) << "wrote past `words`";
+  // In place, as the worker pads and unpads a program's device globals: on
+  // and off again gives the words back.
+  void* in_place_args[] = {&dst_ptr, &dst_ptr, &words, &key0, &key1};
+  ASSERT_EQ(
+      (*api)->cuLaunchKernel(stash->handle, 3, 1, 1, 256, 1, 1, 0, nullptr, in_place_args, nullptr),
+      CUDA_SUCCESS);
+  ASSERT_EQ((*api)->cuCtxSynchronize(), CUDA_SUCCESS);
+  std::vector<uint64_t> unpadded(kWords);
+  ASSERT_EQ((*api)->cuMemcpyDtoH(unpadded.data(), dst->ptr(), kWords * 8), CUDA_SUCCESS);
+  EXPECT_EQ(unpadded, output);
 
   // 8 * 300 + 5 bytes: whole words and a tail of 5.
   absl::StatusOr<KernelFunction> fill = loaded->GetFunction("ke_fill_pattern");
@@ -921,6 +942,46 @@ TEST(AuxKernelSourceTest, StashAndFillKernelsComputeWhatTheWorkerExpects) {
   for (uint64_t i = bytes; i < filled.size(); ++i) {
     EXPECT_EQ(static_cast<uint8_t>(filled[i]), 0xEE) << "wrote past the end at " << i;
   }
+
+  // ke_clear_shared zeros all of the shared memory it is given: a block
+  // (one, so the same host thread runs each) finds the pattern the previous
+  // one left, unless ke_clear_shared ran in between.
+  absl::StatusOr<KernelFunction> clear = loaded->GetFunction("ke_clear_shared");
+  absl::StatusOr<KernelFunction> probe = loaded->GetFunction("probe_shared");
+  ASSERT_TRUE(clear.ok() && probe.ok());
+  constexpr uint32_t kSharedBytes = 40 * 1024;
+  for (const auto& function : {*clear, *probe}) {
+    ASSERT_EQ((*api)->cuFuncSetAttribute(
+                  function.handle, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, kSharedBytes),
+              CUDA_SUCCESS);
+  }
+  auto after = [&](bool cleared) -> std::vector<uint64_t> {
+    uint64_t probe_words = kSharedBytes / 8, value = 0x5EEDF00D5EEDF00Dull, none = 0;
+    void* write_args[] = {&dst_ptr, &probe_words, &value};
+    EXPECT_EQ((*api)->cuLaunchKernel(probe->handle, 1, 1, 1, 128, 1, 1, kSharedBytes, nullptr,
+                                     write_args, nullptr),
+              CUDA_SUCCESS);
+    if (cleared) {
+      uint64_t n16 = kSharedBytes / 16;
+      void* clear_args[] = {&n16};
+      EXPECT_EQ((*api)->cuLaunchKernel(clear->handle, 1, 1, 1, 96, 1, 1, kSharedBytes, nullptr,
+                                       clear_args, nullptr),
+                CUDA_SUCCESS);
+    }
+    absl::StatusOr<DeviceBuffer> out = DeviceBuffer::Allocate(**api, kSharedBytes);
+    EXPECT_TRUE(out.ok());
+    CUdeviceptr out_ptr = out->ptr();
+    void* read_args[] = {&out_ptr, &probe_words, &none};
+    EXPECT_EQ((*api)->cuLaunchKernel(probe->handle, 1, 1, 1, 128, 1, 1, kSharedBytes, nullptr,
+                                     read_args, nullptr),
+              CUDA_SUCCESS);
+    EXPECT_EQ((*api)->cuCtxSynchronize(), CUDA_SUCCESS);
+    std::vector<uint64_t> read(probe_words);
+    EXPECT_EQ((*api)->cuMemcpyDtoH(read.data(), out_ptr, kSharedBytes), CUDA_SUCCESS);
+    return read;
+  };
+  EXPECT_EQ(after(false), std::vector<uint64_t>(kSharedBytes / 8, 0x5EEDF00D5EEDF00Dull));
+  EXPECT_EQ(after(true), std::vector<uint64_t>(kSharedBytes / 8, 0));
 }
 
 TEST_F(CudaFakeDriverTest, OnlyInputSetsThatRanAreChecked) {
