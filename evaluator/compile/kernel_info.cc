@@ -524,11 +524,13 @@ bool PtxCallsDeviceMalloc(std::string_view ptx) {
 std::vector<std::string> PtxDeviceGlobals(std::string_view ptx) {
   // At the start of a line: function bodies address global memory through
   // instructions (ld.global, cvta.to.global), never a line-leading directive.
-  // Texture, sampler and surface references are handles, not memory.
+  // Texture, sampler and surface references are handles, not memory; names
+  // starting with '$' are the compiler's own (printf's format strings,
+  // $str), which the driver need not look up by name.
   static const std::regex kGlobal(
       R"((?:^|\n)[ \t]*(?:\.(?:visible|weak|common)[ \t]+)?\.global[ \t]+)"
       R"((?:\.attribute\([^)]*\)[ \t]+)?(?:\.align[ \t]+\d+[ \t]+)?(?:\.v\d[ \t]+)?)"
-      R"(\.(?!texref|samplerref|surfref)\w+[ \t]+([A-Za-z_$%][\w$]*))");
+      R"(\.(?!texref|samplerref|surfref)\w+[ \t]+([A-Za-z_%][\w$]*))");
   std::vector<std::string> names;
   for (auto it =
            std::regex_iterator<std::string_view::const_iterator>(ptx.begin(), ptx.end(), kGlobal);

@@ -67,7 +67,8 @@ std::vector<PtxEntry> ParsePtxEntries(std::string_view ptx);
 bool PtxCallsDeviceMalloc(std::string_view ptx);
 // The module-scope variables the PTX defines in the global state space
 // (".global [.attribute(...)] [.align N] .type name[...] [= ...];"), in the
-// order declared; `.extern` declarations (defined elsewhere) are left out.
+// order declared; `.extern` declarations (defined elsewhere) and the
+// compiler's own `$str` strings are left out.
 // Constant, shared and local memory are not global: a kernel cannot write
 // the first, and the others do not outlive a block or thread.
 std::vector<std::string> PtxDeviceGlobals(std::string_view ptx);

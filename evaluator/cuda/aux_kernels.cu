@@ -91,7 +91,8 @@ extern "C" __global__ void ke_stash_xor(const unsigned long long* __restrict__ s
 // program would find what the last block on its SM left there (a reduction's
 // partial sums, a tile of a result). The worker launches this after every run
 // of a program with the opt-in maximum of dynamic shared memory, the largest
-// carveout and twice as many blocks as SMs, so that each SM runs at least one.
+// carveout and one block per SM, as a cooperative launch: every block is
+// resident at once, and each fills an SM, so every SM runs exactly one.
 extern "C" __global__ void ke_clear_shared(unsigned long long n16) {
   extern __shared__ uint4 shared_words[];
   for (unsigned long long i = threadIdx.x; i < n16; i += blockDim.x) {

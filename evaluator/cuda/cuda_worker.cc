@@ -241,8 +241,9 @@ absl::Status CudaWorker::Initialise() {
   }
   // ke_clear_shared: the opt-in maximum of dynamic shared memory per block
   // and the largest shared-memory carveout, tried once here. Should a device
-  // refuse, programs run without it (said on stderr and in timing notes)
-  // rather than not at all.
+  // refuse (no cooperative launch, or an MPS share with fewer SMs), programs
+  // run without it (said on stderr and in timing notes) rather than not at
+  // all.
   {
     const uint32_t bytes = std::max<uint32_t>(properties_.limits.max_shared_per_block_optin,
                                               properties_.limits.max_shared_per_block) /
@@ -393,11 +394,14 @@ absl::Status CudaWorker::FindGlobals(const internal::Program& program, LoadedPro
   std::vector<std::string> missing;
   for (const std::string& name : program.compiled().device_globals()) {
     absl::StatusOr<Module::Global> global = loaded->module->GetGlobal(name);
-    if (absl::IsNotFound(global.status())) {
+    if (!global.ok()) {
+      // Only a broken context stops the program; a name the driver does not
+      // know (or refuses) is left out, and said so.
+      const std::optional<CUresult> result = CuResultOf(global.status());
+      if (result.has_value() && IsStickyError(*result)) return FaultFrom(global.status());
       missing.push_back(name);
       continue;
     }
-    if (!global.ok()) return FaultFrom(global.status());
     if (global->bytes > 0) found.push_back({global->ptr, global->bytes, 0});
   }
   if (!missing.empty()) {
@@ -427,22 +431,24 @@ absl::Status CudaWorker::FindGlobals(const internal::Program& program, LoadedPro
   return absl::OkStatus();
 }
 
+absl::Status CudaWorker::AllocateGlobalsStash(LoadedProgram& program) {
+  if (program.globals.empty() || !program.globals_stash.empty()) return absl::OkStatus();
+  const LoadedProgram::GlobalSpan& last = program.globals.back();
+  const uint64_t bytes = last.stash_offset + RoundUp(last.bytes, 8);
+  absl::StatusOr<DeviceBuffer> stash = DeviceBuffer::Allocate(api_, bytes);
+  if (!stash.ok()) {
+    return MakeFault("runtime", absl::StrCat("its device globals (", bytes,
+                                             " bytes) cannot be set aside while other programs "
+                                             "are timed: ",
+                                             stash.status().message()));
+  }
+  program.globals_stash = *std::move(stash);
+  return absl::OkStatus();
+}
+
 absl::Status CudaWorker::StashGlobals(LoadedProgram& program) {
   if (program.globals.empty() || program.globals_stashed) return absl::OkStatus();
-  if (program.globals_stash.empty()) {
-    // On first use: only timing runs need it.
-    const LoadedProgram::GlobalSpan& last = program.globals.back();
-    const uint64_t bytes = last.stash_offset + RoundUp(last.bytes, 8);
-    absl::StatusOr<DeviceBuffer> stash = DeviceBuffer::Allocate(api_, bytes);
-    if (!stash.ok()) {
-      return MakeFault("runtime",
-                       absl::StrCat("its device globals (", bytes,
-                                    " bytes) could not be set aside while other programs are "
-                                    "timed: ",
-                                    stash.status().message()));
-    }
-    program.globals_stash = *std::move(stash);
-  }
+  if (absl::Status s = AllocateGlobalsStash(program); !s.ok()) return s;
   for (const LoadedProgram::GlobalSpan& span : program.globals) {
     const CUdeviceptr stash = program.globals_stash.ptr() + span.stash_offset;
     KE_CU_RETURN_IF_ERROR(api_.cuMemcpyDtoDAsync(stash, span.ptr, span.bytes, stream_.get()));
@@ -479,9 +485,12 @@ absl::Status CudaWorker::ClearSharedMemory() {
   if (clear_shared_bytes_ == 0) return absl::OkStatus();
   uint64_t n16 = clear_shared_bytes_ / 16;
   void* args[] = {&n16};
-  KE_CU_RETURN_IF_ERROR(api_.cuLaunchKernel(
-      clear_shared_kernel_.handle, 2 * static_cast<unsigned>(properties_.sm_count), 1, 1, 512, 1, 1,
-      clear_shared_bytes_, stream_.get(), args, nullptr));
+  // Cooperative: every block resident at once, and with the whole of an
+  // SM's shared memory each, exactly one on every SM (a plain launch leaves
+  // the spread to the block scheduler).
+  KE_CU_RETURN_IF_ERROR(api_.cuLaunchCooperativeKernel(
+      clear_shared_kernel_.handle, static_cast<unsigned>(properties_.sm_count), 1, 1, 512, 1, 1,
+      clear_shared_bytes_, stream_.get(), args));
   return absl::OkStatus();
 }
 
@@ -872,6 +881,13 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
       return loaded.status();
     }
     programs.push_back(*std::move(loaded));
+  }
+  // The globals' stashes first: the input sets are sized to what is left.
+  for (int p = 0; p < program_count; ++p) {
+    if (absl::Status s = AllocateGlobalsStash(programs[p]); !s.ok()) {
+      if (FaultStage(s)) return fail(s, p);
+      return s;
+    }
   }
 
   // Input sets: as many as asked for that fit in 90 % of free memory.

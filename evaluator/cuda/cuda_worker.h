@@ -109,8 +109,10 @@ class CudaWorker {
   // under pads from fresh keys, and zeros take their place, so another
   // program timed in the same context finds nothing the program computed;
   // Unstash: they come back before the program's next run, so it sees its
-  // own state as if it ran alone. No-ops when already (un)stashed. The
-  // stash is allocated on first use (a fault if it does not fit).
+  // own state as if it ran alone. No-ops when already (un)stashed.
+  // AllocateGlobalsStash: the stash (Time allocates every program's before
+  // sizing its input sets); a "runtime" fault when it does not fit.
+  absl::Status AllocateGlobalsStash(LoadedProgram& program);
   absl::Status StashGlobals(LoadedProgram& program);
   absl::Status UnstashGlobals(LoadedProgram& program);
   absl::Status XorGlobalsStash(const LoadedProgram& program);  // pads on or off, in place

@@ -68,7 +68,8 @@ namespace kerneleval::cuda {
   X(cuEventQuery, 2000)                     \
   X(cuEventSynchronize, 2000)               \
   X(cuEventElapsedTime, 2000)               \
-  X(cuLaunchKernel, 4000)
+  X(cuLaunchKernel, 4000)                   \
+  X(cuLaunchCooperativeKernel, 9000)
 
 // One function pointer per entry point, named as the driver names it (cuda.h's
 // `#define cuMemAlloc cuMemAlloc_v2` renames the member consistently, which is

@@ -87,6 +87,7 @@ TEST(PtxEntriesTest, DeviceGlobalsAreTheModuleScopeGlobalDefinitions) {
       ".visible .global .align 8 .b8 _ZN2ns3nsvE[24];\n"
       "  .global .v2 .f32 pair;\n"
       ".global .texref old_texture;\n"
+      ".global .align 1 .b8 $str[4] = {104, 105, 10, 0};\n"
       ".const .align 4 .b8 cst[16];\n"
       ".visible .entry k(\n.param .u64 k_param_0\n)\n{\n"
       "\tcvta.to.global.u64 %rd2, %rd1;\n"

@@ -1346,6 +1346,15 @@ CUresult FakeLaunchKernel(CUfunction function_handle, unsigned int grid_x, unsig
   });
 }
 
+// All blocks are resident at once on a GPU; the host runs them as usual.
+CUresult FakeLaunchCooperativeKernel(CUfunction function, unsigned int grid_x, unsigned int grid_y,
+                                     unsigned int grid_z, unsigned int block_x,
+                                     unsigned int block_y, unsigned int block_z,
+                                     unsigned int shared_bytes, CUstream stream, void** params) {
+  return FakeLaunchKernel(function, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes,
+                          stream, params, nullptr);
+}
+
 struct Entry {
   const char* name;
   void* function;
@@ -1398,6 +1407,7 @@ const Entry kEntries[] = {
     FAKE_ENTRY("cuEventSynchronize", FakeEventSynchronize),
     FAKE_ENTRY("cuEventElapsedTime", FakeEventElapsedTime),
     FAKE_ENTRY("cuLaunchKernel", FakeLaunchKernel),
+    FAKE_ENTRY("cuLaunchCooperativeKernel", FakeLaunchCooperativeKernel),
 };
 #undef FAKE_ENTRY
 
