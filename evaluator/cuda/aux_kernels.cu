@@ -73,9 +73,10 @@ extern "C" __global__ void ke_fill_pattern(unsigned long long* dst, unsigned lon
 // a program's timed sample, before its outputs are poisoned: the worker reads
 // the stash back at the end and removes the pads; a program timed later in
 // the round can copy neither the outputs nor the stash. `words` covers the
-// payload rounded up to 8 bytes (payloads are padded to 256 bytes).
-extern "C" __global__ void ke_stash_xor(const unsigned long long* __restrict__ src,
-                                        unsigned long long* __restrict__ dst,
+// payload rounded up to 8 bytes (payloads are padded to 256 bytes). Also run
+// in place (src == dst) on a program's device globals stash, to put the pads
+// on and take them off: hence no __restrict__.
+extern "C" __global__ void ke_stash_xor(const unsigned long long* src, unsigned long long* dst,
                                         unsigned long long words, unsigned long long key0,
                                         unsigned long long key1) {
   const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
