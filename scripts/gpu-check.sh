@@ -12,12 +12,13 @@
 #   which the GPU machine has), problems/ and the data files, plus env.sh
 #   (LD_LIBRARY_PATH, KERNELEVAL_WORKER, ...). Debug info is stripped; the
 #   bundle must stay under 64 MiB (checked, and printed).
-# run: the timing probe, scripts/torch_crosscheck.py, every bundled gpu test
-#   binary and bench_eval, within GPU_CHECK_BUDGET seconds (default 420);
-#   each step is logged and the next runs even if it failed; a test binary
-#   whose tests skipped counts as failed. RESULTS_DIR gets summary.txt,
-#   probe.json, crosscheck.json, bench_eval.json and logs.tar.gz, rewritten
-#   after every step (few files: the device tool returns at most 8).
+# run: the timing probe, scripts/torch_crosscheck.py, scripts/context_cost.py,
+#   every bundled gpu test binary and bench_eval, within GPU_CHECK_BUDGET
+#   seconds (default 420); each step is logged and the next runs even if it
+#   failed; a test binary whose tests skipped counts as failed. RESULTS_DIR
+#   gets summary.txt, probe.json, crosscheck.json, context_cost.json,
+#   bench_eval.json and logs.tar.gz, rewritten after every step (few files:
+#   the device tool returns at most 8).
 set -uo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -155,7 +156,8 @@ for test in data.get("tests", []):
     mkdir -p "${out}/share/compile" && cp -r "${REPO_DIR}/evaluator/compile/include" "${out}/share/compile/"
   [[ -f "${REPO_DIR}/gpu_peaks/gpu_peaks.textproto" ]] &&
     cp "${REPO_DIR}/gpu_peaks/gpu_peaks.textproto" "${out}/share/"
-  cp "${SCRIPT_DIR}/gpu-check.sh" "${SCRIPT_DIR}/torch_crosscheck.py" "${out}/"
+  cp "${SCRIPT_DIR}/gpu-check.sh" "${SCRIPT_DIR}/torch_crosscheck.py" "${SCRIPT_DIR}/context_cost.py" \
+    "${out}/"
 
   # env.sh: what the binaries need at run time on the GPU machine.
   local worker=kerneleval-worker
@@ -245,7 +247,7 @@ run() {
         grep -h -m 1 -B 1 -E '^\[ +SKIPPED +\]' "${logs}"/test-*.log 2>/dev/null | grep -v '^\[' |
           grep -v '^--$' | sed 's/^/  skip reason: /' | head -n 8
       fi
-      for name in device-info timing-probe torch-crosscheck; do
+      for name in device-info timing-probe torch-crosscheck context-cost; do
         [[ -f "${logs}/${name}.log" ]] || continue
         echo
         echo "--- ${name}"
@@ -316,6 +318,11 @@ run() {
   else
     rows+=("$(printf '%-34s %-12s' torch-crosscheck 'SKIPPED (no probe.json)')")
   fi
+  # What a CUDA context per program would cost (creation, memory, switching):
+  # the figure that decides whether to isolate a group's programs
+  # (evaluator/cuda/README.md, "Not closed").
+  step context-cost 60 -- env LD_LIBRARY_PATH="${LD_LIBRARY_PATH#"${KE_BUNDLE}/lib:"}" \
+    python3 "${bundle_dir}/context_cost.py" --out "${results}/context_cost.json"
   local test
   for test in cuda_gpu_test engine_gpu_test exploits_gpu_test; do
     [[ -x "${bundle_dir}/gpu-tests/${test}" ]] || continue
