@@ -468,9 +468,7 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
     const ReferenceRun& reference, const std::vector<const PreparedProgram*>& candidates,
     const std::vector<v1::Verdict*>& verdicts, v1::TimingStats* reference_stats) {
   if (candidates.empty()) return TimingRun{};
-  // The CUDA backend times every program of a run in one context; the CPU
-  // backend gives each its own process.
-  const bool shared_context = backend_.name() == "cuda";
+  const bool shared_context = ProgramsShareAContext();
   const v1::ShapeBinding& shape = TimedShape();
   internal::TimingRequest request;
   *request.mutable_params() = shape.values();

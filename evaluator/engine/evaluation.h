@@ -123,6 +123,10 @@ class Evaluation {
   absl::StatusOr<internal::ResolvedPlan> Resolve(const PreparedProgram& program,
                                                  const v1::ShapeBinding& shape);
   const v1::ShapeBinding& TimedShape() const;
+  // Whether the programs of one timing run share a memory space: the CUDA
+  // backend times them in one context; the CPU backend gives each its own
+  // process.
+  bool ProgramsShareAContext() const { return backend_.name() == "cuda"; }
 
   const v1::Problem& problem_;
   Backend& backend_;
