@@ -187,8 +187,11 @@ class SharedBuffers {
       const internal::BufferSpec& spec = plan_->buffers(b);
       char* data = Data(set, b);
       if (spec.role() == internal::BUFFER_ROLE_INPUT) {
-        const uint64_t offset =
-            data::TimedInputRotation(seeds_[set], round, spec.name(), spec.elements());
+        // Program 0's offsets for every program: each runs in a process of
+        // its own, with no memory in common where one could leave a result
+        // for another (the CUDA backend's programs share a context).
+        const uint64_t offset = data::TimedInputRotation(seeds_[set], round, /*program=*/0,
+                                                         spec.name(), spec.elements());
         data::RotateElements(inputs_[set][static_cast<size_t>(b)]->data(), data, spec.elements(),
                              data::DTypeSize(spec.dtype()), offset);
         rotation_[set][static_cast<size_t>(b)] = offset;

@@ -566,12 +566,14 @@ absl::StatusOr<CudaWorker::BufferSet> CudaWorker::AllocateBuffers(
   return set;
 }
 
-absl::Status CudaWorker::RotateInputs(BufferSet& set, uint64_t set_seed, uint64_t round) {
+absl::Status CudaWorker::RotateInputs(BufferSet& set, uint64_t set_seed, uint64_t round,
+                                      int program) {
   for (Buffer& buffer : set.buffers) {
     if (buffer.spec->role() != internal::BUFFER_ROLE_INPUT || buffer.pristine.empty()) continue;
     const uint64_t elements = buffer.spec->elements();
     const uint64_t element_bytes = data::DTypeSize(buffer.spec->dtype());
-    buffer.rotation = data::TimedInputRotation(set_seed, round, buffer.spec->name(), elements);
+    buffer.rotation = data::TimedInputRotation(set_seed, round, static_cast<uint64_t>(program),
+                                               buffer.spec->name(), elements);
     // payload[0, n - r) = pristine[r, n); payload[n - r, n) = pristine[0, r).
     const uint64_t head = (elements - buffer.rotation) * element_bytes;
     const uint64_t tail = buffer.rotation * element_bytes;
@@ -583,6 +585,18 @@ absl::Status CudaWorker::RotateInputs(BufferSet& set, uint64_t set_seed, uint64_
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status CudaWorker::RunUntimed(LoadedProgram& program, const internal::ResolvedPlan& plan,
+                                    BufferSet& set, uint64_t set_seed, uint64_t round,
+                                    int rotation_program, absl::Time deadline) {
+  absl::Status status = RotateInputs(set, set_seed, round, rotation_program);
+  if (status.ok()) status = UnstashGlobals(program);
+  if (status.ok()) status = PoisonWritable(set);
+  if (status.ok()) status = LaunchPlan(program, plan, set);
+  if (status.ok()) status = WaitFor(nullptr, deadline);
+  if (status.ok()) status = ClearAfterRun(program, set);  // as after every timed run
+  return status;
 }
 
 absl::Status CudaWorker::PoisonWritable(const BufferSet& set) {
@@ -955,17 +969,19 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
   };
   // Warm-up: module load, instruction caches, TLBs, clocks ramping up.
   // Rounds are numbered from the first warm-up on: every round has inputs of
-  // its own (data::TimedInputRotation), the same for every program.
+  // its own (data::TimedInputRotation), and every program its own rotation
+  // of them. All share this context, so one program could leave a result
+  // where another finds it (past a buffer's guard in the driver's pool, in
+  // local memory): computed on inputs the other was not given, it fails the
+  // other's check. last_round[s]: the round that last ran on set s.
+  std::vector<uint64_t> last_round(static_cast<size_t>(sets), 0);
   for (uint32_t w = 0; w < config.warmup_runs(); ++w) {
+    const int s = static_cast<int>(w % sets);
+    last_round[static_cast<size_t>(s)] = w;
     for (int p = 0; p < program_count; ++p) {
       failed_program = p;
-      BufferSet& set = buffers[p][w % sets];
-      absl::Status status = RotateInputs(set, request.input_seeds(w % sets), w);
-      if (status.ok()) status = UnstashGlobals(programs[p]);
-      if (status.ok()) status = PoisonWritable(set);
-      if (status.ok()) status = LaunchPlan(programs[p], request.programs(p).plan(), set);
-      if (status.ok()) status = WaitFor(nullptr, deadline);
-      if (status.ok()) status = ClearAfterRun(programs[p], set);  // as after every timed run
+      absl::Status status = RunUntimed(programs[p], request.programs(p).plan(), buffers[p][s],
+                                       request.input_seeds(s), w, p, deadline);
       if (!status.ok()) return program_failed(status);
     }
   }
@@ -997,11 +1013,12 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
   // looks checked to a program that reads the clock between its launches.
   auto time_round = [&](uint64_t round) -> absl::Status {
     const int s = static_cast<int>(round % sets);
+    last_round[static_cast<size_t>(s)] = config.warmup_runs() + round;
     for (int p = 0; p < program_count; ++p) {
       failed_program = p;
       BufferSet& set = buffers[p][s];
       if (absl::Status rotated =
-              RotateInputs(set, request.input_seeds(s), config.warmup_runs() + round);
+              RotateInputs(set, request.input_seeds(s), config.warmup_runs() + round, p);
           !rotated.ok()) {
         return FaultFrom(rotated);
       }
@@ -1087,6 +1104,29 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
         return program_failed(outputs.status());
       }
       *timing->add_last_outputs() = *std::move(outputs);
+    }
+  }
+  // Each candidate's last run on a set saw inputs of its own: the
+  // reference's outputs on those very inputs, to check it against. After
+  // every candidate has run for the last time (nothing it does can reach
+  // these runs); the reference's own last outputs are collected above.
+  for (int p = 1; p < program_count; ++p) {
+    for (int s = 0; s < ran; ++s) {
+      failed_program = 0;
+      BufferSet& set = buffers[0][static_cast<size_t>(s)];
+      absl::Status status =
+          RunUntimed(programs[0], request.programs(0).plan(), set, request.input_seeds(s),
+                     last_round[static_cast<size_t>(s)], p, deadline);
+      // ClearAfterRun's stash kernels are queued; Collect reads on the
+      // legacy stream.
+      if (status.ok()) status = WaitFor(nullptr, deadline);
+      absl::StatusOr<internal::CaseResult> outputs =
+          status.ok() ? Collect(set) : absl::StatusOr<internal::CaseResult>(status);
+      if (!outputs.ok()) {
+        result.clear_programs();
+        return program_failed(outputs.status());
+      }
+      *result.mutable_programs(p)->add_reference_outputs() = *std::move(outputs);
     }
   }
   result.set_sm_clock_mhz(all_clocks.empty() ? nominal_mhz : MedianOf(all_clocks));

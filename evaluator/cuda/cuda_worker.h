@@ -130,8 +130,16 @@ class CudaWorker {
                                             data::GeneratedInputs& generated,
                                             bool rotatable = false);
   // Queues on the stream the copies that rotate every input of a rotatable
-  // set for timed round `round` (data::TimedInputRotation).
-  absl::Status RotateInputs(BufferSet& set, uint64_t set_seed, uint64_t round);
+  // set for timed round `round` as program `program` of the request sees it
+  // (data::TimedInputRotation: each program has offsets of its own).
+  absl::Status RotateInputs(BufferSet& set, uint64_t set_seed, uint64_t round, int program);
+  // One untimed run on a rotatable set, as a timed run but without the hold
+  // and events: inputs rotated for (`round`, `rotation_program`), globals
+  // back, outputs poisoned, the plan, ClearAfterRun; waits for the stream.
+  // Warm-up runs, and the reference's runs on each candidate's inputs.
+  absl::Status RunUntimed(LoadedProgram& program, const internal::ResolvedPlan& plan,
+                          BufferSet& set, uint64_t set_seed, uint64_t round, int rotation_program,
+                          absl::Time deadline);
   absl::Status PoisonWritable(const BufferSet& buffers);
   absl::Status LaunchPlan(LoadedProgram& program, const internal::ResolvedPlan& plan,
                           const BufferSet& buffers);

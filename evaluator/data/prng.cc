@@ -403,13 +403,17 @@ std::shared_ptr<const std::string> GeneratedInputs::Get(const internal::BufferSp
   return input;
 }
 
-uint64_t TimedInputRotation(uint64_t set_seed, uint64_t round, std::string_view buffer_name,
-                            uint64_t elements) {
+uint64_t TimedInputRotation(uint64_t set_seed, uint64_t round, uint64_t program,
+                            std::string_view buffer_name, uint64_t elements) {
   if (elements <= 1) return 0;
   const uint64_t name = HashBufferName(buffer_name);
   // The name words carry a tag: a stream apart from this buffer's values.
   constexpr uint32_t kRotationTag = 0x726f7461;  // "rota"
-  const PhiloxCounter counter = {static_cast<uint32_t>(round), static_cast<uint32_t>(round >> 32),
+  // Rounds stay far below 2^32 (a timing run lasts seconds), so the round's
+  // high word has room for the program; program 0 adds nothing.
+  const uint32_t round_high_and_program =
+      static_cast<uint32_t>(round >> 32) ^ (static_cast<uint32_t>(program) * 0x9E3779B9u);
+  const PhiloxCounter counter = {static_cast<uint32_t>(round), round_high_and_program,
                                  static_cast<uint32_t>(name) ^ kRotationTag,
                                  static_cast<uint32_t>(name >> 32) ^ kRotationTag};
   const PhiloxKey key = {static_cast<uint32_t>(set_seed), static_cast<uint32_t>(set_seed >> 32)};

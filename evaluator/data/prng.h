@@ -89,10 +89,15 @@ class GeneratedInputs {
 // another draw from the same distribution; a result cached across launches,
 // even one keyed on a fingerprint of the whole input, is stale, and the check
 // of the last timed outputs catches it. The offset is a pure function of
-// (set_seed, round, buffer name) in [0, elements), so every program of a
-// timing request sees the same inputs in the same round; 0 if elements <= 1.
-uint64_t TimedInputRotation(uint64_t set_seed, uint64_t round, std::string_view buffer_name,
-                            uint64_t elements);
+// (set_seed, round, program, buffer name) in [0, elements); 0 if
+// elements <= 1. `program` is the program's index in its timing request
+// where programs share memory (the CUDA backend: one context): each then sees
+// a rotation of its own in every round, so a result one program leaves where
+// another can find it is for other inputs (the reference is run again on
+// each candidate's rotation for the check). The CPU backend, whose programs
+// run in processes of their own, passes 0 for all: program 0's offsets.
+uint64_t TimedInputRotation(uint64_t set_seed, uint64_t round, uint64_t program,
+                            std::string_view buffer_name, uint64_t elements);
 
 // dst[i] = src[(i + offset) % elements] for elements of `element_bytes` bytes
 // (what a rotation by `offset` gives; std::rotate_copy's order).

@@ -570,13 +570,22 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
   // as a candidate). If they changed while timing, a program timed with it
   // wrote into its buffers: its times and the outputs checked against it
   // prove nothing. Beside several candidates, each is timed again alone.
+  // Its runs on the candidates' inputs (reference_outputs) read the same
+  // pristine copies.
   std::string reference_tampered;
-  for (const internal::CaseResult& ref_set : result->programs(0).last_outputs()) {
-    if (!ref_set.modified_input().empty()) {
+  auto check_reference_inputs = [&](const internal::CaseResult& ref_set) {
+    if (reference_tampered.empty() && !ref_set.modified_input().empty()) {
       reference_tampered = absl::StrCat("the reference's input ", ref_set.modified_input(),
                                         " changed during timing: a program timed with it wrote "
                                         "into its buffers");
-      break;
+    }
+  };
+  for (const internal::CaseResult& ref_set : result->programs(0).last_outputs()) {
+    check_reference_inputs(ref_set);
+  }
+  for (const internal::ProgramTiming& timing : result->programs()) {
+    for (const internal::CaseResult& ref_set : timing.reference_outputs()) {
+      check_reference_inputs(ref_set);
     }
   }
   if (!reference_tampered.empty() && candidates.size() > 1) {
@@ -606,9 +615,16 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
     report->set_sm_clock_min_mhz(result->sm_clock_min_mhz());
     report->set_throttled(result->throttled());
     report->set_converged(result->converged());
+    // What this candidate's timed outputs are checked against, per input
+    // set: the reference's outputs on the inputs this candidate saw (each
+    // program is given a rotation of its own where programs share memory),
+    // else the reference's own last outputs (the same inputs).
+    const internal::ProgramTiming& ref_timing = result->programs(0);
+    const auto& expected = timing.reference_outputs_size() > 0 ? timing.reference_outputs()
+                                                               : ref_timing.last_outputs();
+    const int sets = std::min(timing.last_outputs_size(), expected.size());
     // The sets whose outputs came back (the time cap may end timing first).
-    report->set_input_sets(static_cast<uint32_t>(
-        std::min(timing.last_outputs_size(), result->programs(0).last_outputs_size())));
+    report->set_input_sets(static_cast<uint32_t>(sets));
     // The backend's notes on this candidate, the reference, or the whole
     // run; not those on the group's other candidates.
     for (const std::string& note : result->notes()) {
@@ -623,15 +639,13 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
     int failing = 0;
     std::string error;
     v1::CorrectnessReport timed_report;
-    const internal::ProgramTiming& ref_timing = result->programs(0);
-    const int sets = std::min(timing.last_outputs_size(), ref_timing.last_outputs_size());
     if (!reference_tampered.empty()) error = reference_tampered;
     for (int set = 0; set < sets && error.empty(); ++set) {
       internal::Case c;
       *c.mutable_params() = shape.values();
       absl::StatusOr<bool> passed =
-          CompareCase(problem_, c, ref_timing.last_outputs(set), timing.last_outputs(set),
-                      &timed_report, &failing, absl::StrCat("timed#", set));
+          CompareCase(problem_, c, expected.Get(set), timing.last_outputs(set), &timed_report,
+                      &failing, absl::StrCat("timed#", set));
       if (!passed.ok()) return passed.status();
       if (!timing.last_outputs(set).modified_input().empty()) {
         error = absl::StrCat("the kernel modified its input ",

@@ -917,14 +917,15 @@ TEST_F(CpuBackendTest, TimeInterleavesProgramsAndReturnsLastOutputs) {
     for (double us : timing.samples_us()) EXPECT_GT(us, 0);
     ASSERT_EQ(timing.last_outputs_size(), 2);
     // One sample per round; round r used set r % 2, its inputs rotated by
-    // data::TimedInputRotation(seed, 1 warm-up + r, name, n).
+    // data::TimedInputRotation(seed, 1 warm-up + r, 0, name, n): program 0's
+    // offsets for every program (each runs in a process of its own).
     const int rounds = timing.samples_us_size();
     for (int set = 0; set < 2; ++set) {
       const uint64_t seed = 21 + set;
       const int last_round = (rounds - 1) % 2 == set ? rounds - 1 : rounds - 2;
       const uint64_t numbered = 1 + static_cast<uint64_t>(last_round);
-      const uint64_t rot_a = data::TimedInputRotation(seed, numbered, "a", n);
-      const uint64_t rot_b = data::TimedInputRotation(seed, numbered, "b", n);
+      const uint64_t rot_a = data::TimedInputRotation(seed, numbered, 0, "a", n);
+      const uint64_t rot_b = data::TimedInputRotation(seed, numbered, 0, "b", n);
       EXPECT_NE(rot_a, rot_b);
       EXPECT_TRUE(timing.last_outputs(set).modified_input().empty());
       const auto c = Values<float>(timing.last_outputs(set).outputs(0));

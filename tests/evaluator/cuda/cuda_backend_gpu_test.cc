@@ -498,11 +498,15 @@ TEST_F(CudaBackendGpuTest, SelfTimingIsStable) {
   // 3 x 4 bytes x n at the device's bandwidth: a copy this size cannot run
   // faster than ~1/10 of the median on any GPU made so far.
   EXPECT_GT(ref.median, 10.0);
-  // Timed rounds rotate the inputs (data::TimedInputRotation): each set's
-  // last outputs are a + b rotated by the offsets of some round, the same
-  // round for both programs (throttled samples may have been dropped, so the
-  // round is searched for, not counted).
+  // Timed rounds rotate the inputs (data::TimedInputRotation), each program
+  // by offsets of its own: each set's last outputs are a + b rotated by the
+  // offsets of some round as that program saw it, the same round for both
+  // programs (throttled samples may have been dropped, so the round is
+  // searched for, not counted); the candidate's are checked against the
+  // reference's run on its inputs (reference_outputs).
   const internal::ResolvedPlan& plan = request.programs(0).plan();
+  ASSERT_EQ(result->programs(0).reference_outputs_size(), 0);
+  ASSERT_EQ(result->programs(1).reference_outputs_size(), 4);
   for (int s = 0; s < 4; ++s) {
     const uint64_t seed = static_cast<uint64_t>(s) + 1;
     const std::string a = data::GenerateInput(plan.buffers(0), seed);
@@ -512,28 +516,31 @@ TEST_F(CudaBackendGpuTest, SelfTimingIsStable) {
       std::memcpy(&v, bytes.data() + 4 * i, 4);
       return v;
     };
+    const uint64_t un = static_cast<uint64_t>(n);
+    // Whether `out` is a + b as `program` saw them in `round` (every
+    // `stride`-th element).
+    auto computed_in = [&](const std::string& out, uint64_t round, uint64_t program,
+                           uint64_t stride) {
+      const uint64_t ra = data::TimedInputRotation(seed, round, program, "a", un);
+      const uint64_t rb = data::TimedInputRotation(seed, round, program, "b", un);
+      for (uint64_t i = 0; i < un; i += stride) {
+        if (element(out, i) != element(a, (i + ra) % un) + element(b, (i + rb) % un)) return false;
+      }
+      return true;
+    };
     const std::string& ref_out = result->programs(0).last_outputs(s).outputs(0).data();
     const std::string& cand_out = result->programs(1).last_outputs(s).outputs(0).data();
     ASSERT_EQ(ref_out.size(), static_cast<size_t>(n) * 4);
-    EXPECT_EQ(ref_out, cand_out) << "set " << s << ": the programs saw different inputs";
-    const uint64_t un = static_cast<uint64_t>(n);
+    EXPECT_NE(ref_out, cand_out) << "set " << s << ": both programs saw the same inputs";
+    EXPECT_EQ(result->programs(1).reference_outputs(s).outputs(0).data(), cand_out)
+        << "set " << s << ": the reference's run on the candidate's inputs differs";
     std::optional<uint64_t> round;
     for (uint64_t r = 0; r < 1'000'000 && !round; ++r) {
-      const uint64_t ra = data::TimedInputRotation(seed, r, "a", un);
-      const uint64_t rb = data::TimedInputRotation(seed, r, "b", un);
-      bool match = true;
-      for (uint64_t i : {uint64_t{0}, uint64_t{1}, un / 3, un - 1}) {
-        match =
-            match && element(ref_out, i) == element(a, (i + ra) % un) + element(b, (i + rb) % un);
-      }
-      if (match) round = r;
+      if (computed_in(ref_out, r, 0, un / 4)) round = r;
     }
     ASSERT_TRUE(round.has_value()) << "set " << s << ": outputs of no round's rotated inputs";
-    const uint64_t ra = data::TimedInputRotation(seed, *round, "a", un);
-    const uint64_t rb = data::TimedInputRotation(seed, *round, "b", un);
-    for (uint64_t i = 0; i < un; i += 4099) {
-      ASSERT_EQ(element(ref_out, i), element(a, (i + ra) % un) + element(b, (i + rb) % un)) << i;
-    }
+    EXPECT_TRUE(computed_in(ref_out, *round, 0, 4099)) << "set " << s;
+    EXPECT_TRUE(computed_in(cand_out, *round, 1, 4099)) << "set " << s;
     for (const internal::ProgramTiming& program : result->programs()) {
       EXPECT_TRUE(program.last_outputs(s).modified_input().empty());
     }
@@ -1008,7 +1015,10 @@ TEST_F(CudaFakeDriverTest, OnlyInputSetsThatRanAreChecked) {
     ASSERT_EQ(program.last_outputs_size(), 1);
     EXPECT_EQ(data::CountPoison(program.last_outputs(0).outputs(0).data(), v1::DTYPE_F32), 0u);
   }
-  EXPECT_EQ(result->programs(0).last_outputs(0).outputs(0).data(),
+  // The reference's run on the candidate's inputs (each program has a
+  // rotation of its own) is checked for that one set too.
+  ASSERT_EQ(result->programs(1).reference_outputs_size(), 1);
+  EXPECT_EQ(result->programs(1).reference_outputs(0).outputs(0).data(),
             result->programs(1).last_outputs(0).outputs(0).data());
 }
 
@@ -1288,8 +1298,10 @@ TEST_F(CudaFakeDriverTest, OutputsAreReadOnlyOnceTheirStashIsWritten) {
       *backend, {{"reference", "add", &add}, {"candidate", "add", &add}}, 4096, 2, config);
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_FALSE(result->has_failure()) << result->failure().message();
+  ASSERT_EQ(result->programs(1).reference_outputs_size(), 2);
   for (int s = 0; s < 2; ++s) {
-    const std::string& reference = result->programs(0).last_outputs(s).outputs(0).data();
+    // The reference's run on the candidate's inputs.
+    const std::string& reference = result->programs(1).reference_outputs(s).outputs(0).data();
     const std::string& candidate = result->programs(1).last_outputs(s).outputs(0).data();
     EXPECT_EQ(data::CountPoison(candidate, v1::DTYPE_F32), 0u) << "set " << s;
     EXPECT_TRUE(reference == candidate) << "set " << s << ": the candidate's stash was read early";

@@ -352,10 +352,10 @@ TEST(GeneratedInputsTest, GeneratesEachSeedAndSpecOnce) {
 
 TEST(TimedInputRotationTest, DeterministicInRangeAndDifferentPerRoundAndBuffer) {
   const uint64_t n = 1'000'003;
-  EXPECT_EQ(TimedInputRotation(7, 3, "x", n), TimedInputRotation(7, 3, "x", n));
+  EXPECT_EQ(TimedInputRotation(7, 3, 0, "x", n), TimedInputRotation(7, 3, 0, "x", n));
   std::vector<uint64_t> offsets;
   for (uint64_t round = 0; round < 200; ++round) {
-    const uint64_t offset = TimedInputRotation(7, round, "x", n);
+    const uint64_t offset = TimedInputRotation(7, round, 0, "x", n);
     ASSERT_LT(offset, n);
     offsets.push_back(offset);
   }
@@ -363,10 +363,37 @@ TEST(TimedInputRotationTest, DeterministicInRangeAndDifferentPerRoundAndBuffer) 
   // 200 draws from a million: a repeat would be a broken stream.
   EXPECT_EQ(std::unique(offsets.begin(), offsets.end()), offsets.end());
   EXPECT_GT(offsets.back() - offsets.front(), n / 2);  // spread, not clustered
-  EXPECT_NE(TimedInputRotation(7, 3, "x", n), TimedInputRotation(7, 3, "y", n));
-  EXPECT_NE(TimedInputRotation(7, 3, "x", n), TimedInputRotation(8, 3, "x", n));
-  EXPECT_EQ(TimedInputRotation(7, 3, "x", 1), 0u);
-  EXPECT_EQ(TimedInputRotation(7, 3, "x", 0), 0u);
+  EXPECT_NE(TimedInputRotation(7, 3, 0, "x", n), TimedInputRotation(7, 3, 0, "y", n));
+  EXPECT_NE(TimedInputRotation(7, 3, 0, "x", n), TimedInputRotation(8, 3, 0, "x", n));
+  EXPECT_EQ(TimedInputRotation(7, 3, 0, "x", 1), 0u);
+  EXPECT_EQ(TimedInputRotation(7, 3, 0, "x", 0), 0u);
+}
+
+// Where programs share memory, each sees a rotation of its own in every round:
+// no two programs of a 64-candidate group, nor two rounds of one program,
+// share an offset (the CUDA worker relies on it so that a result one program
+// leaves behind is for inputs no other was given).
+TEST(TimedInputRotationTest, EachProgramHasOffsetsOfItsOwn) {
+  // A trillion elements: a repeat among 1950 uniform draws has odds ~2e-6.
+  const uint64_t n = 1'000'000'000'039;
+  std::vector<uint64_t> offsets;
+  for (uint64_t program = 0; program <= 64; ++program) {
+    for (uint64_t round = 0; round < 30; ++round) {
+      offsets.push_back(TimedInputRotation(11, round, program, "x", n));
+    }
+  }
+  std::sort(offsets.begin(), offsets.end());
+  EXPECT_EQ(std::unique(offsets.begin(), offsets.end()), offsets.end());
+  // Not just a shift of the round: program p's round r is not program 0's
+  // round r + k for a fixed k.
+  for (uint64_t program = 1; program <= 3; ++program) {
+    int equal = 0;
+    for (uint64_t round = 0; round < 100; ++round) {
+      equal += TimedInputRotation(11, round, program, "x", n) ==
+               TimedInputRotation(11, round + program, 0, "x", n);
+    }
+    EXPECT_EQ(equal, 0) << program;
+  }
 }
 
 TEST(RotateElementsTest, MatchesStdRotateCopy) {
