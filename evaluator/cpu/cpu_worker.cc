@@ -311,8 +311,13 @@ class Worker {
     if (absl::Status s = AwaitLoading(*runner); !s.ok()) return s;
     const double timeout = request.timeout_seconds() > 0 ? request.timeout_seconds()
                                                          : settings_.default_timeout_seconds;
-    const absl::Status received =
-        process::ReadMessage(runner->fd(), &result, absl::Now() + absl::Seconds(timeout));
+    // The reply holds the cases' outputs and little else (labels, names):
+    // a bound from those, as kernel code in the runner could send a frame
+    // header announcing gigabytes, which this worker would allocate.
+    const uint64_t reply_bound =
+        output_bytes + (uint64_t{1} << 20) * (1 + static_cast<uint64_t>(request.cases_size()));
+    const absl::Status received = process::ReadMessage(
+        runner->fd(), &result, absl::Now() + absl::Seconds(timeout), reply_bound);
     const auto case_label = [&](const RunnerReport& report) {
       const int c = report.case_index.load();
       return c >= 0 && c < request.cases_size() ? request.cases(c).label() : std::string();
@@ -525,20 +530,27 @@ class Worker {
       // Every program has samples of every input set before stopping.
       if ((stop && round + 1 >= sets) || absl::Now() >= deadline) break;
     }
+    // Every runner stands still after its last sample: the outputs are read
+    // now, before any runs again. Kernel code shares its runner's process,
+    // channel included, and could answer "F" itself: what it wrote after its
+    // last sample must not count, and nothing it sends is taken (the
+    // samples and outputs are this worker's own measurements and reads).
     for (int p = 0; p < request.programs_size(); ++p) {
-      RunnerProcess& runner = runners[static_cast<size_t>(p)];
-      runner.Continue();
       internal::ProgramTiming* timing = result.add_programs();
-      if (absl::Status s = process::WriteFrame(runner.fd(), "F"); !s.ok()) return fail(p, s);
-      if (absl::Status s = process::ReadMessage(runner.fd(), timing, deadline); !s.ok()) {
-        return fail(p, s);
-      }
-      // The outputs as this worker reads them, not as the runner says.
-      timing->clear_last_outputs();
       for (size_t set = 0; set < sets; ++set) {
         *timing->add_last_outputs() = buffers[static_cast<size_t>(p)].Collect(set);
       }
       for (double sample : samples[static_cast<size_t>(p)]) timing->add_samples_us(sample);
+    }
+    for (int p = 0; p < request.programs_size(); ++p) {
+      RunnerProcess& runner = runners[static_cast<size_t>(p)];
+      runner.Continue();
+      // The runner's farewell: an empty message, read with a small bound (a
+      // frame header announcing gigabytes would otherwise be allocated).
+      if (absl::Status s = process::WriteFrame(runner.fd(), "F"); !s.ok()) return fail(p, s);
+      if (absl::Status s = process::ReadFrame(runner.fd(), &reply, deadline, 64); !s.ok()) {
+        return fail(p, s);
+      }
       runner.Wait(absl::Seconds(2));
     }
     result.set_converged(converged);
