@@ -487,7 +487,29 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
     *timed->mutable_program() = program->program;
     *timed->mutable_plan() = *std::move(plan);
   }
+  auto fail = [&](size_t i, std::string_view stage, std::string error) {
+    v1::Verdict failed = Failed(stage, std::move(error));
+    failed.mutable_compile()->Swap(verdicts[i]->mutable_compile());
+    failed.mutable_correctness()->Swap(verdicts[i]->mutable_correctness());
+    *verdicts[i] = std::move(failed);
+  };
   absl::StatusOr<internal::TimingResult> result = backend_.Time(request);
+  if (absl::IsUnavailable(result.status())) {
+    // The worker itself died (a backend that reports no verdict for it,
+    // like the CPU backend's worker ending on a reply it could not hold).
+    // A candidate may have caused it: with others, each is timed again
+    // alone, so none loses its verdict to another; alone, the reference
+    // timed by itself tells whether it was this kernel.
+    if (candidates.size() > 1) return TimingRun{.next = TimingRun::Next::kEachAlone};
+    internal::TimingRequest alone = request;
+    alone.mutable_programs()->DeleteSubrange(1, alone.programs_size() - 1);
+    absl::StatusOr<internal::TimingResult> alone_result = backend_.Time(alone);
+    if (!alone_result.ok() || alone_result->has_failure()) return result.status();
+    fail(0, "runtime",
+         absl::StrCat("while timing, the worker timing this kernel died (",
+                      result.status().message(), ") and the reference timed alone does not"));
+    return TimingRun{};
+  }
   if (!result.ok()) return result.status();
   if (result->programs_size() != static_cast<int>(programs.size()) && !result->has_failure()) {
     return absl::InternalError("timing returned the wrong number of programs");
@@ -496,12 +518,6 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
   // Which program failed: a reference failure is ours, a candidate's is a verdict.
   if (result->has_failure()) {
     const internal::RunFailure& failure = result->failure();
-    auto fail = [&](size_t i, std::string_view stage, std::string error) {
-      v1::Verdict failed = Failed(stage, std::move(error));
-      failed.mutable_compile()->Swap(verdicts[i]->mutable_compile());
-      failed.mutable_correctness()->Swap(verdicts[i]->mutable_correctness());
-      *verdicts[i] = std::move(failed);
-    };
     if (failure.program() == reference.program.program.label()) {
       if (candidates.size() > 1) return TimingRun{.next = TimingRun::Next::kEachAlone};
       // The reference passed its own checks: timed alone, it tells whether

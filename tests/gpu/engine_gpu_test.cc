@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "evaluator/engine/engine.h"
@@ -1006,6 +1007,40 @@ TEST(EngineFakeDriverTest, AWorkerDyingWhileAGroupIsTimedTimesEachAlone) {
     EXPECT_GT(verdict.timing().candidate().samples(), 0u);
   }
   EXPECT_GT(response->reference_timing().samples(), 0u);
+}
+
+// Time() itself fails with UNAVAILABLE, as a backend whose worker process died
+// reports it (the CPU backend's, ended by what one program sent it), whenever
+// the program whose source has `c[i] = b[i] + a[i];` is in the run.
+class WorkerDiesTimingTheSwappedAdd : public PassThroughBackend {
+ public:
+  using PassThroughBackend::PassThroughBackend;
+  absl::StatusOr<internal::TimingResult> Time(const internal::TimingRequest& request) override {
+    for (const internal::TimedProgram& timed : request.programs()) {
+      if (absl::StrContains(timed.program().source(), "c[i] = b[i] + a[i];")) {
+        return absl::UnavailableError("worker killed by signal 6 (SIGABRT)");
+      }
+    }
+    return PassThroughBackend::Time(request);
+  }
+};
+
+TEST(EngineFakeDriverTest, AWorkerThatDiesTimingAGroupCostsOnlyTheCandidateThatKillsIt) {
+  absl::StatusOr<std::unique_ptr<Engine>> engine =
+      StagedFakeDriverEngine<WorkerDiesTimingTheSwappedAdd>();
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  absl::StatusOr<v1::EvaluateGroupResponse> response = TwoCorrectVectorAdds(**engine);
+  ASSERT_TRUE(response.ok()) << response.status();
+  ASSERT_EQ(response->verdicts_size(), 2);
+  const v1::Verdict& honest = response->verdicts(0);
+  EXPECT_TRUE(honest.correct()) << honest.stage() << ": " << honest.error();
+  EXPECT_GT(honest.timing().candidate().samples(), 0u);
+  const v1::Verdict& killer = response->verdicts(1);
+  EXPECT_FALSE(killer.correct());
+  EXPECT_EQ(killer.stage(), "runtime");
+  EXPECT_NE(killer.error().find("the worker timing this kernel died (worker killed by signal 6"),
+            std::string::npos)
+      << killer.error();
 }
 
 TEST(EngineFakeDriverTest, ARunOutOfTimeBesideOneCandidateIsThatCandidatesTimeout) {
