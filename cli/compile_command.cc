@@ -1,16 +1,21 @@
 // kerneleval compile FILE.cu: compile a kernel the way the server does
 // (NVRTC in a sandboxed worker, the option allow-list), print success,
 // diagnostics and each kernel's resources, or the CompileResult as JSON.
-// Exit codes: 0 compiled, 1 compile failed, 2 usage or bad input, 3 the
-// compile service could not start (worker binary, toolkit or sandbox).
-#include <google/protobuf/util/json_util.h>
-
+// With --server HOST:PORT the server compiles it (the Compile RPC).
+// Exit codes: 0 compiled, 1 compile failed, 2 usage or bad input (an option
+// off the allow-list, an architecture NVRTC does not know), 3 the compile
+// service could not start (worker binary, toolkit or sandbox) or the server
+// was unreachable or refused.
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "cli/client/client.h"
+#include "cli/client/json.h"
+#include "cli/client/server_flags.h"
 #include "cli/command.h"
 #include "evaluator/compile/compile_service.h"
 #include "evaluator/compile/kernel_info.h"
@@ -33,6 +38,7 @@ struct CompileFlags {
   double timeout_seconds = 30;
   std::string cache_dir;
   std::string worker;
+  client::ServerFlags server;
 };
 
 bool WriteFile(const std::string& path, const std::string& bytes) {
@@ -41,11 +47,26 @@ bool WriteFile(const std::string& path, const std::string& bytes) {
   return static_cast<bool>(file);
 }
 
+// The author's device globals: kerneleval's prelude constants (INFINITY,
+// FLT_MAX, ...) are in every module and say nothing about this one.
+std::vector<std::string> AuthorsGlobals(const v1::CompileResult& r) {
+  std::vector<std::string> globals;
+  for (const std::string& name : r.device_globals()) {
+    if (!compile::IsPreludeGlobal(name)) globals.push_back(name);
+  }
+  return globals;
+}
+
 void PrintText(const v1::CompileResult& r, const std::string& path, FILE* out) {
-  absl::FPrintF(out, "%s: %s for %s in %.3f s%s (NVRTC %s%s%s)\n", path,
+  // "(NVRTC 13.0, --use_fast_math)"; a result refused before NVRTC ran has no
+  // toolkit version.
+  std::vector<std::string> how;
+  if (!r.toolkit_version().empty()) how.push_back(absl::StrCat("NVRTC ", r.toolkit_version()));
+  if (!r.options().empty()) how.push_back(absl::StrJoin(r.options(), " "));
+  absl::FPrintF(out, "%s: %s for %s in %.3f s%s%s\n", path,
                 r.success() ? "compiled" : "compile FAILED", r.arch(), r.compile_seconds(),
-                r.cache_hit() ? " (cache hit)" : "", r.toolkit_version(),
-                r.options().empty() ? "" : ", ", absl::StrJoin(r.options(), " "));
+                r.cache_hit() ? " (cache hit)" : "",
+                how.empty() ? "" : absl::StrCat(" (", absl::StrJoin(how, ", "), ")"));
   if (!r.diagnostics().empty()) {
     absl::FPrintF(out, "\ndiagnostics:\n");
     for (const auto& d : r.diagnostics()) {
@@ -54,16 +75,15 @@ void PrintText(const v1::CompileResult& r, const std::string& path, FILE* out) {
       absl::FPrintF(out, "  %-12s %-8s %s\n", where, d.severity(), d.message());
     }
   }
-  if (!r.success() && !r.log().empty()) absl::FPrintF(out, "\ncompiler log:\n%s", r.log());
+  if (!r.success() && !r.log().empty()) {
+    absl::FPrintF(out, "\ncompiler log:\n%s%s", r.log(), absl::EndsWith(r.log(), "\n") ? "" : "\n");
+  }
   if (r.uses_device_malloc()) {
     absl::FPrintF(out,
                   "calls device malloc(): the GPU worker is replaced after each request that "
                   "runs it\n");
   }
-  std::vector<std::string> globals;
-  for (const std::string& name : r.device_globals()) {
-    if (!compile::IsPreludeGlobal(name)) globals.push_back(name);
-  }
+  const std::vector<std::string> globals = AuthorsGlobals(r);
   if (!globals.empty()) {
     absl::FPrintF(out,
                   "device globals (hidden from other programs while timed, zeroed when "
@@ -94,6 +114,52 @@ void PrintText(const v1::CompileResult& r, const std::string& path, FILE* out) {
   }
 }
 
+// NVRTC refused an option's value (e.g. --arch sm_999): the compile never
+// started, so it is bad input rather than a failed compile.
+bool NvrtcRefusedAnOption(const v1::CompileResult& r) {
+  return !r.success() && r.kernels().empty() &&
+         absl::StrContains(r.log(), "nvrtc: error: invalid value for");
+}
+
+absl::StatusOr<v1::CompileResult> CompileHere(const CompileFlags& flags, std::string source) {
+  compile::CompileServiceOptions options;
+  options.workers = 1;
+  options.timeout = absl::Seconds(flags.timeout_seconds);
+  options.cache_dir = flags.cache_dir;
+  options.worker_binary = flags.worker;
+  absl::StatusOr<std::unique_ptr<compile::CompileService>> service =
+      compile::CompileService::Create(options);
+  if (!service.ok()) return service.status();
+  compile::CompileJob job;
+  job.source = std::move(source);
+  job.options.set_arch(flags.arch);
+  for (const auto& option : flags.options) job.options.add_options(option);
+  job.want_ptx = flags.include_ptx || !flags.ptx_path.empty();
+  job.want_cubin = flags.include_cubin || !flags.cubin_path.empty();
+  return (*service)->Compile(job);
+}
+
+absl::StatusOr<v1::CompileResult> CompileOnServer(const CompileFlags& flags, std::string source) {
+  absl::StatusOr<std::unique_ptr<client::KernelEvalClient>> client =
+      client::KernelEvalClient::Create(client::ToClientOptions(flags.server));
+  if (!client.ok()) return client.status();
+  v1::CompileRequest request;
+  request.set_source(std::move(source));
+  request.mutable_options()->set_arch(flags.arch);
+  for (const auto& option : flags.options) request.mutable_options()->add_options(option);
+  request.set_include_ptx(flags.include_ptx || !flags.ptx_path.empty());
+  request.set_include_cubin(flags.include_cubin || !flags.cubin_path.empty());
+  return (*client)->Compile(request);
+}
+
+// The CompileResult as JSON; device_globals are the author's, as in the text.
+std::string ResultJson(v1::CompileResult result) {
+  const std::vector<std::string> globals = AuthorsGlobals(result);
+  result.clear_device_globals();
+  for (const std::string& name : globals) result.add_device_globals(name);
+  return client::ToJson(result, /*pretty=*/true);
+}
+
 int Run(const CompileFlags& flags) {
   // Progress and warnings to stderr: stdout carries the result (maybe JSON).
   spdlog::set_default_logger(spdlog::stderr_color_st("kerneleval-compile"));
@@ -104,28 +170,33 @@ int Run(const CompileFlags& flags) {
   }
   std::stringstream source;
   source << file.rdbuf();
-
-  compile::CompileServiceOptions options;
-  options.workers = 1;
-  options.timeout = absl::Seconds(flags.timeout_seconds);
-  options.cache_dir = flags.cache_dir;
-  options.worker_binary = flags.worker;
-  absl::StatusOr<std::unique_ptr<compile::CompileService>> service =
-      compile::CompileService::Create(options);
-  if (!service.ok()) {
-    absl::FPrintF(stderr, "kerneleval compile: %s\n", service.status().ToString());
-    return kExitUnavailable;
+  // The allow-list and the architecture's spelling, checked here as the
+  // compile service (or the server) would: a refused option is bad input.
+  if (!flags.arch.empty()) {
+    if (absl::Status s = compile::CheckArch(flags.arch); !s.ok()) {
+      absl::FPrintF(stderr, "kerneleval compile: --arch: %s\n", s.message());
+      return kExitUsage;
+    }
   }
-  compile::CompileJob job;
-  job.source = source.str();
-  job.options.set_arch(flags.arch);
-  for (const auto& option : flags.options) job.options.add_options(option);
-  job.want_ptx = flags.include_ptx || !flags.ptx_path.empty();
-  job.want_cubin = flags.include_cubin || !flags.cubin_path.empty();
-  absl::StatusOr<v1::CompileResult> result = (*service)->Compile(job);
+  if (absl::StatusOr<std::vector<std::string>> checked = compile::CheckUserOptions(flags.options);
+      !checked.ok()) {
+    absl::FPrintF(stderr, "kerneleval compile: --option: %s\n", checked.status().message());
+    return kExitUsage;
+  }
+
+  absl::StatusOr<v1::CompileResult> result = flags.server.remote()
+                                                 ? CompileOnServer(flags, source.str())
+                                                 : CompileHere(flags, source.str());
   if (!result.ok()) {
-    absl::FPrintF(stderr, "kerneleval compile: %s\n", result.status().message());
-    return absl::IsInvalidArgument(result.status()) ? kExitUsage : kExitUnavailable;
+    absl::FPrintF(stderr, "kerneleval compile: %s\n", result.status().ToString());
+    return client::ExitCodeForStatus(result.status());
+  }
+  if (NvrtcRefusedAnOption(*result)) {
+    std::string log(result->log());
+    while (!log.empty() && log.back() == '\n') log.pop_back();
+    absl::FPrintF(stderr, "kerneleval compile: %s (NVRTC %s, arch %s)\n", log,
+                  result->toolkit_version(), result->arch());
+    return kExitUsage;
   }
   if (!flags.ptx_path.empty() && result->success() && !WriteFile(flags.ptx_path, result->ptx())) {
     absl::FPrintF(stderr, "kerneleval compile: cannot write %s\n", flags.ptx_path);
@@ -140,16 +211,7 @@ int Run(const CompileFlags& flags) {
   if (!flags.include_cubin) result->clear_cubin();
 
   if (flags.json) {
-    google::protobuf::util::JsonPrintOptions json_options;
-    json_options.add_whitespace = true;
-    json_options.always_print_primitive_fields = true;
-    json_options.preserve_proto_field_names = true;
-    std::string json;
-    if (!google::protobuf::util::MessageToJsonString(*result, &json, json_options).ok()) {
-      absl::FPrintF(stderr, "kerneleval compile: cannot print JSON\n");
-      return kExitUnavailable;
-    }
-    absl::FPrintF(stdout, "%s", json);
+    absl::FPrintF(stdout, "%s\n", ResultJson(*result));
   } else {
     PrintText(*result, flags.source_path, stdout);
   }
@@ -161,8 +223,9 @@ void AddCompileCommand(CLI::App& root) {
   CLI::App* command = root.add_subcommand(
       "compile",
       "Compile a CUDA kernel as the server does (NVRTC, sandboxed) and show diagnostics and "
-      "per-kernel resources. Exit 0 compiled, 1 compile failed, 2 usage or bad input, 3 the "
-      "compile service could not start.");
+      "per-kernel resources (--server: on a kerneleval server). Exit 0 compiled, 1 compile "
+      "failed, 2 usage or bad input (a refused option or architecture), 3 the compile service "
+      "could not start or the server was unreachable.");
   command->add_option("file", flags->source_path, "CUDA C++ source (.cu)")->required();
   command->add_option("--arch", flags->arch, "target, e.g. sm_90 (PTX only for compute_XX)")
       ->default_str("sm_90");
@@ -170,19 +233,22 @@ void AddCompileCommand(CLI::App& root) {
       "--option", flags->options,
       "an NVRTC option from the allow-list (repeatable): " + compile::AllowedOptionsSummary());
   command->add_flag("--json", flags->json,
-                    "print the CompileResult as JSON (proto field names, every field)");
+                    "print the CompileResult as JSON (proto field names, every field; "
+                    "device_globals: the source's own, without the prelude's constants)");
   command->add_flag("--include-ptx", flags->include_ptx, "put the PTX into the JSON");
   command->add_flag("--include-cubin", flags->include_cubin,
                     "put the CUBIN (base64) into the JSON");
   command->add_option("--ptx", flags->ptx_path, "write the PTX to this file");
   command->add_option("--cubin", flags->cubin_path, "write the CUBIN to this file");
-  command->add_option("--timeout", flags->timeout_seconds, "wall-clock limit [s]")
+  command->add_option("--timeout", flags->timeout_seconds, "wall-clock limit [s] (in-process)")
       ->default_val(30)
       ->check(CLI::PositiveNumber);
-  command->add_option("--cache-dir", flags->cache_dir, "on-disk compile cache (default: none)");
+  command->add_option("--cache-dir", flags->cache_dir,
+                      "on-disk compile cache (in-process; default: none)");
   command->add_option("--worker", flags->worker,
                       "kerneleval-worker binary (default: $KERNELEVAL_WORKER, beside this "
-                      "program, or the build tree's)");
+                      "program, or the build tree's; in-process)");
+  client::AddServerOptions(command, &flags->server);
   command->callback([flags] { SetExitCode(Run(*flags)); });
 }
 

@@ -6,9 +6,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <limits>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -18,6 +22,7 @@
 #include "cli/command.h"
 #include "cli/engine_session.h"
 #include "evaluator/engine/engine.h"
+#include "rubric/rubric.h"
 
 namespace kerneleval::cli {
 namespace {
@@ -42,7 +47,13 @@ std::string Micros(double us) {
   return absl::StrFormat("%.2f us", us);
 }
 
-void PrintVerdict(const v1::Verdict& v, FILE* out) {
+// What the request was: the verdict alone does not say.
+struct VerdictOrigin {
+  bool skip_timing = false;  // correctness only
+  bool in_group = false;     // one of an EvaluateGroup's verdicts
+};
+
+void PrintVerdict(const v1::Verdict& v, const VerdictOrigin& origin, FILE* out) {
   absl::FPrintF(out, "problem   %s  (backend %s, device %s)\n", v.problem_id(), v.backend(),
                 v.device().name().empty() ? v.device().id() : v.device().name());
   absl::FPrintF(out, "stage     %s%s\n", v.stage(), v.correct() ? "  (correct)" : "");
@@ -93,8 +104,88 @@ void PrintVerdict(const v1::Verdict& v, FILE* out) {
     absl::FPrintF(out, "note      %s\n", note);
   }
   for (const std::string& note : v.timing().notes()) absl::FPrintF(out, "note      %s\n", note);
+  const bool timed = v.has_timing() && v.timing().candidate().samples() > 0;
+  if (v.correct() && origin.skip_timing && !timed) {
+    absl::FPrintF(out,
+                  "note      not timed (--skip-timing): a correct kernel's reward comes from its "
+                  "speed, so it is %.6g without timing\n",
+                  v.reward());
+  }
   if (v.has_seed()) absl::FPrintF(out, "seed      %d\n", v.seed());
-  absl::FPrintF(out, "wall      %.3f s\n", v.wall_seconds());
+  if (v.deduplicated() && origin.in_group) {
+    absl::FPrintF(out, "cached    identical to an earlier source of this group: run once\n");
+    absl::FPrintF(out, "wall      %.3f s\n", v.wall_seconds());
+  } else if (v.deduplicated()) {
+    // The engine answers an identical submission (same problem, source,
+    // launch plan, options, device, --skip-timing and --seed) from its
+    // recent verdicts instead of running it again (server/README.md).
+    absl::FPrintF(out,
+                  "cached    the verdict of an identical submission judged recently, re-scored "
+                  "with this request's reward settings (a different --seed runs it again)\n");
+    absl::FPrintF(out, "wall      %.3f s  (of that earlier evaluation)\n", v.wall_seconds());
+  } else {
+    absl::FPrintF(out, "wall      %.3f s\n", v.wall_seconds());
+  }
+}
+
+// The verdict's JSON with every field present: proto3 leaves an unset
+// `optional` out even with always_print_primitive_fields, so a secret seed
+// (not revealed) is written as null.
+using OrderedJson = nlohmann::ordered_json;
+
+OrderedJson ParseOwnJson(const std::string& text) {
+  return OrderedJson::parse(text, /*cb=*/nullptr, /*allow_exceptions=*/false);
+}
+
+std::string DumpJson(const OrderedJson& json) {
+  return json.dump(-1, ' ', false, OrderedJson::error_handler_t::replace);
+}
+
+OrderedJson VerdictJson(const v1::Verdict& verdict) {
+  OrderedJson json = ParseOwnJson(ToJson(verdict));
+  if (json.is_object() && !verdict.has_seed()) json["seed"] = nullptr;
+  return json;
+}
+
+std::string VerdictJsonText(const v1::Verdict& verdict) {
+  const OrderedJson json = VerdictJson(verdict);
+  return json.is_discarded() ? ToJson(verdict) : DumpJson(json);
+}
+
+std::string GroupJsonText(const v1::EvaluateGroupResponse& group) {
+  OrderedJson json = ParseOwnJson(ToJson(group));
+  if (!json.is_object()) return ToJson(group);
+  OrderedJson verdicts = OrderedJson::array();
+  for (const v1::Verdict& verdict : group.verdicts()) {
+    OrderedJson one = VerdictJson(verdict);
+    if (one.is_discarded()) return ToJson(group);
+    verdicts.push_back(std::move(one));
+  }
+  json["verdicts"] = std::move(verdicts);
+  return DumpJson(json);
+}
+
+// Reward settings the way the embedded engine resolves them: the flags, else
+// $KERNEL_ENV_REWARD / $KERNEL_ENV_PARTIAL_CREDIT. Sent in every request, so
+// that --server gives the same reward as the embedded engine; with neither a
+// flag nor the variable set the field stays unset and the engine's (the
+// server's) default applies.
+absl::Status ResolveRewardFlags(EvaluateFlags* flags) {
+  if (flags->mode.empty()) {
+    if (const char* env = std::getenv(rubric::kRewardModeEnvVar); env != nullptr) {
+      absl::StatusOr<rubric::RewardConfig> config = rubric::RewardConfigFromEnv();
+      if (!config.ok()) return config.status();
+      flags->mode = std::string(rubric::RewardModeName(config->mode));
+    }
+  }
+  if (!flags->partial && !flags->no_partial) {
+    if (std::getenv(rubric::kPartialCreditEnvVar) != nullptr) {
+      absl::StatusOr<rubric::RewardConfig> config = rubric::RewardConfigFromEnv("speedup");
+      if (!config.ok()) return config.status();
+      (config->partial_credit ? flags->partial : flags->no_partial) = true;
+    }
+  }
+  return absl::OkStatus();
 }
 
 // The settings every submission of one invocation shares.
@@ -158,12 +249,13 @@ void RunGroup(const EvaluateFlags& flags, EngineSession& session) {
   bool all_correct = true;
   for (const auto& verdict : group->verdicts()) all_correct = all_correct && verdict.correct();
   if (flags.json) {
-    std::printf("%s\n", ToJson(*group).c_str());
+    std::printf("%s\n", GroupJsonText(*group).c_str());
     return SetExitCode(all_correct ? kExitOk : kExitFailed);
   }
   for (size_t i = 0; i < flags.source_paths.size(); ++i) {
     absl::PrintF("== [%d] %s\n", i + 1, flags.source_paths[i]);
-    PrintVerdict(group->verdicts(static_cast<int>(i)), stdout);
+    PrintVerdict(group->verdicts(static_cast<int>(i)),
+                 {.skip_timing = flags.skip_timing, .in_group = true}, stdout);
     absl::PrintF("\n");
   }
   // Correct kernels first, then the best reward, then the faster (rewards
@@ -195,7 +287,11 @@ void RunGroup(const EvaluateFlags& flags, EngineSession& session) {
   SetExitCode(all_correct ? kExitOk : kExitFailed);
 }
 
-void Run(const EvaluateFlags& flags) {
+void Run(EvaluateFlags flags) {
+  if (absl::Status s = ResolveRewardFlags(&flags); !s.ok()) {
+    std::fprintf(stderr, "kerneleval evaluate: %s\n", std::string(s.message()).c_str());
+    return SetExitCode(kExitUsage);
+  }
   v1::EvaluateRequest request;
   SetCommon(flags, &request);
   if (flags.source_paths.size() == 1 &&
@@ -220,9 +316,9 @@ void Run(const EvaluateFlags& flags) {
   }
   NoteCpuFallback(flags, verdict->backend());
   if (flags.json) {
-    std::printf("%s\n", ToJson(*verdict).c_str());
+    std::printf("%s\n", VerdictJsonText(*verdict).c_str());
   } else {
-    PrintVerdict(*verdict, stdout);
+    PrintVerdict(*verdict, {.skip_timing = flags.skip_timing}, stdout);
   }
   SetExitCode(verdict->correct() ? kExitOk : kExitFailed);
 }
@@ -246,10 +342,15 @@ void AddEvaluate(CLI::App& root) {
                   "Fixed input seed (reproducible; reported in the verdict)");
   cmd->add_option("--backend", flags->backend, "Where to run: auto (GPU if present), cuda, cpu")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
-  cmd->add_option("--mode", flags->mode,
-                  "Reward mode: speedup or roofline (default: $KERNEL_ENV_REWARD, else speedup)")
+  cmd->add_option(
+         "--mode", flags->mode,
+         "Reward mode: speedup or roofline (default: $KERNEL_ENV_REWARD, sent to a --server "
+         "too; unset: speedup in-process, the server's default with --server)")
       ->check(CLI::IsMember({"speedup", "roofline"}));
-  auto* partial = cmd->add_flag("--partial", flags->partial, "Partial credit for failed kernels");
+  auto* partial = cmd->add_flag(
+      "--partial", flags->partial,
+      "Partial credit for failed kernels (default: on iff $KERNEL_ENV_PARTIAL_CREDIT is 1, "
+      "sent to a --server too; unset: off in-process, the server's default with --server)");
   cmd->add_flag("--no-partial", flags->no_partial, "No partial credit")->excludes(partial);
   cmd->add_flag("--skip-timing", flags->skip_timing, "Correctness only (no speedup)");
   cmd->add_option("--option,-O", flags->options,

@@ -2,9 +2,10 @@
 //
 // Without NAME: one row per GPU (name, compute capability, SMs, memory, bandwidth, FP32 and
 // dense FP16/BF16/FP8 tensor-core peaks, L2). With NAME (a canonical or driver name, any
-// case): that GPU's every figure with its source. --json prints the proto's JSON with the
+// case, or words of one GPU's name such as "5090"): that GPU's every figure with its
+// source; a NAME several GPUs share ("H100") lists them. --json prints the proto's JSON with the
 // proto field names instead. --table reads an override table file instead of the embedded
-// one. An unknown NAME or a bad table file: a message on stderr and exit code 2.
+// one. An unknown or ambiguous NAME or a bad table file: a message on stderr and exit 2.
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -14,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "cli/command.h"
 #include "google/protobuf/util/json_util.h"
 #include "gpu_peaks/peak_table.h"
@@ -111,14 +113,20 @@ int Peaks(const PeaksOptions& options) {
     PrintTable(*table);
     return kExitOk;
   }
-  const std::optional<v1::GpuPeaks> gpu = gpu_peaks::FindGpuByName(*table, options.name);
-  if (!gpu.has_value()) {
+  const gpu_peaks::GpuNameMatch match = gpu_peaks::MatchGpuName(*table, options.name);
+  if (!match.candidates.empty()) {
+    std::fprintf(stderr, "kerneleval peaks: \"%s\" could be any of: %s; name one\n",
+                 options.name.c_str(), absl::StrJoin(match.candidates, ", ").c_str());
+    return kExitUsage;
+  }
+  if (!match.gpu.has_value()) {
     std::fprintf(stderr,
                  "kerneleval peaks: no GPU named \"%s\" in the peak table; "
                  "`kerneleval peaks` lists them\n",
                  options.name.c_str());
     return kExitUsage;
   }
+  const v1::GpuPeaks* gpu = &*match.gpu;
   if (options.json) return PrintJson(*gpu) ? kExitOk : kExitUsage;
   PrintGpu(*gpu);
   return kExitOk;
@@ -129,10 +137,11 @@ void AddPeaksCommand(CLI::App& root) {
   CLI::App* command = root.add_subcommand(
       "peaks",
       "Print the GPU peak table used for the roofline (dense peaks, bandwidth, SMs, L2), or "
-      "one GPU's figures with their sources. Exit 2 for an unknown NAME.");
+      "one GPU's figures with their sources. Exit 2 for an unknown or ambiguous NAME.");
   command->add_option("NAME", options->name,
                       "a GPU's canonical name (\"H100 SXM\") or driver name "
-                      "(\"NVIDIA H100 80GB HBM3\"), any case");
+                      "(\"NVIDIA H100 80GB HBM3\"), any case, or words of one GPU's name "
+                      "(\"5090\"); several GPUs matching are listed");
   command->add_flag("--json", options->json,
                     "print proto JSON (kerneleval.v1.GpuPeakTable, or GpuPeaks with NAME)");
   command->add_option("--table", options->table,

@@ -1,13 +1,14 @@
 // `kerneleval problems list [--json] [--tag TAG]` and
 // `kerneleval problems show ID [--json | --prompt]`: the built-in problems.
 //
-// Reads the problem files directly (no server): --problems-dir DIR, else
+// Reads the problem files directly: --problems-dir DIR, else
 // $KERNELEVAL_PROBLEMS_DIR, else the installed or source tree's problems/
-// (evaluator/problems/problems.h, DefaultProblemsDir). `list` prints id,
+// (evaluator/problems/problems.h, DefaultProblemsDir); with --server
+// HOST:PORT asks that server (ListProblems, GetProblem) instead. `list` prints id,
 // title and tags; `show` the description, signature, example @launch line,
 // tolerances and shapes (with their flops and bytes); --prompt prints the
 // prompt a model is given. An unknown id, or problem files that do not load:
-// a message on stderr and exit code 2.
+// a message on stderr and exit code 2; an unreachable or refusing server: 3.
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -19,6 +20,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "cli/client/client.h"
+#include "cli/client/server_flags.h"
 #include "cli/command.h"
 #include "evaluator/data/compare.h"
 #include "evaluator/data/dtype.h"
@@ -36,19 +39,92 @@ struct ProblemsOptions {
   std::string tag;
   bool json = false;
   bool prompt = false;
+  client::ServerFlags server;
 };
 
-absl::StatusOr<problems::ProblemRegistry> Load(const ProblemsOptions& options) {
+// The problems to show: the registry's (read here), or one server's.
+class ProblemSource {
+ public:
+  virtual ~ProblemSource() = default;
+  // Summaries with the tag (empty: all), in the source's order.
+  virtual absl::StatusOr<std::vector<v1::ProblemSummary>> List(const std::string& tag) = 0;
+  virtual absl::StatusOr<v1::Problem> Get(const std::string& id) = 0;
+};
+
+bool HasTag(const v1::Problem& problem, const std::string& tag);
+
+class RegistrySource final : public ProblemSource {
+ public:
+  explicit RegistrySource(problems::ProblemRegistry registry) : registry_(std::move(registry)) {}
+  absl::StatusOr<std::vector<v1::ProblemSummary>> List(const std::string& tag) override {
+    std::vector<v1::ProblemSummary> summaries;
+    for (const v1::Problem* problem : registry_.List()) {
+      if (!HasTag(*problem, tag)) continue;
+      v1::ProblemSummary& summary = summaries.emplace_back();
+      summary.set_id(problem->id());
+      summary.set_title(problem->title());
+      *summary.mutable_tags() = problem->tags();
+    }
+    return summaries;
+  }
+  absl::StatusOr<v1::Problem> Get(const std::string& id) override {
+    if (const v1::Problem* problem = registry_.Find(id)) return *problem;
+    std::vector<std::string> ids;
+    for (const v1::Problem* p : registry_.List()) ids.push_back(p->id());
+    return absl::NotFoundError(
+        absl::StrFormat("unknown problem \"%s\" (known: %s)", id, absl::StrJoin(ids, ", ")));
+  }
+
+ private:
+  problems::ProblemRegistry registry_;
+};
+
+class ServerSource final : public ProblemSource {
+ public:
+  explicit ServerSource(std::unique_ptr<client::KernelEvalClient> client)
+      : client_(std::move(client)) {}
+  absl::StatusOr<std::vector<v1::ProblemSummary>> List(const std::string& tag) override {
+    v1::ListProblemsRequest request;
+    request.set_tag(tag);
+    absl::StatusOr<v1::ListProblemsResponse> response = client_->ListProblems(request);
+    if (!response.ok()) return response.status();
+    return std::vector<v1::ProblemSummary>(response->problems().begin(),
+                                           response->problems().end());
+  }
+  absl::StatusOr<v1::Problem> Get(const std::string& id) override {
+    v1::GetProblemRequest request;
+    request.set_problem_id(id);
+    absl::StatusOr<v1::GetProblemResponse> response = client_->GetProblem(request);
+    if (!response.ok()) return response.status();
+    return std::move(*response->mutable_problem());
+  }
+
+ private:
+  std::unique_ptr<client::KernelEvalClient> client_;
+};
+
+absl::StatusOr<std::unique_ptr<ProblemSource>> Open(const ProblemsOptions& options) {
+  if (options.server.remote()) {
+    absl::StatusOr<std::unique_ptr<client::KernelEvalClient>> client =
+        client::KernelEvalClient::Create(client::ToClientOptions(options.server));
+    if (!client.ok()) return client.status();
+    return std::make_unique<ServerSource>(*std::move(client));
+  }
   const std::filesystem::path dir = options.problems_dir.empty()
                                         ? problems::DefaultProblemsDir()
                                         : std::filesystem::path(options.problems_dir);
-  return problems::ProblemRegistry::LoadFromDirectory(dir);
+  absl::StatusOr<problems::ProblemRegistry> registry =
+      problems::ProblemRegistry::LoadFromDirectory(dir);
+  // Problem files that do not load are bad input (exit 2), whatever the code.
+  if (!registry.ok()) return absl::InvalidArgumentError(registry.status().message());
+  return std::make_unique<RegistrySource>(*std::move(registry));
 }
 
-int Fail(const char* command, absl::string_view message) {
+int Fail(const char* command, const absl::Status& status) {
+  const absl::string_view message = status.message();
   std::fprintf(stderr, "kerneleval problems %s: %.*s\n", command, static_cast<int>(message.size()),
                message.data());
-  return kExitUsage;
+  return client::ExitCodeForStatus(status);
 }
 
 std::string Tags(const v1::Problem& problem) { return absl::StrJoin(problem.tags(), ", "); }
@@ -62,32 +138,30 @@ bool HasTag(const v1::Problem& problem, const std::string& tag) {
 }
 
 int List(const ProblemsOptions& options) {
-  absl::StatusOr<problems::ProblemRegistry> registry = Load(options);
-  if (!registry.ok()) return Fail("list", registry.status().message());
-  std::vector<const v1::Problem*> selected;
-  for (const v1::Problem* problem : registry->List()) {
-    if (HasTag(*problem, options.tag)) selected.push_back(problem);
-  }
+  absl::StatusOr<std::unique_ptr<ProblemSource>> source = Open(options);
+  if (!source.ok()) return Fail("list", source.status());
+  absl::StatusOr<std::vector<v1::ProblemSummary>> selected = (*source)->List(options.tag);
+  if (!selected.ok()) return Fail("list", selected.status());
   if (options.json) {
     Json rows = Json::array();
-    for (const v1::Problem* problem : selected) {
+    for (const v1::ProblemSummary& problem : *selected) {
       rows.push_back(
-          {{"id", problem->id()},
-           {"title", problem->title()},
-           {"tags", std::vector<std::string>(problem->tags().begin(), problem->tags().end())}});
+          {{"id", problem.id()},
+           {"title", problem.title()},
+           {"tags", std::vector<std::string>(problem.tags().begin(), problem.tags().end())}});
     }
     std::cout << rows.dump(2) << '\n';
     return kExitOk;
   }
   size_t id_width = 2, title_width = 5;
-  for (const v1::Problem* problem : selected) {
-    id_width = std::max(id_width, problem->id().size());
-    title_width = std::max(title_width, problem->title().size());
+  for (const v1::ProblemSummary& problem : *selected) {
+    id_width = std::max(id_width, problem.id().size());
+    title_width = std::max(title_width, problem.title().size());
   }
   std::cout << absl::StrFormat("%-*s  %-*s  %s\n", id_width, "ID", title_width, "TITLE", "TAGS");
-  for (const v1::Problem* problem : selected) {
-    std::cout << absl::StrFormat("%-*s  %-*s  %s\n", id_width, problem->id(), title_width,
-                                 problem->title(), Tags(*problem));
+  for (const v1::ProblemSummary& problem : *selected) {
+    std::cout << absl::StrFormat("%-*s  %-*s  %s\n", id_width, problem.id(), title_width,
+                                 problem.title(), absl::StrJoin(problem.tags(), ", "));
   }
   return kExitOk;
 }
@@ -129,15 +203,11 @@ Json TensorsJson(const google::protobuf::RepeatedPtrField<v1::TensorSpec>& tenso
 }
 
 int Show(const ProblemsOptions& options) {
-  absl::StatusOr<problems::ProblemRegistry> registry = Load(options);
-  if (!registry.ok()) return Fail("show", registry.status().message());
-  const v1::Problem* problem = registry->Find(options.id);
-  if (problem == nullptr) {
-    std::vector<std::string> ids;
-    for (const v1::Problem* p : registry->List()) ids.push_back(p->id());
-    return Fail("show", absl::StrFormat("unknown problem \"%s\" (known: %s)", options.id,
-                                        absl::StrJoin(ids, ", ")));
-  }
+  absl::StatusOr<std::unique_ptr<ProblemSource>> source = Open(options);
+  if (!source.ok()) return Fail("show", source.status());
+  absl::StatusOr<v1::Problem> found = (*source)->Get(options.id);
+  if (!found.ok()) return Fail("show", found.status());
+  const v1::Problem* problem = &*found;
   const problems::ProblemDescription description = problems::Describe(*problem);
   if (options.prompt) {
     std::cout << description.prompt;
@@ -229,6 +299,7 @@ void AddProblemsCommand(CLI::App& root) {
   list->add_option("--problems-dir", options->problems_dir, dir_help);
   list->add_option("--tag", options->tag, "Only problems with this tag");
   list->add_flag("--json", options->json, "JSON array of {id, title, tags}");
+  client::AddServerOptions(list, &options->server);
   list->callback([options] { SetExitCode(List(*options)); });
 
   CLI::App* show = command->add_subcommand(
@@ -239,6 +310,7 @@ void AddProblemsCommand(CLI::App& root) {
   CLI::Option* prompt =
       show->add_flag("--prompt", options->prompt, "Only the prompt a model is given");
   json->excludes(prompt);
+  client::AddServerOptions(show, &options->server);
   show->callback([options] { SetExitCode(Show(*options)); });
 }
 

@@ -4,9 +4,12 @@
 // non-finite reward reported as 0.0).
 //
 // Input lines need "correct" (bool) and "stage" (string); "speedup" and
-// "roofline_frac" may be numbers, null or missing (also the strings "nan",
-// "inf", "-inf", as in tests/rubric/golden_rewards.jsonl). Each line is printed
-// back with "reward" set and every other field kept in order. Blank lines are
+// "roofline_frac" may be numbers, null or missing, or the strings "nan", "inf",
+// "-inf" (as in tests/rubric/golden_rewards.jsonl) and proto3 JSON's "NaN",
+// "Infinity", "-Infinity" (what `kerneleval evaluate --json` writes). Each line
+// is printed back with "reward" set, "reward_settings" (when the line has it,
+// as a verdict does) set to the settings used, and every other field kept in
+// order. Blank lines are
 // skipped. The first malformed line stops the run: the lines before it have
 // been printed, the error names FILE:LINE on stderr, and the exit code is 2.
 #include <cmath>
@@ -38,19 +41,30 @@ struct RescoreOptions {
   bool no_partial = false;
 };
 
-// A number, null/missing, or one of the strings "nan", "inf", "-inf".
+// A number, null/missing, or a non-finite value spelled as Python's repr
+// ("nan", "inf", "-inf") or as proto3 JSON ("NaN", "Infinity", "-Infinity").
 absl::StatusOr<std::optional<double>> OptionalNumber(const Json& row, const char* key) {
   const auto it = row.find(key);
   if (it == row.end() || it->is_null()) return std::nullopt;
   if (it->is_number()) return it->get<double>();
   if (it->is_string()) {
     const std::string& text = it->get_ref<const std::string&>();
-    if (text == "nan") return std::numeric_limits<double>::quiet_NaN();
-    if (text == "inf") return std::numeric_limits<double>::infinity();
-    if (text == "-inf") return -std::numeric_limits<double>::infinity();
+    if (text == "nan" || text == "NaN") return std::numeric_limits<double>::quiet_NaN();
+    if (text == "inf" || text == "Infinity") return std::numeric_limits<double>::infinity();
+    if (text == "-inf" || text == "-Infinity") return -std::numeric_limits<double>::infinity();
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      "\"", key, "\" must be a number, null, \"nan\", \"inf\" or \"-inf\", not ", it->dump()));
+      "\"", key,
+      "\" must be a number, null, \"nan\", \"inf\", \"-inf\", \"NaN\", \"Infinity\" or "
+      "\"-Infinity\", not ",
+      it->dump()));
+}
+
+// The settings as a verdict's "reward_settings" (proto3 JSON of RewardSettings).
+Json RewardSettingsJson(const rubric::RewardConfig& config) {
+  return Json{{"mode", config.mode == rubric::RewardMode::kRoofline ? "REWARD_MODE_ROOFLINE"
+                                                                    : "REWARD_MODE_SPEEDUP"},
+              {"partial_credit", config.partial_credit}};
 }
 
 absl::StatusOr<rubric::Observation> ParseObservation(const Json& row) {
@@ -112,6 +126,8 @@ int Rescore(const RescoreOptions& options) {
       return kExitUsage;
     }
     row["reward"] = rubric::SanitizedScore(*config, *observation);
+    // A verdict says which settings gave its reward: now these.
+    if (row.contains("reward_settings")) row["reward_settings"] = RewardSettingsJson(*config);
     std::cout << row.dump(-1, ' ', false, Json::error_handler_t::replace) << '\n';
   }
   if (in->bad()) {
@@ -127,7 +143,8 @@ void AddRescoreCommand(CLI::App& root) {
   CLI::App* command = root.add_subcommand(
       "rescore",
       "Recompute \"reward\" for logged verdicts (JSON lines with correct, stage, speedup, "
-      "roofline_frac); prints each line back with the reward set. A non-finite reward is "
+      "roofline_frac); prints each line back with the reward (and reward_settings, when "
+      "present) set. A non-finite reward is "
       "reported as 0. Stops at the first malformed line (exit 2, FILE:LINE on stderr).");
   command->add_option("FILE", options->file, "JSON-lines file, or - for stdin")->required();
   command->add_option("--mode", options->mode,

@@ -290,4 +290,26 @@ std::optional<v1::GpuPeaks> FindGpuByName(const v1::GpuPeakTable& table, std::st
   return std::nullopt;
 }
 
+GpuNameMatch MatchGpuName(const v1::GpuPeakTable& table, std::string_view name) {
+  GpuNameMatch match;
+  match.gpu = FindGpuByName(table, name);
+  if (match.gpu.has_value()) return match;
+  const std::string wanted = NormalizeGpuName(name);
+  if (wanted.empty()) return match;
+  const std::vector<std::string> wanted_words = absl::StrSplit(wanted, ' ');
+  const std::vector<int> partial = GpusWithName(table, [&](std::string_view candidate) {
+    const std::string normalized = NormalizeGpuName(candidate);
+    const std::vector<std::string> words = absl::StrSplit(normalized, ' ');
+    return std::all_of(wanted_words.begin(), wanted_words.end(), [&](const std::string& word) {
+      return std::find(words.begin(), words.end(), word) != words.end();
+    });
+  });
+  if (partial.size() == 1) {
+    match.gpu = table.gpus(partial.front());
+  } else {
+    for (const int i : partial) match.candidates.push_back(table.gpus(i).name());
+  }
+  return match;
+}
+
 }  // namespace kerneleval::gpu_peaks

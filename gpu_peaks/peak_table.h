@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -64,5 +65,14 @@ namespace kerneleval::gpu_peaks {
 // else equal after NormalizeGpuName. nullopt when none matches.
 [[nodiscard]] std::optional<v1::GpuPeaks> FindGpuByName(const v1::GpuPeakTable& table,
                                                         std::string_view name);
+
+// What a person's GPU name means (the CLI's `peaks NAME`): FindGpuByName's match, else the
+// GPUs each of whose normalised name's words include every word of the normalised `name`
+// ("h100" -> H100 SXM, H100 PCIe and H100 NVL; "5090" -> RTX 5090).
+struct GpuNameMatch {
+  std::optional<v1::GpuPeaks> gpu;      // the one GPU meant; nullopt: none, or ambiguous
+  std::vector<std::string> candidates;  // canonical names, when several GPUs match
+};
+[[nodiscard]] GpuNameMatch MatchGpuName(const v1::GpuPeakTable& table, std::string_view name);
 
 }  // namespace kerneleval::gpu_peaks

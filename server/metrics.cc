@@ -60,7 +60,8 @@ ServerMetrics::ServerMetrics()
                         .Add({})),
       deduplicated_(prometheus::BuildCounter()
                         .Name("kerneleval_deduplicated_total")
-                        .Help("Verdicts shared with an identical in-flight submission")
+                        .Help("Evaluate calls answered without a run: the verdict of an identical "
+                              "submission in flight or recently judged (the recent-verdict cache)")
                         .Register(*registry_)
                         .Add({})),
       ready_(prometheus::BuildGauge()

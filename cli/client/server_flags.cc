@@ -5,7 +5,7 @@ namespace kerneleval::client {
 void AddServerOptions(CLI::App* app, ServerFlags* flags) {
   const std::string group = "Server";
   app->add_option("--server", flags->server,
-                  "Evaluate on a kerneleval server instead of in-process: HOST:PORT or a gRPC "
+                  "Use a kerneleval server instead of the in-process engine: HOST:PORT or a gRPC "
                   "target such as dns:///kerneleval-headless.default.svc.cluster.local:50051")
       ->envname("KERNELEVAL_SERVER")
       ->group(group);

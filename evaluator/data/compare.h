@@ -54,9 +54,10 @@ void AppendOutput(const internal::BufferSpec& spec, const void* data, internal::
 // product must equal the element count (empty dims: one element).
 //
 // Fills output (expected's name), passed, elements, mismatches, atol, rtol,
-// max_abs_error and max_rel_error over the pairs where both values are finite
-// (relative error: |got - expected| / max(|expected|, smallest normal of the
-// dtype)), and first_mismatch (flat index, index per dimension, got,
+// max_abs_error and max_rel_error (relative error: |got - expected| /
+// max(|expected|, smallest normal of the dtype); both infinite when a pair
+// mismatches with a non-finite value on either side, e.g. Inf where a finite
+// value was expected), and first_mismatch (flat index, index per dimension, got,
 // expected). shape_label, shape and trial are the caller's to fill.
 //
 // A dtype, element-count, byte-size or dims mismatch is a failed check with

@@ -72,6 +72,8 @@ struct EngineOptions {
   double run_timeout_seconds = 20;  // per backend call (correctness or timing)
   uint64_t worker_memory_bytes = uint64_t{4} << 30;
   size_t queue_capacity = 256;  // per device; beyond it RESOURCE_EXHAUSTED
+  // [bytes] Per submitted source (Evaluate, EvaluateGroup, Compile); not the
+  // problems' own reference sources.
   size_t max_source_bytes = 1 << 20;
   size_t max_group_size = 128;
   bool calibrate = false;  // measure device bandwidth/FLOP/s at start

@@ -36,7 +36,6 @@ constexpr int kMaxTensors = 64;  // inputs + outputs
 constexpr int kMaxDimensions = 8;
 constexpr int kMaxCorrectnessShapes = 32;
 constexpr uint32_t kMaxCorrectnessTrials = 100;
-constexpr size_t kMaxReferenceSourceBytes = size_t{1} << 20;
 constexpr size_t kMaxDescriptionBytes = size_t{64} << 10;
 
 // absl::StrCat that also takes std::string_view (Debian's absl::string_view

@@ -82,6 +82,9 @@ absl::Status CompleteReferencePlan(v1::Problem& problem);
 // Errors are InvalidArgumentError naming the problem and the field.
 absl::Status ValidateProblem(const v1::Problem& problem);
 
+// [bytes] The longest reference_source ValidateProblem accepts.
+inline constexpr size_t kMaxReferenceSourceBytes = size_t{1} << 20;
+
 // Where the built-in problems live: $KERNELEVAL_PROBLEMS_DIR if set, else
 // <directory of /proc/self/exe>/../share/kerneleval/problems if it exists
 // (an installed tree), else the source tree's problems/ (a build tree).

@@ -9,7 +9,8 @@
 #define SOFTMAX_THREADS 256
 #define FULL_MASK 0xffffffffu
 
-// A finite stand-in for -infinity (NVRTC has no INFINITY): exp(m - m') with
+// A finite stand-in for -infinity (not the prelude's -INFINITY: merging two
+// empty pairs would compute exp(-inf - -inf) = exp(NaN)): exp(m - m') with
 // m = -FLT_MAX is 0 for any real m', and merging two empty pairs gives an
 // empty pair.
 #define LOWEST_FLOAT (-3.402823466e+38f)

@@ -72,17 +72,26 @@ kerneleval_compile_cli_test(no_device_globals "${KERNELEVAL_COMPILE_DATA}/ok.cu"
 # A compile error is exit 1 with the user's line and column, and the compiler log.
 kerneleval_compile_cli_test(error_line "${KERNELEVAL_COMPILE_DATA}/error.cu" 1
   STDOUT "compile FAILED.*line 7:12 +error +identifier \"not_declared_anywhere\" is undefined.*compiler log:\nkernel\\.cu\\(7\\): error")
-# Options from the allow-list reach NVRTC; others are a failed compile naming the option.
+# Options from the allow-list reach NVRTC; others are bad input (exit 2) naming the option.
 kerneleval_compile_cli_test(allowed_option "${KERNELEVAL_COMPILE_DATA}/ok.cu^--option^-use_fast_math^--option=-maxrregcount=32" 0
   STDOUT "NVRTC [0-9.]+, --maxrregcount=32 --use_fast_math\\)")
-kerneleval_compile_cli_test(refused_option "${KERNELEVAL_COMPILE_DATA}/ok.cu^--option=-I/etc" 1
-  STDOUT "compile option \"-I/etc\" is not allowed: include paths")
-kerneleval_compile_cli_test(bad_arch "${KERNELEVAL_COMPILE_DATA}/ok.cu^--arch^sm90" 1
-  STDOUT "architecture \"sm90\" is not sm_XX")
+kerneleval_compile_cli_test(refused_option "${KERNELEVAL_COMPILE_DATA}/ok.cu^--option=-I/etc" 2
+  STDERR "compile option \"-I/etc\" is not allowed: include paths")
+kerneleval_compile_cli_test(refused_debug_option "${KERNELEVAL_COMPILE_DATA}/ok.cu^--option^-G" 2
+  STDERR "compile option \"-G\" is not allowed: debug builds")
+kerneleval_compile_cli_test(bad_arch "${KERNELEVAL_COMPILE_DATA}/ok.cu^--arch^sm90" 2
+  STDERR "architecture \"sm90\" is not sm_XX")
+# Well spelled, but unknown to NVRTC: bad input too, with the toolkit's version.
+kerneleval_compile_cli_test(unknown_arch "${KERNELEVAL_COMPILE_DATA}/ok.cu^--arch^sm_999" 2
+  STDERR "invalid value for --gpu-architecture.*\\(NVRTC [0-9]+\\.[0-9]+, arch sm_999\\)")
 # JSON: proto field names, every field present, no binary unless asked.
 kerneleval_compile_cli_test(json "${KERNELEVAL_COMPILE_DATA}/ok.cu^--json" 0
   STDOUT "\"success\": true,.*\"mangled_name\": \"stage\",.*\"static_shared_bytes\": 4000,.*\"max_threads_per_block\": 256.*\"cubin\": \"\",.*\"cache_hit\": false,"
   NOT_STDOUT "\"ptx\": \"[^\"]")
+# JSON device_globals are the source's own, as in the text (the prelude's constants left out).
+kerneleval_compile_cli_test(json_device_globals "${KERNELEVAL_COMPILE_DATA}/globals.cu^--json" 0
+  STDOUT "\"device_globals\": \\[\n  \"launches\"\n \\]"
+  NOT_STDOUT "INFINITY|FLT_MAX")
 kerneleval_compile_cli_test(json_error "${KERNELEVAL_COMPILE_DATA}/error.cu^--json" 1
   STDOUT "\"success\": false,.*\"line\": 7,.*\"column\": 12,")
 kerneleval_compile_cli_test(json_include_ptx "${KERNELEVAL_COMPILE_DATA}/ok.cu^--json^--include-ptx" 0

@@ -17,6 +17,7 @@ extern "C" __global__ void add(const float* a, const float* b, float* c, int n) 
 }
 """
 WRONG = GOOD.replace("a[i] + b[i]", "a[i] * b[i]")
+OVERFLOWED = GOOD.replace("a[i] + b[i]", "INFINITY")  # as an fp16 accumulator that overflowed
 
 failures = []
 
@@ -37,6 +38,8 @@ with tempfile.TemporaryDirectory() as tmp:
     wrong = os.path.join(tmp, "wrong.cu")
     open(good, "w").write(GOOD)
     open(wrong, "w").write(WRONG)
+    overflowed = os.path.join(tmp, "overflowed.cu")
+    open(overflowed, "w").write(OVERFLOWED)
 
     r = run("--problem", "vector_add", "--source", good, "--json", "--seed", "5")
     check(r.returncode == 0, f"passing kernel exits 0 (got {r.returncode}: {r.stderr})")
@@ -52,7 +55,19 @@ with tempfile.TemporaryDirectory() as tmp:
         check(field in v, f"field {field} present in a failing verdict")
     check(v["correct"] is False and v["stage"] == "correctness", "wrong verdict stage")
     check(v["speedup"] == 0 and v["reward"] == 0, "0 printed, not omitted")
-    check("seed" not in v, "a secret seed is not revealed")
+    check("seed" in v and v["seed"] is None, "a secret seed is present as null, not revealed")
+
+    # An Inf where the reference is finite is off by an unbounded amount, not by 0.
+    r = run("--problem", "vector_add", "--source", overflowed, "--skip-timing")
+    check(r.returncode == 1, f"overflowed kernel exits 1 (got {r.returncode})")
+    check("max abs err inf, max rel err inf; first at [0]: got inf" in r.stdout,
+          f"non-finite mismatches report infinite errors (got {r.stdout})")
+
+    # A correct kernel without timing: the reward of 0 is explained.
+    r = run("--problem", "vector_add", "--source", good, "--skip-timing")
+    check(r.returncode == 0, f"--skip-timing passes (got {r.returncode})")
+    check("note      not timed (--skip-timing)" in r.stdout,
+          f"--skip-timing explains the reward (got {r.stdout})")
 
     r = run("--problem", "no_such_problem", "--source", good)
     check(r.returncode == 2, f"unknown problem exits 2 (got {r.returncode})")
@@ -74,6 +89,8 @@ with tempfile.TemporaryDirectory() as tmp:
     check(stages == ["passed", "correctness"], f"group verdicts in order (got {stages})")
     check(g["verdicts"][1]["reward"] == 0.05, "partial credit applies to the group")
     check(g["reference_timing"]["samples"] > 0, "one shared reference measurement")
+    check(all("seed" in v and v["seed"] is None for v in g["verdicts"]),
+          "every group verdict has a seed field")
     r = run("--problem", "vector_add", "-s", wrong, "-s", good, "--skip-timing")
     check(r.returncode == 1, f"group text output exits 1 (got {r.returncode})")
     ranking = r.stdout[r.stdout.find("rank"):].splitlines()
@@ -81,6 +98,8 @@ with tempfile.TemporaryDirectory() as tmp:
           f"ranking puts the correct kernel first (got {ranking})")
     r = run("--problem", "vector_add", "-s", good, "-s", good, "--skip-timing")
     check(r.returncode == 0, f"a group of correct kernels exits 0 (got {r.returncode}: {r.stderr})")
+    check(r.stdout.count("cached    identical to an earlier source of this group") == 1,
+          f"the repeated source of a group is marked as run once (got {r.stdout})")
 
     r = subprocess.run([KERNELEVAL, "evaluate", "--source", good], capture_output=True, text=True)
     check(r.returncode == 2, "a usage error exits 2")

@@ -63,6 +63,11 @@ kerneleval_peaks_cli_test(json_gpu "H100 SXM^--json" 0
   STDOUT "\"memory_bandwidth_bytes_per_second\": 3350000000000,")
 kerneleval_peaks_cli_test(json_table "--json" 0
   STDOUT "\"gpus\": \\[.*\"driver_names\": \\[\n +\"NVIDIA GB200\"")
+# Words of one GPU's name find it; a name several GPUs share lists them (exit 2).
+kerneleval_peaks_cli_test(gpu_by_partial_name "5090" 0
+  STDOUT "^RTX 5090\n")
+kerneleval_peaks_cli_test(ambiguous_name "H100" 2
+  STDOUT "^$" STDERR "\"H100\" could be any of: H100 SXM, H100 PCIe, H100 NVL")
 # An unknown name is a usage error: exit 2 and a message, nothing on stdout.
 kerneleval_peaks_cli_test(unknown_name "Voodoo2" 2
   STDOUT "^$" STDERR "no GPU named \"Voodoo2\"")

@@ -84,6 +84,33 @@ with tempfile.TemporaryDirectory() as tmp:
                                           env={"KERNEL_ENV_REWARD": "bogus"}),
                   "speedup", True)
 
+    # proto3 JSON's spellings of non-finite numbers (what `evaluate --json` writes).
+    for spelling, value in [("NaN", float("nan")), ("Infinity", float("inf")),
+                            ("-Infinity", float("-inf"))]:
+        row = {"correct": True, "stage": "passed", "speedup": spelling}
+        result = run(["-"], stdin=json.dumps(row) + "\n")
+        check(f"speedup {spelling!r} exit", result.returncode == 0,
+              f"rc={result.returncode} {result.stderr}")
+        if result.returncode == 0:
+            expected = {"NaN": 0.0, "Infinity": 3.3, "-Infinity": 0.0}[spelling]
+            out = json.loads(result.stdout)
+            check(f"speedup {spelling!r} reward", abs(out["reward"] - expected) <= 1e-12,
+                  f"{out['reward']} want {expected}")
+            check(f"speedup {spelling!r} kept", out["speedup"] == spelling, result.stdout)
+
+    # A verdict's reward_settings follow the settings the reward was computed with.
+    verdict = {"correct": False, "stage": "correctness", "speedup": 0, "reward": 0,
+               "reward_settings": {"mode": "REWARD_MODE_SPEEDUP", "partial_credit": False},
+               "problem_id": "vector_add"}
+    result = run(["--mode", "roofline", "--partial", "-"], stdin=json.dumps(verdict) + "\n")
+    check("reward_settings exit", result.returncode == 0, f"rc={result.returncode} {result.stderr}")
+    if result.returncode == 0:
+        out = json.loads(result.stdout)
+        check("reward_settings updated", out["reward_settings"] ==
+              {"mode": "REWARD_MODE_ROOFLINE", "partial_credit": True}, result.stdout)
+        check("reward_settings reward", out["reward"] == 0.05, result.stdout)
+        check("reward_settings keys in order", list(out) == list(verdict), result.stdout)
+
     # Usage errors: exit 2 with a message naming the problem.
     for name, args, env, needle in [
         ("unknown --mode", ["--mode", "fastest", path], {}, '"fastest"'),

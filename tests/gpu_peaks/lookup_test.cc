@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "gpu_peaks/peak_table.h"
 #include "gtest/gtest.h"
@@ -130,6 +131,26 @@ TEST_F(LookupTest, FindGpuByNameAcceptsCanonicalAndDriverNames) {
   EXPECT_EQ(name_of("rtx-3090"), "RTX 3090");
   EXPECT_EQ(name_of("H100"), "");  // three H100s: not a name of any one
   EXPECT_EQ(name_of("Voodoo2"), "");
+}
+
+TEST_F(LookupTest, MatchGpuNameTakesWordsOfOneNameAndListsSeveral) {
+  const GpuNameMatch exact = MatchGpuName(table_, "h100 sxm");
+  ASSERT_TRUE(exact.gpu.has_value());
+  EXPECT_EQ(exact.gpu->name(), "H100 SXM");
+  const GpuNameMatch partial = MatchGpuName(table_, "5090");
+  ASSERT_TRUE(partial.gpu.has_value());
+  EXPECT_EQ(partial.gpu->name(), "RTX 5090");
+  EXPECT_EQ(MatchGpuName(table_, "PCIE 80gb").gpu.value_or(v1::GpuPeaks()).name(),
+            "A100 PCIe 80GB");
+  const GpuNameMatch several = MatchGpuName(table_, "H100");
+  EXPECT_FALSE(several.gpu.has_value());
+  EXPECT_EQ(several.candidates, (std::vector<std::string>{"H100 SXM", "H100 PCIe", "H100 NVL"}));
+  const GpuNameMatch none = MatchGpuName(table_, "Voodoo2");
+  EXPECT_FALSE(none.gpu.has_value());
+  EXPECT_TRUE(none.candidates.empty());
+  // Whole words only: "H10" is no GPU's word.
+  EXPECT_FALSE(MatchGpuName(table_, "H10").gpu.has_value());
+  EXPECT_TRUE(MatchGpuName(table_, "H10").candidates.empty());
 }
 
 }  // namespace

@@ -44,6 +44,23 @@ bool ServerBuilt() {
          access(KERNELEVAL_SERVER_BINARY, X_OK) == 0;
 }
 
+// Runs `command` in a shell; its stdout and exit code.
+struct CommandResult {
+  int rc = -1;
+  std::string out;
+};
+CommandResult RunCommand(const std::string& command) {
+  CommandResult result;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buffer[4096];
+  size_t got;
+  while ((got = fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.out.append(buffer, got);
+  const int status = pclose(pipe);
+  result.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 
@@ -249,6 +266,46 @@ TEST(ServerBinary, ServesOnTheCpuBackendAndExitsZeroOnSigterm) {
     EXPECT_EQ(run("e2e-token", options.target, "no_such_problem", "correct_scalar.cu"), 2);
     EXPECT_EQ(run("wrong-token", options.target, "leaky_relu", "correct_scalar.cu"), 3);
     EXPECT_EQ(run("e2e-token", "127.0.0.1:1", "leaky_relu", "correct_scalar.cu"), 3);
+
+    // compile and problems take --server/--token too, and use the server's RPCs.
+    const std::string server = " --server " + options.target + " --token e2e-token";
+    CommandResult r = RunCommand(cli + " compile" + server + " --json " + solutions_dir +
+                                 "correct_scalar.cu 2>&1");
+    EXPECT_EQ(r.rc, 0) << r.out;
+    EXPECT_NE(r.out.find("\"success\": true"), std::string::npos) << r.out;
+    r = RunCommand(cli + " compile --server " + options.target + " --token wrong-token " +
+                   solutions_dir + "correct_scalar.cu 2>&1");
+    EXPECT_EQ(r.rc, 3) << r.out;
+    EXPECT_NE(r.out.find("UNAUTHENTICATED"), std::string::npos) << r.out;
+    r = RunCommand(cli + " problems list" + server + " --tag elementwise 2>&1");
+    EXPECT_EQ(r.rc, 0) << r.out;
+    EXPECT_NE(r.out.find("leaky_relu"), std::string::npos) << r.out;
+    r = RunCommand(cli + " problems show leaky_relu" + server + " 2>&1");
+    EXPECT_EQ(r.rc, 0) << r.out;
+    EXPECT_NE(r.out.find("example launch:\n  // @launch"), std::string::npos) << r.out;
+    r = RunCommand(cli + " problems show no_such_problem" + server + " 2>&1");
+    EXPECT_EQ(r.rc, 2) << r.out;
+    EXPECT_NE(r.out.find("no_such_problem"), std::string::npos) << r.out;
+
+    // The reward settings the CLI resolves from the environment travel in the
+    // request: the server (started without them) applies them.
+    const std::string evaluate = cli + " evaluate" + server + " -p leaky_relu -s " + solutions_dir +
+                                 "correct_scalar.cu --skip-timing";
+    r = RunCommand("env KERNEL_ENV_REWARD=roofline KERNEL_ENV_PARTIAL_CREDIT=1 " + evaluate +
+                   " --json 2>/dev/null");
+    EXPECT_EQ(r.rc, 0) << r.out;
+    EXPECT_NE(r.out.find("\"reward_settings\":{\"mode\":\"REWARD_MODE_ROOFLINE\","
+                         "\"partial_credit\":true}"),
+              std::string::npos)
+        << r.out;
+
+    // An identical submission is answered from the recent verdicts, and the
+    // text says so.
+    RunCommand(evaluate + " >/dev/null 2>&1");
+    r = RunCommand(evaluate + " 2>/dev/null");
+    EXPECT_EQ(r.rc, 0) << r.out;
+    EXPECT_NE(r.out.find("\ncached    "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("(of that earlier evaluation)"), std::string::npos) << r.out;
   }
 
   ASSERT_EQ(kill(process.pid(), SIGTERM), 0);

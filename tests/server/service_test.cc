@@ -680,6 +680,10 @@ TEST(Metrics, EndpointServesRequestAndEngineCounters) {
   EXPECT_NE(text.find("kerneleval_request_duration_seconds_bucket"), std::string::npos);
   EXPECT_NE(text.find("kerneleval_ready 1"), std::string::npos);
   EXPECT_NE(text.find("kerneleval_requests_in_flight 0"), std::string::npos);
+  // Not only in-flight twins: the engine also answers from its recent verdicts.
+  EXPECT_NE(text.find("# HELP kerneleval_deduplicated_total Evaluate calls answered without a "
+                      "run: the verdict of an identical submission in flight or recently judged"),
+            std::string::npos);
 }
 
 // --------------------------------------------------------------- shutdown

@@ -76,7 +76,8 @@ def fake_factory() -> Iterator:
 @pytest.fixture(autouse=True)
 def _no_ambient_server_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests choose targets and tokens explicitly."""
-    for name in ("KERNELEVAL_SERVER", "KERNELEVAL_TOKEN", "KERNELEVAL_REWARD_MODE", "KERNELEVAL_PARTIAL_CREDIT"):
+    for name in ("KERNELEVAL_SERVER", "KERNELEVAL_TOKEN", "KERNELEVAL_REWARD_MODE", "KERNELEVAL_PARTIAL_CREDIT",
+                 "KERNEL_ENV_REWARD", "KERNEL_ENV_PARTIAL_CREDIT"):
         monkeypatch.delenv(name, raising=False)
 
 

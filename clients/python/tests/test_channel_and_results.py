@@ -101,3 +101,4 @@ def test_events_and_groups():
     assert event_from_proto(pb.EvaluateEvent()).kind == "unknown"
     group = GroupResult.from_proto(pb.EvaluateGroupResponse(verdicts=[pb.Verdict(reward=0.5), pb.Verdict()]))
     assert group.rewards == [0.5, 0.0] and group.reference_timing is None and len(group) == 2
+

@@ -146,6 +146,47 @@ def test_default_kernel_reward_reads_the_environment(fake_factory, monkeypatch):
     monkeypatch.setattr(rewards_module, "_default", None)
 
 
+def test_default_kernel_reward_reads_the_rubrics_variables(fake_factory, monkeypatch):
+    server = fake_factory()
+    monkeypatch.setenv("KERNELEVAL_SERVER", server.target)
+    monkeypatch.setenv("KERNEL_ENV_REWARD", "roofline")
+    monkeypatch.setenv("KERNEL_ENV_PARTIAL_CREDIT", "1")
+    monkeypatch.setattr(rewards_module, "_default", None)
+    kernel_reward([], [fenced("WRONG")], problem_id=["vector_add"])
+    request = server.servicer.calls_to("EvaluateGroup")[0].request
+    assert request.reward.mode == pb.REWARD_MODE_ROOFLINE
+    assert request.reward.HasField("partial_credit") and request.reward.partial_credit
+    monkeypatch.setattr(rewards_module, "_default", None)
+
+
+@pytest.mark.parametrize(
+    "env, expected",
+    [
+        ({}, (None, None)),
+        ({"KERNELEVAL_PARTIAL_CREDIT": "true"}, (None, True)),
+        ({"KERNELEVAL_PARTIAL_CREDIT": "Yes"}, (None, True)),
+        ({"KERNELEVAL_PARTIAL_CREDIT": "on"}, (None, True)),
+        ({"KERNELEVAL_PARTIAL_CREDIT": "off"}, (None, False)),
+        ({"KERNELEVAL_PARTIAL_CREDIT": "0", "KERNEL_ENV_PARTIAL_CREDIT": "1"}, (None, False)),
+        # The rubric's variable keeps the seed's rule, as the server and CLI read it.
+        ({"KERNEL_ENV_PARTIAL_CREDIT": "1"}, (None, True)),
+        ({"KERNEL_ENV_PARTIAL_CREDIT": "true"}, (None, False)),
+        ({"KERNEL_ENV_REWARD": "roofline"}, ("roofline", None)),
+        ({"KERNELEVAL_REWARD_MODE": "speedup", "KERNEL_ENV_REWARD": "roofline"}, ("speedup", None)),
+    ],
+)
+def test_reward_settings_from_env(monkeypatch, env, expected):
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert rewards_module.reward_settings_from_env() == expected
+
+
+def test_reward_settings_from_env_refuses_an_unknown_boolean(monkeypatch):
+    monkeypatch.setenv("KERNELEVAL_PARTIAL_CREDIT", "maybe")
+    with pytest.raises(ValueError, match="KERNELEVAL_PARTIAL_CREDIT"):
+        rewards_module.reward_settings_from_env()
+
+
 def test_reward_function_is_safe_to_call_from_threads(fake):
     reward = make_kernel_reward(client=Client(fake.target))
     results = []

@@ -235,20 +235,53 @@ _default: Optional[RewardFunction] = None
 _default_lock = threading.Lock()
 
 
+# Spellings of KERNELEVAL_PARTIAL_CREDIT, as the C++ side reads its boolean
+# KERNELEVAL_* variables (CLI11 flags: 1/true/yes/on, 0/false/no/off).
+_TRUE_SPELLINGS = ("1", "true", "yes", "on")
+_FALSE_SPELLINGS = ("0", "false", "no", "off")
+
+
+def reward_settings_from_env() -> tuple[Optional[str], Optional[bool]]:
+    """(reward_mode, partial_credit) from the environment; None where unset
+    (then the server's default applies).
+
+    Mode: $KERNELEVAL_REWARD_MODE, else the rubric's $KERNEL_ENV_REWARD.
+    Partial credit: $KERNELEVAL_PARTIAL_CREDIT (1/true/yes/on or 0/false/no/off,
+    any case; anything else raises ValueError), else the rubric's
+    $KERNEL_ENV_PARTIAL_CREDIT, on iff exactly "1" (the seed's rule, which the
+    server and the CLI apply to that variable too)."""
+    mode = os.environ.get("KERNELEVAL_REWARD_MODE") or os.environ.get("KERNEL_ENV_REWARD") or None
+    own = os.environ.get("KERNELEVAL_PARTIAL_CREDIT")
+    if own not in (None, ""):
+        value = own.strip().lower()
+        if value in _TRUE_SPELLINGS:
+            return mode, True
+        if value in _FALSE_SPELLINGS:
+            return mode, False
+        raise ValueError(
+            f"KERNELEVAL_PARTIAL_CREDIT={own!r}: expected one of "
+            f"{', '.join(_TRUE_SPELLINGS + _FALSE_SPELLINGS)}"
+        )
+    rubric = os.environ.get("KERNEL_ENV_PARTIAL_CREDIT")
+    return mode, None if rubric is None else rubric == "1"
+
+
 def kernel_reward(prompts: Any = None, completions: Any = None, **kwargs: Any) -> list[float]:
     """The reward function with the environment's settings: server
-    $KERNELEVAL_SERVER (default localhost:50051), token $KERNELEVAL_TOKEN, reward
-    mode $KERNELEVAL_REWARD_MODE and partial credit $KERNELEVAL_PARTIAL_CREDIT
-    ("1"/"0"; unset: the server's defaults). Use make_kernel_reward for more."""
+    $KERNELEVAL_SERVER (default localhost:50051), token $KERNELEVAL_TOKEN, and
+    the reward settings of reward_settings_from_env() ($KERNELEVAL_REWARD_MODE
+    or $KERNEL_ENV_REWARD; $KERNELEVAL_PARTIAL_CREDIT or
+    $KERNEL_ENV_PARTIAL_CREDIT; unset: the server's defaults), read on the
+    first call. Use make_kernel_reward for more."""
     global _default
     with _default_lock:
         if _default is None:
-            partial = os.environ.get("KERNELEVAL_PARTIAL_CREDIT")
+            reward_mode, partial_credit = reward_settings_from_env()
             _default = make_kernel_reward(
                 target=os.environ.get("KERNELEVAL_SERVER") or None,
                 token=os.environ.get("KERNELEVAL_TOKEN") or None,
-                reward_mode=os.environ.get("KERNELEVAL_REWARD_MODE") or None,
-                partial_credit=None if partial in (None, "") else partial == "1",
+                reward_mode=reward_mode,
+                partial_credit=partial_credit,
             )
     rewards = _default(prompts, completions, **kwargs)
     kernel_reward.last_verdicts = _default.last_verdicts  # type: ignore[attr-defined]
