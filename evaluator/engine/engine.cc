@@ -6,6 +6,7 @@
 #include <google/protobuf/text_format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -220,7 +221,11 @@ absl::Status EngineImpl::Init() {
   compile_options.timeout = absl::Seconds(options_.compile_timeout_seconds);
   compile_options.cache_dir = options_.compile_cache_dir;
   compile_options.cache_dir_bytes = options_.compile_cache_dir_bytes;
-  compile_options.max_source_bytes = options_.max_source_bytes;
+  // max_source_bytes limits what callers submit (CheckSource, before any
+  // compile); the compile service also builds the problems' own references,
+  // which problems::ValidateProblem bounds separately.
+  compile_options.max_source_bytes =
+      std::max(options_.max_source_bytes, problems::kMaxReferenceSourceBytes);
   compile_options.default_arch = options_.default_arch;
   if (!options_.worker_binary.empty()) compile_options.worker_binary = options_.worker_binary;
   absl::StatusOr<std::unique_ptr<compile::CompileService>> compiler =
@@ -366,6 +371,7 @@ absl::StatusOr<EngineImpl::Common> EngineImpl::Admit(const Request& request,
     common.settings.seed = (uint64_t{entropy()} << 32) ^ entropy();
   }
   common.settings.run_timeout_seconds = options_.run_timeout_seconds;
+  common.settings.deadline = context.deadline;
   if (request.limits().timeout_seconds() > 0) {
     common.settings.run_timeout_seconds =
         std::min(request.limits().timeout_seconds(), options_.run_timeout_seconds * 10);
@@ -474,10 +480,20 @@ void EngineImpl::EvaluateAsync(v1::EvaluateRequest request, CallContext context,
   if (recent) return done(share(*std::move(recent)));
   std::unique_lock lock(dedup_mutex_);
   if (auto it = in_flight_.find(key); it != in_flight_.end()) {
-    it->second.push_back({nullptr, [share, done](absl::StatusOr<v1::Verdict> v) {
-                            if (!v.ok()) return done(v.status());
-                            done(share(*std::move(v)));
-                          }});
+    // The leader's caller going away (or its deadline passing) ends the
+    // leader's run, not this caller's: then it is evaluated anew.
+    it->second.push_back(
+        {nullptr, [this, share, done, request, context](absl::StatusOr<v1::Verdict> v) mutable {
+           if (v.ok()) return done(share(*std::move(v)));
+           const bool leader_gone =
+               absl::IsCancelled(v.status()) || absl::IsDeadlineExceeded(v.status());
+           const bool still_wanted =
+               !(context.cancelled && context.cancelled()) && absl::Now() < context.deadline;
+           if (leader_gone && still_wanted && !shut_down_) {
+             return EvaluateAsync(std::move(request), std::move(context), std::move(done));
+           }
+           done(v.status());
+         }});
     return;
   }
   in_flight_[key];  // this call leads

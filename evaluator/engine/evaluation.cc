@@ -8,11 +8,15 @@
 #include <string_view>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "evaluator/data/compare.h"
 #include "evaluator/plan/binding.h"
 #include "evaluator/plan/directives.h"
+#include "evaluator/problems/describe.h"
 #include "evaluator/problems/problems.h"
 #include "evaluator/timing/sampling.h"
 #include "gpu_peaks/roofline.h"
@@ -58,6 +62,20 @@ uint64_t DeriveSeed(uint64_t seed, uint64_t a, uint64_t b) {
 Evaluation::Evaluation(const v1::Problem& problem, Backend& backend,
                        compile::CompileService& compiler, EvaluationSettings settings)
     : problem_(problem), backend_(backend), compiler_(compiler), settings_(std::move(settings)) {}
+
+double Evaluation::WithinDeadline(double limit) const {
+  const double left = absl::ToDoubleSeconds(settings_.deadline - absl::Now());
+  // A floor so that a call made right at the deadline still gets an answer.
+  return std::max(0.05, std::min(limit, left));
+}
+
+absl::Status Evaluation::CutShortByDeadline(const internal::RunFailure& failure, double timeout,
+                                            double limit) const {
+  if (failure.stage() != "timeout" || timeout >= limit) return absl::OkStatus();
+  return absl::DeadlineExceededError(
+      absl::StrCat("the caller's deadline passed while a kernel ran (", absl::SixDigits(timeout),
+                   " s of the ", absl::SixDigits(limit), " s limit were left)"));
+}
 
 v1::Verdict Evaluation::Failed(std::string_view stage, std::string error) const {
   v1::Verdict verdict;
@@ -145,9 +163,18 @@ absl::StatusOr<Preparation> Evaluation::PrepareCandidate(const v1::Submission& s
     program.plan = *std::move(parsed);
   }
   if (program.plan.launches().empty()) {
-    return fail_plan(
-        "no launch plan: add a line such as `// @launch my_kernel<<<ceil_div(N, 256), 256>>>(x, "
-        "y, N)` to the source (see `kerneleval problems show ID`)");
+    // The first launch of the example, in this problem's own names.
+    std::string example = "// @launch my_kernel<<<ceil_div(N, 256), 256>>>(x, y, N)";
+    for (absl::string_view line :
+         absl::StrSplit(problems::Describe(problem_).example_launch, '\n')) {
+      if (absl::StrContains(line, "@launch")) {
+        example = std::string(absl::StripAsciiWhitespace(line));
+        break;
+      }
+    }
+    return fail_plan(absl::StrCat("no launch plan: add a line such as `", example,
+                                  "` to the source (see `kerneleval problems show ", problem_.id(),
+                                  "`)"));
   }
   absl::StatusOr<plan::ParsedSource> parsed = plan::ParseSource(submission.source());
   if (!parsed.ok()) return fail_plan(PlanError(parsed.status()));
@@ -247,10 +274,16 @@ absl::StatusOr<ReferenceRun> Evaluation::RunReference(PreparedProgram reference)
   internal::RunRequest request;
   *request.mutable_program() = reference.program;
   for (const auto& c : *cases) *request.add_cases() = c;
-  request.set_timeout_seconds(settings_.run_timeout_seconds);
+  const double timeout = WithinDeadline(settings_.run_timeout_seconds);
+  request.set_timeout_seconds(timeout);
   absl::StatusOr<internal::RunResult> result = backend_.Run(request);
   if (!result.ok()) return result.status();
   if (result->has_failure()) {
+    if (absl::Status cut =
+            CutShortByDeadline(result->failure(), timeout, settings_.run_timeout_seconds);
+        !cut.ok()) {
+      return cut;
+    }
     return absl::InternalError(absl::StrCat("the reference of ", problem_.id(), " failed (",
                                             result->failure().stage(),
                                             "): ", result->failure().message()));
@@ -322,14 +355,22 @@ absl::StatusOr<std::optional<v1::Verdict>> Evaluation::CheckCorrectness(
   internal::RunRequest request;
   *request.mutable_program() = candidate.program;
   for (const auto& c : *cases) *request.add_cases() = c;
-  request.set_timeout_seconds(settings_.run_timeout_seconds);
+  const double timeout = WithinDeadline(settings_.run_timeout_seconds);
+  request.set_timeout_seconds(timeout);
   absl::StatusOr<internal::RunResult> result = backend_.Run(request);
   if (!result.ok()) return result.status();
   if (result->has_failure()) {
     const internal::RunFailure& failure = result->failure();
+    if (absl::Status cut = CutShortByDeadline(failure, timeout, settings_.run_timeout_seconds);
+        !cut.ok()) {
+      return cut;
+    }
     std::string error = failure.message();
-    if (!failure.case_label().empty())
+    // Some backends name the case in the message already ("case 'tail'").
+    if (!failure.case_label().empty() &&
+        !absl::StrContains(error, absl::StrCat("case '", failure.case_label(), "'"))) {
       absl::StrAppend(&error, " (case ", failure.case_label(), ")");
+    }
     // "compile": the backend could not build it (e.g. the CPU backend
     // meeting inline PTX); "timeout"; anything else ran and crashed.
     const std::string stage =
@@ -476,8 +517,10 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
   for (uint32_t i = 0; i < request.config().input_sets(); ++i) {
     request.add_input_seeds(DeriveSeed(settings_.seed, 1000003, i));
   }
-  request.set_timeout_seconds(settings_.run_timeout_seconds +
-                              request.config().max_seconds() * (1 + candidates.size()));
+  const double limit =
+      settings_.run_timeout_seconds + request.config().max_seconds() * (1 + candidates.size());
+  const double timeout = WithinDeadline(limit);
+  request.set_timeout_seconds(timeout);
   std::vector<const PreparedProgram*> programs = {&reference.program};
   programs.insert(programs.end(), candidates.begin(), candidates.end());
   for (const PreparedProgram* program : programs) {
@@ -511,6 +554,11 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
     return TimingRun{};
   }
   if (!result.ok()) return result.status();
+  if (result->has_failure()) {
+    if (absl::Status cut = CutShortByDeadline(result->failure(), timeout, limit); !cut.ok()) {
+      return cut;
+    }
+  }
   if (result->programs_size() != static_cast<int>(programs.size()) && !result->has_failure()) {
     return absl::InternalError("timing returned the wrong number of programs");
   }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "evaluator/compile/compile_service.h"
 #include "evaluator/engine/backend.h"
 #include "evaluator/engine/engine.h"
@@ -50,6 +51,10 @@ struct EvaluationSettings {
   bool skip_timing = false;
   double run_timeout_seconds = 20;
   std::string arch;  // NVRTC target
+  // The caller's deadline: no backend call outlasts it (a worker is not held
+  // for a caller that has gone), and a run it cut short is an error, not a
+  // "timeout" verdict (which the engine would keep for identical requests).
+  absl::Time deadline = absl::InfiniteFuture();
 };
 
 class Evaluation {
@@ -118,6 +123,14 @@ class Evaluation {
                                              const std::vector<const PreparedProgram*>& candidates,
                                              const std::vector<v1::Verdict*>& verdicts,
                                              v1::TimingStats* reference_stats);
+  // [s] A backend call's limit: `limit`, or what is left of the caller's
+  // deadline when that is less.
+  double WithinDeadline(double limit) const;
+  // DEADLINE_EXCEEDED when `failure` is a timeout of a call whose limit the
+  // caller's deadline cut below `limit` (WithinDeadline gave `timeout`): the
+  // kernel might have finished in time; OK otherwise.
+  absl::Status CutShortByDeadline(const internal::RunFailure& failure, double timeout,
+                                  double limit) const;
   absl::StatusOr<std::vector<internal::Case>> BuildCases(const PreparedProgram& program,
                                                          const std::vector<internal::Case>& base);
   absl::StatusOr<internal::ResolvedPlan> Resolve(const PreparedProgram& program,

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <future>
 #include <memory>
 #include <string_view>
 #include <thread>
@@ -27,19 +28,25 @@ class CountingObserver : public EngineObserver {
   std::atomic<int> runtime_verdicts{0};
 };
 
+// An engine on the CPU backend, reward in speedup mode without partial credit.
+EngineOptions CpuEngineOptions() {
+  EngineOptions options;
+  options.enable_cuda = false;
+  options.compile_workers = 2;
+  options.reward_mode = "speedup";
+  options.partial_credit = false;
+  return options;
+}
+
 class EngineTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     observer_ = std::make_shared<CountingObserver>();
-    EngineOptions options;
+    EngineOptions options = CpuEngineOptions();
     options.observer = observer_;
-    options.enable_cuda = false;
-    options.compile_workers = 2;
     // The whole of one backend call (every case of a program); generous:
     // CI machines are busy. The infinite-loop test waits this long.
     options.run_timeout_seconds = 20;
-    options.reward_mode = "speedup";
-    options.partial_credit = false;
     auto engine = Engine::Create(options);
     ASSERT_TRUE(engine.ok()) << engine.status();
     engine_ = engine->release();
@@ -233,6 +240,12 @@ extern "C" __global__ void add(const float* a, const float* b, float* c, int n) 
   v1::Verdict verdict = Evaluate("vector_add", source);
   EXPECT_FALSE(verdict.correct());
   EXPECT_EQ(verdict.stage(), "runtime") << verdict.error();
+  // The case is named once (the CPU backend's message names it already).
+  const std::string named = "case 'single#0'";
+  const size_t at = verdict.error().find(named);
+  EXPECT_NE(at, std::string::npos) << verdict.error();
+  EXPECT_EQ(verdict.error().find("single#0", at + named.size()), std::string::npos)
+      << verdict.error();
   EXPECT_TRUE(Evaluate("vector_add", kVectorAdd).correct());
   // The crashed worker was replaced, and the observer (the server's
   // kerneleval_worker_restarts_total) heard of it.
@@ -298,7 +311,60 @@ TEST_F(EngineTest, BadLaunchPlanIsACompileVerdictNamingTheLine) {
 
   v1::Verdict no_plan = Evaluate("vector_add", "extern \"C\" __global__ void add() {}\n");
   EXPECT_EQ(no_plan.stage(), "compile");
-  EXPECT_NE(no_plan.error().find("@launch"), std::string::npos) << no_plan.error();
+  // The hint is a launch in this problem's own names.
+  EXPECT_NE(no_plan.error().find("`// @launch my_kernel<<<"), std::string::npos) << no_plan.error();
+  EXPECT_NE(no_plan.error().find("(a, b, c, N)`"), std::string::npos) << no_plan.error();
+  EXPECT_NE(no_plan.error().find("problems show vector_add"), std::string::npos) << no_plan.error();
+}
+
+// A correct kernel whose first launch in a run sleeps 3 s (one runner
+// process runs every case of a correctness run).
+constexpr char kSlowVectorAdd[] = R"(
+#ifndef __CUDACC_RTC__
+#include <unistd.h>
+#endif
+// @launch add<<<ceil_div(N, 256), 256>>>(a, b, c, N)
+extern "C" __global__ void add(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+#ifndef __CUDACC_RTC__
+  static bool slept = false;
+  if (i == 0 && !slept) {
+    slept = true;
+    ::usleep(3000000);
+  }
+#endif
+  if (i < n) c[i] = a[i] + b[i];
+}
+)";
+
+// The caller's deadline bounds the kernel's run: the worker is not held for a
+// caller that has gone (before, the run went on to the 20 s limit, and the
+// deadline went unnoticed until the end). A run the deadline cut short is an
+// error, not a "timeout" verdict kept for identical requests; an identical
+// request waiting on it is evaluated anew rather than given its error.
+TEST_F(EngineTest, TheCallersDeadlineEndsTheRunAndIsNotTheNextCallersVerdict) {
+  v1::EvaluateRequest request;
+  request.set_problem_id("vector_add");
+  request.mutable_submission()->set_source(kSlowVectorAdd);
+  request.set_skip_timing(true);
+  request.set_seed(next_seed_++);
+  std::promise<absl::StatusOr<v1::Verdict>> leader, follower;
+  CallContext hurried;
+  hurried.deadline = absl::Now() + absl::Seconds(1);
+  engine_->EvaluateAsync(request, hurried,
+                         [&](absl::StatusOr<v1::Verdict> v) { leader.set_value(std::move(v)); });
+  engine_->EvaluateAsync(request, CallContext{},
+                         [&](absl::StatusOr<v1::Verdict> v) { follower.set_value(std::move(v)); });
+  const absl::StatusOr<v1::Verdict> first = leader.get_future().get();
+  EXPECT_TRUE(absl::IsDeadlineExceeded(first.status())) << first.status();
+  const absl::StatusOr<v1::Verdict> second = follower.get_future().get();
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_TRUE(second->correct()) << second->stage() << ": " << second->error();
+  // The verdict kept for the key is the full run's.
+  absl::StatusOr<v1::Verdict> third = engine_->Evaluate(request, CallContext{});
+  ASSERT_TRUE(third.ok()) << third.status();
+  EXPECT_TRUE(third->correct()) << third->stage() << ": " << third->error();
+  EXPECT_TRUE(third->deduplicated());
 }
 
 TEST_F(EngineTest, PartialCreditFollowsTheRubric) {
@@ -426,6 +492,34 @@ extern "C" __global__ void relu_k(const float* x, float* y, int n) {
     deduplicated += r->deduplicated();
   }
   EXPECT_GE(deduplicated, 3);
+}
+
+// The source limit is on submissions: the problem's own reference (vector_add's
+// is over 1000 bytes) still builds under a limit smaller than it.
+TEST(EngineSourceLimitTest, AppliesToSubmissionsNotToTheProblemsReference) {
+  EngineOptions options = CpuEngineOptions();
+  options.max_source_bytes = 1000;
+  auto engine = Engine::Create(options);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  v1::GetProblemRequest get;
+  get.set_problem_id("vector_add");
+  auto problem = (*engine)->GetProblem(get);
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  ASSERT_GT(problem->problem().reference_source().size(), options.max_source_bytes);
+
+  v1::EvaluateRequest request;
+  request.set_problem_id("vector_add");
+  request.set_skip_timing(true);
+  request.mutable_submission()->set_source(kVectorAdd);
+  auto verdict = (*engine)->Evaluate(request, CallContext{});
+  ASSERT_TRUE(verdict.ok()) << verdict.status();
+  EXPECT_TRUE(verdict->correct()) << verdict->error();
+
+  request.mutable_submission()->set_source(std::string(kVectorAdd) + std::string(1000, ' '));
+  auto too_long = (*engine)->Evaluate(request, CallContext{});
+  EXPECT_EQ(too_long.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(too_long.status().message().find("1000-byte limit"), std::string_view::npos)
+      << too_long.status();
 }
 
 }  // namespace
