@@ -78,6 +78,12 @@ void PrintVerdict(const v1::Verdict& v, const VerdictOrigin& origin, FILE* out) 
     const auto& c = v.correctness();
     absl::FPrintF(out, "checks    %d cases over %d shapes: %s\n", c.trials_run(),
                   c.shapes_checked(), c.passed() ? "every output within tolerance" : "FAILED");
+    int shown = 0;
+    for (const auto& check : c.checks()) shown += check.passed() ? 0 : 1;
+    if (static_cast<int>(c.failing_checks()) > shown) {
+      absl::FPrintF(out, "  %d failing checks (an output on a case); the first %d:\n",
+                    c.failing_checks(), shown);
+    }
   }
   for (const auto& check : v.correctness().checks()) {
     if (check.passed()) continue;

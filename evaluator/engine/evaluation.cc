@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -324,6 +325,14 @@ absl::StatusOr<bool> CompareCase(const v1::Problem& problem, const internal::Cas
         data::CompareTensor(*want, *have, *dims, tolerance.atol, tolerance.rtol);
     check.set_output(spec.name());
     check.set_shape_label(std::string(trial_label));
+    // Labels are "<shape>#<trial>" (timing: "timed#<input set>").
+    if (const size_t hash = trial_label.rfind('#'); hash != std::string_view::npos) {
+      uint32_t trial = 0;
+      const std::string_view number = trial_label.substr(hash + 1);
+      if (absl::SimpleAtoi(absl::string_view(number.data(), number.size()), &trial)) {
+        check.set_trial(trial);
+      }
+    }
     *check.mutable_shape() = c.params();
     if (!check.passed()) {
       passed = false;
@@ -413,6 +422,7 @@ absl::StatusOr<std::optional<v1::Verdict>> Evaluation::CheckCorrectness(
     report->set_trials_run(report->trials_run() + 1);
   }
   report->set_shapes_checked(static_cast<uint32_t>(shapes.size()));
+  report->set_failing_checks(static_cast<uint32_t>(failing));
   report->set_passed(failing == 0);
   if (failing == 0) return std::optional<v1::Verdict>();
   v1::Verdict verdict = Failed("correctness", first_error);

@@ -96,6 +96,9 @@ with tempfile.TemporaryDirectory() as tmp:
     ranking = r.stdout[r.stdout.find("rank"):].splitlines()
     check(len(ranking) == 3 and "good.cu" in ranking[1] and "wrong.cu" in ranking[2],
           f"ranking puts the correct kernel first (got {ranking})")
+    r = run("--problem", "vector_add", "--source", wrong, "--skip-timing")
+    check("failing checks (an output on a case); the first" in r.stdout,
+          f"the text output says the failing checks shown are the first few (got {r.stdout})")
     r = run("--problem", "vector_add", "-s", good, "-s", good, "--skip-timing")
     check(r.returncode == 0, f"a group of correct kernels exits 0 (got {r.returncode}: {r.stderr})")
     check(r.stdout.count("cached    identical to an earlier source of this group") == 1,

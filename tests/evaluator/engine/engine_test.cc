@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <future>
@@ -184,6 +185,17 @@ extern "C" __global__ void add(const float* a, const float* b, float* c, int n) 
   EXPECT_GT(check.mismatches(), 0u);
   EXPECT_GT(check.max_abs_error(), 0);
   EXPECT_NE(verdict.error().find("output c"), std::string::npos) << verdict.error();
+  // Each check names its trial: the number after '#' in its label.
+  uint32_t highest_trial = 0;
+  for (const v1::OutputCheck& failed : verdict.correctness().checks()) {
+    const std::string& label = failed.shape_label();
+    EXPECT_EQ(label.substr(label.rfind('#') + 1), std::to_string(failed.trial())) << label;
+    highest_trial = std::max(highest_trial, failed.trial());
+  }
+  EXPECT_GT(highest_trial, 0u);
+  // Every case failed; the report holds the first few of those checks.
+  EXPECT_EQ(verdict.correctness().failing_checks(), verdict.correctness().trials_run());
+  EXPECT_LT(verdict.correctness().checks_size(), verdict.correctness().failing_checks());
   // The next evaluation is unaffected.
   EXPECT_TRUE(Evaluate("vector_add", kVectorAdd).correct());
 }
