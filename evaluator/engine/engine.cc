@@ -62,15 +62,21 @@ double SecondsSince(Clock::time_point start) {
 }
 
 // Everything that makes two evaluations the same evaluation.
+// The run time limit is part of it: the same kernel under a limit of 0.1 s
+// and one of 20 s may well get different verdicts.
 std::string DedupKey(const std::string& problem_key, const v1::Submission& submission,
-                     std::string_view device, bool skip_timing,
+                     std::string_view device, bool skip_timing, double run_timeout_seconds,
                      const std::optional<uint64_t>& seed) {
   std::string key = problem_key;
   key += '\0';
   key += submission.SerializeAsString();  // source, plan, options
   key += '\0';
   key += device;
-  key += skip_timing ? "\1" : "\0";
+  key += '\0';
+  key += skip_timing ? '1' : '0';
+  key += '\0';
+  absl::StrAppend(&key, "limit=", absl::SixDigits(run_timeout_seconds));
+  key += '\0';
   if (seed) absl::StrAppend(&key, "seed=", *seed);
   return key;
 }
@@ -452,8 +458,9 @@ void EngineImpl::EvaluateAsync(v1::EvaluateRequest request, CallContext context,
 
   const std::optional<uint64_t> fixed_seed =
       request.has_seed() ? std::optional<uint64_t>(request.seed()) : std::nullopt;
-  const std::string key = DedupKey(common->problem_key, submission, common->device->id(),
-                                   request.skip_timing(), fixed_seed);
+  const std::string key =
+      DedupKey(common->problem_key, submission, common->device->id(), request.skip_timing(),
+               common->settings.run_timeout_seconds, fixed_seed);
   const rubric::RewardConfig reward = common->settings.reward;
   const v1::RewardSettings reward_settings = common->settings.reward_settings;
   const std::string request_id = context.request_id;
@@ -585,7 +592,8 @@ void EngineImpl::EvaluateGroupAsync(v1::EvaluateGroupRequest request, CallContex
 }
 
 absl::StatusOr<PreparedProgram> EngineImpl::ReferenceFor(Evaluation& evaluation, const Job& job) {
-  const std::string key = absl::StrCat(job.problem_key, "\0", evaluation.backend().device().id());
+  const std::string key =
+      absl::StrCat(job.problem_key, absl::string_view("\0", 1), evaluation.backend().device().id());
   {
     std::lock_guard lock(reference_mutex_);
     if (auto it = references_.find(key); it != references_.end()) return *it->second;

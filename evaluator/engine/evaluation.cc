@@ -547,20 +547,24 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
     *verdicts[i] = std::move(failed);
   };
   absl::StatusOr<internal::TimingResult> result = backend_.Time(request);
-  if (absl::IsUnavailable(result.status())) {
+  if (absl::IsUnavailable(result.status()) || absl::IsResourceExhausted(result.status())) {
     // The worker itself died (a backend that reports no verdict for it,
-    // like the CPU backend's worker ending on a reply it could not hold).
-    // A candidate may have caused it: with others, each is timed again
-    // alone, so none loses its verdict to another; alone, the reference
-    // timed by itself tells whether it was this kernel.
+    // like the CPU backend's worker ending on a reply it could not hold),
+    // or the programs' timed buffers do not fit together (a candidate's
+    // plan can ask for gigabytes of scratch). A candidate may have caused
+    // it: with others, each is timed again alone, so none loses its verdict
+    // to another; alone, the reference timed by itself tells whether it was
+    // this kernel.
     if (candidates.size() > 1) return TimingRun{.next = TimingRun::Next::kEachAlone};
     internal::TimingRequest alone = request;
     alone.mutable_programs()->DeleteSubrange(1, alone.programs_size() - 1);
     absl::StatusOr<internal::TimingResult> alone_result = backend_.Time(alone);
     if (!alone_result.ok() || alone_result->has_failure()) return result.status();
     fail(0, "runtime",
-         absl::StrCat("while timing, the worker timing this kernel died (",
-                      result.status().message(), ") and the reference timed alone does not"));
+         absl::IsUnavailable(result.status())
+             ? absl::StrCat("while timing, the worker timing this kernel died (",
+                            result.status().message(), ") and the reference timed alone does not")
+             : absl::StrCat("while timing: ", result.status().message()));
     return TimingRun{};
   }
   if (!result.ok()) return result.status();

@@ -13,6 +13,8 @@
 #include <string_view>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
+
 namespace kerneleval {
 namespace {
 
@@ -436,6 +438,51 @@ extern "C" __global__ void lazy(const float* a, const float* b, float* c, int n)
   EXPECT_TRUE(response->verdicts(1).deduplicated());
   EXPECT_FALSE(response->verdicts(2).correct());
   EXPECT_GT(response->reference_timing().samples(), 0u);
+}
+
+// A candidate whose timed buffers cannot be held (an unused 1.2 GB scratch
+// buffer: the CPU backend maps every program's buffers for every input set,
+// bounded in all) made the whole group's timing fail with
+// RESOURCE_EXHAUSTED, so no sibling got a verdict (and the Python reward
+// function took it for a full queue and retried the group). Each candidate
+// is timed again alone; alone, it is that kernel's runtime failure.
+TEST_F(EngineTest, ACandidateWhoseTimedBuffersDoNotFitCostsOnlyItself) {
+  v1::EvaluateGroupRequest group;
+  group.set_problem_id("vector_add");
+  group.set_seed(9);
+  group.add_submissions()->set_source(kVectorAdd);
+  group.add_submissions()->set_source(
+      absl::StrCat("// @scratch junk: u8[1200000000]\n", kVectorAdd));
+  auto response = engine_->EvaluateGroup(group, CallContext{});
+  ASSERT_TRUE(response.ok()) << response.status();
+  ASSERT_EQ(response->verdicts_size(), 2);
+  const v1::Verdict& honest = response->verdicts(0);
+  EXPECT_TRUE(honest.correct()) << honest.stage() << ": " << honest.error();
+  EXPECT_GT(honest.timing().candidate().samples(), 0u);
+  const v1::Verdict& hoarder = response->verdicts(1);
+  EXPECT_FALSE(hoarder.correct());
+  EXPECT_EQ(hoarder.stage(), "runtime") << hoarder.error();
+  EXPECT_NE(hoarder.error().find("exceed"), std::string::npos) << hoarder.error();
+}
+
+// The run time limit is part of what makes two requests the same: a verdict
+// reached under a limit of 1 s is not the answer to a request with the
+// default limit (a caller could otherwise set another caller's verdict).
+TEST_F(EngineTest, ARequestsTimeLimitIsPartOfItsIdentity) {
+  v1::EvaluateRequest request;
+  request.set_problem_id("vector_add");
+  request.mutable_submission()->set_source(kSlowVectorAdd);
+  request.set_skip_timing(true);
+  request.set_seed(next_seed_++);
+  v1::EvaluateRequest hurried = request;
+  hurried.mutable_limits()->set_timeout_seconds(1);
+  absl::StatusOr<v1::Verdict> first = engine_->Evaluate(hurried, CallContext{});
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->stage(), "timeout") << first->error();
+  absl::StatusOr<v1::Verdict> second = engine_->Evaluate(request, CallContext{});
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_FALSE(second->deduplicated());
+  EXPECT_TRUE(second->correct()) << second->stage() << ": " << second->error();
 }
 
 TEST_F(EngineTest, ACandidateCrashingWhileTimingLeavesTheRestOfItsGroupTimed) {
