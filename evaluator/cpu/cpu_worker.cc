@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <random>
 #include <set>
 #include <thread>
 #include <utility>
@@ -422,7 +423,10 @@ class Worker {
       // The runner's job: this program alone, the seeds and the config.
       internal::TimingRequest job;
       *job.add_programs() = request.programs(p);
-      for (uint64_t seed : seeds) job.add_input_seeds(seed);
+      // The runner needs only how many sets there are (this worker
+      // generates the inputs): placeholders, not the secret seeds, which
+      // kernel code could find in its memory and predict rotations from.
+      for (size_t set = 0; set < seeds.size(); ++set) job.add_input_seeds(set);
       *job.mutable_config() = config;
       RunnerConfig runner_config = configs[static_cast<size_t>(p)];
       runner_config.job = RunnerJob::kTimeProgram;
@@ -497,6 +501,24 @@ class Worker {
     std::vector<std::vector<double>> samples(static_cast<size_t>(request.programs_size()));
     const timing::StoppingRule rule(config);
     const size_t sets = seeds.size();
+    // The outputs checked per input set are those of one round chosen at
+    // random among every round run on it (reservoir sampling: round k of a
+    // set replaces the choice with probability 1/k), read right after that
+    // round while every runner stands still. Not the last round's: a
+    // kernel that knows when timing ends (the time cap) could skip the
+    // work in every round but the last. The draws come from this process,
+    // which kernel code cannot read.
+    std::vector<std::vector<internal::CaseResult>> checked(
+        static_cast<size_t>(request.programs_size()), std::vector<internal::CaseResult>(sets));
+    std::vector<uint64_t> rounds_on_set(sets, 0);
+    std::mt19937_64 chooser(std::random_device{}());
+    auto maybe_check = [&](size_t set) {
+      ++rounds_on_set[set];
+      if (chooser() % rounds_on_set[set] != 0) return;
+      for (int p = 0; p < request.programs_size(); ++p) {
+        checked[static_cast<size_t>(p)][set] = buffers[static_cast<size_t>(p)].Collect(set);
+      }
+    };
     // Rounds are numbered from the first warm-up on: every round, warm-up or
     // timed, has inputs of its own (data::TimedInputRotation).
     for (uint32_t w = 0; w < config.warmup_runs(); ++w) {
@@ -504,6 +526,7 @@ class Worker {
         buffers[static_cast<size_t>(p)].Prepare(w % sets, w);
         if (absl::Status s = run(p, w % sets, nullptr); !s.ok()) return fail(p, s);
       }
+      maybe_check(w % sets);
     }
     const auto start = std::chrono::steady_clock::now();
     bool converged = false;
@@ -519,6 +542,7 @@ class Worker {
         if (absl::Status s = run(p, set, &microseconds); !s.ok()) return fail(p, s);
         samples[static_cast<size_t>(p)].push_back(microseconds);
       }
+      maybe_check(set);
       const double elapsed =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       bool stop = true;
@@ -528,17 +552,24 @@ class Worker {
         converged = converged && rule.Converged(s);
       }
       // Every program has samples of every input set before stopping.
-      if ((stop && round + 1 >= sets) || absl::Now() >= deadline) break;
+      if (stop && round + 1 >= sets) break;
+      // Out of time before the rule stopped it (the time cap stops it
+      // first unless something is very slow, or the caller's deadline cut
+      // the limit): a failure, charged to the run as a whole (its first
+      // program), never a verdict on fewer samples than the rule asks.
+      if (absl::Now() >= deadline) return fail(0, absl::DeadlineExceededError("timing"));
     }
-    // Every runner stands still after its last sample: the outputs are read
-    // now, before any runs again. Kernel code shares its runner's process,
-    // channel included, and could answer "F" itself: what it wrote after its
-    // last sample must not count, and nothing it sends is taken (the
-    // samples and outputs are this worker's own measurements and reads).
+    // The checked outputs were read while every runner stood still, before
+    // the farewell. Kernel code shares its runner's process, channel
+    // included, and could answer "F" itself: what it writes after its last
+    // sample must not count, and nothing it sends is taken (the samples and
+    // outputs are this worker's own measurements and reads).
     for (int p = 0; p < request.programs_size(); ++p) {
       internal::ProgramTiming* timing = result.add_programs();
-      for (size_t set = 0; set < sets; ++set) {
-        *timing->add_last_outputs() = buffers[static_cast<size_t>(p)].Collect(set);
+      // Sets run in order: those that ran (the deadline may end timing
+      // first) are a prefix.
+      for (size_t set = 0; set < sets && rounds_on_set[set] > 0; ++set) {
+        *timing->add_last_outputs() = std::move(checked[static_cast<size_t>(p)][set]);
       }
       for (double sample : samples[static_cast<size_t>(p)]) timing->add_samples_us(sample);
     }

@@ -120,9 +120,12 @@ struct CudaWorker::Buffer {
   DeviceBuffer pristine;
   uint64_t rotation = 0;
   // Timing only, outputs: the latest run's outputs under pads (StashOutputs)
-  // and the keys of those pads.
+  // and the keys of those pads; and a copy of the stash of the run chosen
+  // for the check (KeepStash), with its keys.
   DeviceBuffer stash;
   uint64_t stash_keys[2] = {0, 0};
+  DeviceBuffer kept;
+  uint64_t kept_keys[2] = {0, 0};
 };
 
 struct CudaWorker::BufferSet {
@@ -138,7 +141,7 @@ struct CudaWorker::BufferSet {
   absl::Status ScrubAndFree() {
     absl::Status first;
     for (Buffer& buffer : buffers) {
-      for (DeviceBuffer* memory : {&buffer.memory, &buffer.pristine, &buffer.stash}) {
+      for (DeviceBuffer* memory : {&buffer.memory, &buffer.pristine, &buffer.stash, &buffer.kept}) {
         if (memory->empty()) continue;
         if (absl::Status status = memory->ScrubAndFree(); !status.ok() && first.ok()) {
           first = status;
@@ -153,6 +156,7 @@ struct CudaWorker::BufferSet {
       buffer.memory.Abandon();
       buffer.pristine.Abandon();
       buffer.stash.Abandon();
+      buffer.kept.Abandon();
     }
     buffers.clear();
   }
@@ -538,6 +542,9 @@ absl::StatusOr<CudaWorker::BufferSet> CudaWorker::AllocateBuffers(
       absl::StatusOr<DeviceBuffer> stash = DeviceBuffer::Allocate(api_, RoundUp(buffer.bytes, 8));
       if (!stash.ok()) return stash.status();
       buffer.stash = *std::move(stash);
+      absl::StatusOr<DeviceBuffer> kept = DeviceBuffer::Allocate(api_, RoundUp(buffer.bytes, 8));
+      if (!kept.ok()) return kept.status();
+      buffer.kept = *std::move(kept);
     }
     set.buffers.push_back(std::move(buffer));
   }
@@ -665,6 +672,20 @@ absl::Status CudaWorker::StashOutputs(BufferSet& set) {
     uint64_t words = buffer.stash.bytes() / 8;
     void* args[] = {&src, &dst, &words, &buffer.stash_keys[0], &buffer.stash_keys[1]};
     if (absl::Status s = LaunchGridStride(stash_kernel_, words, args); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CudaWorker::KeepStash(BufferSet& set, bool restore) {
+  for (Buffer& buffer : set.buffers) {
+    if (buffer.stash.empty()) continue;
+    DeviceBuffer& from = restore ? buffer.kept : buffer.stash;
+    DeviceBuffer& to = restore ? buffer.stash : buffer.kept;
+    KE_CU_RETURN_IF_ERROR(
+        api_.cuMemcpyDtoDAsync(to.ptr(), from.ptr(), from.bytes(), stream_.get()));
+    uint64_t* from_keys = restore ? buffer.kept_keys : buffer.stash_keys;
+    uint64_t* to_keys = restore ? buffer.stash_keys : buffer.kept_keys;
+    std::copy(from_keys, from_keys + 2, to_keys);
   }
   return absl::OkStatus();
 }
@@ -912,9 +933,11 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
     for (const internal::BufferSpec& spec : timed.plan().buffers()) {
       const uint64_t payload = RoundUp(spec.elements() * data::DTypeSize(spec.dtype()), 256);
       // Inputs twice: the payload and the pristine copy rotations come from;
-      // outputs twice: the payload and the stash.
+      // outputs three times: the payload, the stash and the kept stash.
       bytes_per_set += payload + 2 * options_.guard_bytes +
-                       (spec.role() != internal::BUFFER_ROLE_SCRATCH ? payload : 0);
+                       (spec.role() == internal::BUFFER_ROLE_INPUT    ? payload
+                        : spec.role() == internal::BUFFER_ROLE_OUTPUT ? 2 * payload
+                                                                      : 0);
     }
   }
   size_t free_bytes = 0, total_bytes = 0;
@@ -973,15 +996,30 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
   // of them. All share this context, so one program could leave a result
   // where another finds it (past a buffer's guard in the driver's pool, in
   // local memory): computed on inputs the other was not given, it fails the
-  // other's check. last_round[s]: the round that last ran on set s.
-  std::vector<uint64_t> last_round(static_cast<size_t>(sets), 0);
+  // other's check.
+  //
+  // The outputs checked per input set are those of one round drawn at
+  // random among every round run on it (reservoir sampling: the k-th round
+  // on a set replaces the choice with probability 1/k; its stash is copied
+  // aside, KeepStash), not the last round's: a kernel that knows when
+  // timing ends (the time cap, read from %globaltimer) could skip the work
+  // in every round but the last. The draws come from the OS, in this
+  // process. chosen_round[s]: the round drawn for set s.
+  std::vector<uint64_t> chosen_round(static_cast<size_t>(sets), 0);
+  std::vector<uint64_t> rounds_on_set(static_cast<size_t>(sets), 0);
+  auto draw_check = [&](int s, uint64_t round) {
+    const bool chosen = DrawKey() % ++rounds_on_set[static_cast<size_t>(s)] == 0;
+    if (chosen) chosen_round[static_cast<size_t>(s)] = round;
+    return chosen;
+  };
   for (uint32_t w = 0; w < config.warmup_runs(); ++w) {
     const int s = static_cast<int>(w % sets);
-    last_round[static_cast<size_t>(s)] = w;
+    const bool check = draw_check(s, w);
     for (int p = 0; p < program_count; ++p) {
       failed_program = p;
       absl::Status status = RunUntimed(programs[p], request.programs(p).plan(), buffers[p][s],
                                        request.input_seeds(s), w, p, deadline);
+      if (status.ok() && check) status = KeepStash(buffers[p][s]);
       if (!status.ok()) return program_failed(status);
     }
   }
@@ -1013,7 +1051,7 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
   // looks checked to a program that reads the clock between its launches.
   auto time_round = [&](uint64_t round) -> absl::Status {
     const int s = static_cast<int>(round % sets);
-    last_round[static_cast<size_t>(s)] = config.warmup_runs() + round;
+    const bool check = draw_check(s, config.warmup_runs() + round);
     for (int p = 0; p < program_count; ++p) {
       failed_program = p;
       BufferSet& set = buffers[p][s];
@@ -1034,6 +1072,9 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
       reports_overwritten[p] += sample->report_overwritten;
       if (sample->clock_mhz > 0) all_clocks.push_back(sample->clock_mhz);
       if (absl::Status cleared = ClearAfterRun(programs[p], set); !cleared.ok()) return cleared;
+      if (check) {
+        if (absl::Status kept = KeepStash(set); !kept.ok()) return kept;
+      }
     }
     return absl::OkStatus();
   };
@@ -1059,17 +1100,26 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
     }
     if (all_stop) break;
   }
-  // The last stash and poison kernels are still queued on our stream, and
-  // Collect reads with cuMemcpyDtoH, on the legacy stream, which a
-  // non-blocking stream does not wait for: let them finish first.
+  // The outputs of each set's chosen round go back into the stash, which
+  // Collect reads (on the legacy stream, which our non-blocking stream's
+  // queued stash, poison and copy work does not wait for: finish first).
+  const int sets_that_ran = static_cast<int>(std::min<uint64_t>(
+      static_cast<uint64_t>(sets), std::max<uint64_t>(rounds_run, config.warmup_runs())));
+  for (int p = 0; p < program_count; ++p) {
+    for (int s = 0; s < sets_that_ran; ++s) {
+      failed_program = p;
+      if (absl::Status kept = KeepStash(buffers[p][s], /*restore=*/true); !kept.ok()) {
+        return program_failed(kept);
+      }
+    }
+  }
   if (absl::Status status = WaitFor(nullptr, deadline); !status.ok()) {
     return program_failed(status);
   }
-  // The outputs of the last run on each input set, for checking: of the sets
+  // The outputs of each input set's chosen run, for checking: of the sets
   // that ran at all (the time cap may end timing before every set had a
   // round; warm-up runs count, their stashes are as good).
-  const int ran = static_cast<int>(std::min<uint64_t>(
-      static_cast<uint64_t>(sets), std::max<uint64_t>(rounds_run, config.warmup_runs())));
+  const int ran = sets_that_ran;
   bool throttled = false, converged = true;
   for (int p = 0; p < program_count; ++p) {
     internal::ProgramTiming* timing = result.add_programs();
@@ -1106,17 +1156,17 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
       *timing->add_last_outputs() = *std::move(outputs);
     }
   }
-  // Each candidate's last run on a set saw inputs of its own: the
+  // Each candidate's chosen run on a set saw inputs of its own: the
   // reference's outputs on those very inputs, to check it against. After
   // every candidate has run for the last time (nothing it does can reach
-  // these runs); the reference's own last outputs are collected above.
+  // these runs); the reference's own checked outputs are collected above.
   for (int p = 1; p < program_count; ++p) {
     for (int s = 0; s < ran; ++s) {
       failed_program = 0;
       BufferSet& set = buffers[0][static_cast<size_t>(s)];
       absl::Status status =
           RunUntimed(programs[0], request.programs(0).plan(), set, request.input_seeds(s),
-                     last_round[static_cast<size_t>(s)], p, deadline);
+                     chosen_round[static_cast<size_t>(s)], p, deadline);
       // ClearAfterRun's stash kernels are queued; Collect reads on the
       // legacy stream.
       if (status.ok()) status = WaitFor(nullptr, deadline);

@@ -152,6 +152,10 @@ class CudaWorker {
   // Copies each output of a timing set into its stash under fresh pads
   // (ke_stash_xor), on the stream.
   absl::Status StashOutputs(BufferSet& set);
+  // Queues the copy of each output's stash (and its keys) aside: the run
+  // chosen for the check. `restore`: the copy back into the stash, for
+  // Collect.
+  absl::Status KeepStash(BufferSet& set, bool restore = false);
   // After every timed or warm-up run, on the stream: StashOutputs, outputs
   // and scratch poisoned, StashGlobals.
   absl::Status ClearAfterRun(LoadedProgram& program, BufferSet& set);

@@ -285,6 +285,13 @@ absl::StatusOr<ReferenceRun> Evaluation::RunReference(PreparedProgram reference)
         !cut.ok()) {
       return cut;
     }
+    if (result->failure().stage() == "timeout") {
+      // A limit the request set (limits.timeout_seconds) or the server's.
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the reference of ", problem_.id(), " did not finish within the time limit of ",
+          absl::SixDigits(settings_.run_timeout_seconds),
+          " s: the limit is too short for this problem (", result->failure().message(), ")"));
+    }
     return absl::InternalError(absl::StrCat("the reference of ", problem_.id(), " failed (",
                                             result->failure().stage(),
                                             "): ", result->failure().message()));

@@ -918,23 +918,79 @@ TEST_F(CpuBackendTest, TimeInterleavesProgramsAndReturnsLastOutputs) {
     ASSERT_EQ(timing.last_outputs_size(), 2);
     // One sample per round; round r used set r % 2, its inputs rotated by
     // data::TimedInputRotation(seed, 1 warm-up + r, 0, name, n): program 0's
-    // offsets for every program (each runs in a process of its own).
+    // offsets for every program (each runs in a process of its own). The
+    // outputs checked per set are those of one of its rounds, drawn at
+    // random: the round whose rotation they match is searched for.
     const int rounds = timing.samples_us_size();
     for (int set = 0; set < 2; ++set) {
       const uint64_t seed = 21 + set;
-      const int last_round = (rounds - 1) % 2 == set ? rounds - 1 : rounds - 2;
-      const uint64_t numbered = 1 + static_cast<uint64_t>(last_round);
-      const uint64_t rot_a = data::TimedInputRotation(seed, numbered, 0, "a", n);
-      const uint64_t rot_b = data::TimedInputRotation(seed, numbered, 0, "b", n);
-      EXPECT_NE(rot_a, rot_b);
       EXPECT_TRUE(timing.last_outputs(set).modified_input().empty());
       const auto c = Values<float>(timing.last_outputs(set).outputs(0));
       const auto va = Generated<float>(a, seed), vb = Generated<float>(b, seed);
-      for (int i = 0; i < n; i += 97) {
-        ASSERT_EQ(c[i], va[(i + rot_a) % n] + vb[(i + rot_b) % n]) << set << " " << i;
+      auto computed_in = [&](uint64_t numbered) {
+        const uint64_t rot_a = data::TimedInputRotation(seed, numbered, 0, "a", n);
+        const uint64_t rot_b = data::TimedInputRotation(seed, numbered, 0, "b", n);
+        for (int i = 0; i < n; i += 97) {
+          if (c[i] != va[(i + rot_a) % n] + vb[(i + rot_b) % n]) return false;
+        }
+        return true;
+      };
+      bool found = set == 0 && computed_in(0);  // the warm-up round ran set 0
+      for (int r = set; r < rounds && !found; r += 2) {
+        found = computed_in(1 + static_cast<uint64_t>(r));
       }
+      EXPECT_TRUE(found) << "set " << set << ": the outputs of no round run on it";
     }
   }
+  // Both programs were checked on the same round of each set.
+  for (int set = 0; set < 2; ++set) {
+    EXPECT_EQ(result->programs(0).last_outputs(set).outputs(0).data(),
+              result->programs(1).last_outputs(set).outputs(0).data());
+  }
+}
+
+// The outputs checked per input set come from a round drawn at random among
+// every round run on it, not from the last: a kernel that knows when timing
+// ends (the time cap) must not get away with working only then. Each run of
+// this kernel writes its run count: over 4 sets of ~10 rounds each, that all
+// four checked rounds are the last ones has odds of ~1e-4.
+TEST_F(CpuBackendTest, TheCheckedRoundOfAnInputSetIsDrawnAmongAllOfItsRounds) {
+  const char* counting = R"(
+__device__ int runs;
+__global__ void vector_add(const float* a, const float* b, float* c, int n) {
+  __shared__ int run;
+  if (threadIdx.x == 0) run = ++runs;
+  __syncthreads();
+  for (int i = threadIdx.x; i < n; i += blockDim.x) c[i] = (float)run;
+}
+)";
+  const int n = 256;
+  internal::TimingRequest request = ReferenceAndCandidate(counting, n, 1);
+  for (uint64_t seed : {31, 32, 33, 34}) request.add_input_seeds(seed);
+  request.mutable_config()->set_warmup_runs(1);
+  request.mutable_config()->set_min_samples(40);
+  request.mutable_config()->set_min_seconds(0.01);
+  request.mutable_config()->set_max_seconds(5);
+  request.mutable_config()->set_target_rel_stderr(0.5);
+  request.mutable_config()->set_input_sets(4);
+  request.set_timeout_seconds(60);
+  absl::StatusOr<internal::TimingResult> result = backend_->Time(request);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_FALSE(result->has_failure()) << result->failure().message();
+  const internal::ProgramTiming& candidate = result->programs(1);
+  const int total_runs = 1 + candidate.samples_us_size();  // the warm-up, then one per round
+  ASSERT_GE(total_runs, 40);
+  ASSERT_EQ(candidate.last_outputs_size(), 4);
+  int before_the_last_rounds = 0;
+  for (int set = 0; set < 4; ++set) {
+    const std::vector<float> c = Values<float>(candidate.last_outputs(set).outputs(0));
+    ASSERT_EQ(c.size(), static_cast<size_t>(n));
+    const int run = static_cast<int>(c[0]);
+    EXPECT_GE(run, 1);
+    EXPECT_LE(run, total_runs);
+    before_the_last_rounds += run <= total_runs - 4;
+  }
+  EXPECT_GT(before_the_last_rounds, 0) << "every set was checked on its last round";
 }
 
 TEST_F(CpuBackendTest, TimeNamesTheProgramThatFails) {

@@ -131,6 +131,31 @@ const std::vector<std::string> kKernelNames = {"add",
 
 using fake_cuda::kFakeDriver;
 
+// The round (numbered from the first warm-up) whose rotation of input set
+// `seed` program 0 saw, when `sum` (4096 floats) is the a + b it computed
+// then: which round a timing run drew for the check of that set.
+std::optional<uint64_t> RoundOfSum(const std::string& sum, const internal::BufferSpec& a_spec,
+                                   const internal::BufferSpec& b_spec, uint64_t seed) {
+  const std::string a = data::GenerateInput(a_spec, seed);
+  const std::string b = data::GenerateInput(b_spec, seed);
+  auto element = [](const std::string& bytes, uint64_t i) {
+    float v;
+    std::memcpy(&v, bytes.data() + 4 * i, 4);
+    return v;
+  };
+  const uint64_t n = sum.size() / 4;
+  for (uint64_t r = 0; r < 100'000; ++r) {
+    const uint64_t ra = data::TimedInputRotation(seed, r, 0, "a", n);
+    const uint64_t rb = data::TimedInputRotation(seed, r, 0, "b", n);
+    bool match = true;
+    for (uint64_t i = 0; i < n && match; i += 511) {
+      match = element(sum, i) == element(a, (i + ra) % n) + element(b, (i + rb) % n);
+    }
+    if (match) return r;
+  }
+  return std::nullopt;
+}
+
 #ifdef KERNELEVAL_TEST_FAKE_DRIVER
 // The module image the test driver runs: a shared object built for the host
 // (an x86-64 ELF where the GPU build has a CUBIN).
@@ -421,6 +446,42 @@ TEST_F(CudaBackendGpuTest, LeftoverSharedMemoryIsNeverVisible) {
       << "while timed, threads found the previous program's shared memory";
 }
 
+// The outputs checked per input set come from a round drawn at random among
+// every round run on it, not from the last: a kernel that knows when timing
+// ends (the time cap, %globaltimer) must not get away with working only then.
+// count_runs writes how many runs came before: were the four sets checked on
+// their last rounds, those would be the last four runs, at most 3 apart.
+TEST_F(CudaBackendGpuTest, TheCheckedRoundOfAnInputSetIsDrawnAmongAllOfItsRounds) {
+  internal::TimingRequest request;
+  for (const auto& [label, kernel] : {std::pair{"reference", "add"}, {"counter", "count_runs"}}) {
+    internal::TimedProgram* timed = request.add_programs();
+    *timed->mutable_program() = Program(label);
+    *timed->mutable_plan() = Plan(kernel, 4096);
+  }
+  for (uint64_t seed : {1, 2, 3, 4}) request.add_input_seeds(seed);
+  *request.mutable_config() = timing::DefaultTimingConfig();
+  request.mutable_config()->set_input_sets(4);
+  request.mutable_config()->set_min_samples(40);
+  request.mutable_config()->set_max_seconds(3);
+  request.set_timeout_seconds(60);
+  absl::StatusOr<internal::TimingResult> result = backend_->Time(request);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_FALSE(result->has_failure()) << result->failure().message();
+  const internal::ProgramTiming& counter = result->programs(1);
+  ASSERT_EQ(counter.last_outputs_size(), 4);
+  ASSERT_GE(counter.samples_us_size(), 40);
+  std::vector<float> runs_before;
+  for (int set = 0; set < 4; ++set) {
+    const std::string& bytes = counter.last_outputs(set).outputs(0).data();
+    ASSERT_GE(bytes.size(), 4u);
+    float first = 0;
+    std::memcpy(&first, bytes.data(), 4);
+    runs_before.push_back((first - 3.f) / 1000.f);
+  }
+  const auto [fewest, most] = std::minmax_element(runs_before.begin(), runs_before.end());
+  EXPECT_GT(*most - *fewest, 3.f) << "every set was checked on its last round";
+}
+
 TEST_F(CudaBackendGpuTest, ModifiedInputIsReported) {
   absl::StatusOr<internal::RunResult> result = backend_->Run(Request("add_and_clobber", 4096));
   ASSERT_TRUE(result.ok()) << result.status();
@@ -556,18 +617,22 @@ TEST_F(CudaBackendGpuTest, DeviceGlobalsStayEachProgramsOwnWhileTimed) {
   absl::StatusOr<internal::TimingResult> result = TimeBriefly(programs);
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_FALSE(result->has_failure()) << result->failure().message();
+  // The round checked (drawn at random): the one whose rotation of the
+  // inputs the reference's checked output is a + b of.
+  const internal::ResolvedPlan plan = Plan("add", 4096);
+  const std::optional<uint64_t> round = RoundOfSum(
+      result->programs(0).last_outputs(0).outputs(0).data(), plan.buffers(0), plan.buffers(1), 1);
+  ASSERT_TRUE(round.has_value()) << "the reference's checked output is of no round";
   for (int p = 1; p <= 2; ++p) {
     const std::string& bytes = result->programs(p).last_outputs(0).outputs(0).data();
     std::vector<float> counted(bytes.size() / 4);
     std::memcpy(counted.data(), bytes.data(), bytes.size());
     ASSERT_EQ(counted.size(), 4096u);
     EXPECT_EQ(counted, std::vector<float>(4096, counted[0])) << programs[p].first;
-    const double runs_before = (counted[0] - 3.0) / 1000.0;
-    EXPECT_EQ(runs_before, std::floor(runs_before)) << counted[0];
-    // Warm-up runs count; dropped samples ran too.
-    EXPECT_GE(runs_before + 1,
-              timing::DefaultTimingConfig().warmup_runs() + result->programs(p).samples_us_size())
-        << programs[p].first << ": " << counted[0];
+    // Its bias, and every one of its own runs before the checked round's
+    // (warm-up runs count; dropped samples ran too).
+    EXPECT_EQ(counted[0], 3.0f + 1000.0f * static_cast<float>(*round))
+        << programs[p].first << " in round " << *round;
   }
 }
 
@@ -1210,13 +1275,15 @@ TEST_F(CudaFakeDriverGlobalsTest, AProgramSeesItsOwnGlobalsAcrossItsRuns) {
   ASSERT_FALSE(result->has_failure()) << result->failure().message();
   const std::vector<float> counted = Floats(result->programs(1).last_outputs(0).outputs(0).data());
   ASSERT_EQ(counted.size(), 4096u);
-  // The last run saw every earlier run's count (warm-up runs included; a
-  // dropped sample ran too) and the bias as initialised.
-  const float last = counted[0];
-  EXPECT_EQ(counted, std::vector<float>(4096, last));
-  const double runs_before = (last - 3.0) / 1000.0;
-  EXPECT_EQ(runs_before, std::floor(runs_before)) << last;
-  EXPECT_GE(runs_before + 1, config.warmup_runs() + result->programs(1).samples_us_size()) << last;
+  // The checked run (drawn at random) saw every earlier run's count
+  // (warm-up runs included; a dropped sample ran too) and the bias as
+  // initialised; the reference's output tells which round that was.
+  const internal::ResolvedPlan plan = CudaBackendGpuTest::PlanFor("add_and_keep", 4096);
+  const std::optional<uint64_t> round = RoundOfSum(
+      result->programs(0).last_outputs(0).outputs(0).data(), plan.buffers(0), plan.buffers(1), 1);
+  ASSERT_TRUE(round.has_value()) << "the reference's checked output is of no round";
+  EXPECT_EQ(counted, std::vector<float>(4096, 3.0f + 1000.0f * static_cast<float>(*round)))
+      << "round " << *round;
 
   // One Run request: the state carries across its cases, as across launches
   // in any program; the next request loads the module afresh.

@@ -381,6 +381,56 @@ TEST_F(EngineTest, TheCallersDeadlineEndsTheRunAndIsNotTheNextCallersVerdict) {
   EXPECT_TRUE(third->deduplicated());
 }
 
+// Timing cut short by the caller's deadline ends the call with
+// DEADLINE_EXCEEDED: the CPU worker used to stop sampling there and return
+// what it had, a verdict on fewer samples than the stopping rule asks (and
+// kept for identical requests). Each timed run of this kernel takes 1 s of
+// wall time (vector_add's CPU timed N is 2^18), so timing outlasts the 3 s.
+TEST_F(EngineTest, TheCallersDeadlineDuringTimingIsAnErrorNotAVerdictOnFewerSamples) {
+  v1::EvaluateRequest request;
+  request.set_problem_id("vector_add");
+  request.mutable_submission()->set_source(R"(
+#ifndef __CUDACC_RTC__
+#include <unistd.h>
+#endif
+// @launch add<<<ceil_div(N, 256), 256>>>(a, b, c, N)
+extern "C" __global__ void add(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+#ifndef __CUDACC_RTC__
+  if (n == 262144 && i == 0) ::usleep(1000000);
+#endif
+  if (i < n) c[i] = a[i] + b[i];
+}
+)");
+  request.set_seed(next_seed_++);
+  CallContext hurried;
+  hurried.deadline = absl::Now() + absl::Seconds(3);
+  absl::StatusOr<v1::Verdict> verdict = engine_->Evaluate(request, hurried);
+  EXPECT_TRUE(absl::IsDeadlineExceeded(verdict.status()))
+      << verdict.status() << " " << (verdict.ok() ? verdict->ShortDebugString() : std::string());
+}
+
+// A time limit too short for the problem's own reference is the request's
+// (or the server's) precondition failing, not an internal error. The
+// reference here (an inline vector_add) takes 3 s; the limit is 0.3 s.
+TEST_F(EngineTest, ALimitTooShortForTheReferenceIsAFailedPrecondition) {
+  v1::GetProblemRequest get;
+  get.set_problem_id("vector_add");
+  auto problem = engine_->GetProblem(get);
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  v1::EvaluateRequest request;
+  *request.mutable_problem() = problem->problem();
+  request.mutable_problem()->clear_reference_plan();
+  request.mutable_problem()->set_reference_source(kSlowVectorAdd);
+  request.mutable_submission()->set_source(kVectorAdd);
+  request.set_skip_timing(true);
+  request.set_seed(next_seed_++);
+  request.mutable_limits()->set_timeout_seconds(0.3);
+  absl::StatusOr<v1::Verdict> verdict = engine_->Evaluate(request, CallContext{});
+  EXPECT_TRUE(absl::IsFailedPrecondition(verdict.status())) << verdict.status();
+  EXPECT_NE(verdict.status().message().find("too short"), std::string::npos) << verdict.status();
+}
+
 TEST_F(EngineTest, PartialCreditFollowsTheRubric) {
   v1::EvaluateRequest request;
   request.set_problem_id("vector_add");
