@@ -40,6 +40,11 @@
 namespace kerneleval::cpu {
 namespace {
 
+// [bytes] What a timed runner may hold besides its buffers: runtime, thread
+// and fiber stacks, the device heap, the kernel's own data (an honest
+// runner holds ~40 MiB in all).
+constexpr uint64_t kTimedRunnerSlackBytes = uint64_t{512} << 20;
+
 std::string FromEnvOr(const char* name, const char* fallback) {
   const char* value = std::getenv(name);
   return value && *value ? value : fallback;
@@ -410,6 +415,13 @@ class Worker {
                        2 * settings_.max_output_bytes, " bytes: fewer submissions per group"));
     }
     std::vector<SharedBuffers> buffers;
+    // [bytes] What each runner may hold while timed: its buffers (every
+    // input set, mapped from the memfd) and kTimedRunnerSlackBytes.
+    std::vector<uint64_t> resident_allowance;
+    for (const internal::TimedProgram& program : request.programs()) {
+      resident_allowance.push_back(LayoutFor(program.plan()).set_bytes * seeds.size() +
+                                   kTimedRunnerSlackBytes);
+    }
     data::GeneratedInputs generated(/*threads=*/2);
     for (const internal::TimedProgram& program : request.programs()) {
       absl::StatusOr<SharedBuffers> shared =
@@ -449,6 +461,12 @@ class Worker {
         failure->set_stage("timeout");
         failure->set_message(absl::StrCat("timing did not finish within ", timeout, " s",
                                           Where(runner.report(), plan, "")));
+        return failed;
+      }
+      if (absl::IsResourceExhausted(status)) {  // held too much memory
+        runner.Kill();
+        failure->set_stage("runtime");
+        failure->set_message(absl::StrCat(status.message(), Where(runner.report(), plan, "")));
         return failed;
       }
       const int wait_status = runner.Wait(absl::Seconds(5));
@@ -491,6 +509,20 @@ class Worker {
         return absl::DataLossError("the runner did not stop after its reply");
       }
       if (reply != "k") return absl::DataLossError("unexpected reply");
+      // Every runner of a group stays alive, and resident, while the group
+      // is timed: each may hold its buffers and a bounded allowance besides,
+      // or K candidates could pin K x its address-space limit of host
+      // memory (4 kernels touching 3 GiB each took a 24 GB host from 1.3
+      // to 13.4 GB used).
+      if (absl::StatusOr<uint64_t> resident = runner.ResidentBytes();
+          resident.ok() && *resident > resident_allowance[static_cast<size_t>(p)]) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "the kernel's process held ", *resident >> 20,
+            " MiB of memory after a run while "
+            "timed, more than its buffers and ",
+            kTimedRunnerSlackBytes >> 20,
+            " MiB besides (every program of a group stays resident while it is timed)"));
+      }
       if (microseconds) {
         absl::StatusOr<absl::Duration> cpu_after = runner.CpuTime();
         if (!cpu_after.ok()) return cpu_after.status();
@@ -501,11 +533,11 @@ class Worker {
     std::vector<std::vector<double>> samples(static_cast<size_t>(request.programs_size()));
     const timing::StoppingRule rule(config);
     const size_t sets = seeds.size();
-    // The outputs checked per input set are those of one round chosen at
-    // random among every round run on it (reservoir sampling: round k of a
-    // set replaces the choice with probability 1/k), read right after that
-    // round while every runner stands still. Not the last round's: a
-    // kernel that knows when timing ends (the time cap) could skip the
+    // Besides the last round's, the outputs checked per input set are those
+    // of one round drawn at random among every round run on it (reservoir
+    // sampling: round k of a set replaces the choice with probability 1/k),
+    // read right after that round while every runner stands still: a kernel
+    // that knows when timing ends (the time cap) could otherwise skip the
     // work in every round but the last. The draws come from this process,
     // which kernel code cannot read.
     std::vector<std::vector<internal::CaseResult>> checked(
@@ -559,17 +591,18 @@ class Worker {
       // program), never a verdict on fewer samples than the rule asks.
       if (absl::Now() >= deadline) return fail(0, absl::DeadlineExceededError("timing"));
     }
-    // The checked outputs were read while every runner stood still, before
-    // the farewell. Kernel code shares its runner's process, channel
-    // included, and could answer "F" itself: what it writes after its last
-    // sample must not count, and nothing it sends is taken (the samples and
-    // outputs are this worker's own measurements and reads).
+    // Every runner stands still after its last sample: the last outputs are
+    // read now, before any runs again. Kernel code shares its runner's
+    // process, channel included, and could answer "F" itself: what it writes
+    // after its last sample must not count, and nothing it sends is taken
+    // (the samples and outputs are this worker's own measurements and reads).
     for (int p = 0; p < request.programs_size(); ++p) {
       internal::ProgramTiming* timing = result.add_programs();
       // Sets run in order: those that ran (the deadline may end timing
       // first) are a prefix.
       for (size_t set = 0; set < sets && rounds_on_set[set] > 0; ++set) {
-        *timing->add_last_outputs() = std::move(checked[static_cast<size_t>(p)][set]);
+        *timing->add_last_outputs() = buffers[static_cast<size_t>(p)].Collect(set);
+        *timing->add_drawn_outputs() = std::move(checked[static_cast<size_t>(p)][set]);
       }
       for (double sample : samples[static_cast<size_t>(p)]) timing->add_samples_us(sample);
     }

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <thread>
@@ -482,6 +483,16 @@ absl::StatusOr<absl::Duration> RunnerProcess::CpuTime() const {
     return absl::InternalError(absl::StrCat("clock_gettime: ", std::strerror(errno)));
   }
   return absl::DurationFromTimespec(now);
+}
+
+absl::StatusOr<uint64_t> RunnerProcess::ResidentBytes() const {
+  if (pid_ <= 0) return absl::FailedPreconditionError("the runner has ended");
+  std::ifstream statm(absl::StrCat("/proc/", pid_, "/statm"));
+  uint64_t size_pages = 0, resident_pages = 0;
+  if (!(statm >> size_pages >> resident_pages)) {
+    return absl::InternalError(absl::StrCat("cannot read /proc/", pid_, "/statm"));
+  }
+  return resident_pages * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
 }
 
 int RunnerProcess::Wait(absl::Duration timeout) noexcept {

@@ -135,6 +135,9 @@ class RunnerProcess {
   // clock, not the wall's: time the child waits for a core does not count).
   // Read by the parent, so code in the child cannot forge it.
   [[nodiscard]] absl::StatusOr<absl::Duration> CpuTime() const;
+  // Resident memory of the child now [bytes] (/proc/PID/statm; shared pages
+  // of the timed buffers included).
+  [[nodiscard]] absl::StatusOr<uint64_t> ResidentBytes() const;
   // Waits for the child to end (at most `timeout`, then kills it); returns
   // the wait status.
   int Wait(absl::Duration timeout) noexcept;

@@ -998,16 +998,18 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
   // local memory): computed on inputs the other was not given, it fails the
   // other's check.
   //
-  // The outputs checked per input set are those of one round drawn at
-  // random among every round run on it (reservoir sampling: the k-th round
-  // on a set replaces the choice with probability 1/k; its stash is copied
-  // aside, KeepStash), not the last round's: a kernel that knows when
-  // timing ends (the time cap, read from %globaltimer) could skip the work
-  // in every round but the last. The draws come from the OS, in this
-  // process. chosen_round[s]: the round drawn for set s.
+  // Besides the last round's, the outputs checked per input set are those of
+  // one round drawn at random among every round run on it (reservoir
+  // sampling: the k-th round on a set replaces the choice with probability
+  // 1/k; its stash is copied aside, KeepStash): a kernel that knows when
+  // timing ends (the time cap, read from %globaltimer) could otherwise skip
+  // the work in every round but the last. The draws come from the OS, in
+  // this process. chosen_round[s]: the round drawn for set s.
   std::vector<uint64_t> chosen_round(static_cast<size_t>(sets), 0);
+  std::vector<uint64_t> last_round(static_cast<size_t>(sets), 0);
   std::vector<uint64_t> rounds_on_set(static_cast<size_t>(sets), 0);
   auto draw_check = [&](int s, uint64_t round) {
+    last_round[static_cast<size_t>(s)] = round;
     const bool chosen = DrawKey() % ++rounds_on_set[static_cast<size_t>(s)] == 0;
     if (chosen) chosen_round[static_cast<size_t>(s)] = round;
     return chosen;
@@ -1100,26 +1102,18 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
     }
     if (all_stop) break;
   }
-  // The outputs of each set's chosen round go back into the stash, which
-  // Collect reads (on the legacy stream, which our non-blocking stream's
-  // queued stash, poison and copy work does not wait for: finish first).
-  const int sets_that_ran = static_cast<int>(std::min<uint64_t>(
-      static_cast<uint64_t>(sets), std::max<uint64_t>(rounds_run, config.warmup_runs())));
-  for (int p = 0; p < program_count; ++p) {
-    for (int s = 0; s < sets_that_ran; ++s) {
-      failed_program = p;
-      if (absl::Status kept = KeepStash(buffers[p][s], /*restore=*/true); !kept.ok()) {
-        return program_failed(kept);
-      }
-    }
-  }
+  // The last stash and poison kernels are still queued on our stream, and
+  // Collect reads with cuMemcpyDtoH, on the legacy stream, which a
+  // non-blocking stream does not wait for: let them finish first.
   if (absl::Status status = WaitFor(nullptr, deadline); !status.ok()) {
     return program_failed(status);
   }
-  // The outputs of each input set's chosen run, for checking: of the sets
-  // that ran at all (the time cap may end timing before every set had a
-  // round; warm-up runs count, their stashes are as good).
-  const int ran = sets_that_ran;
+  // The outputs of the last run and of the drawn run on each input set, for
+  // checking: of the sets that ran at all (the time cap may end timing
+  // before every set had a round; warm-up runs count, their stashes are as
+  // good).
+  const int ran = static_cast<int>(std::min<uint64_t>(
+      static_cast<uint64_t>(sets), std::max<uint64_t>(rounds_run, config.warmup_runs())));
   bool throttled = false, converged = true;
   for (int p = 0; p < program_count; ++p) {
     internal::ProgramTiming* timing = result.add_programs();
@@ -1156,27 +1150,50 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
       *timing->add_last_outputs() = *std::move(outputs);
     }
   }
-  // Each candidate's chosen run on a set saw inputs of its own: the
-  // reference's outputs on those very inputs, to check it against. After
-  // every candidate has run for the last time (nothing it does can reach
-  // these runs); the reference's own checked outputs are collected above.
-  for (int p = 1; p < program_count; ++p) {
+  // The drawn runs' outputs go back into the stash, which Collect reads.
+  for (int p = 0; p < program_count; ++p) {
     for (int s = 0; s < ran; ++s) {
-      failed_program = 0;
-      BufferSet& set = buffers[0][static_cast<size_t>(s)];
-      absl::Status status =
-          RunUntimed(programs[0], request.programs(0).plan(), set, request.input_seeds(s),
-                     chosen_round[static_cast<size_t>(s)], p, deadline);
-      // ClearAfterRun's stash kernels are queued; Collect reads on the
-      // legacy stream.
+      failed_program = p;
+      absl::Status status = KeepStash(buffers[p][s], /*restore=*/true);
       if (status.ok()) status = WaitFor(nullptr, deadline);
       absl::StatusOr<internal::CaseResult> outputs =
-          status.ok() ? Collect(set) : absl::StatusOr<internal::CaseResult>(status);
+          status.ok() ? Collect(buffers[p][s]) : absl::StatusOr<internal::CaseResult>(status);
       if (!outputs.ok()) {
         result.clear_programs();
         return program_failed(outputs.status());
       }
-      *result.mutable_programs(p)->add_reference_outputs() = *std::move(outputs);
+      *result.mutable_programs(p)->add_drawn_outputs() = *std::move(outputs);
+    }
+  }
+  // Each candidate's last and drawn runs on a set saw inputs of its own:
+  // the reference's outputs on those very inputs, to check them against.
+  // After every candidate has run for the last time (nothing it does can
+  // reach these runs); the reference's own outputs are collected above.
+  for (int p = 1; p < program_count; ++p) {
+    internal::ProgramTiming* timing = result.mutable_programs(p);
+    for (int s = 0; s < ran; ++s) {
+      for (const bool drawn : {false, true}) {
+        const uint64_t round = (drawn ? chosen_round : last_round)[static_cast<size_t>(s)];
+        if (drawn && round == last_round[static_cast<size_t>(s)]) {
+          *timing->add_reference_drawn_outputs() = timing->reference_outputs(s);
+          continue;
+        }
+        failed_program = 0;
+        BufferSet& set = buffers[0][static_cast<size_t>(s)];
+        absl::Status status = RunUntimed(programs[0], request.programs(0).plan(), set,
+                                         request.input_seeds(s), round, p, deadline);
+        // ClearAfterRun's stash kernels are queued; Collect reads on the
+        // legacy stream.
+        if (status.ok()) status = WaitFor(nullptr, deadline);
+        absl::StatusOr<internal::CaseResult> outputs =
+            status.ok() ? Collect(set) : absl::StatusOr<internal::CaseResult>(status);
+        if (!outputs.ok()) {
+          result.clear_programs();
+          return program_failed(outputs.status());
+        }
+        *(drawn ? timing->add_reference_drawn_outputs() : timing->add_reference_outputs()) =
+            *std::move(outputs);
+      }
     }
   }
   result.set_sm_clock_mhz(all_clocks.empty() ? nominal_mhz : MedianOf(all_clocks));

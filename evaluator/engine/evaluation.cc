@@ -672,6 +672,12 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
     for (const internal::CaseResult& ref_set : timing.reference_outputs()) {
       check_reference_inputs(ref_set);
     }
+    for (const internal::CaseResult& ref_set : timing.reference_drawn_outputs()) {
+      check_reference_inputs(ref_set);
+    }
+  }
+  for (const internal::CaseResult& ref_set : result->programs(0).drawn_outputs()) {
+    check_reference_inputs(ref_set);
   }
   if (!reference_tampered.empty() && candidates.size() > 1) {
     return TimingRun{.next = TimingRun::Next::kEachAlone};
@@ -708,6 +714,11 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
     const auto& expected = timing.reference_outputs_size() > 0 ? timing.reference_outputs()
                                                                : ref_timing.last_outputs();
     const int sets = std::min(timing.last_outputs_size(), expected.size());
+    // The same for the run drawn at random per set.
+    const auto& expected_drawn = timing.reference_drawn_outputs_size() > 0
+                                     ? timing.reference_drawn_outputs()
+                                     : ref_timing.drawn_outputs();
+    const int drawn_sets = std::min(timing.drawn_outputs_size(), expected_drawn.size());
     // The sets whose outputs came back (the time cap may end timing first).
     report->set_input_sets(static_cast<uint32_t>(sets));
     // The backend's notes on this candidate, the reference, or the whole
@@ -725,23 +736,41 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
     std::string error;
     v1::CorrectnessReport timed_report;
     if (!reference_tampered.empty()) error = reference_tampered;
-    for (int set = 0; set < sets && error.empty(); ++set) {
+    // Per input set, the last run (label "timed#<set>") and a run drawn at
+    // random ("drawn#<set>").
+    struct TimedCheck {
+      const internal::CaseResult* expected;
+      const internal::CaseResult* got;
+      int set;
+      bool drawn;
+    };
+    std::vector<TimedCheck> timed_checks;
+    for (int set = 0; set < sets; ++set) {
+      timed_checks.push_back({&expected.Get(set), &timing.last_outputs(set), set, false});
+    }
+    for (int set = 0; set < drawn_sets; ++set) {
+      timed_checks.push_back({&expected_drawn.Get(set), &timing.drawn_outputs(set), set, true});
+    }
+    for (const TimedCheck& timed : timed_checks) {
+      if (!error.empty()) break;
       internal::Case c;
       *c.mutable_params() = shape.values();
       absl::StatusOr<bool> passed =
-          CompareCase(problem_, c, expected.Get(set), timing.last_outputs(set), &timed_report,
-                      &failing, absl::StrCat("timed#", set));
+          CompareCase(problem_, c, *timed.expected, *timed.got, &timed_report, &failing,
+                      absl::StrCat(timed.drawn ? "drawn#" : "timed#", timed.set));
       if (!passed.ok()) return passed.status();
-      if (!timing.last_outputs(set).modified_input().empty()) {
-        error = absl::StrCat("the kernel modified its input ",
-                             timing.last_outputs(set).modified_input(), " during timing");
+      if (!timed.got->modified_input().empty()) {
+        error = absl::StrCat("the kernel modified its input ", timed.got->modified_input(),
+                             " during timing");
         break;
       }
       if (!*passed) {
         for (const auto& check : timed_report.checks()) {
           if (!check.passed()) {
-            error = absl::StrCat("during timing (input set ", set,
-                                 ", after repeated launches): ", DescribeFailure(check));
+            error = absl::StrCat("during timing (input set ", timed.set,
+                                 timed.drawn ? ", a run drawn at random among its runs): "
+                                             : ", after repeated launches): ",
+                                 DescribeFailure(check));
             break;
           }
         }

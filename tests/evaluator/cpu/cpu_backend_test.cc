@@ -949,9 +949,9 @@ TEST_F(CpuBackendTest, TimeInterleavesProgramsAndReturnsLastOutputs) {
   }
 }
 
-// The outputs checked per input set come from a round drawn at random among
-// every round run on it, not from the last: a kernel that knows when timing
-// ends (the time cap) must not get away with working only then. Each run of
+// Besides the last round's, the outputs checked per input set come from a
+// round drawn at random among every round run on it: a kernel that knows when
+// timing ends (the time cap) must not get away with working only then. Each run of
 // this kernel writes its run count: over 4 sets of ~10 rounds each, that all
 // four checked rounds are the last ones has odds of ~1e-4.
 TEST_F(CpuBackendTest, TheCheckedRoundOfAnInputSetIsDrawnAmongAllOfItsRounds) {
@@ -980,15 +980,17 @@ __global__ void vector_add(const float* a, const float* b, float* c, int n) {
   const internal::ProgramTiming& candidate = result->programs(1);
   const int total_runs = 1 + candidate.samples_us_size();  // the warm-up, then one per round
   ASSERT_GE(total_runs, 40);
-  ASSERT_EQ(candidate.last_outputs_size(), 4);
+  ASSERT_EQ(candidate.drawn_outputs_size(), 4);
   int before_the_last_rounds = 0;
   for (int set = 0; set < 4; ++set) {
-    const std::vector<float> c = Values<float>(candidate.last_outputs(set).outputs(0));
+    const std::vector<float> c = Values<float>(candidate.drawn_outputs(set).outputs(0));
     ASSERT_EQ(c.size(), static_cast<size_t>(n));
     const int run = static_cast<int>(c[0]);
     EXPECT_GE(run, 1);
     EXPECT_LE(run, total_runs);
     before_the_last_rounds += run <= total_runs - 4;
+    // The last round is checked as well.
+    EXPECT_GT(Values<float>(candidate.last_outputs(set).outputs(0))[0], total_runs - 4);
   }
   EXPECT_GT(before_the_last_rounds, 0) << "every set was checked on its last round";
 }

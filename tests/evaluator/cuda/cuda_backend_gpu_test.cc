@@ -446,9 +446,10 @@ TEST_F(CudaBackendGpuTest, LeftoverSharedMemoryIsNeverVisible) {
       << "while timed, threads found the previous program's shared memory";
 }
 
-// The outputs checked per input set come from a round drawn at random among
-// every round run on it, not from the last: a kernel that knows when timing
-// ends (the time cap, %globaltimer) must not get away with working only then.
+// Besides the last round's, the outputs checked per input set come from a
+// round drawn at random among every round run on it: a kernel that knows when
+// timing ends (the time cap, %globaltimer) must not get away with working only
+// then.
 // count_runs writes how many runs came before: were the four sets checked on
 // their last rounds, those would be the last four runs, at most 3 apart.
 TEST_F(CudaBackendGpuTest, TheCheckedRoundOfAnInputSetIsDrawnAmongAllOfItsRounds) {
@@ -468,11 +469,11 @@ TEST_F(CudaBackendGpuTest, TheCheckedRoundOfAnInputSetIsDrawnAmongAllOfItsRounds
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_FALSE(result->has_failure()) << result->failure().message();
   const internal::ProgramTiming& counter = result->programs(1);
-  ASSERT_EQ(counter.last_outputs_size(), 4);
+  ASSERT_EQ(counter.drawn_outputs_size(), 4);
   ASSERT_GE(counter.samples_us_size(), 40);
   std::vector<float> runs_before;
   for (int set = 0; set < 4; ++set) {
-    const std::string& bytes = counter.last_outputs(set).outputs(0).data();
+    const std::string& bytes = counter.drawn_outputs(set).outputs(0).data();
     ASSERT_GE(bytes.size(), 4u);
     float first = 0;
     std::memcpy(&first, bytes.data(), 4);
