@@ -40,10 +40,14 @@
 namespace kerneleval::cpu {
 namespace {
 
-// [bytes] What a timed runner may hold besides its buffers: runtime, thread
-// and fiber stacks, the device heap, the kernel's own data (an honest
-// runner holds ~40 MiB in all).
+// [bytes] What a timed runner may hold besides its buffers (runtime, thread
+// and fiber stacks, the device heap, the kernel's own data; an honest runner
+// holds ~40 MiB in all): at most kTimedRunnerSlackBytes, and a group's
+// runners kTimedGroupSlackBytes together, but never less than
+// kTimedRunnerSlackFloorBytes each.
 constexpr uint64_t kTimedRunnerSlackBytes = uint64_t{512} << 20;
+constexpr uint64_t kTimedGroupSlackBytes = uint64_t{8} << 30;
+constexpr uint64_t kTimedRunnerSlackFloorBytes = uint64_t{128} << 20;
 
 std::string FromEnvOr(const char* name, const char* fallback) {
   const char* value = std::getenv(name);
@@ -416,11 +420,13 @@ class Worker {
     }
     std::vector<SharedBuffers> buffers;
     // [bytes] What each runner may hold while timed: its buffers (every
-    // input set, mapped from the memfd) and kTimedRunnerSlackBytes.
+    // input set, mapped from the memfd) and its share of slack.
+    const uint64_t slack =
+        std::clamp<uint64_t>(kTimedGroupSlackBytes / static_cast<uint64_t>(request.programs_size()),
+                             kTimedRunnerSlackFloorBytes, kTimedRunnerSlackBytes);
     std::vector<uint64_t> resident_allowance;
     for (const internal::TimedProgram& program : request.programs()) {
-      resident_allowance.push_back(LayoutFor(program.plan()).set_bytes * seeds.size() +
-                                   kTimedRunnerSlackBytes);
+      resident_allowance.push_back(LayoutFor(program.plan()).set_bytes * seeds.size() + slack);
     }
     data::GeneratedInputs generated(/*threads=*/2);
     for (const internal::TimedProgram& program : request.programs()) {
@@ -518,9 +524,7 @@ class Worker {
           resident.ok() && *resident > resident_allowance[static_cast<size_t>(p)]) {
         return absl::ResourceExhaustedError(absl::StrCat(
             "the kernel's process held ", *resident >> 20,
-            " MiB of memory after a run while "
-            "timed, more than its buffers and ",
-            kTimedRunnerSlackBytes >> 20,
+            " MiB of memory after a run while timed, more than its buffers and ", slack >> 20,
             " MiB besides (every program of a group stays resident while it is timed)"));
       }
       if (microseconds) {
