@@ -145,8 +145,13 @@ def test_footprint_stays_flat_over_rounds_of_every_verdict(tmp_path):
                 assert stages == [MIX[i % len(MIX)][1] for i in range(PER_ROUND)], stages
                 return settled_footprint(pid)
 
-            warm = run_round(0)
-            rounds = [run_round(r) for r in range(1, 4)]
+            # Two warm-up rounds: the allocator's high-water mark settles over
+            # them (timing results carry each input set's last and drawn
+            # outputs; measured: +8.3 MB after the second round, then ~80 KB
+            # a round, the recent-verdict cache filling).
+            run_round(0)
+            warm = run_round(1)
+            rounds = [run_round(r) for r in range(2, 5)]
         for r, now in enumerate(rounds, start=1):
             where = f"round {r}: {now} vs after the warm-up round: {warm}"
             assert now.zombies == 0, where
