@@ -371,11 +371,12 @@ class Worker {
       for (uint32_t i = 0; i < std::max<uint32_t>(1, config.input_sets()); ++i)
         seeds.push_back(i + 1);
     }
+    // Twice: the reply carries each set's last and drawn outputs.
     uint64_t output_bytes = 0;
     for (const internal::TimedProgram& program : request.programs()) {
       absl::StatusOr<uint64_t> bytes = ValidatePlan(program.plan());
       if (!bytes.ok()) return bytes.status();
-      output_bytes += *bytes * seeds.size();
+      output_bytes += 2 * *bytes * seeds.size();
     }
     if (output_bytes > settings_.max_output_bytes) {
       return absl::ResourceExhaustedError(absl::StrCat("the timed outputs (", output_bytes,
@@ -471,7 +472,9 @@ class Worker {
       }
       if (absl::IsResourceExhausted(status)) {  // held too much memory
         runner.Kill();
-        failure->set_stage("runtime");
+        // A runtime failure that depends on the group's size (the engine
+        // times such a candidate again alone).
+        failure->set_stage("resources");
         failure->set_message(absl::StrCat(status.message(), Where(runner.report(), plan, "")));
         return failed;
       }

@@ -1150,18 +1150,29 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
       *timing->add_last_outputs() = *std::move(outputs);
     }
   }
+  // After sampling, running out of time is no program's doing (the
+  // worker's copies, the reference's runs on the candidates' inputs): an
+  // error, no verdict, rather than a timeout charged to a program.
+  auto checking_failed =
+      [&](const absl::Status& status) -> absl::StatusOr<WorkerOutcome<internal::TimingResult>> {
+    result.clear_programs();
+    if (FaultStage(status) == "timeout") {
+      release_all();
+      return absl::DeadlineExceededError(
+          "timing ran out of time after sampling, while checking the timed outputs: the time "
+          "limit is too short for this problem");
+    }
+    return program_failed(status);
+  };
   // The drawn runs' outputs go back into the stash, which Collect reads.
   for (int p = 0; p < program_count; ++p) {
     for (int s = 0; s < ran; ++s) {
-      failed_program = p;
+      failed_program = p;  // a guard Collect finds overwritten is p's doing
       absl::Status status = KeepStash(buffers[p][s], /*restore=*/true);
       if (status.ok()) status = WaitFor(nullptr, deadline);
       absl::StatusOr<internal::CaseResult> outputs =
           status.ok() ? Collect(buffers[p][s]) : absl::StatusOr<internal::CaseResult>(status);
-      if (!outputs.ok()) {
-        result.clear_programs();
-        return program_failed(outputs.status());
-      }
+      if (!outputs.ok()) return checking_failed(outputs.status());
       *result.mutable_programs(p)->add_drawn_outputs() = *std::move(outputs);
     }
   }
@@ -1187,10 +1198,7 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
         if (status.ok()) status = WaitFor(nullptr, deadline);
         absl::StatusOr<internal::CaseResult> outputs =
             status.ok() ? Collect(set) : absl::StatusOr<internal::CaseResult>(status);
-        if (!outputs.ok()) {
-          result.clear_programs();
-          return program_failed(outputs.status());
-        }
+        if (!outputs.ok()) return checking_failed(outputs.status());
         *(drawn ? timing->add_reference_drawn_outputs() : timing->add_reference_outputs()) =
             *std::move(outputs);
       }

@@ -107,6 +107,7 @@ int CudaWorkerMain(int fd, int argc, char** argv) {
         auto outcome = (*worker)->Run(request.run());
         if (!outcome.ok()) {
           SetError(outcome.status(), &reply);
+          reply.set_worker_exiting((*worker)->context_lost());
         } else {
           *reply.mutable_run() = std::move(outcome->result);
           reply.set_worker_exiting(outcome->worker_exiting);
@@ -118,6 +119,7 @@ int CudaWorkerMain(int fd, int argc, char** argv) {
         auto outcome = (*worker)->Time(request.time());
         if (!outcome.ok()) {
           SetError(outcome.status(), &reply);
+          reply.set_worker_exiting((*worker)->context_lost());
         } else {
           *reply.mutable_time() = std::move(outcome->result);
           reply.set_worker_exiting(outcome->worker_exiting);

@@ -563,16 +563,27 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
     // to another; alone, the reference timed by itself tells whether it was
     // this kernel.
     if (candidates.size() > 1) return TimingRun{.next = TimingRun::Next::kEachAlone};
-    internal::TimingRequest alone = request;
-    alone.mutable_programs()->DeleteSubrange(1, alone.programs_size() - 1);
-    absl::StatusOr<internal::TimingResult> alone_result = backend_.Time(alone);
-    if (!alone_result.ok() || alone_result->has_failure()) return result.status();
-    fail(0, "runtime",
-         absl::IsUnavailable(result.status())
-             ? absl::StrCat("while timing, the worker timing this kernel died (",
-                            result.status().message(), ") and the reference timed alone does not")
-             : absl::StrCat("while timing: ", result.status().message()));
-    return TimingRun{};
+    // Once more as it was: a worker that could not start, or a fork that
+    // failed for a moment, is nobody's doing.
+    const absl::Status first = result.status();
+    request.set_timeout_seconds(WithinDeadline(limit));
+    result = backend_.Time(request);
+    if (absl::IsUnavailable(result.status()) || absl::IsResourceExhausted(result.status())) {
+      // The reference against a copy of itself (the memory and work of an
+      // honest candidate): if that runs, this kernel was the cause.
+      internal::TimingRequest twin = request;
+      *twin.mutable_programs(1) = request.programs(0);
+      twin.mutable_programs(1)->mutable_program()->set_label("reference twin");
+      twin.set_timeout_seconds(WithinDeadline(limit));
+      absl::StatusOr<internal::TimingResult> twin_result = backend_.Time(twin);
+      if (!twin_result.ok() || twin_result->has_failure()) return first;
+      fail(0, "runtime",
+           absl::IsUnavailable(first)
+               ? absl::StrCat("while timing, the worker timing this kernel died (", first.message(),
+                              ") twice, and not when the reference is timed against itself")
+               : absl::StrCat("while timing: ", first.message()));
+      return TimingRun{};
+    }
   }
   if (!result.ok()) return result.status();
   if (result->has_failure()) {
@@ -593,9 +604,21 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
       // it or the candidate timed with it is at fault.
       internal::TimingRequest alone = request;
       alone.mutable_programs()->DeleteSubrange(1, alone.programs_size() - 1);
+      alone.set_timeout_seconds(WithinDeadline(limit));
       absl::StatusOr<internal::TimingResult> alone_result = backend_.Time(alone);
       if (!alone_result.ok()) return alone_result.status();
       if (alone_result->has_failure()) {
+        if (absl::Status cut =
+                CutShortByDeadline(alone_result->failure(), alone.timeout_seconds(), limit);
+            !cut.ok()) {
+          return cut;
+        }
+        if (alone_result->failure().stage() == "timeout") {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "timing the reference of ", problem_.id(), " alone did not finish within ",
+              absl::SixDigits(alone.timeout_seconds()),
+              " s: the time limit is too short for this problem"));
+        }
         return absl::InternalError(
             absl::StrCat("the reference failed while timing: ", failure.message()));
       }
@@ -621,7 +644,9 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
         fail(i, stage, error);
         if (candidates.size() == 1) return TimingRun{};
         TimingRun run{.next = TimingRun::Next::kWithout, .without = i};
-        if (shared_context) run.confirm_alone.push_back(i);
+        // "resources": it held more memory than its share of the group's
+        // (the CPU backend's runners); alone, its share is larger.
+        if (shared_context || failure.stage() == "resources") run.confirm_alone.push_back(i);
         return run;
       }
     }

@@ -1043,6 +1043,49 @@ TEST(EngineFakeDriverTest, AWorkerThatDiesTimingAGroupCostsOnlyTheCandidateThatK
       << killer.error();
 }
 
+// Time() fails once with UNAVAILABLE (a worker that could not start, a fork
+// that failed for a moment), then works.
+class TimingUnavailableOnce : public PassThroughBackend {
+ public:
+  using PassThroughBackend::PassThroughBackend;
+  absl::StatusOr<internal::TimingResult> Time(const internal::TimingRequest& request) override {
+    if (!failed_) {
+      failed_ = true;
+      return absl::UnavailableError("cannot start the CUDA worker: timed out");
+    }
+    return PassThroughBackend::Time(request);
+  }
+
+ private:
+  bool failed_ = false;
+};
+
+// A candidate timed alone is not blamed for a failure that does not repeat:
+// the run is tried once more as it was, and that run decides.
+TEST(EngineFakeDriverTest, AWorkerFailureThatDoesNotRepeatBlamesNoCandidate) {
+  absl::StatusOr<std::unique_ptr<Engine>> engine = StagedFakeDriverEngine<TimingUnavailableOnce>();
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  v1::GetProblemRequest get;
+  get.set_problem_id("vector_add");
+  absl::StatusOr<v1::GetProblemResponse> problem = (*engine)->GetProblem(get);
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  v1::EvaluateRequest request;
+  *request.mutable_problem() = problem->problem();
+  (*request.mutable_problem()->mutable_timed_shape()->mutable_values())["N"] = 1 << 16;
+  request.set_backend(v1::BACKEND_CUDA);
+  request.mutable_submission()->set_source(R"(
+// @launch add<<<ceil_div(N, 256), 256>>>(a, b, c, N)
+extern "C" __global__ void add(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+}
+)");
+  absl::StatusOr<v1::Verdict> verdict = (*engine)->Evaluate(request, {});
+  ASSERT_TRUE(verdict.ok()) << verdict.status();
+  EXPECT_TRUE(verdict->correct()) << verdict->stage() << ": " << verdict->error();
+  EXPECT_GT(verdict->timing().candidate().samples(), 0u);
+}
+
 TEST(EngineFakeDriverTest, ARunOutOfTimeBesideOneCandidateIsThatCandidatesTimeout) {
   absl::StatusOr<std::unique_ptr<Engine>> engine =
       StagedFakeDriverEngine<FirstTimingRunFails<RunOutOfTime>>();
