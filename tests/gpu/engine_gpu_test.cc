@@ -519,16 +519,25 @@ absl::StatusOr<std::unique_ptr<Engine>> FakeDriverEngine(bool as_ptx = false) {
   return Engine::Create(options);
 }
 
-// A group of two correct vector additions (a + b, b + a) on the CUDA backend,
-// timed on 2^16 elements (the test driver runs the grid on the host).
-absl::StatusOr<v1::EvaluateGroupResponse> TwoCorrectVectorAdds(Engine& engine) {
+// vector_add as `engine` has it, timed on 2^16 elements (the test driver
+// runs the grid on the host), as an inline problem.
+absl::StatusOr<v1::Problem> SmallVectorAdd(Engine& engine) {
   v1::GetProblemRequest get;
   get.set_problem_id("vector_add");
   absl::StatusOr<v1::GetProblemResponse> problem = engine.GetProblem(get);
   if (!problem.ok()) return problem.status();
+  v1::Problem small = problem->problem();
+  (*small.mutable_timed_shape()->mutable_values())["N"] = 1 << 16;
+  return small;
+}
+
+// A group of two correct vector additions (a + b, b + a) on the CUDA backend,
+// SmallVectorAdd.
+absl::StatusOr<v1::EvaluateGroupResponse> TwoCorrectVectorAdds(Engine& engine) {
+  absl::StatusOr<v1::Problem> problem = SmallVectorAdd(engine);
+  if (!problem.ok()) return problem.status();
   v1::EvaluateGroupRequest request;
-  *request.mutable_problem() = problem->problem();
-  (*request.mutable_problem()->mutable_timed_shape()->mutable_values())["N"] = 1 << 16;
+  *request.mutable_problem() = *std::move(problem);
   request.set_backend(v1::BACKEND_CUDA);
   for (const char* body : {"c[i] = a[i] + b[i];", "c[i] = b[i] + a[i];"}) {
     request.add_submissions()->set_source(absl::StrCat(R"(
@@ -644,12 +653,9 @@ static float* ReferenceOutput(const float* a, const float* c, int n) {
 // vector_add with a publishing reference (PublishingAdd, "REFERENCE"), timed on 2^16
 // elements (256 KiB per buffer: the reference's guard starts right after c).
 absl::StatusOr<v1::Problem> PublishingVectorAdd(Engine& engine) {
-  v1::GetProblemRequest get;
-  get.set_problem_id("vector_add");
-  absl::StatusOr<v1::GetProblemResponse> problem = engine.GetProblem(get);
-  if (!problem.ok()) return problem.status();
-  v1::Problem inline_problem = problem->problem();
-  (*inline_problem.mutable_timed_shape()->mutable_values())["N"] = 1 << 16;
+  absl::StatusOr<v1::Problem> small = SmallVectorAdd(engine);
+  if (!small.ok()) return small.status();
+  v1::Problem inline_problem = *std::move(small);
   inline_problem.clear_reference_plan();
   inline_problem.set_reference_source(PublishingAdd("publish_and_add", "REFERENCE"));
   return inline_problem;
@@ -942,6 +948,14 @@ absl::StatusOr<std::unique_ptr<Engine>> StagedFakeDriverEngine() {
   return Engine::Create(options);
 }
 
+// TwoCorrectVectorAdds on an engine of its own staged with `Staging`.
+template <typename Staging>
+absl::StatusOr<v1::EvaluateGroupResponse> TwoCorrectVectorAddsStaged() {
+  absl::StatusOr<std::unique_ptr<Engine>> engine = StagedFakeDriverEngine<Staging>();
+  if (!engine.ok()) return engine.status();
+  return TwoCorrectVectorAdds(**engine);
+}
+
 // Reports, as the worker would, that the reference's input a changed while
 // timing: what another program writing into the reference's buffers (the
 // pristine copy its rotated inputs come from) leaves behind.
@@ -996,10 +1010,8 @@ struct WorkerDied {
 };
 
 TEST(EngineFakeDriverTest, AWorkerDyingWhileAGroupIsTimedTimesEachAlone) {
-  absl::StatusOr<std::unique_ptr<Engine>> engine =
-      StagedFakeDriverEngine<FirstTimingRunFails<WorkerDied>>();
-  ASSERT_TRUE(engine.ok()) << engine.status();
-  absl::StatusOr<v1::EvaluateGroupResponse> response = TwoCorrectVectorAdds(**engine);
+  absl::StatusOr<v1::EvaluateGroupResponse> response =
+      TwoCorrectVectorAddsStaged<FirstTimingRunFails<WorkerDied>>();
   ASSERT_TRUE(response.ok()) << response.status();
   ASSERT_EQ(response->verdicts_size(), 2);
   for (const v1::Verdict& verdict : response->verdicts()) {
@@ -1026,10 +1038,8 @@ class WorkerDiesTimingTheSwappedAdd : public PassThroughBackend {
 };
 
 TEST(EngineFakeDriverTest, AWorkerThatDiesTimingAGroupCostsOnlyTheCandidateThatKillsIt) {
-  absl::StatusOr<std::unique_ptr<Engine>> engine =
-      StagedFakeDriverEngine<WorkerDiesTimingTheSwappedAdd>();
-  ASSERT_TRUE(engine.ok()) << engine.status();
-  absl::StatusOr<v1::EvaluateGroupResponse> response = TwoCorrectVectorAdds(**engine);
+  absl::StatusOr<v1::EvaluateGroupResponse> response =
+      TwoCorrectVectorAddsStaged<WorkerDiesTimingTheSwappedAdd>();
   ASSERT_TRUE(response.ok()) << response.status();
   ASSERT_EQ(response->verdicts_size(), 2);
   const v1::Verdict& honest = response->verdicts(0);
@@ -1065,21 +1075,12 @@ class TimingUnavailableOnce : public PassThroughBackend {
 TEST(EngineFakeDriverTest, AWorkerFailureThatDoesNotRepeatBlamesNoCandidate) {
   absl::StatusOr<std::unique_ptr<Engine>> engine = StagedFakeDriverEngine<TimingUnavailableOnce>();
   ASSERT_TRUE(engine.ok()) << engine.status();
-  v1::GetProblemRequest get;
-  get.set_problem_id("vector_add");
-  absl::StatusOr<v1::GetProblemResponse> problem = (*engine)->GetProblem(get);
+  absl::StatusOr<v1::Problem> problem = SmallVectorAdd(**engine);
   ASSERT_TRUE(problem.ok()) << problem.status();
   v1::EvaluateRequest request;
-  *request.mutable_problem() = problem->problem();
-  (*request.mutable_problem()->mutable_timed_shape()->mutable_values())["N"] = 1 << 16;
+  *request.mutable_problem() = *std::move(problem);
   request.set_backend(v1::BACKEND_CUDA);
-  request.mutable_submission()->set_source(R"(
-// @launch add<<<ceil_div(N, 256), 256>>>(a, b, c, N)
-extern "C" __global__ void add(const float* a, const float* b, float* c, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) c[i] = a[i] + b[i];
-}
-)");
+  request.mutable_submission()->set_source(kVectorAdd);
   absl::StatusOr<v1::Verdict> verdict = (*engine)->Evaluate(request, {});
   ASSERT_TRUE(verdict.ok()) << verdict.status();
   EXPECT_TRUE(verdict->correct()) << verdict->stage() << ": " << verdict->error();
@@ -1105,10 +1106,8 @@ TEST(EngineFakeDriverTest, ARunOutOfTimeBesideOneCandidateIsThatCandidatesTimeou
 // Its times and the outputs checked against it prove nothing then: every
 // candidate timed with it fails (which one wrote is not known).
 TEST(EngineFakeDriverTest, ReferenceInputChangedDuringTimingFailsEveryCandidate) {
-  absl::StatusOr<std::unique_ptr<Engine>> engine =
-      StagedFakeDriverEngine<ReferenceInputChangedBackend>();
-  ASSERT_TRUE(engine.ok()) << engine.status();
-  absl::StatusOr<v1::EvaluateGroupResponse> response = TwoCorrectVectorAdds(**engine);
+  absl::StatusOr<v1::EvaluateGroupResponse> response =
+      TwoCorrectVectorAddsStaged<ReferenceInputChangedBackend>();
   ASSERT_TRUE(response.ok()) << response.status();
   ASSERT_EQ(response->verdicts_size(), 2);
   for (const v1::Verdict& verdict : response->verdicts()) {
