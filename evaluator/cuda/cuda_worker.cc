@@ -692,32 +692,38 @@ absl::Status CudaWorker::KeepStash(BufferSet& set, bool restore) {
 
 uint64_t CudaWorker::DrawKey() { return (uint64_t{key_source_()} << 32) | key_source_(); }
 
-absl::StatusOr<internal::CaseResult> CudaWorker::Collect(const BufferSet& set) {
+absl::StatusOr<internal::CaseResult> CudaWorker::Collect(const BufferSet& set,
+                                                         bool stashed_outputs_only) {
   internal::CaseResult result;
   const uint64_t guard = options_.guard_bytes;
   std::string bytes, stashed;
   for (const Buffer& buffer : set.buffers) {
     const internal::BufferSpec& spec = *buffer.spec;
-    // Guards: every byte outside the payload must still hold the pattern.
-    const uint64_t total = buffer.memory.bytes();
-    bytes.resize(total);
-    KE_CU_RETURN_IF_ERROR(api_.cuMemcpyDtoH(bytes.data(), buffer.memory.ptr(), total));
-    uint64_t before = 0, after = 0;
-    for (uint64_t i = 0; i < guard; ++i) {
-      before += static_cast<uint8_t>(bytes[i]) != PatternByte(kGuardWord, i);
+    if (stashed_outputs_only && buffer.stash.empty()) continue;
+    absl::string_view payload;
+    if (!stashed_outputs_only) {
+      // Guards: every byte outside the payload must still hold the pattern.
+      const uint64_t total = buffer.memory.bytes();
+      bytes.resize(total);
+      KE_CU_RETURN_IF_ERROR(api_.cuMemcpyDtoH(bytes.data(), buffer.memory.ptr(), total));
+      uint64_t before = 0, after = 0;
+      for (uint64_t i = 0; i < guard; ++i) {
+        before += static_cast<uint8_t>(bytes[i]) != PatternByte(kGuardWord, i);
+      }
+      for (uint64_t i = guard + buffer.bytes; i < total; ++i) {
+        after += static_cast<uint8_t>(bytes[i]) != PatternByte(kGuardWord, i);
+      }
+      if (before != 0 || after != 0) {
+        return MakeFault("runtime",
+                         absl::StrCat("out-of-bounds write: ", before, " bytes before and ", after,
+                                      " bytes after buffer '", spec.name(), "' were overwritten"));
+      }
+      payload = absl::string_view(bytes.data() + guard, buffer.bytes);
     }
-    for (uint64_t i = guard + buffer.bytes; i < total; ++i) {
-      after += static_cast<uint8_t>(bytes[i]) != PatternByte(kGuardWord, i);
-    }
-    if (before != 0 || after != 0) {
-      return MakeFault("runtime",
-                       absl::StrCat("out-of-bounds write: ", before, " bytes before and ", after,
-                                    " bytes after buffer '", spec.name(), "' were overwritten"));
-    }
-    absl::string_view payload(bytes.data() + guard, buffer.bytes);
     if (!buffer.stash.empty()) {
-      // Timing: the payload is poison by now; the last run's outputs are in
-      // the stash, under pads.
+      // Timing: the payload is poison by now; the outputs (of the last run,
+      // or of the drawn one after KeepStash restored it) are in the stash,
+      // under pads.
       stashed.resize(buffer.stash.bytes());
       KE_CU_RETURN_IF_ERROR(
           api_.cuMemcpyDtoH(stashed.data(), buffer.stash.ptr(), buffer.stash.bytes()));
@@ -1167,11 +1173,12 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
   // The drawn runs' outputs go back into the stash, which Collect reads.
   for (int p = 0; p < program_count; ++p) {
     for (int s = 0; s < ran; ++s) {
-      failed_program = p;  // a guard Collect finds overwritten is p's doing
+      failed_program = p;
       absl::Status status = KeepStash(buffers[p][s], /*restore=*/true);
       if (status.ok()) status = WaitFor(nullptr, deadline);
       absl::StatusOr<internal::CaseResult> outputs =
-          status.ok() ? Collect(buffers[p][s]) : absl::StatusOr<internal::CaseResult>(status);
+          status.ok() ? Collect(buffers[p][s], /*stashed_outputs_only=*/true)
+                      : absl::StatusOr<internal::CaseResult>(status);
       if (!outputs.ok()) return checking_failed(outputs.status());
       *result.mutable_programs(p)->add_drawn_outputs() = *std::move(outputs);
     }

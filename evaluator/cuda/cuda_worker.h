@@ -150,8 +150,10 @@ class CudaWorker {
   // context lost if sticky) or `deadline` (a "timeout" fault, context lost).
   absl::Status WaitFor(CUevent event, absl::Time deadline);
   // Reads a set back: guards, inputs (modified?), outputs (from the stash
-  // while timing).
-  absl::StatusOr<internal::CaseResult> Collect(const BufferSet& buffers);
+  // while timing). `stashed_outputs_only`: only the outputs' stashes (the
+  // drawn run's, once the last run's read checked guards and inputs).
+  absl::StatusOr<internal::CaseResult> Collect(const BufferSet& buffers,
+                                               bool stashed_outputs_only = false);
   // Copies each output of a timing set into its stash under fresh pads
   // (ke_stash_xor), on the stream.
   absl::Status StashOutputs(BufferSet& set);
