@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "evaluator/cuda/cuda_backend.h"
+#include "evaluator/data/dtype.h"
 #include "evaluator/data/prng.h"
 #include "evaluator/timing/sampling.h"
 
@@ -251,19 +252,28 @@ int main(int argc, char** argv) {
     const kerneleval::timing::SampleStats stats =
         kerneleval::timing::Summarize(std::span<const double>(samples.data(), samples.size()));
     // The copy's output must equal its input (a sanity check of the path).
-    // Timed rounds rotate the input (data::TimedInputRotation) by an offset
-    // this probe does not track: find it from the first 16 bytes, then
-    // compare the whole buffer.
+    // Timed rounds run on inputs generated for the round
+    // (data::TimedInputSeed) this probe does not track: find the round from
+    // the first element, then compare the whole buffer with that round's
+    // input (which the GPU generated: this also checks that it wrote the
+    // host generator's bytes).
     if (c.name == "copy") {
-      const std::string generated = kerneleval::data::GenerateInput(c.plan.buffers(0), 2, 8);
+      namespace data = kerneleval::data;
+      const kerneleval::internal::BufferSpec& spec = c.plan.buffers(0);
       const std::string& got = result->programs(0).last_outputs(1).outputs(0).data();
+      const data::ElementSampler sampler =
+          data::MakeElementSampler(spec.distribution(), spec.dtype());
+      const uint64_t name_hash = data::HashBufferName(spec.name());
+      const size_t element_bytes = data::DTypeSize(spec.dtype());
       bool same = false;
-      const size_t at = got.size() >= 16 ? generated.find(got.substr(0, 16)) : std::string::npos;
-      if (at != std::string::npos && at % 4 == 0 && got.size() == generated.size()) {
-        std::string expected(generated.size(), '\0');
-        kerneleval::data::RotateElements(generated.data(), expected.data(), generated.size() / 4, 4,
-                                         at / 4);
-        same = got == expected;
+      for (uint64_t round = 0; round < 10'000'000 && got.size() >= element_bytes && !same;
+           ++round) {
+        const uint64_t seed = data::TimedInputSeed(2, round, 0);
+        uint64_t first = 0;  // element 0, of up to 8 bytes
+        data::WriteGeneratedElement(sampler, data::DrawElementWords(seed, name_hash, 0), 0, &first);
+        if (std::memcmp(&first, got.data(), element_bytes) != 0) continue;
+        same = got == data::GenerateInput(spec, seed, 8);
+        break;
       }
       if (!same) {
         std::printf("copy: output differs from input\n");

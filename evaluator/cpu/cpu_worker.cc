@@ -135,14 +135,14 @@ std::string FormatCompileFailure(const std::string& log,
 
 // A timed program's buffers, every input set, in a memfd this worker maps
 // and the program's runner maps too (runner.h, SharedBufferLayout). The
-// worker writes the inputs (each round's rotation) and the poison, and reads
+// worker writes the inputs (each round's own, data::TimedInputSeed) and the
+// poison, and reads
 // the outputs, while the runner is stopped: the runner's CPU time is the
 // kernel's alone, and no code of the kernel runs between samples.
 class SharedBuffers {
  public:
   static absl::StatusOr<SharedBuffers> Create(const internal::ResolvedPlan& plan,
-                                              const std::vector<uint64_t>& seeds,
-                                              data::GeneratedInputs* generated) {
+                                              const std::vector<uint64_t>& seeds) {
     SharedBuffers shared;
     shared.plan_ = &plan;
     shared.layout_ = LayoutFor(plan);
@@ -157,14 +157,8 @@ class SharedBuffers {
     }
     shared.map_ = static_cast<char*>(map);
     shared.seeds_ = seeds;
-    shared.rotation_.assign(seeds.size(), std::vector<uint64_t>(plan.buffers_size(), 0));
-    for (uint64_t seed : seeds) {
-      auto& inputs = shared.inputs_.emplace_back();
-      for (const internal::BufferSpec& spec : plan.buffers()) {
-        inputs.push_back(spec.role() == internal::BUFFER_ROLE_INPUT ? generated->Get(spec, seed)
-                                                                    : nullptr);
-      }
-    }
+    shared.inputs_.assign(seeds.size(), std::vector<std::shared_ptr<const std::string>>(
+                                            static_cast<size_t>(plan.buffers_size())));
     return shared;
   }
 
@@ -177,7 +171,6 @@ class SharedBuffers {
       layout_ = std::move(other.layout_);
       seeds_ = std::move(other.seeds_);
       inputs_ = std::move(other.inputs_);
-      rotation_ = std::move(other.rotation_);
       fd_ = std::exchange(other.fd_, -1);
       map_ = std::exchange(other.map_, nullptr);
       bytes_ = std::exchange(other.bytes_, 0);
@@ -190,21 +183,20 @@ class SharedBuffers {
 
   [[nodiscard]] int fd() const { return fd_; }
 
-  // Round `round` on input set `set`: every input rotated by its offset
-  // (data::TimedInputRotation), outputs and scratch poisoned.
-  void Prepare(size_t set, uint64_t round) {
+  // Round `round` on input set `set`: inputs generated afresh for the round
+  // (data::TimedInputSeed; `round_inputs` holds this round's, generated
+  // once for every program), outputs and scratch poisoned.
+  void Prepare(size_t set, uint64_t round, data::GeneratedInputs& round_inputs) {
     for (int b = 0; b < plan_->buffers_size(); ++b) {
       const internal::BufferSpec& spec = plan_->buffers(b);
       char* data = Data(set, b);
       if (spec.role() == internal::BUFFER_ROLE_INPUT) {
-        // Program 0's offsets for every program: each runs in a process of
+        // Program 0's inputs for every program: each runs in a process of
         // its own, with no memory in common where one could leave a result
         // for another (the CUDA backend's programs share a context).
-        const uint64_t offset = data::TimedInputRotation(seeds_[set], round, /*program=*/0,
-                                                         spec.name(), spec.elements());
-        data::RotateElements(inputs_[set][static_cast<size_t>(b)]->data(), data, spec.elements(),
-                             data::DTypeSize(spec.dtype()), offset);
-        rotation_[set][static_cast<size_t>(b)] = offset;
+        std::shared_ptr<const std::string>& input = inputs_[set][static_cast<size_t>(b)];
+        input = round_inputs.Get(spec, data::TimedInputSeed(seeds_[set], round, /*program=*/0));
+        std::memcpy(data, input->data(), input->size());
       } else {
         data::FillPoison(spec.dtype(), data, spec.elements());
       }
@@ -214,17 +206,14 @@ class SharedBuffers {
   // The outputs of the last run on `set`, and whether an input changed.
   [[nodiscard]] internal::CaseResult Collect(size_t set) const {
     internal::CaseResult result;
-    std::string expected;
     for (int b = 0; b < plan_->buffers_size(); ++b) {
       const internal::BufferSpec& spec = plan_->buffers(b);
       const char* data = Data(set, b);
       const size_t bytes = spec.elements() * data::DTypeSize(spec.dtype());
       if (spec.role() == internal::BUFFER_ROLE_INPUT) {
-        expected.resize(bytes);
-        data::RotateElements(inputs_[set][static_cast<size_t>(b)]->data(), expected.data(),
-                             spec.elements(), data::DTypeSize(spec.dtype()),
-                             rotation_[set][static_cast<size_t>(b)]);
-        if (result.modified_input().empty() && std::memcmp(data, expected.data(), bytes) != 0) {
+        const std::string& expected = *inputs_[set][static_cast<size_t>(b)];
+        if (result.modified_input().empty() &&
+            (expected.size() != bytes || std::memcmp(data, expected.data(), bytes) != 0)) {
           result.set_modified_input(spec.name());
         }
       } else if (spec.role() == internal::BUFFER_ROLE_OUTPUT) {
@@ -250,9 +239,9 @@ class SharedBuffers {
   const internal::ResolvedPlan* plan_ = nullptr;
   SharedBufferLayout layout_;
   std::vector<uint64_t> seeds_;
-  // [set][buffer] generated bytes (inputs only), shared with other programs
+  // [set][buffer] the inputs of the set's last Prepare (inputs only),
+  // shared with the other programs
   std::vector<std::vector<std::shared_ptr<const std::string>>> inputs_;
-  std::vector<std::vector<uint64_t>> rotation_;  // [set][buffer] of the last Prepare
   int fd_ = -1;
   char* map_ = nullptr;
   uint64_t bytes_ = 0;
@@ -400,8 +389,8 @@ class Worker {
     }
     const absl::Time deadline = absl::Now() + absl::Seconds(timeout);
     // Each program's buffers, shared with its runner only. This worker maps
-    // them all, plus each input as generated (rotations are copied from
-    // it; counted per program, though programs share identical inputs):
+    // them all, plus each set's latest inputs as generated (counted per
+    // program, though programs share them) and the round being generated:
     // bounded, so that a large group fails clearly instead of hitting the
     // worker's address-space limit.
     uint64_t mapped_bytes = 0;
@@ -429,10 +418,8 @@ class Worker {
     for (const internal::TimedProgram& program : request.programs()) {
       resident_allowance.push_back(LayoutFor(program.plan()).set_bytes * seeds.size() + slack);
     }
-    data::GeneratedInputs generated(/*threads=*/2);
     for (const internal::TimedProgram& program : request.programs()) {
-      absl::StatusOr<SharedBuffers> shared =
-          SharedBuffers::Create(program.plan(), seeds, &generated);
+      absl::StatusOr<SharedBuffers> shared = SharedBuffers::Create(program.plan(), seeds);
       if (!shared.ok()) return shared.status();
       buffers.push_back(*std::move(shared));
     }
@@ -444,7 +431,7 @@ class Worker {
       *job.add_programs() = request.programs(p);
       // The runner needs only how many sets there are (this worker
       // generates the inputs): placeholders, not the secret seeds, which
-      // kernel code could find in its memory and predict rotations from.
+      // kernel code could find in its memory and predict inputs from.
       for (size_t set = 0; set < seeds.size(); ++set) job.add_input_seeds(set);
       *job.mutable_config() = config;
       RunnerConfig runner_config = configs[static_cast<size_t>(p)];
@@ -559,10 +546,15 @@ class Worker {
       }
     };
     // Rounds are numbered from the first warm-up on: every round, warm-up or
-    // timed, has inputs of its own (data::TimedInputRotation).
+    // timed, has inputs of its own (data::TimedInputSeed), generated while
+    // every runner stands still (not in any sample) and once for all
+    // programs, on every core (a normal value takes ~40 ns to draw on one
+    // core here: 2^18 of them, ~10 ms a round).
+    const unsigned generator_threads = std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
     for (uint32_t w = 0; w < config.warmup_runs(); ++w) {
+      data::GeneratedInputs round_inputs(generator_threads);
       for (int p = 0; p < request.programs_size(); ++p) {
-        buffers[static_cast<size_t>(p)].Prepare(w % sets, w);
+        buffers[static_cast<size_t>(p)].Prepare(w % sets, w, round_inputs);
         if (absl::Status s = run(p, w % sets, nullptr); !s.ok()) return fail(p, s);
       }
       maybe_check(w % sets);
@@ -572,11 +564,12 @@ class Worker {
     const int n_programs = request.programs_size();
     for (uint64_t round = 0;; ++round) {
       const size_t set = round % sets;
+      data::GeneratedInputs round_inputs(generator_threads);
       // The first program of a round changes from round to round: no program
       // always follows the same neighbour (caches, clocks).
       for (int k = 0; k < n_programs; ++k) {
         const int p = static_cast<int>((round + static_cast<uint64_t>(k)) % n_programs);
-        buffers[static_cast<size_t>(p)].Prepare(set, config.warmup_runs() + round);
+        buffers[static_cast<size_t>(p)].Prepare(set, config.warmup_runs() + round, round_inputs);
         double microseconds = 0;
         if (absl::Status s = run(p, set, &microseconds); !s.ok()) return fail(p, s);
         samples[static_cast<size_t>(p)].push_back(microseconds);

@@ -19,8 +19,8 @@
 //   Run:    runner -> worker  one internal::RunResult, then exit 0.
 //   Time:   the program's buffers of every input set live in a memfd the
 //           worker created and also maps (fd 5 in the runner; layout:
-//           SharedBufferLayout). The worker generates the inputs, rotates
-//           them and poisons the outputs there itself, while the runner is
+//           SharedBufferLayout). The worker generates every round's inputs
+//           and poisons the outputs there itself, while the runner is
 //           stopped, and reads the outputs from there: the runner runs only
 //           while a sample is taken. runner -> worker "ready" after setup;
 //           then per command frame from the worker ("R" set: run the plan,

@@ -3,6 +3,7 @@
 // extern "C": their symbols are their names. compute_75 PTX: the oldest
 // architecture CUDA 13 supports, JIT-compiled for whatever device runs it.
 #include "evaluator/cuda/keyed_mix.h"
+#include "evaluator/data/element_generator.h"
 
 // Holds the stream so that the launches queued behind it start back to back
 // once the host releases it: the first timed launch then carries no host
@@ -152,4 +153,22 @@ extern "C" __global__ void ke_fma_throughput(float* out, int iterations, float s
   }
   const float sum = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;
   if (sum == 1234.5f) out[blockIdx.x * blockDim.x + threadIdx.x] = sum;  // practically never
+}
+
+// Writes `elements` generated elements at `out`: element i is what
+// data::GenerateInput gives for (sampler, case_seed, name_hash) at i
+// (element_generator.h, the host generator's own code). Every timed round
+// runs on inputs generated afresh by this kernel (data::TimedInputSeed), and
+// the worker generates a round's inputs again into a buffer of its own to
+// check that a program left its inputs as they were.
+extern "C" __global__ void ke_generate_input(void* out, unsigned long long elements,
+                                             unsigned long long case_seed,
+                                             unsigned long long name_hash,
+                                             kerneleval::data::ElementSampler sampler) {
+  const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+  for (unsigned long long i =
+           blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x;
+       i < elements; i += stride) {
+    kerneleval::data::GenerateElement(sampler, case_seed, name_hash, i, out);
+  }
 }

@@ -127,21 +127,23 @@ class CudaWorker {
   // window). A no-op when it could not be set up (a note at start-up).
   absl::Status ClearSharedMemory();
   // Inputs come from `generated` (shared by the programs of one timing
-  // request); `rotatable`: they also keep a pristine device copy for
-  // RotateInputs.
+  // request); `timed`: a timing set (inputs generated on the device every
+  // round, GenerateInputs; outputs with stashes).
   absl::StatusOr<BufferSet> AllocateBuffers(const internal::ResolvedPlan& plan, uint64_t seed,
-                                            data::GeneratedInputs& generated,
-                                            bool rotatable = false);
-  // Queues on the stream the copies that rotate every input of a rotatable
-  // set for timed round `round` as program `program` of the request sees it
-  // (data::TimedInputRotation: each program has offsets of its own).
-  absl::Status RotateInputs(BufferSet& set, uint64_t set_seed, uint64_t round, int program);
-  // One untimed run on a rotatable set, as a timed run but without the hold
-  // and events: inputs rotated for (`round`, `rotation_program`), globals
+                                            data::GeneratedInputs& generated, bool timed = false);
+  // Queues ke_generate_input on the stream: `buffer`'s elements generated
+  // from `seed` into `out` (its payload, or input_check_).
+  absl::Status LaunchGenerate(CUdeviceptr out, const Buffer& buffer, uint64_t seed);
+  // Queues on the stream the generation of every input of a timing set for
+  // timed round `round` as program `program` of the request sees it
+  // (data::TimedInputSeed: every round's values new, each program's its own).
+  absl::Status GenerateInputs(BufferSet& set, uint64_t set_seed, uint64_t round, int program);
+  // One untimed run on a timing set, as a timed run but without the hold
+  // and events: inputs generated for (`round`, `inputs_of_program`), globals
   // back, outputs poisoned, the plan, ClearAfterRun; waits for the stream.
   // Warm-up runs, and the reference's runs on each candidate's inputs.
   absl::Status RunUntimed(LoadedProgram& program, const internal::ResolvedPlan& plan,
-                          BufferSet& set, uint64_t set_seed, uint64_t round, int rotation_program,
+                          BufferSet& set, uint64_t set_seed, uint64_t round, int inputs_of_program,
                           absl::Time deadline);
   absl::Status PoisonWritable(const BufferSet& buffers);
   absl::Status LaunchPlan(LoadedProgram& program, const internal::ResolvedPlan& plan,
@@ -188,6 +190,7 @@ class CudaWorker {
   KernelFunction fma_kernel_;
   KernelFunction stash_kernel_;
   KernelFunction clear_shared_kernel_;
+  KernelFunction generate_kernel_;
   uint32_t clear_shared_bytes_ = 0;  // dynamic shared memory it zeros per block; 0: off
   PinnedHostBuffer control_;         // [0] release flag (int); [64..96) hold kernel's report
   // Where the keys of keyed_mix.h come from: the OS (a seeded generator's
@@ -195,6 +198,9 @@ class CudaWorker {
   std::random_device key_source_;
   DeviceBuffer l2_flush_;    // 2x L2, memset then read before each timed sample
   DeviceBuffer flush_sink_;  // where ke_read_flush would write (never does)
+  // Timing: where Collect generates a timed round's inputs again (as large
+  // as the request's largest input), to compare with what a program left.
+  DeviceBuffer input_check_;
   Event start_;
   Event stop_;
   uint32_t flush_value_ = 0;   // what the next L2 flush writes

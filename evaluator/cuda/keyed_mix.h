@@ -9,11 +9,7 @@
 // over 2^64, not an inversion.
 #pragma once
 
-#if defined(__CUDACC__)
-#define KERNELEVAL_HOST_DEVICE __host__ __device__
-#else
-#define KERNELEVAL_HOST_DEVICE
-#endif
+#include "evaluator/data/host_device.h"
 
 namespace kerneleval::cuda {
 
@@ -53,5 +49,3 @@ KERNELEVAL_HOST_DEVICE inline unsigned long long StashPad(unsigned long long wor
 }
 
 }  // namespace kerneleval::cuda
-
-#undef KERNELEVAL_HOST_DEVICE

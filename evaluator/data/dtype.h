@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "evaluator/data/float_bits.h"
 #include "kerneleval/v1/common.pb.h"
 
 namespace kerneleval::data {
@@ -33,15 +34,8 @@ double DTypeMaxFinite(v1::DType dtype);
 // others. Used as the floor of relative errors.
 double DTypeSmallestNormal(v1::DType dtype);
 
-// IEEE binary16 <-> binary32, round to nearest even. Overflow gives +-Inf,
-// subnormals are produced and read exactly, NaN stays NaN (made quiet, the top
-// payload bits kept).
-uint16_t FloatToHalfBits(float value);
-float HalfBitsToFloat(uint16_t bits);
-
-// bfloat16 (the top half of a binary32) <-> binary32, round to nearest even.
-uint16_t FloatToBFloat16Bits(float value);
-float BFloat16BitsToFloat(uint16_t bits);
+// FloatToHalfBits, HalfBitsToFloat, FloatToBFloat16Bits, BFloat16BitsToFloat:
+// float_bits.h.
 
 // The value `value` becomes when stored as `dtype`, as a double.
 // Floats round to nearest even (double -> float -> half is correctly rounded:

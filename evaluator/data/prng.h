@@ -22,6 +22,7 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "evaluator/data/element_generator.h"
 #include "kerneleval/internal/worker.pb.h"
 #include "kerneleval/v1/problem.pb.h"
 
@@ -53,6 +54,11 @@ absl::Status ValidateDistribution(const v1::Distribution& distribution, v1::DTyp
 double SampleValue(const v1::Distribution& distribution, v1::DType dtype, uint64_t case_seed,
                    uint64_t name_hash, uint64_t index);
 
+// The distribution (its default if unset) and dtype of a buffer, flattened
+// for element_generator.h's GenerateElement, which writes the same bytes as
+// GenerateInputRange (on the host or the GPU).
+ElementSampler MakeElementSampler(const v1::Distribution& distribution, v1::DType dtype);
+
 // Writes elements [begin, end) of the buffer into `out` (which points at
 // element 0 of a buffer of spec.elements() elements). Values are rounded to
 // spec.dtype(): floats to nearest even, saturated to the largest finite value
@@ -82,26 +88,20 @@ class GeneratedInputs {
   std::map<std::string, std::shared_ptr<const std::string>> by_key_;
 };
 
-// Timed runs see inputs that no earlier run saw: before timed round `round`
-// (warm-up rounds included), every input buffer of an input set is rotated
-// by its own offset, element i taking the generated element
-// (i + offset) % elements. The elements are i.i.d., so a rotated buffer is
-// another draw from the same distribution; a result cached across launches,
-// even one keyed on a fingerprint of the whole input, is stale, and the check
-// of the last timed outputs catches it. The offset is a pure function of
-// (set_seed, round, program, buffer name) in [0, elements); 0 if
-// elements <= 1. `program` is the program's index in its timing request
-// where programs share memory (the CUDA backend: one context): each then sees
-// a rotation of its own in every round, so a result one program leaves where
-// another can find it is for other inputs (the reference is run again on
-// each candidate's rotation for the check). The CPU backend, whose programs
-// run in processes of their own, passes 0 for all: program 0's offsets.
-uint64_t TimedInputRotation(uint64_t set_seed, uint64_t round, uint64_t program,
-                            std::string_view buffer_name, uint64_t elements);
-
-// dst[i] = src[(i + offset) % elements] for elements of `element_bytes` bytes
-// (what a rotation by `offset` gives; std::rotate_copy's order).
-void RotateElements(const void* src, void* dst, uint64_t elements, size_t element_bytes,
-                    uint64_t offset);
+// Timed runs see inputs that no earlier run saw: timed round `round`
+// (warm-up rounds included) of an input set runs on inputs generated afresh
+// from the seed TimedInputSeed(set_seed, round, program), every value new
+// (GenerateInput's distribution, a new draw). A result cached across
+// launches, even one keyed on the values themselves (an earlier rotation of
+// the same values let a kernel find where it had seen them and answer from a
+// table), is stale, and the checks of timed outputs catch it. `program` is
+// the program's index in its timing request where programs share memory
+// (the CUDA backend: one context): each then sees inputs of its own in every
+// round, so a result one program leaves where another can find it is for
+// other inputs (the reference is run again on each candidate's inputs for
+// the check). The CPU backend, whose programs run in processes of their own,
+// passes 0 for all. The CUDA worker generates these inputs on the GPU
+// (element_generator.h), the CPU backend on the host: the same bytes.
+uint64_t TimedInputSeed(uint64_t set_seed, uint64_t round, uint64_t program);
 
 }  // namespace kerneleval::data

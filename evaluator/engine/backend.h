@@ -34,7 +34,7 @@ class Backend {
   virtual absl::StatusOr<internal::RunResult> Run(const internal::RunRequest& request) = 0;
 
   // Times programs[0] (the reference) and the others interleaved on one
-  // shape, rotating input sets; returns raw samples and the last outputs per
+  // shape, on fresh inputs every round; returns raw samples and the last outputs per
   // input set of every program, for checking.
   virtual absl::StatusOr<internal::TimingResult> Time(const internal::TimingRequest& request) = 0;
 };

@@ -680,8 +680,8 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
   // as a candidate). If they changed while timing, a program timed with it
   // wrote into its buffers: its times and the outputs checked against it
   // prove nothing. Beside several candidates, each is timed again alone.
-  // Its runs on the candidates' inputs (reference_outputs) read the same
-  // pristine copies.
+  // Its runs on the candidates' inputs (reference_outputs) run on inputs
+  // generated for them, as every timed run.
   std::string reference_tampered;
   auto check_reference_inputs = [&](const internal::CaseResult& ref_set) {
     if (reference_tampered.empty() && !ref_set.modified_input().empty()) {
@@ -733,7 +733,7 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
     report->set_converged(result->converged());
     // What this candidate's timed outputs are checked against, per input
     // set: the reference's outputs on the inputs this candidate saw (each
-    // program is given a rotation of its own where programs share memory),
+    // program is given inputs of its own where programs share memory),
     // else the reference's own last outputs (the same inputs).
     const internal::ProgramTiming& ref_timing = result->programs(0);
     const auto& expected = timing.reference_outputs_size() > 0 ? timing.reference_outputs()

@@ -916,22 +916,21 @@ TEST_F(CpuBackendTest, TimeInterleavesProgramsAndReturnsLastOutputs) {
     EXPECT_EQ(timing.samples_us_size(), result->programs(0).samples_us_size());
     for (double us : timing.samples_us()) EXPECT_GT(us, 0);
     ASSERT_EQ(timing.last_outputs_size(), 2);
-    // One sample per round; round r used set r % 2, its inputs rotated by
-    // data::TimedInputRotation(seed, 1 warm-up + r, 0, name, n): program 0's
-    // offsets for every program (each runs in a process of its own). The
-    // outputs checked per set are those of one of its rounds, drawn at
-    // random: the round whose rotation they match is searched for.
+    // One sample per round; round r used set r % 2, its inputs generated
+    // from data::TimedInputSeed(seed, 1 warm-up + r, 0): program 0's for
+    // every program (each runs in a process of its own). The outputs
+    // checked per set are those of one of its rounds, drawn at random: the
+    // round whose inputs they match is searched for.
     const int rounds = timing.samples_us_size();
     for (int set = 0; set < 2; ++set) {
       const uint64_t seed = 21 + set;
       EXPECT_TRUE(timing.last_outputs(set).modified_input().empty());
       const auto c = Values<float>(timing.last_outputs(set).outputs(0));
-      const auto va = Generated<float>(a, seed), vb = Generated<float>(b, seed);
       auto computed_in = [&](uint64_t numbered) {
-        const uint64_t rot_a = data::TimedInputRotation(seed, numbered, 0, "a", n);
-        const uint64_t rot_b = data::TimedInputRotation(seed, numbered, 0, "b", n);
+        const uint64_t round_seed = data::TimedInputSeed(seed, numbered, 0);
+        const auto va = Generated<float>(a, round_seed), vb = Generated<float>(b, round_seed);
         for (int i = 0; i < n; i += 97) {
-          if (c[i] != va[(i + rot_a) % n] + vb[(i + rot_b) % n]) return false;
+          if (c[i] != va[i] + vb[i]) return false;
         }
         return true;
       };

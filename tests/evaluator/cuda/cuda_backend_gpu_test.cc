@@ -16,6 +16,7 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -29,6 +30,7 @@
 #include "evaluator/data/poison.h"
 #include "evaluator/data/prng.h"
 #include "evaluator/timing/sampling.h"
+#include "google/protobuf/text_format.h"
 #include "tests/support/fake_cuda/fake_driver_build.h"
 #include "tests/support/fake_cuda/side_channel.h"
 
@@ -131,13 +133,25 @@ const std::vector<std::string> kKernelNames = {"add",
 
 using fake_cuda::kFakeDriver;
 
-// The round (numbered from the first warm-up) whose rotation of input set
-// `seed` program 0 saw, when `sum` (4096 floats) is the a + b it computed
+// Element `i` of f32 input `spec` of input set `seed` as `program` saw it in
+// timed round `round` (numbered from the first warm-up): generated for that
+// round (data::TimedInputSeed), one element alone.
+float RoundElement(const internal::BufferSpec& spec, uint64_t seed, uint64_t round,
+                   uint64_t program, uint64_t i) {
+  const data::ElementSampler sampler = data::MakeElementSampler(spec.distribution(), spec.dtype());
+  float value = 0;
+  data::WriteGeneratedElement(sampler,
+                              data::DrawElementWords(data::TimedInputSeed(seed, round, program),
+                                                     data::HashBufferName(spec.name()), i),
+                              /*index=*/0, &value);
+  return value;
+}
+
+// The round (numbered from the first warm-up) of input set `seed` whose
+// inputs program 0 saw, when `sum` (4096 floats) is the a + b it computed
 // then: which round a timing run drew for the check of that set.
 std::optional<uint64_t> RoundOfSum(const std::string& sum, const internal::BufferSpec& a_spec,
                                    const internal::BufferSpec& b_spec, uint64_t seed) {
-  const std::string a = data::GenerateInput(a_spec, seed);
-  const std::string b = data::GenerateInput(b_spec, seed);
   auto element = [](const std::string& bytes, uint64_t i) {
     float v;
     std::memcpy(&v, bytes.data() + 4 * i, 4);
@@ -145,11 +159,10 @@ std::optional<uint64_t> RoundOfSum(const std::string& sum, const internal::Buffe
   };
   const uint64_t n = sum.size() / 4;
   for (uint64_t r = 0; r < 100'000; ++r) {
-    const uint64_t ra = data::TimedInputRotation(seed, r, 0, "a", n);
-    const uint64_t rb = data::TimedInputRotation(seed, r, 0, "b", n);
     bool match = true;
     for (uint64_t i = 0; i < n && match; i += 511) {
-      match = element(sum, i) == element(a, (i + ra) % n) + element(b, (i + rb) % n);
+      match = element(sum, i) ==
+              RoundElement(a_spec, seed, r, 0, i) + RoundElement(b_spec, seed, r, 0, i);
     }
     if (match) return r;
   }
@@ -560,9 +573,9 @@ TEST_F(CudaBackendGpuTest, SelfTimingIsStable) {
   // 3 x 4 bytes x n at the device's bandwidth: a copy this size cannot run
   // faster than ~1/10 of the median on any GPU made so far.
   EXPECT_GT(ref.median, 10.0);
-  // Timed rounds rotate the inputs (data::TimedInputRotation), each program
-  // by offsets of its own: each set's last outputs are a + b rotated by the
-  // offsets of some round as that program saw it, the same round for both
+  // Timed rounds generate fresh inputs (data::TimedInputSeed), each program
+  // its own: each set's last outputs are a + b as that program saw them in
+  // some round, the same round for both
   // programs (throttled samples may have been dropped, so the round is
   // searched for, not counted); the candidate's are checked against the
   // reference's run on its inputs (reference_outputs).
@@ -571,8 +584,6 @@ TEST_F(CudaBackendGpuTest, SelfTimingIsStable) {
   ASSERT_EQ(result->programs(1).reference_outputs_size(), 4);
   for (int s = 0; s < 4; ++s) {
     const uint64_t seed = static_cast<uint64_t>(s) + 1;
-    const std::string a = data::GenerateInput(plan.buffers(0), seed);
-    const std::string b = data::GenerateInput(plan.buffers(1), seed);
     auto element = [](const std::string& bytes, uint64_t i) {
       float v;
       std::memcpy(&v, bytes.data() + 4 * i, 4);
@@ -583,10 +594,11 @@ TEST_F(CudaBackendGpuTest, SelfTimingIsStable) {
     // `stride`-th element).
     auto computed_in = [&](const std::string& out, uint64_t round, uint64_t program,
                            uint64_t stride) {
-      const uint64_t ra = data::TimedInputRotation(seed, round, program, "a", un);
-      const uint64_t rb = data::TimedInputRotation(seed, round, program, "b", un);
       for (uint64_t i = 0; i < un; i += stride) {
-        if (element(out, i) != element(a, (i + ra) % un) + element(b, (i + rb) % un)) return false;
+        if (element(out, i) != RoundElement(plan.buffers(0), seed, round, program, i) +
+                                   RoundElement(plan.buffers(1), seed, round, program, i)) {
+          return false;
+        }
       }
       return true;
     };
@@ -600,7 +612,7 @@ TEST_F(CudaBackendGpuTest, SelfTimingIsStable) {
     for (uint64_t r = 0; r < 1'000'000 && !round; ++r) {
       if (computed_in(ref_out, r, 0, un / 4)) round = r;
     }
-    ASSERT_TRUE(round.has_value()) << "set " << s << ": outputs of no round's rotated inputs";
+    ASSERT_TRUE(round.has_value()) << "set " << s << ": outputs of no round's inputs";
     EXPECT_TRUE(computed_in(ref_out, *round, 0, 4099)) << "set " << s;
     EXPECT_TRUE(computed_in(cand_out, *round, 1, 4099)) << "set " << s;
     for (const internal::ProgramTiming& program : result->programs()) {
@@ -618,8 +630,8 @@ TEST_F(CudaBackendGpuTest, DeviceGlobalsStayEachProgramsOwnWhileTimed) {
   absl::StatusOr<internal::TimingResult> result = TimeBriefly(programs);
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_FALSE(result->has_failure()) << result->failure().message();
-  // The round checked (drawn at random): the one whose rotation of the
-  // inputs the reference's checked output is a + b of.
+  // The round checked (drawn at random): the one whose inputs the
+  // reference's checked output is a + b of.
   const internal::ResolvedPlan plan = Plan("add", 4096);
   const std::optional<uint64_t> round = RoundOfSum(
       result->programs(0).last_outputs(0).outputs(0).data(), plan.buffers(0), plan.buffers(1), 1);
@@ -928,18 +940,68 @@ std::string ReadSourceFile(const std::string& relative) {
   return text.str();
 }
 
-TEST(AuxKernelSourceTest, StashFillAndClearKernelsComputeWhatTheWorkerExpects) {
-  std::string source = ReadSourceFile("evaluator/cuda/aux_kernels.cu");
-  ASSERT_FALSE(source.empty());
-  // The header inlined (the host compiler sees no project includes), and the
-  // hold kernel left out: it reads %globaltimer with inline PTX.
-  const std::string include = "#include \"evaluator/cuda/keyed_mix.h\"";
-  ASSERT_NE(source.find(include), std::string::npos);
-  source.replace(source.find(include), include.size(),
-                 ReadSourceFile("evaluator/cuda/keyed_mix.h"));
+// `source` with every #include "evaluator/..." replaced by that file, each
+// file once (the host compiler sees no project includes).
+std::string InlineProjectIncludes(std::string source, std::set<std::string>* seen) {
+  const std::string directive = "#include \"evaluator/";
+  for (size_t at = source.find(directive); at != std::string::npos; at = source.find(directive)) {
+    const size_t name_begin = at + std::string("#include \"").size();
+    const size_t name_end = source.find('"', name_begin);
+    const std::string name = source.substr(name_begin, name_end - name_begin);
+    std::string text;
+    if (seen->insert(name).second) {
+      text = InlineProjectIncludes(ReadSourceFile(name), seen);
+      EXPECT_FALSE(text.empty()) << name;
+    }
+    source.replace(at, name_end + 1 - at, text);
+  }
+  return source;
+}
+
+// aux_kernels.cu as the CPU backend's compiler can build it: the project's
+// headers inlined, the hold kernel left out (it reads %globaltimer with
+// inline PTX).
+std::string AuxKernelsForTheHost() {
+  std::set<std::string> seen;
+  std::string source =
+      InlineProjectIncludes(ReadSourceFile("evaluator/cuda/aux_kernels.cu"), &seen);
+  EXPECT_TRUE(seen.count("evaluator/cuda/keyed_mix.h") &&
+              seen.count("evaluator/data/element_generator.h"));
   const size_t hold = source.find("extern \"C\" __global__ void ke_hold_stream(");
-  ASSERT_NE(hold, std::string::npos);
-  source.erase(hold, source.find("\n}\n", hold) + 3 - hold);
+  EXPECT_NE(hold, std::string::npos);
+  if (hold != std::string::npos) source.erase(hold, source.find("\n}\n", hold) + 3 - hold);
+  return source;
+}
+
+// Runs aux_kernels.cu's source on the test driver: built for the host by the
+// CPU backend's compiler (Load), loaded as a module in the primary context.
+class AuxKernelSourceTest : public testing::Test {
+ protected:
+  void Load(const std::string& source, const std::vector<std::string>& kernels) {
+    absl::StatusOr<std::string> module =
+        kerneleval::fake_cuda::BuildHostModule(source, {}, kernels);
+    ASSERT_TRUE(module.ok()) << module.status();
+    kerneleval::fake_cuda::UseFakeDriver();
+    absl::StatusOr<const DriverApi*> api = LoadDriver();
+    ASSERT_TRUE(api.ok()) << api.status();
+    api_ = *api;
+    ASSERT_EQ(api_->cuInit(0), CUDA_SUCCESS);
+    absl::StatusOr<PrimaryContext> context = PrimaryContext::Retain(*api_, 0);
+    ASSERT_TRUE(context.ok()) << context.status();
+    context_.emplace(*std::move(context));
+    absl::StatusOr<Module> loaded = Module::Load(*api_, *module);
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    loaded_.emplace(*std::move(loaded));
+  }
+
+  const DriverApi* api_ = nullptr;
+  std::optional<PrimaryContext> context_;  // before loaded_: unloaded first
+  std::optional<Module> loaded_;
+};
+
+TEST_F(AuxKernelSourceTest, StashFillAndClearKernelsComputeWhatTheWorkerExpects) {
+  std::string source = AuxKernelsForTheHost();
+  ASSERT_FALSE(source.empty());
   // And a probe: writes `value` over its dynamic shared memory, or (value 0)
   // copies it to `out`.
   source += R"(
@@ -951,40 +1013,30 @@ extern "C" __global__ void probe_shared(unsigned long long* out, unsigned long l
   }
 }
 )";
-  absl::StatusOr<std::string> module = kerneleval::fake_cuda::BuildHostModule(
-      source, {}, {"ke_stash_xor", "ke_fill_pattern", "ke_clear_shared", "probe_shared"});
-  ASSERT_TRUE(module.ok()) << module.status();
-
-  kerneleval::fake_cuda::UseFakeDriver();
-  absl::StatusOr<const DriverApi*> api = LoadDriver();
-  ASSERT_TRUE(api.ok()) << api.status();
-  ASSERT_EQ((*api)->cuInit(0), CUDA_SUCCESS);
-  absl::StatusOr<PrimaryContext> context = PrimaryContext::Retain(**api, 0);
-  ASSERT_TRUE(context.ok()) << context.status();
-  absl::StatusOr<Module> loaded = Module::Load(**api, *module);
-  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_NO_FATAL_FAILURE(
+      Load(source, {"ke_stash_xor", "ke_fill_pattern", "ke_clear_shared", "probe_shared"}));
 
   // 1000 words (not a multiple of the 256-thread block) over 3 blocks: the
   // grid-stride loop covers every word exactly once.
   constexpr uint64_t kWords = 1000;
   std::vector<uint64_t> output(kWords);
   for (uint64_t i = 0; i < kWords; ++i) output[i] = KeyedMix(i * 7 + 1);
-  absl::StatusOr<DeviceBuffer> src = DeviceBuffer::Allocate(**api, kWords * 8);
-  absl::StatusOr<DeviceBuffer> dst = DeviceBuffer::Allocate(**api, kWords * 8 + 8);
+  absl::StatusOr<DeviceBuffer> src = DeviceBuffer::Allocate(*api_, kWords * 8);
+  absl::StatusOr<DeviceBuffer> dst = DeviceBuffer::Allocate(*api_, kWords * 8 + 8);
   ASSERT_TRUE(src.ok() && dst.ok());
-  ASSERT_EQ((*api)->cuMemcpyHtoD(src->ptr(), output.data(), kWords * 8), CUDA_SUCCESS);
-  ASSERT_EQ((*api)->cuMemsetD8(dst->ptr(), 0xEE, kWords * 8 + 8), CUDA_SUCCESS);
-  absl::StatusOr<KernelFunction> stash = loaded->GetFunction("ke_stash_xor");
+  ASSERT_EQ(api_->cuMemcpyHtoD(src->ptr(), output.data(), kWords * 8), CUDA_SUCCESS);
+  ASSERT_EQ(api_->cuMemsetD8(dst->ptr(), 0xEE, kWords * 8 + 8), CUDA_SUCCESS);
+  absl::StatusOr<KernelFunction> stash = loaded_->GetFunction("ke_stash_xor");
   ASSERT_TRUE(stash.ok()) << stash.status();
   CUdeviceptr src_ptr = src->ptr(), dst_ptr = dst->ptr();
   uint64_t words = kWords, key0 = 0x0123456789abcdefull, key1 = 0xfedcba9876543210ull;
   void* stash_args[] = {&src_ptr, &dst_ptr, &words, &key0, &key1};
   ASSERT_EQ(
-      (*api)->cuLaunchKernel(stash->handle, 3, 1, 1, 256, 1, 1, 0, nullptr, stash_args, nullptr),
+      api_->cuLaunchKernel(stash->handle, 3, 1, 1, 256, 1, 1, 0, nullptr, stash_args, nullptr),
       CUDA_SUCCESS);
-  ASSERT_EQ((*api)->cuCtxSynchronize(), CUDA_SUCCESS);
+  ASSERT_EQ(api_->cuCtxSynchronize(), CUDA_SUCCESS);
   std::vector<uint64_t> stashed(kWords + 1);
-  ASSERT_EQ((*api)->cuMemcpyDtoH(stashed.data(), dst->ptr(), (kWords + 1) * 8), CUDA_SUCCESS);
+  ASSERT_EQ(api_->cuMemcpyDtoH(stashed.data(), dst->ptr(), (kWords + 1) * 8), CUDA_SUCCESS);
   for (uint64_t i = 0; i < kWords; ++i) {
     ASSERT_NE(stashed[i], output[i]) << i;                            // padded...
     ASSERT_EQ(stashed[i] ^ StashPad(i, key0, key1), output[i]) << i;  // ...and undone
@@ -994,25 +1046,24 @@ extern "C" __global__ void probe_shared(unsigned long long* out, unsigned long l
   // and off again gives the words back.
   void* in_place_args[] = {&dst_ptr, &dst_ptr, &words, &key0, &key1};
   ASSERT_EQ(
-      (*api)->cuLaunchKernel(stash->handle, 3, 1, 1, 256, 1, 1, 0, nullptr, in_place_args, nullptr),
+      api_->cuLaunchKernel(stash->handle, 3, 1, 1, 256, 1, 1, 0, nullptr, in_place_args, nullptr),
       CUDA_SUCCESS);
-  ASSERT_EQ((*api)->cuCtxSynchronize(), CUDA_SUCCESS);
+  ASSERT_EQ(api_->cuCtxSynchronize(), CUDA_SUCCESS);
   std::vector<uint64_t> unpadded(kWords);
-  ASSERT_EQ((*api)->cuMemcpyDtoH(unpadded.data(), dst->ptr(), kWords * 8), CUDA_SUCCESS);
+  ASSERT_EQ(api_->cuMemcpyDtoH(unpadded.data(), dst->ptr(), kWords * 8), CUDA_SUCCESS);
   EXPECT_EQ(unpadded, output);
 
   // 8 * 300 + 5 bytes: whole words and a tail of 5.
-  absl::StatusOr<KernelFunction> fill = loaded->GetFunction("ke_fill_pattern");
+  absl::StatusOr<KernelFunction> fill = loaded_->GetFunction("ke_fill_pattern");
   ASSERT_TRUE(fill.ok()) << fill.status();
   uint64_t bytes = 8 * 300 + 5, pattern = 0x1122334455667788ull;
   void* fill_args[] = {&dst_ptr, &bytes, &pattern};
-  ASSERT_EQ((*api)->cuMemsetD8(dst->ptr(), 0xEE, kWords * 8 + 8), CUDA_SUCCESS);
-  ASSERT_EQ(
-      (*api)->cuLaunchKernel(fill->handle, 2, 1, 1, 128, 1, 1, 0, nullptr, fill_args, nullptr),
-      CUDA_SUCCESS);
-  ASSERT_EQ((*api)->cuCtxSynchronize(), CUDA_SUCCESS);
+  ASSERT_EQ(api_->cuMemsetD8(dst->ptr(), 0xEE, kWords * 8 + 8), CUDA_SUCCESS);
+  ASSERT_EQ(api_->cuLaunchKernel(fill->handle, 2, 1, 1, 128, 1, 1, 0, nullptr, fill_args, nullptr),
+            CUDA_SUCCESS);
+  ASSERT_EQ(api_->cuCtxSynchronize(), CUDA_SUCCESS);
   std::string filled(bytes + 3, '\0');
-  ASSERT_EQ((*api)->cuMemcpyDtoH(filled.data(), dst->ptr(), filled.size()), CUDA_SUCCESS);
+  ASSERT_EQ(api_->cuMemcpyDtoH(filled.data(), dst->ptr(), filled.size()), CUDA_SUCCESS);
   for (uint64_t i = 0; i < bytes; ++i) {
     ASSERT_EQ(static_cast<uint8_t>(filled[i]), PatternByte(pattern, i)) << i;
   }
@@ -1023,42 +1074,96 @@ extern "C" __global__ void probe_shared(unsigned long long* out, unsigned long l
   // ke_clear_shared zeros all of the shared memory it is given: a block
   // (one, so the same host thread runs each) finds the pattern the previous
   // one left, unless ke_clear_shared ran in between.
-  absl::StatusOr<KernelFunction> clear = loaded->GetFunction("ke_clear_shared");
-  absl::StatusOr<KernelFunction> probe = loaded->GetFunction("probe_shared");
+  absl::StatusOr<KernelFunction> clear = loaded_->GetFunction("ke_clear_shared");
+  absl::StatusOr<KernelFunction> probe = loaded_->GetFunction("probe_shared");
   ASSERT_TRUE(clear.ok() && probe.ok());
   constexpr uint32_t kSharedBytes = 40 * 1024;
   for (const auto& function : {*clear, *probe}) {
-    ASSERT_EQ((*api)->cuFuncSetAttribute(
+    ASSERT_EQ(api_->cuFuncSetAttribute(
                   function.handle, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, kSharedBytes),
               CUDA_SUCCESS);
   }
   auto after = [&](bool cleared) -> std::vector<uint64_t> {
     uint64_t probe_words = kSharedBytes / 8, value = 0x5EEDF00D5EEDF00Dull, none = 0;
     void* write_args[] = {&dst_ptr, &probe_words, &value};
-    EXPECT_EQ((*api)->cuLaunchKernel(probe->handle, 1, 1, 1, 128, 1, 1, kSharedBytes, nullptr,
-                                     write_args, nullptr),
+    EXPECT_EQ(api_->cuLaunchKernel(probe->handle, 1, 1, 1, 128, 1, 1, kSharedBytes, nullptr,
+                                   write_args, nullptr),
               CUDA_SUCCESS);
     if (cleared) {
       uint64_t n16 = kSharedBytes / 16;
       void* clear_args[] = {&n16};
-      EXPECT_EQ((*api)->cuLaunchKernel(clear->handle, 1, 1, 1, 96, 1, 1, kSharedBytes, nullptr,
-                                       clear_args, nullptr),
+      EXPECT_EQ(api_->cuLaunchKernel(clear->handle, 1, 1, 1, 96, 1, 1, kSharedBytes, nullptr,
+                                     clear_args, nullptr),
                 CUDA_SUCCESS);
     }
-    absl::StatusOr<DeviceBuffer> out = DeviceBuffer::Allocate(**api, kSharedBytes);
+    absl::StatusOr<DeviceBuffer> out = DeviceBuffer::Allocate(*api_, kSharedBytes);
     EXPECT_TRUE(out.ok());
     CUdeviceptr out_ptr = out->ptr();
     void* read_args[] = {&out_ptr, &probe_words, &none};
-    EXPECT_EQ((*api)->cuLaunchKernel(probe->handle, 1, 1, 1, 128, 1, 1, kSharedBytes, nullptr,
-                                     read_args, nullptr),
+    EXPECT_EQ(api_->cuLaunchKernel(probe->handle, 1, 1, 1, 128, 1, 1, kSharedBytes, nullptr,
+                                   read_args, nullptr),
               CUDA_SUCCESS);
-    EXPECT_EQ((*api)->cuCtxSynchronize(), CUDA_SUCCESS);
+    EXPECT_EQ(api_->cuCtxSynchronize(), CUDA_SUCCESS);
     std::vector<uint64_t> read(probe_words);
-    EXPECT_EQ((*api)->cuMemcpyDtoH(read.data(), out_ptr, kSharedBytes), CUDA_SUCCESS);
+    EXPECT_EQ(api_->cuMemcpyDtoH(read.data(), out_ptr, kSharedBytes), CUDA_SUCCESS);
     return read;
   };
   EXPECT_EQ(after(false), std::vector<uint64_t>(kSharedBytes / 8, 0x5EEDF00D5EEDF00Dull));
   EXPECT_EQ(after(true), std::vector<uint64_t>(kSharedBytes / 8, 0));
+}
+
+// ke_generate_input's source, run on the host: every timed round's inputs
+// come from it, and the worker checks them against its own run of it, so a
+// slip would go unseen by that check; the bytes must be data::GenerateInput's
+// (the GPU check compares the GPU's too, bench/cuda/cuda_timing_probe).
+TEST_F(AuxKernelSourceTest, GenerateInputWritesTheHostGeneratorsBytes) {
+  ASSERT_NO_FATAL_FAILURE(Load(AuxKernelsForTheHost(), {"ke_generate_input"}));
+  absl::StatusOr<KernelFunction> generate = loaded_->GetFunction("ke_generate_input");
+  ASSERT_TRUE(generate.ok()) << generate.status();
+
+  struct Case {
+    v1::DType dtype;
+    std::string distribution;  // textproto
+  };
+  const std::vector<Case> cases = {
+      {v1::DTYPE_F32, ""},
+      {v1::DTYPE_F32, "uniform { low: -2 high: 3 }"},
+      {v1::DTYPE_F16, "normal { mean: 1 stddev: 3 }"},
+      {v1::DTYPE_BF16, "pareto { scale: 1 alpha: 1.5 symmetric: true }"},
+      {v1::DTYPE_F64, "normal { mean: 0 stddev: 1 }"},
+      {v1::DTYPE_I32, "int_range { low: -1000 high: 1000 }"},
+      {v1::DTYPE_I64, "uniform { low: -1e12 high: 1e12 }"},
+      {v1::DTYPE_U8, ""},
+      {v1::DTYPE_BOOL, ""},
+  };
+  // 1003 elements (not a multiple of anything) over 3 blocks of 128: the
+  // grid-stride loop covers each once; one byte past the end stays.
+  constexpr uint64_t kElements = 1003;
+  absl::StatusOr<DeviceBuffer> out = DeviceBuffer::Allocate(*api_, kElements * 8 + 8);
+  ASSERT_TRUE(out.ok()) << out.status();
+  for (const Case& c : cases) {
+    internal::BufferSpec spec;
+    spec.set_name("x");
+    spec.set_dtype(c.dtype);
+    spec.set_elements(kElements);
+    ASSERT_TRUE(
+        google::protobuf::TextFormat::ParseFromString(c.distribution, spec.mutable_distribution()));
+    const uint64_t seed = data::TimedInputSeed(41, 7, 2);
+    const std::string expected = data::GenerateInput(spec, seed);
+    ASSERT_EQ(api_->cuMemsetD8(out->ptr(), 0xEE, kElements * 8 + 8), CUDA_SUCCESS);
+    CUdeviceptr out_ptr = out->ptr();
+    uint64_t elements = kElements, seed_arg = seed, name_hash = data::HashBufferName("x");
+    data::ElementSampler sampler = data::MakeElementSampler(spec.distribution(), spec.dtype());
+    void* args[] = {&out_ptr, &elements, &seed_arg, &name_hash, &sampler};
+    ASSERT_EQ(api_->cuLaunchKernel(generate->handle, 3, 1, 1, 128, 1, 1, 0, nullptr, args, nullptr),
+              CUDA_SUCCESS);
+    ASSERT_EQ(api_->cuCtxSynchronize(), CUDA_SUCCESS);
+    std::string got(expected.size() + 1, '\0');
+    ASSERT_EQ(api_->cuMemcpyDtoH(got.data(), out->ptr(), got.size()), CUDA_SUCCESS);
+    EXPECT_EQ(got.substr(0, expected.size()), expected)
+        << data::DTypeName(c.dtype) << " " << c.distribution;
+    EXPECT_EQ(static_cast<uint8_t>(got.back()), 0xEE) << "wrote past the end";
+  }
 }
 
 TEST_F(CudaFakeDriverTest, OnlyInputSetsThatRanAreChecked) {
@@ -1081,8 +1186,8 @@ TEST_F(CudaFakeDriverTest, OnlyInputSetsThatRanAreChecked) {
     ASSERT_EQ(program.last_outputs_size(), 1);
     EXPECT_EQ(data::CountPoison(program.last_outputs(0).outputs(0).data(), v1::DTYPE_F32), 0u);
   }
-  // The reference's run on the candidate's inputs (each program has a
-  // rotation of its own) is checked for that one set too.
+  // The reference's run on the candidate's inputs (each program has inputs
+  // of its own) is checked for that one set too.
   ASSERT_EQ(result->programs(1).reference_outputs_size(), 1);
   EXPECT_EQ(result->programs(1).reference_outputs(0).outputs(0).data(),
             result->programs(1).last_outputs(0).outputs(0).data());

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <set>
 #include <vector>
 
 #include "evaluator/data/dtype.h"
@@ -350,63 +351,74 @@ TEST(GeneratedInputsTest, GeneratesEachSeedAndSpecOnce) {
   EXPECT_NE(generated.Get(Spec("y", v1::DTYPE_F32, 1000), 5), first);
 }
 
-TEST(TimedInputRotationTest, DeterministicInRangeAndDifferentPerRoundAndBuffer) {
-  const uint64_t n = 1'000'003;
-  EXPECT_EQ(TimedInputRotation(7, 3, 0, "x", n), TimedInputRotation(7, 3, 0, "x", n));
-  std::vector<uint64_t> offsets;
-  for (uint64_t round = 0; round < 200; ++round) {
-    const uint64_t offset = TimedInputRotation(7, round, 0, "x", n);
-    ASSERT_LT(offset, n);
-    offsets.push_back(offset);
-  }
-  std::sort(offsets.begin(), offsets.end());
-  // 200 draws from a million: a repeat would be a broken stream.
-  EXPECT_EQ(std::unique(offsets.begin(), offsets.end()), offsets.end());
-  EXPECT_GT(offsets.back() - offsets.front(), n / 2);  // spread, not clustered
-  EXPECT_NE(TimedInputRotation(7, 3, 0, "x", n), TimedInputRotation(7, 3, 0, "y", n));
-  EXPECT_NE(TimedInputRotation(7, 3, 0, "x", n), TimedInputRotation(8, 3, 0, "x", n));
-  EXPECT_EQ(TimedInputRotation(7, 3, 0, "x", 1), 0u);
-  EXPECT_EQ(TimedInputRotation(7, 3, 0, "x", 0), 0u);
-}
-
-// Where programs share memory, each sees a rotation of its own in every round:
-// no two programs of a 64-candidate group, nor two rounds of one program,
-// share an offset (the CUDA worker relies on it so that a result one program
-// leaves behind is for inputs no other was given).
-TEST(TimedInputRotationTest, EachProgramHasOffsetsOfItsOwn) {
-  // A trillion elements: a repeat among 1950 uniform draws has odds ~2e-6.
-  const uint64_t n = 1'000'000'000'039;
-  std::vector<uint64_t> offsets;
-  for (uint64_t program = 0; program <= 64; ++program) {
-    for (uint64_t round = 0; round < 30; ++round) {
-      offsets.push_back(TimedInputRotation(11, round, program, "x", n));
+TEST(TimedInputSeedTest, DeterministicAndNewPerRoundSetAndProgram) {
+  EXPECT_EQ(TimedInputSeed(7, 3, 0), TimedInputSeed(7, 3, 0));
+  std::vector<uint64_t> seeds;
+  for (uint64_t set_seed : {1u, 2u, 7u}) {
+    seeds.push_back(set_seed);  // no round reuses a set's own seed
+    for (uint64_t program = 0; program <= 64; ++program) {
+      for (uint64_t round = 0; round < 30; ++round) {
+        seeds.push_back(TimedInputSeed(set_seed, round, program));
+      }
     }
   }
-  std::sort(offsets.begin(), offsets.end());
-  EXPECT_EQ(std::unique(offsets.begin(), offsets.end()), offsets.end());
+  std::sort(seeds.begin(), seeds.end());
+  // ~5850 64-bit draws: a repeat would be a broken stream.
+  EXPECT_EQ(std::unique(seeds.begin(), seeds.end()), seeds.end());
   // Not just a shift of the round: program p's round r is not program 0's
   // round r + k for a fixed k.
   for (uint64_t program = 1; program <= 3; ++program) {
     int equal = 0;
     for (uint64_t round = 0; round < 100; ++round) {
-      equal += TimedInputRotation(11, round, program, "x", n) ==
-               TimedInputRotation(11, round + program, 0, "x", n);
+      equal += TimedInputSeed(11, round, program) == TimedInputSeed(11, round + program, 0);
     }
     EXPECT_EQ(equal, 0) << program;
   }
 }
 
-TEST(RotateElementsTest, MatchesStdRotateCopy) {
-  std::vector<int32_t> source(1000);
-  for (size_t i = 0; i < source.size(); ++i) source[i] = static_cast<int32_t>(i * 7 + 1);
-  for (uint64_t offset : {0u, 1u, 499u, 999u, 1000u, 1234u}) {
-    std::vector<int32_t> expected(source.size()), got(source.size());
-    std::rotate_copy(source.begin(), source.begin() + static_cast<long>(offset % source.size()),
-                     source.end(), expected.begin());
-    RotateElements(source.data(), got.data(), source.size(), sizeof(int32_t), offset);
-    EXPECT_EQ(got, expected) << offset;
-    for (size_t i = 0; i < got.size(); ++i) {
-      ASSERT_EQ(got[i], source[(i + offset) % source.size()]);
+// What closed the rotation memo (tests/exploits/rotation_memo_row_sum.cu):
+// rounds used to rotate one generated set, every round's values the set's
+// values again, which a kernel could table on first sight and look up. Now
+// two rounds share values by chance only: uniform f32 on [-1, 1) has ~2^25
+// equally likely values, so 4096 against 4096 meet ~0.5 times on average.
+TEST(TimedInputSeedTest, ARoundSharesNoValuesWithTheRoundBefore) {
+  const internal::BufferSpec x = Spec("x", v1::DTYPE_F32, 4096);
+  for (uint64_t round = 1; round < 4; ++round) {
+    const std::string before = GenerateInput(x, TimedInputSeed(5, round - 1, 0));
+    const std::string now = GenerateInput(x, TimedInputSeed(5, round, 0));
+    std::set<uint32_t> seen;
+    for (size_t i = 0; i < 4096; ++i) seen.insert(F32Bits(before, i));
+    int shared = 0;
+    for (size_t i = 0; i < 4096; ++i) shared += seen.count(F32Bits(now, i)) > 0;
+    EXPECT_LT(shared, 8) << "round " << round;
+  }
+}
+
+// The CUDA worker's generator (ke_generate_input) writes one element at a
+// time with GenerateElement; the host batches eight: the same bytes, for
+// every dtype and distribution (the GPU check compares the GPU's bytes with
+// these).
+TEST(ElementGeneratorTest, OneElementAtATimeGivesGenerateInputsBytes) {
+  const std::vector<v1::Distribution> distributions = {v1::Distribution(),
+                                                       Uniform(-3, 5),
+                                                       Normal(1, 2),
+                                                       Pareto(0.5, 1.5, true),
+                                                       Pareto(1, 0.05, false),
+                                                       IntRange(-300, 300),
+                                                       IntRange(INT64_MIN, INT64_MAX)};
+  for (v1::DType dtype :
+       {v1::DTYPE_F64, v1::DTYPE_F32, v1::DTYPE_F16, v1::DTYPE_BF16, v1::DTYPE_I64, v1::DTYPE_I32,
+        v1::DTYPE_I8, v1::DTYPE_U8, v1::DTYPE_BOOL}) {
+    for (size_t d = 0; d < distributions.size(); ++d) {
+      internal::BufferSpec spec = Spec("in", dtype, 1003);
+      *spec.mutable_distribution() = distributions[d];
+      const std::string expected = GenerateInput(spec, 99);
+      const ElementSampler sampler = MakeElementSampler(spec.distribution(), dtype);
+      std::string got(expected.size(), '\x5a');
+      for (uint64_t i = 0; i < spec.elements(); ++i) {
+        GenerateElement(sampler, 99, HashBufferName("in"), i, got.data());
+      }
+      EXPECT_EQ(got, expected) << DTypeName(dtype) << " distribution " << d;
     }
   }
 }

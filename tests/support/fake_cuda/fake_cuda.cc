@@ -72,6 +72,7 @@
 #include "evaluator/cpu/device_runtime.h"
 #include "evaluator/cpu/prelude/kerneleval_cpu_abi.h"
 #include "evaluator/cuda/keyed_mix.h"
+#include "evaluator/data/element_generator.h"
 #include "tests/support/fake_cuda/fake_cuda_stats.h"
 
 namespace {
@@ -374,7 +375,17 @@ bool IsMapped(uintptr_t ptr, size_t bytes) {
 
 // ----------------------------------------------------------------- modules
 
-enum class KernelKind { kHost, kHold, kFill, kCopy16, kReadFlush, kFma, kStashXor, kClearShared };
+enum class KernelKind {
+  kHost,
+  kHold,
+  kFill,
+  kCopy16,
+  kReadFlush,
+  kFma,
+  kStashXor,
+  kClearShared,
+  kGenerate
+};
 
 struct FakeFunction {
   KernelKind kind = KernelKind::kHost;
@@ -599,7 +610,7 @@ bool PublishHoldReport() {
 }
 std::atomic<uint64_t> holds_run{0};
 
-// KERNELEVAL_FAKE_CUDA_AUX_DELAY_US=N: the worker's stash kernel takes N µs
+// KERNELEVAL_FAKE_CUDA_AUX_DELAY_US=N: the worker's stash and generate kernels take N µs
 // more, as a GPU kernel takes its time: work queued on a stream is then
 // visibly unfinished when the host moves on without waiting for it.
 void AuxKernelDelay() {
@@ -686,6 +697,23 @@ void RunStashXor(const std::vector<std::vector<uint8_t>>& params) {
   std::memcpy(&key1, params[4].data(), 8);
   AuxKernelDelay();
   for (uint64_t i = 0; i < words; ++i) dst[i] = src[i] ^ kerneleval::cuda::StashPad(i, key0, key1);
+}
+
+// ke_generate_input: the same inline generator the GPU runs
+// (element_generator.h), element by element.
+void RunGenerate(const std::vector<std::vector<uint8_t>>& params) {
+  void* out = nullptr;
+  uint64_t elements = 0, seed = 0, name_hash = 0;
+  kerneleval::data::ElementSampler sampler;
+  std::memcpy(&out, params[0].data(), 8);
+  std::memcpy(&elements, params[1].data(), 8);
+  std::memcpy(&seed, params[2].data(), 8);
+  std::memcpy(&name_hash, params[3].data(), 8);
+  std::memcpy(&sampler, params[4].data(), sizeof(sampler));
+  AuxKernelDelay();
+  for (uint64_t i = 0; i < elements; ++i) {
+    kerneleval::data::GenerateElement(sampler, seed, name_hash, i, out);
+  }
 }
 
 void RunReadFlush(const std::vector<std::vector<uint8_t>>& params) {
@@ -978,6 +1006,9 @@ CUresult FakeModuleGetFunction(CUfunction* function, CUmodule module_handle, con
       } else if (symbol == "ke_clear_shared") {
         made->kind = KernelKind::kClearShared;
         made->param_sizes = {8};
+      } else if (symbol == "ke_generate_input") {
+        made->kind = KernelKind::kGenerate;
+        made->param_sizes = {8, 8, 8, 8, sizeof(kerneleval::data::ElementSampler)};
       } else if (symbol == "ke_fma_throughput") {
         made->kind = KernelKind::kFma;
         made->param_sizes = {8, 4, 4};
@@ -1311,6 +1342,8 @@ CUresult FakeLaunchKernel(CUfunction function_handle, unsigned int grid_x, unsig
       return Submit(stream, [copies] { RunReadFlush(copies); });
     case KernelKind::kStashXor:
       return Submit(stream, [copies] { RunStashXor(copies); });
+    case KernelKind::kGenerate:
+      return Submit(stream, [copies] { RunGenerate(copies); });
     case KernelKind::kFma:
       return Submit(stream, [copies, grid_blocks] { RunFma(copies, grid_blocks); });
     case KernelKind::kClearShared:
