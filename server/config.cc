@@ -103,6 +103,17 @@ void AddServerFlags(CLI::App& app, ServerConfig* config) {
                  "Wall-clock limit of one correctness or timing run [s]")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--candidate-run-factor", engine.candidate_run_factor,
+                 "A candidate's correctness run may take this many times the reference's on "
+                 "the same cases (at least --candidate-run-floor-seconds, at most "
+                 "--run-timeout-seconds): a hanging kernel holds its device that long. 0: the "
+                 "run timeout alone")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--candidate-run-floor-seconds", engine.candidate_run_floor_seconds,
+                 "The least a candidate's correctness run may take [s]")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--blocking-threads", server.service.blocking_threads,
                  "Threads serving synchronous engine calls (Compile)")
       ->check(CLI::PositiveNumber)

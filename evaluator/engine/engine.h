@@ -70,6 +70,13 @@ struct EngineOptions {
   std::string cpu_cache_dir;
   std::string default_arch = "sm_90";
   double run_timeout_seconds = 20;  // per backend call (correctness or timing)
+  // A candidate's correctness run: at most this many times the reference's
+  // on the same cases (times how many more buffer bytes its plan has), at
+  // least the floor, within run_timeout_seconds (a
+  // kernel that hangs then holds its device seconds, not the whole limit).
+  // 0: run_timeout_seconds alone.
+  double candidate_run_factor = 25;
+  double candidate_run_floor_seconds = 5;
   uint64_t worker_memory_bytes = uint64_t{4} << 30;
   size_t queue_capacity = 256;  // per device; beyond it RESOURCE_EXHAUSTED
   // [bytes] Per submitted source (Evaluate, EvaluateGroup, Compile); not the

@@ -15,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "evaluator/data/compare.h"
+#include "evaluator/data/dtype.h"
 #include "evaluator/plan/binding.h"
 #include "evaluator/plan/directives.h"
 #include "evaluator/problems/describe.h"
@@ -68,6 +69,34 @@ double Evaluation::WithinDeadline(double limit) const {
   const double left = absl::ToDoubleSeconds(settings_.deadline - absl::Now());
   // A floor so that a call made right at the deadline still gets an answer.
   return std::max(0.05, std::min(limit, left));
+}
+
+namespace {
+
+// [bytes] Every buffer of every case: what a worker fills before and checks
+// after a correctness run.
+double BufferBytes(const std::vector<internal::Case>& cases) {
+  double bytes = 0;
+  for (const internal::Case& c : cases) {
+    for (const internal::BufferSpec& buffer : c.plan().buffers()) {
+      bytes += static_cast<double>(buffer.elements()) *
+               static_cast<double>(data::DTypeSize(buffer.dtype()));
+    }
+  }
+  return bytes;
+}
+
+}  // namespace
+
+double Evaluation::CandidateRunLimit(const ReferenceRun& reference,
+                                     const std::vector<internal::Case>& cases) const {
+  const double limit = settings_.run_timeout_seconds;
+  if (settings_.candidate_run_factor <= 0 || reference.seconds <= 0) return limit;
+  const double reference_bytes = BufferBytes(reference.cases);
+  const double more_bytes =
+      reference_bytes > 0 ? std::max(1.0, BufferBytes(cases) / reference_bytes) : 1.0;
+  return std::min(limit, std::max(settings_.candidate_run_floor_seconds,
+                                  settings_.candidate_run_factor * reference.seconds * more_bytes));
 }
 
 absl::Status Evaluation::CutShortByDeadline(const internal::RunFailure& failure, double timeout,
@@ -277,7 +306,9 @@ absl::StatusOr<ReferenceRun> Evaluation::RunReference(PreparedProgram reference)
   for (const auto& c : *cases) *request.add_cases() = c;
   const double timeout = WithinDeadline(settings_.run_timeout_seconds);
   request.set_timeout_seconds(timeout);
+  const absl::Time started = absl::Now();
   absl::StatusOr<internal::RunResult> result = backend_.Run(request);
+  run.seconds = absl::ToDoubleSeconds(absl::Now() - started);
   if (!result.ok()) return result.status();
   if (result->has_failure()) {
     if (absl::Status cut =
@@ -371,17 +402,24 @@ absl::StatusOr<std::optional<v1::Verdict>> Evaluation::CheckCorrectness(
   internal::RunRequest request;
   *request.mutable_program() = candidate.program;
   for (const auto& c : *cases) *request.add_cases() = c;
-  const double timeout = WithinDeadline(settings_.run_timeout_seconds);
+  const double limit = CandidateRunLimit(reference, *cases);
+  const double timeout = WithinDeadline(limit);
   request.set_timeout_seconds(timeout);
   absl::StatusOr<internal::RunResult> result = backend_.Run(request);
   if (!result.ok()) return result.status();
   if (result->has_failure()) {
     const internal::RunFailure& failure = result->failure();
-    if (absl::Status cut = CutShortByDeadline(failure, timeout, settings_.run_timeout_seconds);
-        !cut.ok()) {
-      return cut;
-    }
+    if (absl::Status cut = CutShortByDeadline(failure, timeout, limit); !cut.ok()) return cut;
     std::string error = failure.message();
+    if (failure.stage() == "timeout" && limit < settings_.run_timeout_seconds) {
+      absl::StrAppend(&error, " (the limit of this run: ", absl::SixDigits(limit), " s, ",
+                      absl::SixDigits(settings_.candidate_run_factor),
+                      " x the reference's run on the same cases (",
+                      absl::SixDigits(reference.seconds),
+                      " s; more if its buffers are larger), at least ",
+                      absl::SixDigits(settings_.candidate_run_floor_seconds), " s, within the ",
+                      absl::SixDigits(settings_.run_timeout_seconds), " s limit)");
+    }
     // Some backends name the case in the message already ("case 'tail'").
     if (!failure.case_label().empty() &&
         !absl::StrContains(error, absl::StrCat("case '", failure.case_label(), "'"))) {

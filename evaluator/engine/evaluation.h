@@ -41,6 +41,7 @@ struct ReferenceRun {
   PreparedProgram program;
   std::vector<internal::Case> cases;  // correctness cases with the reference's plan
   internal::RunResult result;         // its outputs per case
+  double seconds = 0;                 // [s] wall time of its correctness run (one backend call)
 };
 
 struct EvaluationSettings {
@@ -50,6 +51,14 @@ struct EvaluationSettings {
   bool seed_fixed = false;
   bool skip_timing = false;
   double run_timeout_seconds = 20;
+  // A candidate's correctness run may take at most this many times the
+  // reference's on the same cases (ReferenceRun.seconds; times how many
+  // more buffer bytes the candidate's plan has, scratch included), and
+  // never less than the floor, within run_timeout_seconds: a kernel that hangs holds
+  // its device that long, not the whole limit (a group of 64 that hang held
+  // it 64 x 20 s). 0: the limit alone.
+  double candidate_run_factor = 25;
+  double candidate_run_floor_seconds = 5;
   std::string arch;  // NVRTC target
   // The caller's deadline: no backend call outlasts it (a worker is not held
   // for a caller that has gone), and a run it cut short is an error, not a
@@ -126,6 +135,11 @@ class Evaluation {
   // [s] A backend call's limit: `limit`, or what is left of the caller's
   // deadline when that is less.
   double WithinDeadline(double limit) const;
+  // [s] The limit of a candidate's correctness run on `cases`
+  // (candidate_run_factor), scaled up by how many more buffer bytes its
+  // cases have than the reference's: the worker fills and checks them all.
+  double CandidateRunLimit(const ReferenceRun& reference,
+                           const std::vector<internal::Case>& cases) const;
   // DEADLINE_EXCEEDED when `failure` is a timeout of a call whose limit the
   // caller's deadline cut below `limit` (WithinDeadline gave `timeout`): the
   // kernel might have finished in time; OK otherwise.

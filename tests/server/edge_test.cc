@@ -292,6 +292,12 @@ TEST(ServerConfig, DefaultsAndMapping) {
   EXPECT_EQ(parsed.config.server.service.limits.max_group_size, 8u);
   EXPECT_EQ(parsed.config.engine.queue_capacity, 4u);
   EXPECT_EQ(parsed.config.server.listen_address, "127.0.0.1:0");
+
+  EXPECT_EQ(Parse({}).config.engine.candidate_run_factor, 25);
+  parsed = Parse({"--candidate-run-factor", "0", "--candidate-run-floor-seconds", "1.5"});
+  ASSERT_TRUE(parsed.status.ok()) << parsed.status;
+  EXPECT_EQ(parsed.config.engine.candidate_run_factor, 0);
+  EXPECT_EQ(parsed.config.engine.candidate_run_floor_seconds, 1.5);
 }
 
 TEST(ServerConfig, RewardDefaultsComeFromTheSeedsEnvironment) {

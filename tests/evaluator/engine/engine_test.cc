@@ -285,6 +285,39 @@ extern "C" __global__ void spin(const float* a, const float* b, float* c, int n)
   EXPECT_TRUE(Evaluate("vector_add", kVectorAdd).correct());
 }
 
+// A group whose kernels all hang: each correctness run is cut at 25 x the
+// reference's run on the same cases (at least 5 s), not at the 20 s limit,
+// so the group holds the device ~3 x 5 s instead of 3 x 20 s (RL groups of 64
+// with a few hanging kernels each held a device for minutes).
+TEST_F(EngineTest, HangingKernelsOfAGroupAreCutAtAMultipleOfTheReferencesRun) {
+  v1::EvaluateGroupRequest group;
+  group.set_problem_id("vector_add");
+  group.set_seed(next_seed_++);
+  group.set_skip_timing(true);
+  for (int k = 0; k < 3; ++k) {
+    group.add_submissions()->set_source(absl::StrCat(R"(
+// @launch spin<<<1, 32>>>(a, b, c, N)
+extern "C" __global__ void spin(const float* a, const float* b, float* c, int n) {
+  volatile int x = )",
+                                                     k, R"(;
+  while (true) { x = x + 1; }
+}
+)"));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<v1::EvaluateGroupResponse> response = engine_->EvaluateGroup(group, {});
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(response.ok()) << response.status();
+  ASSERT_EQ(response->verdicts_size(), 3);
+  for (const v1::Verdict& verdict : response->verdicts()) {
+    EXPECT_EQ(verdict.stage(), "timeout") << verdict.error();
+    EXPECT_NE(verdict.error().find("x the reference's run on the same cases"), std::string::npos)
+        << verdict.error();
+  }
+  EXPECT_LT(seconds, 3 * 20.0) << "each hang held the device for the whole limit";
+}
+
 TEST_F(EngineTest, KernelModifyingItsInputFails) {
   const char* source = R"(
 // @launch add<<<ceil_div(N, 256), 256>>>(a, b, c, N)
