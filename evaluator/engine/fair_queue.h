@@ -39,16 +39,22 @@ class FairQueue {
     if (size_ == 0) return std::nullopt;
     const std::string client = std::move(ready_.front());
     ready_.pop_front();
-    auto it = by_client_.find(client);
-    Task task = std::move(it->second.front());
-    it->second.pop_front();
-    if (it->second.empty()) {
-      by_client_.erase(it);
-    } else {
-      ready_.push_back(client);  // served once: to the back of the line
+    return TakeFront(client);
+  }
+
+  // Without waiting: the next task in round-robin order of a client other
+  // than `client`, or nullopt when only `client` (or nobody) has tasks
+  // queued. The engine serves such a task between the steps of a long
+  // request, so that one client's group does not hold a device for others.
+  std::optional<Task> TryPopOtherThan(const std::string& client) {
+    std::lock_guard lock(mutex_);
+    for (auto ready = ready_.begin(); ready != ready_.end(); ++ready) {
+      if (*ready == client) continue;
+      const std::string other = std::move(*ready);
+      ready_.erase(ready);
+      return TakeFront(other);
     }
-    --size_;
-    return task;
+    return std::nullopt;
   }
 
   // Wakes every Pop; later Pushes fail. Queued tasks can still be popped.
@@ -65,6 +71,21 @@ class FairQueue {
   size_t capacity() const { return capacity_; }
 
  private:
+  // `client`'s first task; `client` (just taken out of ready_) goes to the
+  // back of the line if it has more. mutex_ held.
+  Task TakeFront(const std::string& client) {
+    auto it = by_client_.find(client);
+    Task task = std::move(it->second.front());
+    it->second.pop_front();
+    if (it->second.empty()) {
+      by_client_.erase(it);
+    } else {
+      ready_.push_back(client);  // served once: to the back of the line
+    }
+    --size_;
+    return task;
+  }
+
   const size_t capacity_;
   mutable std::mutex mutex_;
   std::condition_variable ready_cv_;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <future>
 #include <memory>
@@ -289,12 +290,14 @@ extern "C" __global__ void spin(const float* a, const float* b, float* c, int n)
 // reference's run on the same cases (at least 5 s), not at the 20 s limit,
 // so the group holds the device ~3 x 5 s instead of 3 x 20 s (RL groups of 64
 // with a few hanging kernels each held a device for minutes).
-TEST_F(EngineTest, HangingKernelsOfAGroupAreCutAtAMultipleOfTheReferencesRun) {
+// vector_add, untimed, with `count` kernels that spin forever (each its own
+// source: none is judged once for all).
+v1::EvaluateGroupRequest SpinningGroup(int count, uint64_t seed) {
   v1::EvaluateGroupRequest group;
   group.set_problem_id("vector_add");
-  group.set_seed(next_seed_++);
+  group.set_seed(seed);
   group.set_skip_timing(true);
-  for (int k = 0; k < 3; ++k) {
+  for (int k = 0; k < count; ++k) {
     group.add_submissions()->set_source(absl::StrCat(R"(
 // @launch spin<<<1, 32>>>(a, b, c, N)
 extern "C" __global__ void spin(const float* a, const float* b, float* c, int n) {
@@ -304,6 +307,11 @@ extern "C" __global__ void spin(const float* a, const float* b, float* c, int n)
 }
 )"));
   }
+  return group;
+}
+
+TEST_F(EngineTest, HangingKernelsOfAGroupAreCutAtAMultipleOfTheReferencesRun) {
+  const v1::EvaluateGroupRequest group = SpinningGroup(3, next_seed_++);
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<v1::EvaluateGroupResponse> response = engine_->EvaluateGroup(group, {});
   const double seconds =
@@ -316,6 +324,39 @@ extern "C" __global__ void spin(const float* a, const float* b, float* c, int n)
         << verdict.error();
   }
   EXPECT_LT(seconds, 3 * 20.0) << "each hang held the device for the whole limit";
+}
+
+// Another client's request does not wait for a whole group: it is served
+// between two of the group's candidates (each of these spins until cut,
+// ~5 s). Before, it waited for every candidate and finished after the group.
+TEST_F(EngineTest, AnotherClientIsServedBetweenTheCandidatesOfAGroup) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  std::promise<double> group_done, single_done;
+  CallContext a;
+  a.client_id = "client-a";
+  engine_->EvaluateGroupAsync(
+      SpinningGroup(3, next_seed_++), a, [&](absl::StatusOr<v1::EvaluateGroupResponse> response) {
+        EXPECT_TRUE(response.ok()) << response.status();
+        group_done.set_value(std::chrono::duration<double>(Clock::now() - start).count());
+      });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  v1::EvaluateRequest single;
+  single.set_problem_id("vector_add");
+  single.set_skip_timing(true);
+  single.set_seed(next_seed_++);
+  single.mutable_submission()->set_source(kVectorAdd);
+  CallContext b;
+  b.client_id = "client-b";
+  engine_->EvaluateAsync(single, b, [&](absl::StatusOr<v1::Verdict> verdict) {
+    EXPECT_TRUE(verdict.ok() && verdict->correct())
+        << (verdict.ok() ? verdict->error() : verdict.status().ToString());
+    single_done.set_value(std::chrono::duration<double>(Clock::now() - start).count());
+  });
+  const double single_seconds = single_done.get_future().get();
+  const double group_seconds = group_done.get_future().get();
+  EXPECT_LT(single_seconds, group_seconds)
+      << "the single request waited for the whole group (" << single_seconds << " s)";
 }
 
 TEST_F(EngineTest, KernelModifyingItsInputFails) {

@@ -38,6 +38,25 @@ TEST(FairQueueTest, RefusesWhenFullAndReportsPosition) {
   EXPECT_EQ(queue.Push("c", 3), 1u);
 }
 
+TEST(FairQueueTest, TryPopOtherThanSkipsOneClientAndKeepsTheRoundRobin) {
+  FairQueue<int> queue(10);
+  EXPECT_EQ(queue.TryPopOtherThan("a"), std::nullopt);  // empty
+  queue.Push("a", 1);
+  queue.Push("a", 2);
+  EXPECT_EQ(queue.TryPopOtherThan("a"), std::nullopt);  // only a's
+  queue.Push("b", 10);
+  queue.Push("c", 20);
+  queue.Push("b", 11);
+  EXPECT_EQ(queue.TryPopOtherThan("a"), 10);  // b, the first other in line
+  EXPECT_EQ(queue.size(), 4u);
+  // b went to the back: a, c, b.
+  EXPECT_EQ(queue.Pop(), 1);
+  EXPECT_EQ(queue.Pop(), 20);
+  EXPECT_EQ(queue.Pop(), 11);
+  EXPECT_EQ(queue.Pop(), 2);
+  EXPECT_EQ(queue.size(), 0u);
+}
+
 TEST(FairQueueTest, CloseWakesBlockedPoppersAndDrains) {
   FairQueue<int> queue(4);
   queue.Push("a", 7);
