@@ -276,8 +276,13 @@ int main(int argc, char** argv) {
         break;
       }
       if (!same) {
-        std::printf("copy: output differs from input\n");
-        entry["error"] = "copy output differs from input";
+        // Either the copy is wrong or the GPU's ke_generate_input wrote other
+        // bytes than the host's generator (the worker's own input checks
+        // compare the GPU with itself and would not see it).
+        std::printf(
+            "copy: output is no round's input as the host generates it (a broken copy, or "
+            "ke_generate_input differs from data::GenerateInput on this GPU)\n");
+        entry["error"] = "copy output is no round's host-generated input";
         ++failures;
       }
     }
