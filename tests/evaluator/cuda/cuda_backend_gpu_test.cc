@@ -503,6 +503,20 @@ TEST_F(CudaBackendGpuTest, ModifiedInputIsReported) {
   EXPECT_EQ(result->cases(0).modified_input(), "a");
 }
 
+// While timed too: the worker generates each round's inputs again where no
+// program was given them (input_check_) and compares; the writer is named,
+// the reference beside it is not.
+TEST_F(CudaBackendGpuTest, AnInputWrittenWhileTimedIsReported) {
+  absl::StatusOr<internal::TimingResult> timed =
+      TimeBriefly({{"reference", "add"}, {"clobber", "add_and_clobber"}});
+  ASSERT_TRUE(timed.ok()) << timed.status();
+  ASSERT_FALSE(timed->has_failure()) << timed->failure().message();
+  ASSERT_EQ(timed->programs_size(), 2);
+  ASSERT_EQ(timed->programs(1).last_outputs_size(), 1);
+  EXPECT_TRUE(timed->programs(0).last_outputs(0).modified_input().empty());
+  EXPECT_EQ(timed->programs(1).last_outputs(0).modified_input(), "a");
+}
+
 TEST_F(CudaBackendGpuTest, LaunchOverTheLimitIsARuntimeFailureWithoutRestart) {
   internal::RunRequest request = Request("add", 4096);
   request.mutable_cases(0)->mutable_plan()->mutable_launches(0)->set_block(0, 2048);
