@@ -548,9 +548,11 @@ class Worker {
     // Rounds are numbered from the first warm-up on: every round, warm-up or
     // timed, has inputs of its own (data::TimedInputSeed), generated while
     // every runner stands still (not in any sample) and once for all
-    // programs, on every core (a normal value takes ~40 ns to draw on one
-    // core here: 2^18 of them, ~10 ms a round).
-    const unsigned generator_threads = std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
+    // programs, on up to 4 cores (a normal value takes ~40 ns to draw on one
+    // core here: 2^18 of them, ~10 ms a round; more threads would each
+    // reserve stack and a malloc arena in a worker whose address space is
+    // limited).
+    const unsigned generator_threads = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
     for (uint32_t w = 0; w < config.warmup_runs(); ++w) {
       data::GeneratedInputs round_inputs(generator_threads);
       for (int p = 0; p < request.programs_size(); ++p) {

@@ -960,19 +960,21 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
       }
     }
   }
-  // Where Collect generates a timed round's inputs again to check them: one
-  // for the whole request, before the sets are sized.
-  if (largest_input > 0) {
-    absl::StatusOr<DeviceBuffer> check = DeviceBuffer::Allocate(api_, largest_input);
-    if (!check.ok()) return check.status();  // no program's doing
-    input_check_ = *std::move(check);
-  }
   size_t free_bytes = 0, total_bytes = 0;
   KE_CU_RETURN_IF_ERROR(api_.cuMemGetInfo(&free_bytes, &total_bytes));
+  // Less the input check buffer, allocated below.
+  free_bytes -= std::min<size_t>(free_bytes, largest_input);
   while (sets > 1 && bytes_per_set * sets > free_bytes / 10 * 9) --sets;
   if (sets <
       static_cast<int>(std::min<uint64_t>(config.input_sets(), request.input_seeds_size()))) {
     outcome.notes.push_back(absl::StrCat("timing with ", sets, " input set(s): more do not fit"));
+  }
+  // Where Collect generates a timed round's inputs again to check them: one
+  // for the whole request (released by release_all, defined next).
+  if (largest_input > 0) {
+    absl::StatusOr<DeviceBuffer> check = DeviceBuffer::Allocate(api_, largest_input);
+    if (!check.ok()) return check.status();  // no program's doing
+    input_check_ = *std::move(check);
   }
 
   // buffers[p][s]: every program has its own copy of every input set, so no

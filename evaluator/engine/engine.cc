@@ -62,10 +62,11 @@ double SecondsSince(Clock::time_point start) {
 }
 
 // Everything that makes two evaluations the same evaluation.
-// The run time limit is part of it: the same kernel under a limit of 0.1 s
-// and one of 20 s may well get different verdicts.
+// The run time limits are part of it: the same kernel under a limit of 0.1 s
+// and one of 20 s, or cut at a multiple of the reference's run or not, may
+// well get different verdicts.
 std::string DedupKey(const std::string& problem_key, const v1::Submission& submission,
-                     std::string_view device, bool skip_timing, double run_timeout_seconds,
+                     std::string_view device, bool skip_timing, const EvaluationSettings& limits,
                      const std::optional<uint64_t>& seed) {
   std::string key = problem_key;
   key += '\0';
@@ -75,7 +76,9 @@ std::string DedupKey(const std::string& problem_key, const v1::Submission& submi
   key += '\0';
   key += skip_timing ? '1' : '0';
   key += '\0';
-  absl::StrAppend(&key, "limit=", absl::SixDigits(run_timeout_seconds));
+  absl::StrAppend(&key, "limit=", absl::SixDigits(limits.run_timeout_seconds), ",",
+                  absl::SixDigits(limits.candidate_run_factor), ",",
+                  absl::SixDigits(limits.candidate_run_floor_seconds));
   key += '\0';
   if (seed) absl::StrAppend(&key, "seed=", *seed);
   return key;
@@ -183,8 +186,9 @@ class EngineImpl final : public Engine {
   void Enqueue(std::shared_ptr<Job> job, Device* device);
   void RunDeviceLoop(Device* device);
   void RunJob(Device* device, Job& job);
-  // Between the candidates of a group: runs one job of another client that
-  // waits for this device, if any (not from within such a job). A group's
+  // Between the candidates of a group: runs one single evaluation of another
+  // client that waits for this device, compiled already, if the group's
+  // deadline leaves room (not from within such a job). A group's
   // correctness runs are many backend calls (64 candidates, each up to its
   // run limit): without this, every other client waited for all of them.
   // Returns the seconds spent on it.
@@ -393,6 +397,9 @@ absl::StatusOr<EngineImpl::Common> EngineImpl::Admit(const Request& request,
   if (request.limits().timeout_seconds() > 0) {
     common.settings.run_timeout_seconds =
         std::min(request.limits().timeout_seconds(), options_.run_timeout_seconds * 10);
+    // A caller that sets a limit (a slow problem, kernels known to be slow)
+    // gets that limit, not a multiple of the reference's run.
+    common.settings.candidate_run_factor = 0;
   }
   const std::string arch = common.device->backend().target_arch();
   common.settings.arch = arch.empty() ? options_.default_arch : arch;
@@ -470,9 +477,8 @@ void EngineImpl::EvaluateAsync(v1::EvaluateRequest request, CallContext context,
 
   const std::optional<uint64_t> fixed_seed =
       request.has_seed() ? std::optional<uint64_t>(request.seed()) : std::nullopt;
-  const std::string key =
-      DedupKey(common->problem_key, submission, common->device->id(), request.skip_timing(),
-               common->settings.run_timeout_seconds, fixed_seed);
+  const std::string key = DedupKey(common->problem_key, submission, common->device->id(),
+                                   request.skip_timing(), common->settings, fixed_seed);
   const rubric::RewardConfig reward = common->settings.reward;
   const v1::RewardSettings reward_settings = common->settings.reward_settings;
   const std::string request_id = context.request_id;
@@ -629,7 +635,20 @@ void EngineImpl::RunDeviceLoop(Device* device) {
 
 double EngineImpl::ServeAnotherClient(Device* device, const Job& job) {
   if (device->serving_another()) return 0;
-  std::optional<std::shared_ptr<Job>> other = device->queue().TryPopOtherThan(job.client_id);
+  // What the served job may take, at most: a correctness run and a timing
+  // run of one candidate (its limits, each within run_timeout_seconds plus
+  // the timing cap). The group keeps its verdicts only if its deadline
+  // leaves room for that and for its own remaining runs, which are not
+  // known: at least four such turns are left, or no deadline.
+  const double turn_seconds = 2 * job.settings.run_timeout_seconds + 10;
+  if (absl::ToDoubleSeconds(job.context.deadline - absl::Now()) < 4 * turn_seconds) return 0;
+  // A single evaluation (bounded: one candidate), compiled already (the
+  // device never idles on another job's compiles).
+  std::optional<std::shared_ptr<Job>> other =
+      device->queue().TryPopOtherThan(job.client_id, [](const std::shared_ptr<Job>& queued) {
+        return !queued->is_group && queued->prepared.valid() &&
+               queued->prepared.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+      });
   if (!other) return 0;
   const auto start = Clock::now();
   spdlog::debug("[{}] device {} serves [{}] of another client between its candidates",

@@ -43,18 +43,22 @@ class FairQueue {
   }
 
   // Without waiting: the next task in round-robin order of a client other
-  // than `client`, or nullopt when only `client` (or nobody) has tasks
-  // queued. The engine serves such a task between the steps of a long
+  // than `client` whose first task `eligible` accepts, or nullopt when there
+  // is none. The engine serves such a task between the steps of a long
   // request, so that one client's group does not hold a device for others.
-  std::optional<Task> TryPopOtherThan(const std::string& client) {
+  template <class Eligible>
+  std::optional<Task> TryPopOtherThan(const std::string& client, Eligible eligible) {
     std::lock_guard lock(mutex_);
     for (auto ready = ready_.begin(); ready != ready_.end(); ++ready) {
-      if (*ready == client) continue;
+      if (*ready == client || !eligible(by_client_.find(*ready)->second.front())) continue;
       const std::string other = std::move(*ready);
       ready_.erase(ready);
       return TakeFront(other);
     }
     return std::nullopt;
+  }
+  std::optional<Task> TryPopOtherThan(const std::string& client) {
+    return TryPopOtherThan(client, [](const Task&) { return true; });
   }
 
   // Wakes every Pop; later Pushes fail. Queued tasks can still be popped.

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "evaluator/cuda/aux_kernels.h"
 #include "evaluator/cuda/cuda_backend.h"
 #include "evaluator/cuda/cuda_worker.h"
 #include "evaluator/cuda/keyed_mix.h"
@@ -681,6 +682,77 @@ TEST_F(CudaBackendGpuTest, TimingCatchesAFaultingCandidate) {
   ExpectVectorAddPasses();
 }
 
+// Runs ke_generate_input from `module` on several dtypes and distributions
+// and compares its bytes with data::GenerateInput's: every timed round's
+// inputs come from it on a GPU.
+void ExpectGenerateInputWritesTheHostGeneratorsBytes(const DriverApi& api, const Module& module) {
+  absl::StatusOr<KernelFunction> generate = module.GetFunction("ke_generate_input");
+  ASSERT_TRUE(generate.ok()) << generate.status();
+  struct Case {
+    v1::DType dtype;
+    std::string distribution;  // textproto
+  };
+  const std::vector<Case> cases = {
+      {v1::DTYPE_F32, ""},
+      {v1::DTYPE_F32, "uniform { low: -2 high: 3 }"},
+      {v1::DTYPE_F16, "normal { mean: 1 stddev: 3 }"},
+      {v1::DTYPE_BF16, "pareto { scale: 1 alpha: 1.5 symmetric: true }"},
+      {v1::DTYPE_F64, "normal { mean: 0 stddev: 1 }"},
+      {v1::DTYPE_I32, "int_range { low: -1000 high: 1000 }"},
+      {v1::DTYPE_I64, "uniform { low: -1e12 high: 1e12 }"},
+      {v1::DTYPE_U8, ""},
+      {v1::DTYPE_BOOL, ""},
+  };
+  // 1003 elements (not a multiple of anything) over 3 blocks of 128: the
+  // grid-stride loop covers each once; one byte past the end stays.
+  constexpr uint64_t kElements = 1003;
+  absl::StatusOr<DeviceBuffer> out = DeviceBuffer::Allocate(api, kElements * 8 + 8);
+  ASSERT_TRUE(out.ok()) << out.status();
+  for (const Case& c : cases) {
+    internal::BufferSpec spec;
+    spec.set_name("x");
+    spec.set_dtype(c.dtype);
+    spec.set_elements(kElements);
+    ASSERT_TRUE(
+        google::protobuf::TextFormat::ParseFromString(c.distribution, spec.mutable_distribution()));
+    const uint64_t seed = data::TimedInputSeed(41, 7, 2);
+    const std::string expected = data::GenerateInput(spec, seed);
+    ASSERT_EQ(api.cuMemsetD8(out->ptr(), 0xEE, kElements * 8 + 8), CUDA_SUCCESS);
+    CUdeviceptr out_ptr = out->ptr();
+    uint64_t elements = kElements, seed_arg = seed, name_hash = data::HashBufferName("x");
+    data::ElementSampler sampler = data::MakeElementSampler(spec.distribution(), spec.dtype());
+    void* args[] = {&out_ptr, &elements, &seed_arg, &name_hash, &sampler};
+    ASSERT_EQ(api.cuLaunchKernel(generate->handle, 3, 1, 1, 128, 1, 1, 0, nullptr, args, nullptr),
+              CUDA_SUCCESS);
+    ASSERT_EQ(api.cuCtxSynchronize(), CUDA_SUCCESS);
+    std::string got(expected.size() + 1, '\0');
+    ASSERT_EQ(api.cuMemcpyDtoH(got.data(), out->ptr(), got.size()), CUDA_SUCCESS);
+    EXPECT_EQ(got.substr(0, expected.size()), expected)
+        << data::DTypeName(c.dtype) << " " << c.distribution;
+    EXPECT_EQ(static_cast<uint8_t>(got.back()), 0xEE) << "wrote past the end";
+  }
+}
+
+#ifndef KERNELEVAL_TEST_FAKE_DRIVER
+// The embedded PTX (what the worker loads) on this machine's GPU: its bytes
+// must be the host generator's for every dtype and distribution, FP64
+// log/exp/cos and half/bfloat16 rounding included.
+TEST(AuxKernelPtxTest, GenerateInputWritesTheHostGeneratorsBytes) {
+  absl::StatusOr<const DriverApi*> api = LoadDriver();
+  if (!api.ok()) GTEST_SKIP() << "no CUDA driver: " << api.status();
+  int devices = 0;
+  if ((*api)->cuInit(0) != CUDA_SUCCESS || (*api)->cuDeviceGetCount(&devices) != CUDA_SUCCESS ||
+      devices == 0) {
+    GTEST_SKIP() << "no CUDA device";
+  }
+  absl::StatusOr<PrimaryContext> context = PrimaryContext::Retain(**api, 0);
+  ASSERT_TRUE(context.ok()) << context.status();
+  absl::StatusOr<Module> module = Module::Load(**api, AuxKernelsPtx());
+  ASSERT_TRUE(module.ok()) << module.status();
+  ExpectGenerateInputWritesTheHostGeneratorsBytes(**api, *module);
+}
+#endif
+
 #ifdef KERNELEVAL_TEST_FAKE_DRIVER
 // What only the test driver can stage: a device whose clock drops during
 // some samples, and calibration on a device small enough to run on the host.
@@ -1129,55 +1201,10 @@ extern "C" __global__ void probe_shared(unsigned long long* out, unsigned long l
 // ke_generate_input's source, run on the host: every timed round's inputs
 // come from it, and the worker checks them against its own run of it, so a
 // slip would go unseen by that check; the bytes must be data::GenerateInput's
-// (the GPU check compares the GPU's too, bench/cuda/cuda_timing_probe).
+// (on a GPU, AuxKernelPtxTest runs the same cases on the embedded PTX).
 TEST_F(AuxKernelSourceTest, GenerateInputWritesTheHostGeneratorsBytes) {
   ASSERT_NO_FATAL_FAILURE(Load(AuxKernelsForTheHost(), {"ke_generate_input"}));
-  absl::StatusOr<KernelFunction> generate = loaded_->GetFunction("ke_generate_input");
-  ASSERT_TRUE(generate.ok()) << generate.status();
-
-  struct Case {
-    v1::DType dtype;
-    std::string distribution;  // textproto
-  };
-  const std::vector<Case> cases = {
-      {v1::DTYPE_F32, ""},
-      {v1::DTYPE_F32, "uniform { low: -2 high: 3 }"},
-      {v1::DTYPE_F16, "normal { mean: 1 stddev: 3 }"},
-      {v1::DTYPE_BF16, "pareto { scale: 1 alpha: 1.5 symmetric: true }"},
-      {v1::DTYPE_F64, "normal { mean: 0 stddev: 1 }"},
-      {v1::DTYPE_I32, "int_range { low: -1000 high: 1000 }"},
-      {v1::DTYPE_I64, "uniform { low: -1e12 high: 1e12 }"},
-      {v1::DTYPE_U8, ""},
-      {v1::DTYPE_BOOL, ""},
-  };
-  // 1003 elements (not a multiple of anything) over 3 blocks of 128: the
-  // grid-stride loop covers each once; one byte past the end stays.
-  constexpr uint64_t kElements = 1003;
-  absl::StatusOr<DeviceBuffer> out = DeviceBuffer::Allocate(*api_, kElements * 8 + 8);
-  ASSERT_TRUE(out.ok()) << out.status();
-  for (const Case& c : cases) {
-    internal::BufferSpec spec;
-    spec.set_name("x");
-    spec.set_dtype(c.dtype);
-    spec.set_elements(kElements);
-    ASSERT_TRUE(
-        google::protobuf::TextFormat::ParseFromString(c.distribution, spec.mutable_distribution()));
-    const uint64_t seed = data::TimedInputSeed(41, 7, 2);
-    const std::string expected = data::GenerateInput(spec, seed);
-    ASSERT_EQ(api_->cuMemsetD8(out->ptr(), 0xEE, kElements * 8 + 8), CUDA_SUCCESS);
-    CUdeviceptr out_ptr = out->ptr();
-    uint64_t elements = kElements, seed_arg = seed, name_hash = data::HashBufferName("x");
-    data::ElementSampler sampler = data::MakeElementSampler(spec.distribution(), spec.dtype());
-    void* args[] = {&out_ptr, &elements, &seed_arg, &name_hash, &sampler};
-    ASSERT_EQ(api_->cuLaunchKernel(generate->handle, 3, 1, 1, 128, 1, 1, 0, nullptr, args, nullptr),
-              CUDA_SUCCESS);
-    ASSERT_EQ(api_->cuCtxSynchronize(), CUDA_SUCCESS);
-    std::string got(expected.size() + 1, '\0');
-    ASSERT_EQ(api_->cuMemcpyDtoH(got.data(), out->ptr(), got.size()), CUDA_SUCCESS);
-    EXPECT_EQ(got.substr(0, expected.size()), expected)
-        << data::DTypeName(c.dtype) << " " << c.distribution;
-    EXPECT_EQ(static_cast<uint8_t>(got.back()), 0xEE) << "wrote past the end";
-  }
+  ExpectGenerateInputWritesTheHostGeneratorsBytes(*api_, *loaded_);
 }
 
 TEST_F(CudaFakeDriverTest, OnlyInputSetsThatRanAreChecked) {

@@ -326,6 +326,25 @@ TEST_F(EngineTest, HangingKernelsOfAGroupAreCutAtAMultipleOfTheReferencesRun) {
   EXPECT_LT(seconds, 3 * 20.0) << "each hang held the device for the whole limit";
 }
 
+// A limit the request sets is each run's limit as given: no cut at a
+// multiple of the reference's run (a caller that knows its kernels are slow
+// raises the limit and gets it).
+TEST_F(EngineTest, ARequestsOwnLimitIsNotCutToAMultipleOfTheReferencesRun) {
+  v1::EvaluateGroupRequest group = SpinningGroup(1, next_seed_++);
+  group.mutable_limits()->set_timeout_seconds(7);
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<v1::EvaluateGroupResponse> response = engine_->EvaluateGroup(group, {});
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(response.ok()) << response.status();
+  ASSERT_EQ(response->verdicts_size(), 1);
+  const v1::Verdict& verdict = response->verdicts(0);
+  EXPECT_EQ(verdict.stage(), "timeout") << verdict.error();
+  EXPECT_NE(verdict.error().find("within 7 s"), std::string::npos) << verdict.error();
+  EXPECT_EQ(verdict.error().find("the reference's run"), std::string::npos) << verdict.error();
+  EXPECT_GE(seconds, 7.0);
+}
+
 // Another client's request does not wait for a whole group: it is served
 // between two of the group's candidates (each of these spins until cut,
 // ~5 s). Before, it waited for every candidate and finished after the group.

@@ -55,6 +55,12 @@ TEST(FairQueueTest, TryPopOtherThanSkipsOneClientAndKeepsTheRoundRobin) {
   EXPECT_EQ(queue.Pop(), 11);
   EXPECT_EQ(queue.Pop(), 2);
   EXPECT_EQ(queue.size(), 0u);
+  // Only tasks the predicate accepts, looking at each client's first.
+  queue.Push("b", 10);
+  queue.Push("c", 21);
+  EXPECT_EQ(queue.TryPopOtherThan("a", [](int task) { return task % 2 == 1; }), 21);
+  EXPECT_EQ(queue.TryPopOtherThan("a", [](int task) { return task % 2 == 1; }), std::nullopt);
+  EXPECT_EQ(queue.Pop(), 10);
 }
 
 TEST(FairQueueTest, CloseWakesBlockedPoppersAndDrains) {
