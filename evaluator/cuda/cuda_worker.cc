@@ -172,8 +172,13 @@ struct CudaWorker::Sample {
   bool report_overwritten = false;
 };
 
+// [bytes] Correctness inputs the worker keeps between Run calls.
+constexpr uint64_t kKeptCorrectnessInputBytes = uint64_t{256} << 20;
+
 CudaWorker::CudaWorker(const DriverApi& api, CudaWorkerOptions options)
-    : api_(api), options_(std::move(options)) {}
+    : api_(api),
+      options_(std::move(options)),
+      correctness_inputs_(InputThreads(), kKeptCorrectnessInputBytes) {}
 
 CudaWorker::~CudaWorker() {
   if (context_lost_) {
@@ -788,9 +793,8 @@ absl::StatusOr<WorkerOutcome<internal::RunResult>> CudaWorker::Run(
     return program.status();
   }
   for (const internal::Case& test_case : request.cases()) {
-    data::GeneratedInputs generated(InputThreads());
     absl::StatusOr<BufferSet> buffers =
-        AllocateBuffers(test_case.plan(), test_case.input_seed(), generated);
+        AllocateBuffers(test_case.plan(), test_case.input_seed(), correctness_inputs_);
     if (!buffers.ok()) return buffers.status();  // the problem's buffers: infrastructure
     absl::Status status = LaunchPlan(*program, test_case.plan(), *buffers);
     if (status.ok()) status = ClearSharedMemory();  // queued behind the plan

@@ -198,6 +198,10 @@ class CudaWorker {
   std::random_device key_source_;
   DeviceBuffer l2_flush_;    // 2x L2, memset then read before each timed sample
   DeviceBuffer flush_sink_;  // where ke_read_flush would write (never does)
+  // Correctness inputs, kept across Run calls: the reference and every
+  // candidate of a request are run on the same seeds, one after another
+  // (a group of 64 generated them 65 times on the host).
+  data::GeneratedInputs correctness_inputs_;
   // Timing: where Collect generates a timed round's inputs again (as large
   // as the request's largest input), to compare with what a program left.
   DeviceBuffer input_check_;

@@ -280,9 +280,18 @@ std::string GenerateInput(const internal::BufferSpec& spec, uint64_t case_seed, 
 
 std::shared_ptr<const std::string> GeneratedInputs::Get(const internal::BufferSpec& spec,
                                                         uint64_t seed) {
-  std::shared_ptr<const std::string>& input =
-      by_key_[absl::StrCat(seed, ":", spec.SerializeAsString())];
-  if (!input) input = std::make_shared<const std::string>(GenerateInput(spec, seed, threads_));
+  const std::string key = absl::StrCat(seed, ":", spec.SerializeAsString());
+  if (auto found = by_key_.find(key); found != by_key_.end()) return found->second;
+  auto input = std::make_shared<const std::string>(GenerateInput(spec, seed, threads_));
+  ++generated_;
+  if (kept_bytes_ + input->size() > max_bytes_) {
+    by_key_.clear();
+    kept_bytes_ = 0;
+  }
+  if (input->size() <= max_bytes_) {
+    by_key_.emplace(key, input);
+    kept_bytes_ += input->size();
+  }
   return input;
 }
 

@@ -16,6 +16,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -75,16 +76,26 @@ void GenerateInputRange(const internal::BufferSpec& spec, uint64_t case_seed, ui
 std::string GenerateInput(const internal::BufferSpec& spec, uint64_t case_seed,
                           unsigned threads = 1);
 
-// Generated inputs kept by (seed, spec), each generated once: every program
-// timed in one request has the same inputs. Not thread-safe.
+// Generated inputs kept by (seed, spec), each generated once: the reference
+// and every candidate of a request run on the same correctness inputs, one
+// after another. At most `max_bytes` are kept: past it, what is kept is
+// dropped before the next is generated (bytes already handed out stay valid).
+// Not thread-safe.
 class GeneratedInputs {
  public:
-  explicit GeneratedInputs(unsigned threads = 1) : threads_(threads) {}
+  explicit GeneratedInputs(unsigned threads = 1,
+                           uint64_t max_bytes = std::numeric_limits<uint64_t>::max())
+      : threads_(threads), max_bytes_(max_bytes) {}
   // GenerateInput(spec, seed), generated on the first request for it.
   std::shared_ptr<const std::string> Get(const internal::BufferSpec& spec, uint64_t seed);
+  // How many buffers it generated so far.
+  uint64_t generated() const { return generated_; }
 
  private:
   unsigned threads_;
+  uint64_t max_bytes_;
+  uint64_t kept_bytes_ = 0;
+  uint64_t generated_ = 0;
   std::map<std::string, std::shared_ptr<const std::string>> by_key_;
 };
 

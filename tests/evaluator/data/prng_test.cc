@@ -351,6 +351,29 @@ TEST(GeneratedInputsTest, GeneratesEachSeedAndSpecOnce) {
   EXPECT_NE(generated.Get(Spec("y", v1::DTYPE_F32, 1000), 5), first);
 }
 
+TEST(GeneratedInputsTest, DropsWhatItKeepsPastItsBound) {
+  GeneratedInputs generated(1, /*max_bytes=*/10'000);
+  const internal::BufferSpec x = Spec("x", v1::DTYPE_F32, 1000);  // 4000 bytes
+  const internal::BufferSpec y = Spec("y", v1::DTYPE_F32, 1000);
+  const internal::BufferSpec z = Spec("z", v1::DTYPE_F32, 1000);
+  const std::shared_ptr<const std::string> first = generated.Get(x, 5);
+  EXPECT_EQ(generated.Get(x, 5), first);
+  generated.Get(y, 5);  // 8000 bytes kept
+  EXPECT_EQ(generated.generated(), 2u);
+  generated.Get(z, 5);  // 12000: x and y dropped first
+  EXPECT_EQ(generated.generated(), 3u);
+  EXPECT_EQ(generated.Get(z, 5), generated.Get(z, 5));
+  const std::shared_ptr<const std::string> again = generated.Get(x, 5);
+  EXPECT_EQ(generated.generated(), 4u);
+  EXPECT_NE(again, first);
+  EXPECT_EQ(*again, *first);  // what was handed out stays valid, and equal
+  // Larger than the bound: generated, handed out, not kept.
+  const internal::BufferSpec big = Spec("big", v1::DTYPE_F32, 3000);
+  generated.Get(big, 5);
+  generated.Get(big, 5);
+  EXPECT_EQ(generated.generated(), 6u);
+}
+
 TEST(TimedInputSeedTest, DeterministicAndNewPerRoundSetAndProgram) {
   EXPECT_EQ(TimedInputSeed(7, 3, 0), TimedInputSeed(7, 3, 0));
   std::vector<uint64_t> seeds;
