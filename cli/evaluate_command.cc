@@ -37,6 +37,7 @@ struct EvaluateFlags {
   bool partial = false;
   bool no_partial = false;
   bool skip_timing = false;
+  double timeout_seconds = 0;  // 0: the engine's limits
   std::vector<std::string> options;
   std::string arch;
   EngineSessionFlags session;
@@ -200,6 +201,8 @@ void SetCommon(const EvaluateFlags& flags, Request* request) {
   request->set_problem_id(flags.problem);
   if (flags.seed) request->set_seed(*flags.seed);
   request->set_skip_timing(flags.skip_timing);
+  if (flags.timeout_seconds > 0)
+    request->mutable_limits()->set_timeout_seconds(flags.timeout_seconds);
   if (flags.mode == "speedup") request->mutable_reward()->set_mode(v1::REWARD_MODE_SPEEDUP);
   if (flags.mode == "roofline") request->mutable_reward()->set_mode(v1::REWARD_MODE_ROOFLINE);
   if (flags.partial) request->mutable_reward()->set_partial_credit(true);
@@ -359,6 +362,11 @@ void AddEvaluate(CLI::App& root) {
       "sent to a --server too; unset: off in-process, the server's default with --server)");
   cmd->add_flag("--no-partial", flags->no_partial, "No partial credit")->excludes(partial);
   cmd->add_flag("--skip-timing", flags->skip_timing, "Correctness only (no speedup)");
+  cmd->add_option("--timeout", flags->timeout_seconds,
+                  "Wall-clock limit of each run [s] (default: the engine's, and a candidate's "
+                  "correctness run is cut at 25x the reference's, at least 5 s; given, it is "
+                  "the limit as given, up to 10x the engine's)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--option,-O", flags->options,
                   "NVRTC option from the allow-list, e.g. --use_fast_math (repeatable)");
   cmd->add_option("--arch", flags->arch, "Target architecture, e.g. sm_90");

@@ -104,6 +104,19 @@ with tempfile.TemporaryDirectory() as tmp:
     check(r.stdout.count("cached    identical to an earlier source of this group") == 1,
           f"the repeated source of a group is marked as run once (got {r.stdout})")
 
+    # --timeout is each run's limit as given (not cut at a multiple of the
+    # reference's run): a kernel that spins ends at 1 s with a timeout.
+    spin = os.path.join(tmp, "spin.cu")
+    open(spin, "w").write(GOOD.replace("if (i < n) c[i] = a[i] + b[i];",
+                                       "volatile int k = 0; while (true) { k = k + 1; }"))
+    r = run("--problem", "vector_add", "--source", spin, "--skip-timing", "--json",
+            "--timeout", "1")
+    check(r.returncode == 1, f"a spinning kernel exits 1 (got {r.returncode}: {r.stderr})")
+    v = json.loads(r.stdout)
+    check(v["stage"] == "timeout" and "within 1 s" in v["error"]
+          and "the reference's run" not in v["error"],
+          f"--timeout 1 is the limit as given (got {v['stage']}: {v['error']})")
+
     r = subprocess.run([KERNELEVAL, "evaluate", "--source", good], capture_output=True, text=True)
     check(r.returncode == 2, "a usage error exits 2")
 
