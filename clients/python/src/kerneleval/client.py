@@ -204,7 +204,10 @@ class Client(_ClientBase):
             reward_mode="speedup"|"roofline", partial_credit=True|False,
             backend="auto"|"cuda"|"cpu", seed=int, device="cuda:0", client_id=str,
             limits={"timeout_seconds": 30, "memory_bytes": ..., "timing_budget_seconds": ...},
-            skip_timing=True (correctness only).
+            skip_timing=True (correctness only). Without limits.timeout_seconds a
+            candidate's correctness run is cut at a multiple of the reference's (the
+            server's --candidate-run-factor, 25x, at least 5 s); with it, each run's
+            limit is the one given.
         """
         request = _evaluate_request(problem, source, self._with_client_id(kwargs))
         response = self._unary("Evaluate", request, timeout, request_id)
