@@ -53,8 +53,39 @@ struct ElementSampler {
   uint64_t symmetric = 0;  // Pareto: a random sign
 };
 
-// Philox4x32-10 (Random123's philox4x32_10) on counter {index, name_hash} with
-// key case_seed: the words w0:w1 and w2:w3 of element `index` (prng.h).
+// Philox4x32-10's constants (Random123's philox4x32_10).
+constexpr uint32_t kPhiloxMultiplier0 = 0xD2511F53u;
+constexpr uint32_t kPhiloxMultiplier1 = 0xCD9E8D57u;
+constexpr uint32_t kPhiloxWeyl0 = 0x9E3779B9u;  // golden ratio
+constexpr uint32_t kPhiloxWeyl1 = 0xBB67AE85u;  // sqrt(3) - 1
+
+// One Philox4x32 round on counter c with key (k0, k1), in place.
+KERNELEVAL_HOST_DEVICE inline void PhiloxRound(uint32_t& c0, uint32_t& c1, uint32_t& c2,
+                                               uint32_t& c3, uint32_t k0, uint32_t k1) {
+  const uint64_t product0 = static_cast<uint64_t>(kPhiloxMultiplier0) * c0;
+  const uint64_t product1 = static_cast<uint64_t>(kPhiloxMultiplier1) * c2;
+  const uint32_t n0 = static_cast<uint32_t>(product1 >> 32) ^ c1 ^ k0;
+  const uint32_t n2 = static_cast<uint32_t>(product0 >> 32) ^ c3 ^ k1;
+  c1 = static_cast<uint32_t>(product1);
+  c3 = static_cast<uint32_t>(product0);
+  c0 = n0;
+  c2 = n2;
+}
+
+// The Philox4x32 block function with 10 rounds, counter {c0..c3} in place.
+KERNELEVAL_HOST_DEVICE inline void Philox4x32_10InPlace(uint32_t& c0, uint32_t& c1, uint32_t& c2,
+                                                        uint32_t& c3, uint32_t k0, uint32_t k1) {
+  for (int round = 0; round < 10; ++round) {
+    if (round > 0) {
+      k0 += kPhiloxWeyl0;
+      k1 += kPhiloxWeyl1;
+    }
+    PhiloxRound(c0, c1, c2, c3, k0, k1);
+  }
+}
+
+// Philox4x32-10 on counter {index, name_hash} with key case_seed: the words
+// w0:w1 and w2:w3 of element `index` (prng.h).
 struct ElementWords {
   uint64_t first;
   uint64_t second;
@@ -64,21 +95,8 @@ KERNELEVAL_HOST_DEVICE inline ElementWords DrawElementWords(uint64_t case_seed, 
                                                             uint64_t index) {
   uint32_t c0 = static_cast<uint32_t>(index), c1 = static_cast<uint32_t>(index >> 32);
   uint32_t c2 = static_cast<uint32_t>(name_hash), c3 = static_cast<uint32_t>(name_hash >> 32);
-  uint32_t k0 = static_cast<uint32_t>(case_seed), k1 = static_cast<uint32_t>(case_seed >> 32);
-  for (int round = 0; round < 10; ++round) {
-    if (round > 0) {
-      k0 += 0x9E3779B9u;  // golden ratio
-      k1 += 0xBB67AE85u;  // sqrt(3) - 1
-    }
-    const uint64_t product0 = static_cast<uint64_t>(0xD2511F53u) * c0;
-    const uint64_t product1 = static_cast<uint64_t>(0xCD9E8D57u) * c2;
-    const uint32_t n0 = static_cast<uint32_t>(product1 >> 32) ^ c1 ^ k0;
-    const uint32_t n2 = static_cast<uint32_t>(product0 >> 32) ^ c3 ^ k1;
-    c1 = static_cast<uint32_t>(product1);
-    c3 = static_cast<uint32_t>(product0);
-    c0 = n0;
-    c2 = n2;
-  }
+  Philox4x32_10InPlace(c0, c1, c2, c3, static_cast<uint32_t>(case_seed),
+                       static_cast<uint32_t>(case_seed >> 32));
   return {(static_cast<uint64_t>(c0) << 32) | c1, (static_cast<uint64_t>(c2) << 32) | c3};
 }
 

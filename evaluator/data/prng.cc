@@ -27,12 +27,7 @@ static_assert(SameNumber(kDrawUniform, v1::Distribution::kUniform) &&
 
 namespace {
 
-constexpr uint32_t kPhiloxMultiplier0 = 0xD2511F53u;
-constexpr uint32_t kPhiloxMultiplier1 = 0xCD9E8D57u;
-constexpr uint32_t kPhiloxWeyl0 = 0x9E3779B9u;  // golden ratio
-constexpr uint32_t kPhiloxWeyl1 = 0xBB67AE85u;  // sqrt(3) - 1
-
-// DrawWords for kLanes consecutive indices, the lanes' rounds interleaved:
+// DrawElementWords for kLanes consecutive indices, the lanes' rounds interleaved:
 // one Philox call is a chain of 10 dependent multiplies (~50 cycles), and
 // running independent chains side by side fills the pipeline (~3x faster).
 constexpr int kLanes = 8;
@@ -54,16 +49,7 @@ void DrawWordsBatch(uint64_t case_seed, uint64_t name_hash, uint64_t first_index
       k0 += kPhiloxWeyl0;
       k1 += kPhiloxWeyl1;
     }
-    for (int l = 0; l < kLanes; ++l) {
-      const uint64_t product0 = static_cast<uint64_t>(kPhiloxMultiplier0) * c0[l];
-      const uint64_t product1 = static_cast<uint64_t>(kPhiloxMultiplier1) * c2[l];
-      const uint32_t n0 = static_cast<uint32_t>(product1 >> 32) ^ c1[l] ^ k0;
-      const uint32_t n2 = static_cast<uint32_t>(product0 >> 32) ^ c3[l] ^ k1;
-      c1[l] = static_cast<uint32_t>(product1);
-      c3[l] = static_cast<uint32_t>(product0);
-      c0[l] = n0;
-      c2[l] = n2;
-    }
+    for (int l = 0; l < kLanes; ++l) PhiloxRound(c0[l], c1[l], c2[l], c3[l], k0, k1);
   }
   for (int l = 0; l < kLanes; ++l) {
     words[l] = {(static_cast<uint64_t>(c0[l]) << 32) | c1[l],
@@ -100,18 +86,7 @@ double NextBelow(double value, v1::DType dtype) {
 }  // namespace
 
 PhiloxCounter Philox4x32_10(PhiloxCounter counter, PhiloxKey key) {
-  for (int round = 0; round < 10; ++round) {
-    if (round > 0) {
-      key[0] += kPhiloxWeyl0;
-      key[1] += kPhiloxWeyl1;
-    }
-    const uint64_t product0 = static_cast<uint64_t>(kPhiloxMultiplier0) * counter[0];
-    const uint64_t product1 = static_cast<uint64_t>(kPhiloxMultiplier1) * counter[2];
-    counter = {static_cast<uint32_t>(product1 >> 32) ^ counter[1] ^ key[0],
-               static_cast<uint32_t>(product1),
-               static_cast<uint32_t>(product0 >> 32) ^ counter[3] ^ key[1],
-               static_cast<uint32_t>(product0)};
-  }
+  Philox4x32_10InPlace(counter[0], counter[1], counter[2], counter[3], key[0], key[1]);
   return counter;
 }
 
