@@ -185,6 +185,8 @@ class EngineImpl final : public Engine {
   absl::Status CheckSource(std::string_view field, const std::string& source) const;
   void Enqueue(std::shared_ptr<Job> job, Device* device);
   void RunDeviceLoop(Device* device);
+  // A job taken off the device's queue: RunJob, then the queue's accounting.
+  void RunQueuedJob(Device* device, Job& job);
   void RunJob(Device* device, Job& job);
   // Between the candidates of a group: runs one single evaluation of another
   // client that waits for this device, compiled already, if the group's
@@ -626,11 +628,15 @@ absl::StatusOr<PreparedProgram> EngineImpl::ReferenceFor(Evaluation& evaluation,
 
 void EngineImpl::RunDeviceLoop(Device* device) {
   while (std::optional<std::shared_ptr<Job>> job = device->queue().Pop()) {
-    Observe("queue_wait", SecondsSince((*job)->admitted));
-    RunJob(device, **job);
-    device->in_flight()--;
-    if (options_.observer) options_.observer->OnQueueDepth(device->id(), device->queue().size());
+    RunQueuedJob(device, **job);
   }
+}
+
+void EngineImpl::RunQueuedJob(Device* device, Job& job) {
+  Observe("queue_wait", SecondsSince(job.admitted));
+  RunJob(device, job);
+  device->in_flight()--;
+  if (options_.observer) options_.observer->OnQueueDepth(device->id(), device->queue().size());
 }
 
 double EngineImpl::ServeAnotherClient(Device* device, const Job& job) {
@@ -653,12 +659,9 @@ double EngineImpl::ServeAnotherClient(Device* device, const Job& job) {
   const auto start = Clock::now();
   spdlog::debug("[{}] device {} serves [{}] of another client between its candidates",
                 job.request_id, device->id(), (*other)->request_id);
-  Observe("queue_wait", SecondsSince((*other)->admitted));
   device->serving_another() = true;
-  RunJob(device, **other);
+  RunQueuedJob(device, **other);
   device->serving_another() = false;
-  device->in_flight()--;
-  if (options_.observer) options_.observer->OnQueueDepth(device->id(), device->queue().size());
   return SecondsSince(start);
 }
 

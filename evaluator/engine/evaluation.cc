@@ -92,9 +92,8 @@ double Evaluation::CandidateRunLimit(const ReferenceRun& reference,
                                      const std::vector<internal::Case>& cases) const {
   const double limit = settings_.run_timeout_seconds;
   if (settings_.candidate_run_factor <= 0 || reference.seconds <= 0) return limit;
-  const double reference_bytes = BufferBytes(reference.cases);
   const double more_bytes =
-      reference_bytes > 0 ? std::max(1.0, BufferBytes(cases) / reference_bytes) : 1.0;
+      reference.buffer_bytes > 0 ? std::max(1.0, BufferBytes(cases) / reference.buffer_bytes) : 1.0;
   return std::min(limit, std::max(settings_.candidate_run_floor_seconds,
                                   settings_.candidate_run_factor * reference.seconds * more_bytes));
 }
@@ -329,6 +328,7 @@ absl::StatusOr<ReferenceRun> Evaluation::RunReference(PreparedProgram reference)
   }
   run.program = std::move(reference);
   run.cases = *std::move(cases);
+  run.buffer_bytes = BufferBytes(run.cases);
   run.result = *std::move(result);
   return run;
 }

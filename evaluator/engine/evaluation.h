@@ -42,6 +42,7 @@ struct ReferenceRun {
   std::vector<internal::Case> cases;  // correctness cases with the reference's plan
   internal::RunResult result;         // its outputs per case
   double seconds = 0;                 // [s] wall time of its correctness run (one backend call)
+  double buffer_bytes = 0;            // [bytes] of every buffer of every case (BufferBytes)
 };
 
 struct EvaluationSettings {
