@@ -516,8 +516,8 @@ absl::Status CudaWorker::ZeroGlobals(const LoadedProgram& program) {
 }
 
 absl::StatusOr<CudaWorker::BufferSet> CudaWorker::AllocateBuffers(
-    const internal::ResolvedPlan& plan, uint64_t seed, data::GeneratedInputs& generated,
-    bool timed) {
+    const internal::ResolvedPlan& plan, uint64_t seed, data::GeneratedInputs* inputs) {
+  const bool timed = inputs == nullptr;
   BufferSet set;
   set.buffers.reserve(plan.buffers_size());
   const uint64_t guard = options_.guard_bytes;
@@ -570,7 +570,7 @@ absl::StatusOr<CudaWorker::BufferSet> CudaWorker::AllocateBuffers(
     // (GenerateInputs): nothing to generate on the host or upload (a
     // Pareto value takes ~40 ns of a core: 2^25 of them, 1.3 s a set).
     if (timed) continue;
-    buffer.input = generated.Get(*buffer.spec, seed);
+    buffer.input = inputs->Get(*buffer.spec, seed);
     if (buffer.input->size() != buffer.bytes) {
       return absl::InternalError(absl::StrCat("generated ", buffer.input->size(), " bytes for '",
                                               buffer.spec->name(), "', expected ", buffer.bytes));
@@ -794,7 +794,7 @@ absl::StatusOr<WorkerOutcome<internal::RunResult>> CudaWorker::Run(
   }
   for (const internal::Case& test_case : request.cases()) {
     absl::StatusOr<BufferSet> buffers =
-        AllocateBuffers(test_case.plan(), test_case.input_seed(), correctness_inputs_);
+        AllocateBuffers(test_case.plan(), test_case.input_seed(), &correctness_inputs_);
     if (!buffers.ok()) return buffers.status();  // the problem's buffers: infrastructure
     absl::Status status = LaunchPlan(*program, test_case.plan(), *buffers);
     if (status.ok()) status = ClearSharedMemory();  // queued behind the plan
@@ -1000,14 +1000,11 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
       }
     }
   };
-  // Timing sets' inputs are generated on the device, every round
-  // (AllocateBuffers takes nothing from `generated` for them).
-  data::GeneratedInputs generated(InputThreads());
+  // Timing sets: their inputs are generated on the device, every round.
   for (int p = 0; p < program_count; ++p) {
     for (int s = 0; s < sets; ++s) {
       absl::StatusOr<BufferSet> set =
-          AllocateBuffers(request.programs(p).plan(), request.input_seeds(s), generated,
-                          /*timed=*/true);
+          AllocateBuffers(request.programs(p).plan(), /*seed=*/0, /*inputs=*/nullptr);
       if (!set.ok()) {
         release_all();
         return set.status();

@@ -126,11 +126,12 @@ class CudaWorker {
   // every run of a program (correctness and timing, outside the timed
   // window). A no-op when it could not be set up (a note at start-up).
   absl::Status ClearSharedMemory();
-  // Inputs come from `generated` (shared by the programs of one timing
-  // request); `timed`: a timing set (inputs generated on the device every
-  // round, GenerateInputs; outputs with stashes).
+  // A correctness set (`inputs` given): each input generated from `seed`
+  // (kept in `inputs` for the next Run) and uploaded. A timing set
+  // (`inputs` null): its inputs are generated on the device before every
+  // run (GenerateInputs), and its outputs get stashes.
   absl::StatusOr<BufferSet> AllocateBuffers(const internal::ResolvedPlan& plan, uint64_t seed,
-                                            data::GeneratedInputs& generated, bool timed = false);
+                                            data::GeneratedInputs* inputs);
   // Queues ke_generate_input on the stream: `buffer`'s elements generated
   // from `seed` into `out` (its payload, or input_check_).
   absl::Status LaunchGenerate(CUdeviceptr out, const Buffer& buffer, uint64_t seed);
