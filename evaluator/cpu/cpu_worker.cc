@@ -133,21 +133,23 @@ std::string FormatCompileFailure(const std::string& log,
   return absl::StrCat(summary, "host compile (CPU backend) failed:\n", log);
 }
 
-// A timed program's buffers, every input set, in a memfd this worker maps
-// and the program's runner maps too (runner.h, SharedBufferLayout). The
-// worker writes the inputs (each round's own, data::TimedInputSeed) and the
-// poison, and reads
-// the outputs, while the runner is stopped: the runner's CPU time is the
-// kernel's alone, and no code of the kernel runs between samples.
+// Buffers in a memfd this worker maps and one runner maps too (runner.h):
+// one region per case of a Run, or per input set of a timed program, each
+// holding its plan's buffers (SharedBufferLayout). The worker writes the
+// inputs and the poison and reads the outputs, while no code of the runner
+// runs (stopped between samples, or ended after its cases): what a runner
+// reports about its buffers is never taken. The bytes around each buffer's
+// data in its pages (0-15 after it, up to a page before it, where the
+// runner's guard pages cannot fault) stay zero unless kernel code wrote out
+// of bounds.
 class SharedBuffers {
  public:
-  static absl::StatusOr<SharedBuffers> Create(const internal::ResolvedPlan& plan,
-                                              const std::vector<uint64_t>& seeds) {
+  static absl::StatusOr<SharedBuffers> Create(std::vector<const internal::ResolvedPlan*> plans,
+                                              const char* name) {
     SharedBuffers shared;
-    shared.plan_ = &plan;
-    shared.layout_ = LayoutFor(plan);
-    shared.bytes_ = std::max<uint64_t>(1, shared.layout_.set_bytes * seeds.size());
-    shared.fd_ = ::memfd_create("kerneleval-timed-buffers", MFD_CLOEXEC);
+    shared.offsets_ = RegionOffsets(plans);
+    shared.bytes_ = std::max<uint64_t>(1, shared.offsets_.back());
+    shared.fd_ = ::memfd_create(name, MFD_CLOEXEC);
     if (shared.fd_ < 0 || ::ftruncate(shared.fd_, static_cast<off_t>(shared.bytes_)) != 0) {
       return absl::ResourceExhaustedError(absl::StrCat("memfd: ", std::strerror(errno)));
     }
@@ -156,9 +158,16 @@ class SharedBuffers {
       return absl::ResourceExhaustedError(absl::StrCat("mmap: ", std::strerror(errno)));
     }
     shared.map_ = static_cast<char*>(map);
-    shared.seeds_ = seeds;
-    shared.inputs_.assign(seeds.size(), std::vector<std::shared_ptr<const std::string>>(
-                                            static_cast<size_t>(plan.buffers_size())));
+    for (const internal::ResolvedPlan* plan : plans) {
+      shared.layouts_.push_back(LayoutFor(*plan));
+      shared.inputs_.emplace_back(static_cast<size_t>(plan->buffers_size()));
+    }
+    shared.plans_ = std::move(plans);
+    for (size_t r = 0; r < shared.plans_.size(); ++r) {
+      shared.ForEachGuard(r, [&shared](char* begin, size_t n, int, bool) {
+        for (size_t i = 0; i < n; ++i) begin[i] = shared.GuardByte(begin + i);
+      });
+    }
     return shared;
   }
 
@@ -167,9 +176,9 @@ class SharedBuffers {
   SharedBuffers& operator=(SharedBuffers&& other) noexcept {
     if (this != &other) {
       Release();
-      plan_ = other.plan_;
-      layout_ = std::move(other.layout_);
-      seeds_ = std::move(other.seeds_);
+      plans_ = std::move(other.plans_);
+      layouts_ = std::move(other.layouts_);
+      offsets_ = std::move(other.offsets_);
       inputs_ = std::move(other.inputs_);
       fd_ = std::exchange(other.fd_, -1);
       map_ = std::exchange(other.map_, nullptr);
@@ -183,19 +192,17 @@ class SharedBuffers {
 
   [[nodiscard]] int fd() const { return fd_; }
 
-  // Round `round` on input set `set`: inputs generated afresh for the round
-  // (data::TimedInputSeed; `round_inputs` holds this round's, generated
-  // once for every program), outputs and scratch poisoned.
-  void Prepare(size_t set, uint64_t round, data::GeneratedInputs& round_inputs) {
-    for (int b = 0; b < plan_->buffers_size(); ++b) {
-      const internal::BufferSpec& spec = plan_->buffers(b);
-      char* data = Data(set, b);
+  // Region `region` before a run: inputs GenerateInput(spec, seed) (from
+  // `inputs`, which generates each once for every program asking for it),
+  // outputs and scratch poisoned.
+  void Prepare(size_t region, uint64_t seed, data::GeneratedInputs& inputs) {
+    const internal::ResolvedPlan& plan = *plans_[region];
+    for (int b = 0; b < plan.buffers_size(); ++b) {
+      const internal::BufferSpec& spec = plan.buffers(b);
+      char* data = Data(region, b);
       if (spec.role() == internal::BUFFER_ROLE_INPUT) {
-        // Program 0's inputs for every program: each runs in a process of
-        // its own, with no memory in common where one could leave a result
-        // for another (the CUDA backend's programs share a context).
-        std::shared_ptr<const std::string>& input = inputs_[set][static_cast<size_t>(b)];
-        input = round_inputs.Get(spec, data::TimedInputSeed(seeds_[set], round, /*program=*/0));
+        std::shared_ptr<const std::string>& input = inputs_[region][static_cast<size_t>(b)];
+        input = inputs.Get(spec, seed);
         std::memcpy(data, input->data(), input->size());
       } else {
         data::FillPoison(spec.dtype(), data, spec.elements());
@@ -203,15 +210,16 @@ class SharedBuffers {
     }
   }
 
-  // The outputs of the last run on `set`, and whether an input changed.
-  [[nodiscard]] internal::CaseResult Collect(size_t set) const {
+  // The outputs of the last run on `region`, and whether an input changed.
+  [[nodiscard]] internal::CaseResult Collect(size_t region) const {
+    const internal::ResolvedPlan& plan = *plans_[region];
     internal::CaseResult result;
-    for (int b = 0; b < plan_->buffers_size(); ++b) {
-      const internal::BufferSpec& spec = plan_->buffers(b);
-      const char* data = Data(set, b);
-      const size_t bytes = spec.elements() * data::DTypeSize(spec.dtype());
+    for (int b = 0; b < plan.buffers_size(); ++b) {
+      const internal::BufferSpec& spec = plan.buffers(b);
+      const char* data = Data(region, b);
+      const size_t bytes = BufferBytes(spec);
       if (spec.role() == internal::BUFFER_ROLE_INPUT) {
-        const std::string& expected = *inputs_[set][static_cast<size_t>(b)];
+        const std::string& expected = *inputs_[region][static_cast<size_t>(b)];
         if (result.modified_input().empty() &&
             (expected.size() != bytes || std::memcmp(data, expected.data(), bytes) != 0)) {
           result.set_modified_input(spec.name());
@@ -223,11 +231,53 @@ class SharedBuffers {
     return result;
   }
 
+  // "N bytes before and M bytes after buffer 'y' were overwritten" for the
+  // first buffer of `region` whose surrounding bytes lost their pattern.
+  [[nodiscard]] std::optional<std::string> OutOfBoundsWrite(size_t region) const {
+    std::optional<std::string> found;
+    size_t before = 0;
+    ForEachGuard(region, [&](const char* begin, size_t n, int buffer, bool after) {
+      if (found) return;
+      size_t changed = 0;
+      for (size_t i = 0; i < n; ++i) changed += begin[i] != GuardByte(begin + i);
+      if (!after) {
+        before = changed;
+      } else if (before != 0 || changed != 0) {
+        found = absl::StrCat("out-of-bounds write: ", before, " bytes before and ", changed,
+                             " bytes after buffer '", plans_[region]->buffers(buffer).name(),
+                             "' were overwritten");
+      }
+    });
+    return found;
+  }
+
  private:
-  [[nodiscard]] char* Data(size_t set, int buffer) const {
-    const internal::BufferSpec& spec = plan_->buffers(buffer);
-    return map_ + layout_.set_bytes * set + layout_.offsets[static_cast<size_t>(buffer)] +
-           GuardedDataOffset(spec.elements() * data::DTypeSize(spec.dtype()));
+  // The pattern around buffers, from the byte's place in the memfd: a
+  // kernel writing zeros (or any constant) next to a buffer changes it.
+  [[nodiscard]] char GuardByte(const char* at) const {
+    const auto offset = static_cast<uint64_t>(at - map_);
+    return static_cast<char>(0xA5 ^ ((offset * 0x9E3779B97F4A7C15ull) >> 56));
+  }
+  // f(begin, bytes, buffer, after) for the bytes before, then after, the
+  // data of each buffer of `region` in its pages (before: up to a page,
+  // after: 0-15 bytes; the runner's guard pages fault beyond them).
+  template <class F>
+  void ForEachGuard(size_t region, F&& f) const {
+    const internal::ResolvedPlan& plan = *plans_[region];
+    for (int b = 0; b < plan.buffers_size(); ++b) {
+      const size_t bytes = BufferBytes(plan.buffers(b));
+      char* pages = map_ + offsets_[region] + layouts_[region].offsets[static_cast<size_t>(b)];
+      const size_t lead = GuardedDataOffset(bytes);
+      f(pages, lead, b, false);
+      f(pages + lead + bytes, GuardedDataPagesBytes(bytes) - lead - bytes, b, true);
+    }
+  }
+  static size_t BufferBytes(const internal::BufferSpec& spec) {
+    return spec.elements() * data::DTypeSize(spec.dtype());
+  }
+  [[nodiscard]] char* Data(size_t region, int buffer) const {
+    return map_ + offsets_[region] + layouts_[region].offsets[static_cast<size_t>(buffer)] +
+           GuardedDataOffset(BufferBytes(plans_[region]->buffers(buffer)));
   }
   void Release() noexcept {
     if (map_) ::munmap(map_, bytes_);
@@ -236,10 +286,10 @@ class SharedBuffers {
     fd_ = -1;
   }
 
-  const internal::ResolvedPlan* plan_ = nullptr;
-  SharedBufferLayout layout_;
-  std::vector<uint64_t> seeds_;
-  // [set][buffer] the inputs of the set's last Prepare (inputs only),
+  std::vector<const internal::ResolvedPlan*> plans_;  // [region]
+  std::vector<SharedBufferLayout> layouts_;           // [region]
+  std::vector<uint64_t> offsets_;                     // [region] then the size
+  // [region][buffer] the inputs of the region's last Prepare (inputs only),
   // shared with the other programs
   std::vector<std::vector<std::shared_ptr<const std::string>>> inputs_;
   int fd_ = -1;
@@ -305,50 +355,87 @@ class Worker {
     }
     RunnerConfig config = MakeConfig(names);
     config.job = RunnerJob::kRunCases;
-    absl::StatusOr<RunnerProcess> runner = RunnerProcess::Start(self_binary_, config, request);
-    if (!runner.ok()) return runner.status();
-    if (absl::Status s = AwaitLoading(*runner); !s.ok()) return s;
-    const double timeout = request.timeout_seconds() > 0 ? request.timeout_seconds()
-                                                         : settings_.default_timeout_seconds;
-    // The reply holds the cases' outputs and little else (labels, names):
-    // a bound from those, as kernel code in the runner could send a frame
-    // header announcing gigabytes, which this worker would allocate.
-    const uint64_t reply_bound =
-        output_bytes + (uint64_t{1} << 20) * (1 + static_cast<uint64_t>(request.cases_size()));
-    const absl::Status received = process::ReadMessage(
-        runner->fd(), &result, absl::Now() + absl::Seconds(timeout), reply_bound);
     const auto case_label = [&](const RunnerReport& report) {
       const int c = report.case_index.load();
       return c >= 0 && c < request.cases_size() ? request.cases(c).label() : std::string();
     };
-    if (absl::IsDeadlineExceeded(received)) {
-      runner->Kill();
+    const auto failed = [&](const std::string& stage, const std::string& message,
+                            const std::string& label) {
       result.Clear();
       internal::RunFailure* failure = result.mutable_failure();
-      failure->set_stage("timeout");
-      failure->set_message(
-          absl::StrCat("the kernel did not finish within ", timeout, " s",
-                       Where(runner->report(), plans, case_label(runner->report()))));
+      failure->set_stage(stage);
+      failure->set_message(message);
       failure->set_program(request.program().label());
-      failure->set_case_label(case_label(runner->report()));
+      failure->set_case_label(label);
       return result;
+    };
+    // Every case's buffers at once, in memory this worker owns (a runner
+    // runs its cases in one go); this worker also keeps each input as
+    // generated. A plan's scratch is the submission's choice: too much of
+    // it is its failure.
+    uint64_t mapped_bytes = RegionOffsets(plans).back();
+    for (const internal::ResolvedPlan* plan : plans) {
+      for (const internal::BufferSpec& spec : plan->buffers()) {
+        if (spec.role() == internal::BUFFER_ROLE_INPUT) {
+          mapped_bytes += spec.elements() * data::DTypeSize(spec.dtype());
+        }
+      }
     }
+    if (mapped_bytes > 2 * settings_.max_output_bytes) {
+      return failed("runtime",
+                    absl::StrCat("the buffers of the ", request.cases_size(), " cases (",
+                                 mapped_bytes >> 20, " MiB) exceed the CPU backend's limit of ",
+                                 (2 * settings_.max_output_bytes) >> 20, " MiB"),
+                    "");
+    }
+    absl::StatusOr<SharedBuffers> buffers = SharedBuffers::Create(plans, "kerneleval-run-buffers");
+    if (!buffers.ok()) return buffers.status();
+    {
+      data::GeneratedInputs inputs(GeneratorThreads());
+      for (int c = 0; c < request.cases_size(); ++c) {
+        buffers->Prepare(static_cast<size_t>(c), request.cases(c).input_seed(), inputs);
+      }
+    }
+    // The runner gets the plans, not the seeds: the inputs are in its
+    // buffers already.
+    internal::RunRequest job = request;
+    for (internal::Case& c : *job.mutable_cases()) c.clear_input_seed();
+    absl::StatusOr<RunnerProcess> runner =
+        RunnerProcess::Start(self_binary_, config, job, buffers->fd());
+    if (!runner.ok()) return runner.status();
+    if (absl::Status s = AwaitLoading(*runner); !s.ok()) return s;
+    const double timeout = request.timeout_seconds() > 0 ? request.timeout_seconds()
+                                                         : settings_.default_timeout_seconds;
+    std::string reply;
+    const absl::Status received =
+        process::ReadFrame(runner->fd(), &reply, absl::Now() + absl::Seconds(timeout), 64);
+    if (absl::IsDeadlineExceeded(received)) {
+      runner->Kill();
+      return failed("timeout",
+                    absl::StrCat("the kernel did not finish within ", timeout, " s",
+                                 Where(runner->report(), plans, case_label(runner->report()))),
+                    case_label(runner->report()));
+    }
+    // Read once the runner has ended: no code of the kernel runs any more.
     const int status = runner->Wait(absl::Seconds(received.ok() ? 2 : 5));
-    if (received.ok() && WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
-        result.cases_size() == request.cases_size()) {
+    if (received.ok() && reply == kRunDoneFrame && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+      for (int c = 0; c < request.cases_size(); ++c) {
+        if (std::optional<std::string> written =
+                buffers->OutOfBoundsWrite(static_cast<size_t>(c))) {
+          return failed("runtime",
+                        absl::StrCat(*written, ", case '", request.cases(c).label(), "'"),
+                        request.cases(c).label());
+        }
+        *result.add_cases() = buffers->Collect(static_cast<size_t>(c));
+      }
       return result;
     }
     // The kernel's code ran in the runner: every abnormal end is its failure.
-    result.Clear();
     std::string cause = DescribeRunnerEnd(status, runner->report());
     if (cause.empty()) cause = ProtocolBreach(received);
-    internal::RunFailure* failure = result.mutable_failure();
-    failure->set_stage("runtime");
-    failure->set_message(
-        absl::StrCat(cause, Where(runner->report(), plans, case_label(runner->report()))));
-    failure->set_program(request.program().label());
-    failure->set_case_label(case_label(runner->report()));
-    return result;
+    return failed("runtime",
+                  absl::StrCat(cause, Where(runner->report(), plans, case_label(runner->report()))),
+                  case_label(runner->report()));
   }
 
   absl::StatusOr<internal::TimingResult> Time(const internal::TimingRequest& request) {
@@ -419,7 +506,8 @@ class Worker {
       resident_allowance.push_back(LayoutFor(program.plan()).set_bytes * seeds.size() + slack);
     }
     for (const internal::TimedProgram& program : request.programs()) {
-      absl::StatusOr<SharedBuffers> shared = SharedBuffers::Create(program.plan(), seeds);
+      absl::StatusOr<SharedBuffers> shared = SharedBuffers::Create(
+          std::vector(seeds.size(), &program.plan()), "kerneleval-timed-buffers");
       if (!shared.ok()) return shared.status();
       buffers.push_back(*std::move(shared));
     }
@@ -455,6 +543,12 @@ class Worker {
         failure->set_stage("timeout");
         failure->set_message(absl::StrCat("timing did not finish within ", timeout, " s",
                                           Where(runner.report(), plan, "")));
+        return failed;
+      }
+      if (absl::IsOutOfRange(status)) {  // wrote next to a buffer (OutOfBoundsWrite)
+        runner.Kill();
+        failure->set_stage("runtime");
+        failure->set_message(absl::StrCat(status.message(), " while timed"));
         return failed;
       }
       if (absl::IsResourceExhausted(status)) {  // held too much memory
@@ -548,15 +642,16 @@ class Worker {
     // Rounds are numbered from the first warm-up on: every round, warm-up or
     // timed, has inputs of its own (data::TimedInputSeed), generated while
     // every runner stands still (not in any sample) and once for all
-    // programs, on up to 4 cores (a normal value takes ~40 ns to draw on one
-    // core here: 2^18 of them, ~10 ms a round; more threads would each
-    // reserve stack and a malloc arena in a worker whose address space is
-    // limited).
-    const unsigned generator_threads = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
+    // programs (GeneratorThreads).
+    // The CPU backend's programs run in processes of their own: one input
+    // per round for all (program 0's).
+    const auto round_seed = [&](size_t set, uint64_t round) {
+      return data::TimedInputSeed(seeds[set], round, /*program=*/0);
+    };
     for (uint32_t w = 0; w < config.warmup_runs(); ++w) {
-      data::GeneratedInputs round_inputs(generator_threads);
+      data::GeneratedInputs round_inputs(GeneratorThreads());
       for (int p = 0; p < request.programs_size(); ++p) {
-        buffers[static_cast<size_t>(p)].Prepare(w % sets, w, round_inputs);
+        buffers[static_cast<size_t>(p)].Prepare(w % sets, round_seed(w % sets, w), round_inputs);
         if (absl::Status s = run(p, w % sets, nullptr); !s.ok()) return fail(p, s);
       }
       maybe_check(w % sets);
@@ -566,12 +661,13 @@ class Worker {
     const int n_programs = request.programs_size();
     for (uint64_t round = 0;; ++round) {
       const size_t set = round % sets;
-      data::GeneratedInputs round_inputs(generator_threads);
+      data::GeneratedInputs round_inputs(GeneratorThreads());
       // The first program of a round changes from round to round: no program
       // always follows the same neighbour (caches, clocks).
       for (int k = 0; k < n_programs; ++k) {
         const int p = static_cast<int>((round + static_cast<uint64_t>(k)) % n_programs);
-        buffers[static_cast<size_t>(p)].Prepare(set, config.warmup_runs() + round, round_inputs);
+        buffers[static_cast<size_t>(p)].Prepare(set, round_seed(set, config.warmup_runs() + round),
+                                                round_inputs);
         double microseconds = 0;
         if (absl::Status s = run(p, set, &microseconds); !s.ok()) return fail(p, s);
         samples[static_cast<size_t>(p)].push_back(microseconds);
@@ -599,6 +695,14 @@ class Worker {
     // after its last sample must not count, and nothing it sends is taken
     // (the samples and outputs are this worker's own measurements and reads).
     for (int p = 0; p < request.programs_size(); ++p) {
+      // Bytes around a buffer are never reset: a write there in any round
+      // is still there.
+      for (size_t set = 0; set < sets; ++set) {
+        if (std::optional<std::string> written =
+                buffers[static_cast<size_t>(p)].OutOfBoundsWrite(set)) {
+          return fail(p, absl::OutOfRangeError(*written));
+        }
+      }
       internal::ProgramTiming* timing = result.add_programs();
       // Sets run in order: those that ran (the deadline may end timing
       // first) are a prefix.
@@ -674,8 +778,15 @@ class Worker {
     config.library_path = library_path_;
     config.kernel_names = names;
     config.runtime = runtime_;
-    config.input_threads = runtime_.threads;
     return config;
+  }
+
+  // Threads generating inputs: up to 4 cores (a normal value takes ~40 ns
+  // to draw on one core here: 2^18 of them, ~10 ms; more threads would each
+  // reserve stack and a malloc arena in a worker whose address space is
+  // limited).
+  static unsigned GeneratorThreads() {
+    return std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
   }
 
   // ", case 'small', launch 1 (softmax)" from the runner's last position.

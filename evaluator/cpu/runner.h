@@ -6,26 +6,33 @@
 // every other descriptor (stdio goes to /dev/null), applies the file-system
 // sandbox (it may read only the shared object) and the kKernel system-call
 // profile (no fork/exec, no sockets) BEFORE dlopen() runs any code of the
-// submission, runs, reports on its channel and exits. Each runner maps fresh
-// buffers, so a program never sees memory another program wrote.
+// submission, runs, reports on its channel and exits. The buffers a runner
+// runs on live in a memfd the worker created and also maps (fd 5 in the
+// runner; layout: SharedBufferLayout, one region per case or input set);
+// the runner maps only their data pages, between guard pages of its own.
+// The worker generates the inputs and poisons the outputs there, and reads
+// the outputs and checks the inputs and the bytes around each buffer there,
+// while no code of the runner runs: nothing the runner says about its
+// buffers is taken, so kernel code, which shares the runner's process,
+// cannot forge it. A program never sees memory another program wrote.
 //
 // Channel protocol (framing.h frames on a stream socket, fd 3 in the runner):
-//   worker -> runner  the job: an internal::RunRequest (Run) or an
-//                     internal::TimingRequest holding the one program to time,
-//                     the input seeds and the config (Time).
+//   worker -> runner  the job: an internal::RunRequest (Run: the cases'
+//                     plans; their seeds are zero, the worker keeps them) or
+//                     an internal::TimingRequest holding the one program to
+//                     time, placeholder seeds and the config (Time).
 //   runner -> worker  kLoadingFrame once sandboxed, right before dlopen(): a
 //                     runner that ends before it is the harness's failure
 //                     (infrastructure); any end after it is the kernel's.
-//   Run:    runner -> worker  one internal::RunResult, then exit 0.
-//   Time:   the program's buffers of every input set live in a memfd the
-//           worker created and also maps (fd 5 in the runner; layout:
-//           SharedBufferLayout). The worker generates every round's inputs
-//           and poisons the outputs there itself, while the runner is
-//           stopped, and reads the outputs from there: the runner runs only
-//           while a sample is taken. runner -> worker "ready" after setup;
-//           then per command frame from the worker ("R" set: run the plan,
-//           "F": finish) one reply: "k", or for "F" an empty
-//           internal::ProgramTiming, then exit 0.
+//   Run:    the runner runs every case once, in order, replies kRunDoneFrame
+//           and exits 0; the worker reads the buffers after the exit.
+//   Time:   the worker generates every round's inputs and poisons the
+//           outputs itself, while the runner is stopped, and reads the
+//           outputs from the memfd: the runner runs only while a sample is
+//           taken. runner -> worker "ready" after setup; then per command
+//           frame from the worker ("R" set: run the plan, "F": finish) one
+//           reply: "k", or for "F" an empty internal::ProgramTiming, then
+//           exit 0.
 // Failures: a fault ends the runner by its signal; a kernel error (trap,
 // failed assert, deadlock, invalid launch) exits kKernelErrorExit with the
 // message in the RunnerReport, a memfd page shared with the worker (fd 4).
@@ -53,6 +60,7 @@ inline constexpr int kKernelErrorExit = 70;  // message in RunnerReport::message
 inline constexpr int kSetupFailedExit = 71;
 inline constexpr int kLoadFailedExit = 72;  // dlopen failed (message)
 inline constexpr char kLoadingFrame[] = "loading";
+inline constexpr char kRunDoneFrame[] = "done";
 
 // A page shared between the worker and a runner: where the runner was, and
 // what went wrong. Written by the runner (and, in a fault, by its signal
@@ -82,22 +90,25 @@ struct RunnerConfig {
   std::string library_path;               // the compiled submission
   std::vector<std::string> kernel_names;  // launcher i of the library runs kernel_names[i]
   DeviceRuntimeOptions runtime;
-  unsigned input_threads = 1;  // threads generating inputs
 
   // As arguments of `kerneleval-worker cpu-runner` and back.
   [[nodiscard]] std::vector<std::string> ToArgs() const;
   static RunnerConfig FromArgs(int argc, char** argv);
 };
 
-// Where the buffers of one plan lie in a timing memfd: input set s, buffer
-// b (plan order) at file offset s * set_bytes + offsets[b]; its data starts
-// GuardedDataOffset(bytes) into those pages (the runner maps them between
-// guard pages, like GuardedBuffer).
+// Where the buffers of one plan lie in a region of a runner's memfd:
+// buffer b (plan order) at offsets[b] from the region's start; its data
+// starts GuardedDataOffset(bytes) into those pages and ends 0-15 bytes
+// before their end (the runner maps them between guard pages, like
+// GuardedBuffer). Regions follow one another: RegionOffsets.
 struct SharedBufferLayout {
   std::vector<uint64_t> offsets;  // [bytes] page-aligned
   uint64_t set_bytes = 0;         // [bytes] page-aligned
 };
 SharedBufferLayout LayoutFor(const internal::ResolvedPlan& plan);
+// [bytes] The start of each region of `plans` (one per case, or per input
+// set of a timed program), then the memfd's size.
+std::vector<uint64_t> RegionOffsets(const std::vector<const internal::ResolvedPlan*>& plans);
 
 // A runner, seen from the worker. Move-only; the destructor kills and reaps
 // the child and unmaps the report.
@@ -105,12 +116,12 @@ class RunnerProcess {
  public:
   // Starts `worker_binary cpu-runner <config>` and sends it `job` (see the
   // protocol above). The calling process must be single-threaded.
-  // `shared_buffers_fd` (timing): the memfd of SharedBufferLayout, fd 5 in
-  // the runner; -1 for none.
+  // `shared_buffers_fd`: the memfd of the job's buffers (RegionOffsets),
+  // fd 5 in the runner.
   static absl::StatusOr<RunnerProcess> Start(const std::string& worker_binary,
                                              const RunnerConfig& config,
                                              const google::protobuf::MessageLite& job,
-                                             int shared_buffers_fd = -1);
+                                             int shared_buffers_fd);
 
   RunnerProcess(RunnerProcess&& other) noexcept;
   RunnerProcess& operator=(RunnerProcess&& other) noexcept;

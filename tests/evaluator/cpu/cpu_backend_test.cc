@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "evaluator/data/prng.h"
 
 namespace kerneleval::cpu {
@@ -603,6 +604,63 @@ __global__ void overrun(float* y, int n) {
   EXPECT_EQ(failure.case_label(), "oob");
 }
 
+TEST_F(CpuBackendTest, WritesNextToABufferInsideItsPagesAreRuntimeFailures) {
+  // A buffer's data ends 0-15 bytes before its trailing guard page and
+  // starts up to a page after its leading one: writes there do not fault,
+  // and the worker finds them in the bytes around the buffer. Zeros are
+  // written, so a check for nonzero bytes would not do.
+  const char* source = R"(
+__global__ void beside(float* y, int n, int offset) {
+  for (int i = 0; i < n; ++i) y[i] = 1.0f;
+  y[offset] = 0.0f;
+}
+)";
+  struct Case {
+    int n, offset;
+    const char* where;
+  };
+  for (const Case& c : {Case{101, -1, "4 bytes before and 0 bytes after buffer 'y'"},
+                        Case{101, 101, "0 bytes before and 4 bytes after buffer 'y'"},
+                        Case{101, 103, "0 bytes before and 4 bytes after buffer 'y'"},
+                        Case{99, 99, "0 bytes before and 4 bytes after buffer 'y'"}}) {
+    const internal::RunFailure failure = RunFails(MakeRequest(
+        source, {MakeCase("beside", 1, {Output("y", v1::DTYPE_F32, static_cast<uint64_t>(c.n))},
+                          {Launch("beside", {1}, {1}, {Buf("y"), Int(c.n), Int(c.offset)})})}));
+    EXPECT_EQ(failure.stage(), "runtime") << c.n << " " << c.offset;
+    EXPECT_NE(failure.message().find(absl::StrCat("out-of-bounds write: ", c.where)),
+              std::string::npos)
+        << failure.message();
+    EXPECT_EQ(failure.case_label(), "beside");
+  }
+}
+
+TEST_F(CpuBackendTest, TheWorkerReadsTheBuffersWhateverTheRunnerReplies) {
+  // Kernel code shares its runner's process and channel: this one writes its
+  // input, sends the runner's "done" reply itself and ends the process. The
+  // worker still reads what is in the buffers: the copied outputs, and the
+  // changed input.
+  const char* source = R"(
+#include <unistd.h>
+__global__ void answer_for_the_runner(float* x, float* y, int n) {
+  for (int i = 0; i < n; ++i) y[i] = x[i];
+  x[0] = 1234.0f;
+  const char done[12] = {4, 0, 0, 0, 0, 0, 0, 0, 'd', 'o', 'n', 'e'};
+  (void)!write(3, done, sizeof(done));
+  _exit(0);
+}
+)";
+  const int n = 100;
+  const BufferSpec x = Input("x", v1::DTYPE_F32, n);
+  const internal::RunResult result = RunOk(MakeRequest(
+      source,
+      {MakeCase("c", 5, {x, Output("y", v1::DTYPE_F32, n)},
+                {Launch("answer_for_the_runner", {1}, {1}, {Buf("x"), Buf("y"), Int(n)})})}));
+  ASSERT_EQ(result.cases_size(), 1);
+  EXPECT_EQ(result.cases(0).modified_input(), "x");
+  ASSERT_EQ(result.cases(0).outputs_size(), 1);
+  EXPECT_EQ(Values<float>(result.cases(0).outputs(0)), Generated<float>(x, 5));
+}
+
 TEST_F(CpuBackendTest, InfiniteLoopTimesOutAndTheNextRunSucceeds) {
   const char* source = R"(
 __global__ void spin(float* y) {
@@ -1043,6 +1101,36 @@ __global__ void vector_add(float* a, const float* b, float* c, int n) {
     EXPECT_TRUE(result->programs(0).last_outputs(set).modified_input().empty());
     EXPECT_EQ(result->programs(1).last_outputs(set).modified_input(), "a") << set;
   }
+}
+
+TEST_F(CpuBackendTest, TimeFindsAWriteNextToABufferInAnyRound) {
+  // 4099 floats end 4 bytes before their guard page: a write there in a
+  // timed round does not fault, and is never reset by the rounds after it.
+  const int n = 4099;
+  internal::TimingRequest request = ReferenceAndCandidate(R"(
+__global__ void vector_add(const float* a, const float* b, float* c, int n) {
+  static int runs = 0;
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+  if (i == 0 && ++runs == 3) c[n] = 0.0f;  // once, in the third run
+}
+)",
+                                                          n, (n + 255) / 256);
+  request.add_input_seeds(3);
+  request.mutable_config()->set_warmup_runs(1);
+  request.mutable_config()->set_min_samples(6);
+  request.mutable_config()->set_max_seconds(1);
+  request.mutable_config()->set_input_sets(1);
+  request.set_timeout_seconds(30);
+  absl::StatusOr<internal::TimingResult> result = backend_->Time(request);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_TRUE(result->has_failure());
+  EXPECT_EQ(result->failure().stage(), "runtime");
+  EXPECT_EQ(result->failure().program(), "candidate");
+  EXPECT_NE(result->failure().message().find(
+                "out-of-bounds write: 0 bytes before and 4 bytes after buffer 'c'"),
+            std::string::npos)
+      << result->failure().message();
 }
 
 }  // namespace
