@@ -154,14 +154,6 @@ struct CudaWorker::BufferSet {
     buffers.clear();
     return first;
   }
-  void Abandon() {
-    for (Buffer& buffer : buffers) {
-      buffer.memory.Abandon();
-      buffer.stash.Abandon();
-      buffer.kept.Abandon();
-    }
-    buffers.clear();
-  }
 };
 
 struct CudaWorker::Sample {
@@ -180,14 +172,7 @@ CudaWorker::CudaWorker(const DriverApi& api, CudaWorkerOptions options)
       options_(std::move(options)),
       correctness_inputs_(InputThreads(), kKeptCorrectnessInputBytes) {}
 
-CudaWorker::~CudaWorker() {
-  if (context_lost_) {
-    // Every call would fail; the process exits next and the driver cleans up.
-    l2_flush_.Abandon();
-    flush_sink_.Abandon();
-    input_check_.Abandon();
-  }
-}
+CudaWorker::~CudaWorker() = default;
 
 absl::StatusOr<std::unique_ptr<CudaWorker>> CudaWorker::Create(const CudaWorkerOptions& options) {
   absl::StatusOr<const DriverApi*> api = LoadDriver();
@@ -315,7 +300,7 @@ absl::Status CudaWorker::Initialise() {
 absl::Status CudaWorker::FaultFrom(const absl::Status& status) {
   if (FaultStage(status).has_value()) return status;
   std::optional<CUresult> result = CuResultOf(status);
-  if (result.has_value() && IsStickyError(*result)) context_lost_ = true;
+  if (result.has_value() && IsStickyError(*result)) MarkContextLost();
   return MakeFault("runtime", status.message());
 }
 
@@ -351,7 +336,7 @@ absl::Status CudaWorker::WaitFor(CUevent event, absl::Time deadline) {
                                __FILE__, __LINE__));
     }
     if (absl::Now() >= deadline) {
-      context_lost_ = true;  // the kernel keeps running: only process exit stops it
+      MarkContextLost();  // the kernel keeps running: only process exit stops it
       return MakeFault("timeout", "the program was still running at the deadline");
     }
     if (polls < 2000) {
@@ -783,7 +768,7 @@ absl::StatusOr<WorkerOutcome<internal::RunResult>> CudaWorker::Run(
     failure->set_message(std::string(fault.message()));
     failure->set_program(request.program().label());
     failure->set_case_label(std::string(case_label));
-    outcome.worker_exiting = context_lost_;
+    outcome.worker_exiting = ContextLost();
     return outcome;
   };
 
@@ -803,9 +788,7 @@ absl::StatusOr<WorkerOutcome<internal::RunResult>> CudaWorker::Run(
         status.ok() ? Collect(*buffers) : absl::StatusOr<internal::CaseResult>(status);
     if (!case_result.ok()) {
       const absl::Status fault = FaultFrom(case_result.status());
-      if (context_lost_) {
-        buffers->Abandon();
-      } else {
+      if (!ContextLost()) {
         (void)buffers->ScrubAndFree();
         (void)ZeroGlobals(*program);
       }
@@ -926,7 +909,7 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
     failure->set_stage(FaultStage(fault).value_or("runtime"));
     failure->set_message(std::string(fault.message()));
     failure->set_program(request.programs(program).program().label());
-    outcome.worker_exiting = context_lost_;
+    outcome.worker_exiting = ContextLost();
     return outcome;
   };
 
@@ -984,20 +967,12 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
   // buffers[p][s]: every program has its own copy of every input set, so no
   // program sees (or can disturb) another's buffers.
   std::vector<std::vector<BufferSet>> buffers(program_count);
+  // (Once the context is lost, every handle is dropped without a device
+  // call: MarkContextLost.)
   auto release_all = [&]() {
-    if (context_lost_) {
-      input_check_.Abandon();
-    } else if (!input_check_.empty()) {
-      (void)input_check_.ScrubAndFree();
-    }
+    (void)input_check_.ScrubAndFree();
     for (auto& per_program : buffers) {
-      for (BufferSet& set : per_program) {
-        if (context_lost_) {
-          set.Abandon();
-        } else {
-          (void)set.ScrubAndFree();
-        }
-      }
+      for (BufferSet& set : per_program) (void)set.ScrubAndFree();
     }
   };
   // Timing sets: their inputs are generated on the device, every round.
@@ -1247,7 +1222,7 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
   result.set_throttled(throttled);
   result.set_converged(converged);
   release_all();
-  outcome.worker_exiting = context_lost_;
+  outcome.worker_exiting = ContextLost();
   return outcome;
 }
 

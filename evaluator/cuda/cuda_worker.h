@@ -78,7 +78,8 @@ class CudaWorker {
   [[nodiscard]] const v1::DeviceInfo& device_info() const { return device_info_; }
   // A sticky error or a hang: the process must exit after replying, also
   // when the call returned an error.
-  [[nodiscard]] bool context_lost() const { return context_lost_; }
+  // A sticky error or a hang: the process exits after replying.
+  [[nodiscard]] static bool context_lost() { return ContextLost(); }
   [[nodiscard]] const DeviceProperties& properties() const { return properties_; }
 
   // Non-OK only when nothing could be judged (e.g. out of device memory for
@@ -208,8 +209,7 @@ class CudaWorker {
   DeviceBuffer input_check_;
   Event start_;
   Event stop_;
-  uint32_t flush_value_ = 0;   // what the next L2 flush writes
-  bool context_lost_ = false;  // a sticky error or a hang: exit after replying
+  uint32_t flush_value_ = 0;  // what the next L2 flush writes
 };
 
 // The fault statuses Run/Time use internally; exposed for tests.

@@ -1,5 +1,6 @@
 #include "evaluator/cuda/resources.h"
 
+#include <atomic>
 #include <string>
 #include <utility>
 #include <vector>
@@ -8,6 +9,14 @@
 #include "absl/strings/str_cat.h"
 
 namespace kerneleval::cuda {
+namespace {
+
+std::atomic<bool> context_lost{false};
+
+}  // namespace
+
+void MarkContextLost() noexcept { context_lost.store(true); }
+bool ContextLost() noexcept { return context_lost.load(); }
 
 // ------------------------------------------------------------- PrimaryContext
 
@@ -37,7 +46,7 @@ PrimaryContext& PrimaryContext::operator=(PrimaryContext&& other) noexcept {
 PrimaryContext::~PrimaryContext() { Release(); }
 
 void PrimaryContext::Release() noexcept {
-  if (context_ != nullptr && api_ != nullptr) {
+  if (context_ != nullptr && api_ != nullptr && !ContextLost()) {
     KE_CU_LOG_IF_ERROR(api_->cuDevicePrimaryCtxRelease(device_));
   }
   context_ = nullptr;
@@ -89,7 +98,9 @@ Module& Module::operator=(Module&& other) noexcept {
 Module::~Module() { Unload(); }
 
 void Module::Unload() noexcept {
-  if (module_ != nullptr && api_ != nullptr) KE_CU_LOG_IF_ERROR(api_->cuModuleUnload(module_));
+  if (module_ != nullptr && api_ != nullptr && !ContextLost()) {
+    KE_CU_LOG_IF_ERROR(api_->cuModuleUnload(module_));
+  }
   module_ = nullptr;
 }
 
@@ -166,7 +177,10 @@ absl::Status DeviceBuffer::ScrubAndFree() {
 
 DeviceBuffer::Failure DeviceBuffer::Release() noexcept {
   Failure failure;
-  if (ptr_ == 0 || api_ == nullptr) return failure;
+  if (ptr_ == 0 || api_ == nullptr || ContextLost()) {
+    Abandon();
+    return failure;
+  }
   // First wait for everything queued anywhere in the context: the memset
   // runs on the legacy stream, which does not wait for a non-blocking stream
   // where a kernel may still be writing (a plan abandoned after a failed
@@ -220,7 +234,9 @@ PinnedHostBuffer& PinnedHostBuffer::operator=(PinnedHostBuffer&& other) noexcept
 PinnedHostBuffer::~PinnedHostBuffer() { Free(); }
 
 void PinnedHostBuffer::Free() noexcept {
-  if (data_ != nullptr && api_ != nullptr) KE_CU_LOG_IF_ERROR(api_->cuMemFreeHost(data_));
+  if (data_ != nullptr && api_ != nullptr && !ContextLost()) {
+    KE_CU_LOG_IF_ERROR(api_->cuMemFreeHost(data_));
+  }
   data_ = nullptr;
   device_ptr_ = 0;
   bytes_ = 0;
@@ -249,7 +265,9 @@ Stream& Stream::operator=(Stream&& other) noexcept {
 Stream::~Stream() { Destroy(); }
 
 void Stream::Destroy() noexcept {
-  if (stream_ != nullptr && api_ != nullptr) KE_CU_LOG_IF_ERROR(api_->cuStreamDestroy(stream_));
+  if (stream_ != nullptr && api_ != nullptr && !ContextLost()) {
+    KE_CU_LOG_IF_ERROR(api_->cuStreamDestroy(stream_));
+  }
   stream_ = nullptr;
 }
 
@@ -276,7 +294,9 @@ Event& Event::operator=(Event&& other) noexcept {
 Event::~Event() { Destroy(); }
 
 void Event::Destroy() noexcept {
-  if (event_ != nullptr && api_ != nullptr) KE_CU_LOG_IF_ERROR(api_->cuEventDestroy(event_));
+  if (event_ != nullptr && api_ != nullptr && !ContextLost()) {
+    KE_CU_LOG_IF_ERROR(api_->cuEventDestroy(event_));
+  }
   event_ = nullptr;
 }
 

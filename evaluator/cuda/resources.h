@@ -17,6 +17,16 @@
 
 namespace kerneleval::cuda {
 
+// The process's context is lost: a sticky error, or a kernel still running
+// past its deadline (only process exit stops it). Every device call would
+// then fail, or wait forever (cuCtxSynchronize behind a kernel that never
+// ends), and the process exits after its reply, which returns everything to
+// the driver (it clears memory before another process gets it). From then on
+// the handles below are dropped without a device call. One flag per process:
+// a worker process holds one context.
+void MarkContextLost() noexcept;
+[[nodiscard]] bool ContextLost() noexcept;
+
 // The device's primary context (the one the runtime API would use), retained
 // for the owner's lifetime and made current on the calling thread.
 class PrimaryContext {
@@ -104,10 +114,8 @@ class DeviceBuffer {
 
   // Zero-fills and frees now; reports what the destructor would only log.
   absl::Status ScrubAndFree();
-  // Drops the handle without touching the device: for a context lost to a
-  // sticky error, where every call fails and the process is about to exit
-  // (process exit returns the memory to the driver, which clears it before
-  // any other process gets it).
+  // Drops the handle without touching the device (what every handle does
+  // once ContextLost()).
   void Abandon() noexcept {
     api_ = nullptr;
     ptr_ = 0;

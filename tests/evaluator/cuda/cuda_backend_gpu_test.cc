@@ -420,6 +420,30 @@ TEST_F(CudaBackendGpuTest, InfiniteLoopTimesOutThenTheNextRunPasses) {
   ExpectVectorAddPasses();
 }
 
+// A kernel that never ends while timed: the worker answers by the deadline
+// with the program's name (the engine then knows which candidate hung),
+// whatever its handles would need to wait for on the way out.
+TEST_F(CudaBackendGpuTest, AKernelHangingWhileTimedIsThatProgramsTimeout) {
+  internal::TimingRequest request;
+  for (const auto& [label, kernel] : {std::pair{"reference", "add"}, {"spinner", "spin_forever"}}) {
+    internal::TimedProgram* timed = request.add_programs();
+    *timed->mutable_program() = Program(label);
+    *timed->mutable_plan() = Plan(kernel, 4096);
+  }
+  request.add_input_seeds(1);
+  *request.mutable_config() = timing::DefaultTimingConfig();
+  request.mutable_config()->set_max_seconds(1);
+  request.set_timeout_seconds(3);
+  const int restarts = backend_->restarts();
+  absl::StatusOr<internal::TimingResult> result = backend_->Time(request);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_TRUE(result->has_failure());
+  EXPECT_EQ(result->failure().stage(), "timeout") << result->failure().message();
+  EXPECT_EQ(result->failure().program(), "spinner") << result->failure().message();
+  EXPECT_EQ(backend_->restarts(), restarts + 1);
+  ExpectVectorAddPasses();
+}
+
 TEST_F(CudaBackendGpuTest, LeftoverMemoryIsNeverVisible) {
   // The reference computes c; the candidate then returns what its own
   // (fresh) output buffer holds: it must be poison, never the sum.
