@@ -29,6 +29,7 @@
 #include "evaluator/problems/describe.h"
 #include "evaluator/problems/problems.h"
 #include "evaluator/process/worker_process.h"
+#include "evaluator/timing/sampling.h"
 #include "rubric/rubric.h"
 
 namespace kerneleval {
@@ -78,7 +79,8 @@ std::string DedupKey(const std::string& problem_key, const v1::Submission& submi
   key += '\0';
   absl::StrAppend(&key, "limit=", absl::SixDigits(limits.run_timeout_seconds), ",",
                   absl::SixDigits(limits.candidate_run_factor), ",",
-                  absl::SixDigits(limits.candidate_run_floor_seconds));
+                  absl::SixDigits(limits.candidate_run_floor_seconds), ",", limits.memory_bytes,
+                  ",", absl::SixDigits(limits.timing_budget_seconds));
   key += '\0';
   if (seed) absl::StrAppend(&key, "seed=", *seed);
   return key;
@@ -142,6 +144,9 @@ class Device {
   // A job is running inside another's turn (ServeAnotherClient; device loop
   // only): it does not hand the device on again.
   bool& serving_another() { return serving_another_; }
+  // [s] What a single evaluation took on this device lately (an average
+  // weighted to the recent ones; 0 before the first; device loop only).
+  double& single_seconds() { return single_seconds_; }
 
  private:
   std::unique_ptr<Backend> backend_;
@@ -149,6 +154,7 @@ class Device {
   std::atomic<int> in_flight_{0};
   uint64_t restarts_reported_ = 0;
   bool serving_another_ = false;
+  double single_seconds_ = 0;
 };
 
 class EngineImpl final : public Engine {
@@ -186,15 +192,18 @@ class EngineImpl final : public Engine {
   void Enqueue(std::shared_ptr<Job> job, Device* device);
   void RunDeviceLoop(Device* device);
   // A job taken off the device's queue: RunJob, then the queue's accounting.
-  void RunQueuedJob(Device* device, Job& job);
-  void RunJob(Device* device, Job& job);
+  // `on_device_loop` false: a job that needs no device, answered from the
+  // compile stage (Enqueue).
+  void RunQueuedJob(Device* device, Job& job, bool on_device_loop = true);
+  void RunJob(Device* device, Job& job, bool on_device_loop);
   // Between the candidates of a group: runs one single evaluation of another
   // client that waits for this device, compiled already, if the group's
   // deadline leaves room (not from within such a job). A group's
   // correctness runs are many backend calls (64 candidates, each up to its
   // run limit): without this, every other client waited for all of them.
+  // `own_seconds_left`: what the group still expects to take [s].
   // Returns the seconds spent on it.
-  double ServeAnotherClient(Device* device, const Job& job);
+  double ServeAnotherClient(Device* device, const Job& job, double own_seconds_left);
   absl::StatusOr<PreparedProgram> ReferenceFor(Evaluation& evaluation, const Job& job);
   void Observe(std::string_view stage, double seconds) {
     if (options_.observer) options_.observer->OnLatency(stage, seconds);
@@ -402,7 +411,13 @@ absl::StatusOr<EngineImpl::Common> EngineImpl::Admit(const Request& request,
     // A caller that sets a limit (a slow problem, kernels known to be slow)
     // gets that limit, not a multiple of the reference's run.
     common.settings.candidate_run_factor = 0;
+    common.settings.run_timeout_from_request = true;
   }
+  common.settings.memory_bytes = request.limits().memory_bytes();
+  // Within 10x the GPU default cap (5 s), like timeout_seconds: a group's
+  // timing request may take the cap once per program.
+  common.settings.timing_budget_seconds = std::min(
+      request.limits().timing_budget_seconds(), 10 * timing::DefaultTimingConfig().max_seconds());
   const std::string arch = common.device->backend().target_arch();
   common.settings.arch = arch.empty() ? options_.default_arch : arch;
   return common;
@@ -459,7 +474,19 @@ void EngineImpl::Enqueue(std::shared_ptr<Job> job, Device* device) {
                                                       : p.verdict->compile().cache_hit());
         }
       }
-      if (--*remaining == 0) all_prepared->set_value();
+      if (--*remaining == 0) {
+        all_prepared->set_value();
+        // Every submission decided at compile time (a compile error, a bad
+        // plan, ...): nothing to run, so the verdicts go out now rather
+        // than after whatever the device is running (a compile error waited
+        // 4.6 s behind a hanging kernel; 0.01 s on an idle server).
+        const bool needs_device =
+            std::any_of(job->preparations.begin(), job->preparations.end(),
+                        [](const absl::StatusOr<Preparation>& p) { return p.ok() && !p->verdict; });
+        if (!needs_device && device->queue().Remove(job->client_id, job)) {
+          RunQueuedJob(device, *job, /*on_device_loop=*/false);
+        }
+      }
     });
     if (!queued) {
       job->preparations[i] = absl::UnavailableError("the engine is shutting down");
@@ -632,22 +659,37 @@ void EngineImpl::RunDeviceLoop(Device* device) {
   }
 }
 
-void EngineImpl::RunQueuedJob(Device* device, Job& job) {
+void EngineImpl::RunQueuedJob(Device* device, Job& job, bool on_device_loop) {
   Observe("queue_wait", SecondsSince(job.admitted));
-  RunJob(device, job);
+  const auto start = Clock::now();
+  RunJob(device, job, on_device_loop);
+  if (on_device_loop && !job.is_group) {
+    const double seconds = SecondsSince(start);
+    double& average = device->single_seconds();
+    average = average == 0 ? seconds : 0.7 * average + 0.3 * seconds;
+  }
   device->in_flight()--;
   if (options_.observer) options_.observer->OnQueueDepth(device->id(), device->queue().size());
 }
 
-double EngineImpl::ServeAnotherClient(Device* device, const Job& job) {
+double EngineImpl::ServeAnotherClient(Device* device, const Job& job, double own_seconds_left) {
   if (device->serving_another()) return 0;
-  // What the served job may take, at most: a correctness run and a timing
-  // run of one candidate (its limits, each within run_timeout_seconds plus
-  // the timing cap). The group keeps its verdicts only if its deadline
-  // leaves room for that and for its own remaining runs, which are not
-  // known: at least four such turns are left, or no deadline.
-  const double turn_seconds = 2 * job.settings.run_timeout_seconds + 10;
-  if (absl::ToDoubleSeconds(job.context.deadline - absl::Now()) < 4 * turn_seconds) return 0;
+  // The group keeps its verdicts only if its deadline leaves room for the
+  // served job and for its own remaining runs. The served job takes at most
+  // a correctness run and a timing run of one candidate (each within
+  // run_timeout_seconds, plus the timing cap); expected is twice what single
+  // evaluations took here lately, within that bound. (A fixed four times
+  // the bound, 200 s by default, never served anyone for a group whose
+  // caller set a deadline under that: RL clients set 60-180 s.)
+  const double served_bound = 2 * job.settings.run_timeout_seconds + 10;
+  const double served_expected = device->single_seconds() > 0
+                                     ? std::min(2 * device->single_seconds(), served_bound)
+                                     : served_bound;
+  const double margin_seconds = 10;
+  if (absl::ToDoubleSeconds(job.context.deadline - absl::Now()) <
+      own_seconds_left + served_expected + margin_seconds) {
+    return 0;
+  }
   // A single evaluation (bounded: one candidate), compiled already (the
   // device never idles on another job's compiles).
   std::optional<std::shared_ptr<Job>> other =
@@ -665,7 +707,7 @@ double EngineImpl::ServeAnotherClient(Device* device, const Job& job) {
   return SecondsSince(start);
 }
 
-void EngineImpl::RunJob(Device* device, Job& job) {
+void EngineImpl::RunJob(Device* device, Job& job, bool on_device_loop) {
   const auto start = Clock::now();
   auto finish = [&](absl::StatusOr<v1::EvaluateGroupResponse> response) {
     if (response.ok()) {
@@ -680,10 +722,13 @@ void EngineImpl::RunJob(Device* device, Job& job) {
     Observe("total", SecondsSince(job.admitted));
     // Backends replace crashed or hung workers themselves; the count says
     // how often (a metric that climbs means kernels keep killing workers).
-    // Reported before the caller hears of the job.
-    const uint64_t restarts = device->backend().worker_restarts();
-    for (; device->restarts_reported() < restarts; ++device->restarts_reported()) {
-      if (options_.observer) options_.observer->OnWorkerRestart(device->backend().name());
+    // Reported before the caller hears of the job (by the device loop, which
+    // owns the count).
+    if (on_device_loop) {
+      const uint64_t restarts = device->backend().worker_restarts();
+      for (; device->restarts_reported() < restarts; ++device->restarts_reported()) {
+        if (options_.observer) options_.observer->OnWorkerRestart(device->backend().name());
+      }
     }
     job.done(std::move(response));
   };
@@ -721,13 +766,24 @@ void EngineImpl::RunJob(Device* device, Job& job) {
     absl::StatusOr<ReferenceRun> run = evaluation.RunReference(*std::move(prepared_reference));
     if (!run.ok()) return finish(run.status());
     reference = *std::move(run);
-    bool ran_one = false;
+    size_t ran = 0;
+    size_t to_run = static_cast<size_t>(std::count(decided.begin(), decided.end(), false));
     double serving_others = 0;  // [s] of the correctness stage, not this job's
+    // [s] The timing run's cap, and as much again for the rest of it.
+    const double timing_seconds =
+        2 * (job.settings.timing_budget_seconds > 0 ? job.settings.timing_budget_seconds
+                                                    : timing::DefaultTimingConfig().max_seconds());
     for (size_t i = 0; i < n; ++i) {
       if (decided[i]) continue;
       // Other clients' requests take turns with this group's candidates.
-      if (ran_one) serving_others += ServeAnotherClient(device, job);
-      ran_one = true;
+      if (ran > 0) {
+        const double per_candidate =
+            (SecondsSince(correctness_start) - serving_others) / static_cast<double>(ran);
+        const double own_seconds_left = per_candidate * static_cast<double>(to_run - ran) +
+                                        (job.settings.skip_timing ? 0 : timing_seconds);
+        serving_others += ServeAnotherClient(device, job, own_seconds_left);
+      }
+      ++ran;
       if (job.context.cancelled && job.context.cancelled()) {
         return finish(absl::CancelledError("the caller went away"));
       }

@@ -158,7 +158,9 @@ absl::StatusOr<Preparation> Evaluation::PrepareCandidate(const v1::Submission& s
     if (!compiled->diagnostics().empty()) {
       for (const auto& d : compiled->diagnostics()) {
         if (d.severity() == "error") {
-          verdict.set_error(absl::StrCat("line ", d.line(), ": ", d.message()));
+          // Line 0: not about a line of the source (an option NVRTC refused).
+          verdict.set_error(d.line() > 0 ? absl::StrCat("line ", d.line(), ": ", d.message())
+                                         : d.message());
           break;
         }
       }
@@ -215,11 +217,27 @@ absl::StatusOr<Preparation> Evaluation::PrepareCandidate(const v1::Submission& s
   for (const auto& shape : problem_.correctness_shapes()) shapes.push_back(&shape);
   if (!settings_.skip_timing) shapes.push_back(&TimedShape());
   for (const v1::ShapeBinding* shape : shapes) {
+    const std::string shape_name =
+        shape->label().empty() ? ShapeText(shape->values()) : shape->label();
     absl::StatusOr<internal::ResolvedPlan> resolved = Resolve(program, *shape);
     if (!resolved.ok()) {
-      return fail_plan(
-          absl::StrCat(PlanError(resolved.status()), " (shape ",
-                       shape->label().empty() ? ShapeText(shape->values()) : shape->label(), ")"));
+      return fail_plan(absl::StrCat(PlanError(resolved.status()), " (shape ", shape_name, ")"));
+    }
+    if (settings_.memory_bytes > 0) {
+      uint64_t bytes = 0;
+      for (const internal::BufferSpec& buffer : resolved->buffers()) {
+        bytes += buffer.elements() * data::DTypeSize(buffer.dtype());
+      }
+      if (bytes > settings_.memory_bytes) {
+        v1::Verdict verdict =
+            Failed("runtime", absl::StrCat("the plan's buffers take ", bytes, " bytes on shape ",
+                                           shape_name, ", more than the request's limit of ",
+                                           settings_.memory_bytes, " bytes (limits.memory_bytes)"));
+        *verdict.mutable_compile() = program.program.compiled();
+        verdict.mutable_compile()->clear_cubin();
+        preparation.verdict = std::move(verdict);
+        return preparation;
+      }
     }
   }
   if (context.on_event) {
@@ -280,6 +298,15 @@ absl::StatusOr<std::vector<internal::Case>> Evaluation::BuildCases(
   return cases;
 }
 
+absl::Status Evaluation::LimitTooShort(absl::string_view message) const {
+  // The request's own limit: its bad input (INVALID_ARGUMENT, CLI exit 2);
+  // the server's: how the server is set up.
+  if (settings_.run_timeout_from_request) {
+    return absl::InvalidArgumentError(absl::StrCat("limits.timeout_seconds: ", message));
+  }
+  return absl::FailedPreconditionError(message);
+}
+
 absl::StatusOr<ReferenceRun> Evaluation::RunReference(PreparedProgram reference) {
   const uint32_t trials = problem_.correctness_trials() ? problem_.correctness_trials() : 3;
   std::vector<internal::Case> base;
@@ -316,11 +343,10 @@ absl::StatusOr<ReferenceRun> Evaluation::RunReference(PreparedProgram reference)
       return cut;
     }
     if (result->failure().stage() == "timeout") {
-      // A limit the request set (limits.timeout_seconds) or the server's.
-      return absl::FailedPreconditionError(absl::StrCat(
+      return LimitTooShort(absl::StrCat(
           "the reference of ", problem_.id(), " did not finish within the time limit of ",
-          absl::SixDigits(settings_.run_timeout_seconds),
-          " s: the limit is too short for this problem (", result->failure().message(), ")"));
+          absl::SixDigits(timeout), " s: the limit is too short for this problem (",
+          result->failure().message(), ")"));
     }
     return absl::InternalError(absl::StrCat("the reference of ", problem_.id(), " failed (",
                                             result->failure().stage(),
@@ -569,6 +595,11 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
   internal::TimingRequest request;
   *request.mutable_params() = shape.values();
   *request.mutable_config() = TimingConfigFor(backend_.name());
+  if (settings_.timing_budget_seconds > 0) {
+    internal::TimingConfig* config = request.mutable_config();
+    config->set_max_seconds(settings_.timing_budget_seconds);
+    config->set_min_seconds(std::min(config->min_seconds(), settings_.timing_budget_seconds));
+  }
   for (uint32_t i = 0; i < request.config().input_sets(); ++i) {
     request.add_input_seeds(DeriveSeed(settings_.seed, 1000003, i));
   }
@@ -652,10 +683,10 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
           return cut;
         }
         if (alone_result->failure().stage() == "timeout") {
-          return absl::FailedPreconditionError(absl::StrCat(
-              "timing the reference of ", problem_.id(), " alone did not finish within ",
-              absl::SixDigits(alone.timeout_seconds()),
-              " s: the time limit is too short for this problem"));
+          return LimitTooShort(absl::StrCat("timing the reference of ", problem_.id(),
+                                            " alone did not finish within ",
+                                            absl::SixDigits(alone.timeout_seconds()),
+                                            " s: the time limit is too short for this problem"));
         }
         return absl::InternalError(
             absl::StrCat("the reference failed while timing: ", failure.message()));

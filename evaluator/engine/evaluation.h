@@ -52,6 +52,9 @@ struct EvaluationSettings {
   bool seed_fixed = false;
   bool skip_timing = false;
   double run_timeout_seconds = 20;
+  // run_timeout_seconds is the request's limits.timeout_seconds: a
+  // reference that cannot finish within it is the request's bad input.
+  bool run_timeout_from_request = false;
   // A candidate's correctness run may take at most this many times the
   // reference's on the same cases (ReferenceRun.seconds; times how many
   // more buffer bytes the candidate's plan has, scratch included), and
@@ -60,6 +63,14 @@ struct EvaluationSettings {
   // it 64 x 20 s). 0: the limit alone.
   double candidate_run_factor = 25;
   double candidate_run_floor_seconds = 5;
+  // limits.memory_bytes: the most a candidate's plan may allocate for one
+  // case (its buffers: inputs, outputs, scratch) [bytes]; more is a
+  // "runtime" verdict before anything runs. 0: the backend's own limits.
+  uint64_t memory_bytes = 0;
+  // limits.timing_budget_seconds: the cap on sampling of a timing request
+  // [s] (the backend's default cap otherwise: 5 s on a GPU, 1.5 s on the CPU
+  // backend). The stopping rule ends sampling there, on however few samples.
+  double timing_budget_seconds = 0;
   std::string arch;  // NVRTC target
   // The caller's deadline: no backend call outlasts it (a worker is not held
   // for a caller that has gone), and a run it cut short is an error, not a
@@ -115,6 +126,9 @@ class Evaluation {
   Backend& backend() { return backend_; }
 
  private:
+  // A reference that could not finish within the run limit: INVALID_ARGUMENT
+  // when the request set the limit, FAILED_PRECONDITION when the server did.
+  absl::Status LimitTooShort(absl::string_view message) const;
   // What one backend run of TimeAndScore leaves to do.
   struct TimingRun {
     enum class Next {

@@ -3,6 +3,7 @@
 // request. Thread-safe; Pop blocks until a task arrives or the queue closes.
 #pragma once
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -59,6 +60,25 @@ class FairQueue {
   }
   std::optional<Task> TryPopOtherThan(const std::string& client) {
     return TryPopOtherThan(client, [](const Task&) { return true; });
+  }
+
+  // Takes `task` (compared with ==) out of `client`'s line without serving
+  // anyone; false when it is no longer queued (popped already). The engine
+  // answers a request that needs no device (every submission decided at
+  // compile time) this way, instead of after whatever the device runs.
+  bool Remove(const std::string& client, const Task& task) {
+    std::lock_guard lock(mutex_);
+    auto it = by_client_.find(client);
+    if (it == by_client_.end()) return false;
+    auto found = std::find(it->second.begin(), it->second.end(), task);
+    if (found == it->second.end()) return false;
+    it->second.erase(found);
+    if (it->second.empty()) {
+      by_client_.erase(it);
+      ready_.erase(std::find(ready_.begin(), ready_.end(), client));
+    }
+    --size_;
+    return true;
   }
 
   // Wakes every Pop; later Pushes fail. Queued tasks can still be popped.

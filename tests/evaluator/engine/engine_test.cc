@@ -13,8 +13,11 @@
 #include <memory>
 #include <string_view>
 #include <thread>
+#include <tuple>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 
 namespace kerneleval {
 namespace {
@@ -348,14 +351,25 @@ TEST_F(EngineTest, ARequestsOwnLimitIsNotCutToAMultipleOfTheReferencesRun) {
 // Another client's request does not wait for a whole group: it is served
 // between two of the group's candidates (each of these spins until cut,
 // ~5 s). Before, it waited for every candidate and finished after the group.
-TEST_F(EngineTest, AnotherClientIsServedBetweenTheCandidatesOfAGroup) {
+// Client a's group of 3 spinning kernels (each cut at the 5 s floor), then
+// 0.5 s later client b's single evaluation of `single_source`: when each
+// finished, in seconds from the group's start.
+struct GroupAndSingle {
+  double group_seconds = 0;
+  double single_seconds = 0;
+  v1::Verdict single;
+};
+GroupAndSingle GroupThenSingle(Engine* engine, uint64_t seed, absl::Time group_deadline,
+                               const std::string& single_source) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
-  std::promise<double> group_done, single_done;
+  std::promise<double> group_done;
+  std::promise<std::pair<double, v1::Verdict>> single_done;
   CallContext a;
   a.client_id = "client-a";
-  engine_->EvaluateGroupAsync(
-      SpinningGroup(3, next_seed_++), a, [&](absl::StatusOr<v1::EvaluateGroupResponse> response) {
+  a.deadline = group_deadline;
+  engine->EvaluateGroupAsync(
+      SpinningGroup(3, seed), a, [&](absl::StatusOr<v1::EvaluateGroupResponse> response) {
         EXPECT_TRUE(response.ok()) << response.status();
         group_done.set_value(std::chrono::duration<double>(Clock::now() - start).count());
       });
@@ -363,19 +377,91 @@ TEST_F(EngineTest, AnotherClientIsServedBetweenTheCandidatesOfAGroup) {
   v1::EvaluateRequest single;
   single.set_problem_id("vector_add");
   single.set_skip_timing(true);
-  single.set_seed(next_seed_++);
-  single.mutable_submission()->set_source(kVectorAdd);
+  single.set_seed(seed + 1);
+  single.mutable_submission()->set_source(single_source);
   CallContext b;
   b.client_id = "client-b";
-  engine_->EvaluateAsync(single, b, [&](absl::StatusOr<v1::Verdict> verdict) {
-    EXPECT_TRUE(verdict.ok() && verdict->correct())
-        << (verdict.ok() ? verdict->error() : verdict.status().ToString());
-    single_done.set_value(std::chrono::duration<double>(Clock::now() - start).count());
+  engine->EvaluateAsync(single, b, [&](absl::StatusOr<v1::Verdict> verdict) {
+    EXPECT_TRUE(verdict.ok()) << verdict.status();
+    single_done.set_value({std::chrono::duration<double>(Clock::now() - start).count(),
+                           verdict.ok() ? *verdict : v1::Verdict{}});
   });
-  const double single_seconds = single_done.get_future().get();
-  const double group_seconds = group_done.get_future().get();
-  EXPECT_LT(single_seconds, group_seconds)
-      << "the single request waited for the whole group (" << single_seconds << " s)";
+  GroupAndSingle result;
+  std::tie(result.single_seconds, result.single) = single_done.get_future().get();
+  result.group_seconds = group_done.get_future().get();
+  return result;
+}
+
+TEST_F(EngineTest, AnotherClientIsServedBetweenTheCandidatesOfAGroup) {
+  const GroupAndSingle run =
+      GroupThenSingle(engine_, next_seed_, absl::InfiniteFuture(), kVectorAdd);
+  next_seed_ += 2;
+  EXPECT_TRUE(run.single.correct()) << run.single.error();
+  EXPECT_LT(run.single_seconds, run.group_seconds)
+      << "the single request waited for the whole group (" << run.single_seconds << " s)";
+}
+
+TEST_F(EngineTest, AnotherClientIsServedWithinAGroupWhoseCallerSetADeadline) {
+  // 120 s is plenty for 3 cut-off candidates and one served evaluation; a
+  // fixed 4 x (2 x 20 s + 10 s) = 200 s of room served no one here.
+  const GroupAndSingle run =
+      GroupThenSingle(engine_, next_seed_, absl::Now() + absl::Seconds(120), kVectorAdd);
+  next_seed_ += 2;
+  EXPECT_TRUE(run.single.correct()) << run.single.error();
+  EXPECT_LT(run.single_seconds, run.group_seconds)
+      << "the single request waited for the whole group (" << run.single_seconds << " s)";
+}
+
+TEST_F(EngineTest, AVerdictDecidedAtCompileTimeDoesNotWaitForTheDevice) {
+  // The group's first candidate holds the device for at least its 5 s
+  // floor: served between candidates, the compile error would come after it.
+  const GroupAndSingle run = GroupThenSingle(engine_, next_seed_, absl::InfiniteFuture(),
+                                             "// @launch add<<<1, 1>>>(a, b, c, N)\n"
+                                             "extern \"C\" __global__ void add() { nope; }\n");
+  next_seed_ += 2;
+  EXPECT_EQ(run.single.stage(), "compile") << run.single.error();
+  EXPECT_LT(run.single_seconds, 5.0) << "the compile error waited for the device";
+}
+
+TEST_F(EngineTest, LimitsMemoryBytesBoundsThePlansBuffers) {
+  // vector_add's correctness shapes take up to ~3 MiB (a, b, c).
+  v1::EvaluateRequest request;
+  request.set_problem_id("vector_add");
+  request.mutable_submission()->set_source(kVectorAdd);
+  request.set_skip_timing(true);
+  request.set_seed(next_seed_++);
+  request.mutable_limits()->set_memory_bytes(4096);
+  absl::StatusOr<v1::Verdict> small = engine_->Evaluate(request, CallContext{});
+  ASSERT_TRUE(small.ok()) << small.status();
+  EXPECT_EQ(small->stage(), "runtime");
+  EXPECT_NE(
+      small->error().find("more than the request's limit of 4096 bytes (limits.memory_bytes)"),
+      std::string::npos)
+      << small->error();
+  request.mutable_limits()->set_memory_bytes(uint64_t{1} << 30);
+  absl::StatusOr<v1::Verdict> large = engine_->Evaluate(request, CallContext{});
+  ASSERT_TRUE(large.ok()) << large.status();
+  EXPECT_TRUE(large->correct()) << large->error();
+}
+
+TEST_F(EngineTest, LimitsTimingBudgetSecondsCapsSampling) {
+  // The CPU backend's stopping rule asks for at least 10 samples within its
+  // 1.5 s cap; a 1 ms budget stops it after one round per input set.
+  auto samples = [&](double budget) {
+    v1::EvaluateRequest request;
+    request.set_problem_id("vector_add");
+    request.mutable_submission()->set_source(kVectorAdd);
+    request.set_seed(next_seed_++);
+    request.mutable_limits()->set_timing_budget_seconds(budget);
+    absl::StatusOr<v1::Verdict> verdict = engine_->Evaluate(request, CallContext{});
+    EXPECT_TRUE(verdict.ok()) << verdict.status();
+    EXPECT_TRUE(verdict.ok() && verdict->correct()) << (verdict.ok() ? verdict->error() : "");
+    return verdict.ok() ? verdict->timing().candidate().samples() : 0u;
+  };
+  EXPECT_GE(samples(0), 10u);
+  const uint32_t capped = samples(0.001);
+  EXPECT_GE(capped, 1u);
+  EXPECT_LT(capped, 10u);
 }
 
 TEST_F(EngineTest, KernelModifyingItsInputFails) {

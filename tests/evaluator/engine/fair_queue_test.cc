@@ -63,6 +63,25 @@ TEST(FairQueueTest, TryPopOtherThanSkipsOneClientAndKeepsTheRoundRobin) {
   EXPECT_EQ(queue.Pop(), 10);
 }
 
+TEST(FairQueueTest, RemoveTakesOneQueuedTaskOutAndKeepsTheRest) {
+  FairQueue<int> queue(10);
+  queue.Push("a", 1);
+  queue.Push("b", 10);
+  queue.Push("a", 2);
+  queue.Push("c", 100);
+  EXPECT_TRUE(queue.Remove("b", 10));  // b's only task: b leaves the line
+  EXPECT_FALSE(queue.Remove("b", 10));
+  EXPECT_FALSE(queue.Remove("a", 10));  // not a's
+  EXPECT_TRUE(queue.Remove("a", 2));
+  EXPECT_EQ(queue.size(), 2u);
+  EXPECT_EQ(queue.Pop(), 1);
+  EXPECT_EQ(queue.Pop(), 100);
+  EXPECT_EQ(queue.size(), 0u);
+  EXPECT_FALSE(queue.Remove("a", 1));  // popped already
+  queue.Push("b", 20);
+  EXPECT_EQ(queue.Pop(), 20);  // no stale place in line left for b
+}
+
 TEST(FairQueueTest, CloseWakesBlockedPoppersAndDrains) {
   FairQueue<int> queue(4);
   queue.Push("a", 7);
