@@ -114,13 +114,6 @@ void PrintText(const v1::CompileResult& r, const std::string& path, FILE* out) {
   }
 }
 
-// NVRTC refused an option's value (e.g. --arch sm_999): the compile never
-// started, so it is bad input rather than a failed compile.
-bool NvrtcRefusedAnOption(const v1::CompileResult& r) {
-  return !r.success() && r.kernels().empty() &&
-         absl::StrContains(r.log(), "nvrtc: error: invalid value for");
-}
-
 absl::StatusOr<v1::CompileResult> CompileHere(const CompileFlags& flags, std::string source) {
   compile::CompileServiceOptions options;
   options.workers = 1;
@@ -191,7 +184,7 @@ int Run(const CompileFlags& flags) {
     absl::FPrintF(stderr, "kerneleval compile: %s\n", result.status().ToString());
     return client::ExitCodeForStatus(result.status());
   }
-  if (NvrtcRefusedAnOption(*result)) {
+  if (client::NvrtcRefusedAnOption(*result)) {
     std::string log(result->log());
     while (!log.empty() && log.back() == '\n') log.pop_back();
     absl::FPrintF(stderr, "kerneleval compile: %s (NVRTC %s, arch %s)\n", log,
@@ -230,7 +223,7 @@ void AddCompileCommand(CLI::App& root) {
   command->add_option("--arch", flags->arch, "target, e.g. sm_90 (PTX only for compute_XX)")
       ->default_str("sm_90");
   command->add_option(
-      "--option", flags->options,
+      "--option,-O", flags->options,
       "an NVRTC option from the allow-list (repeatable): " + compile::AllowedOptionsSummary());
   command->add_flag("--json", flags->json,
                     "print the CompileResult as JSON (proto field names, every field; "

@@ -19,8 +19,10 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "cli/client/client.h"
 #include "cli/command.h"
 #include "cli/engine_session.h"
+#include "evaluator/compile/options.h"
 #include "evaluator/engine/engine.h"
 #include "rubric/rubric.h"
 
@@ -137,8 +139,27 @@ void PrintVerdict(const v1::Verdict& v, const VerdictOrigin& origin, FILE* out) 
 
 // The verdict's JSON with every field present: proto3 leaves an unset
 // `optional` out even with always_print_primitive_fields, so a secret seed
-// (not revealed) is written as null.
+// (not revealed) is written as null; and an unset message (no "timing" for a
+// kernel that failed its checks) is written empty, so that a script reading
+// d["timing"]["candidate"]["samples"] gets 0 rather than a KeyError.
 using OrderedJson = nlohmann::ordered_json;
+
+// Sets every singular message field (outside a oneof) of `message`, down to
+// `depth` levels.
+void SetAbsentMessages(google::protobuf::Message* message, int depth) {
+  if (depth == 0) return;
+  const google::protobuf::Descriptor* descriptor = message->GetDescriptor();
+  const google::protobuf::Reflection* reflection = message->GetReflection();
+  for (int i = 0; i < descriptor->field_count(); ++i) {
+    const google::protobuf::FieldDescriptor* field = descriptor->field(i);
+    if (field->is_repeated() ||
+        field->cpp_type() != google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE ||
+        field->containing_oneof() != nullptr) {
+      continue;
+    }
+    SetAbsentMessages(reflection->MutableMessage(message, field), depth - 1);
+  }
+}
 
 OrderedJson ParseOwnJson(const std::string& text) {
   return OrderedJson::parse(text, /*cb=*/nullptr, /*allow_exceptions=*/false);
@@ -149,7 +170,9 @@ std::string DumpJson(const OrderedJson& json) {
 }
 
 OrderedJson VerdictJson(const v1::Verdict& verdict) {
-  OrderedJson json = ParseOwnJson(ToJson(verdict));
+  v1::Verdict complete = verdict;
+  SetAbsentMessages(&complete, /*depth=*/4);
+  OrderedJson json = ParseOwnJson(ToJson(complete));
   if (json.is_object() && !verdict.has_seed()) json["seed"] = nullptr;
   return json;
 }
@@ -256,10 +279,15 @@ void RunGroup(const EvaluateFlags& flags, EngineSession& session) {
   }
   if (!group->verdicts().empty()) NoteCpuFallback(flags, group->verdicts(0).backend());
   bool all_correct = true;
-  for (const auto& verdict : group->verdicts()) all_correct = all_correct && verdict.correct();
+  bool refused_option = false;  // the same options for all: bad input
+  for (const auto& verdict : group->verdicts()) {
+    all_correct = all_correct && verdict.correct();
+    refused_option = refused_option || client::NvrtcRefusedAnOption(verdict.compile());
+  }
+  const int exit_code = refused_option ? kExitUsage : all_correct ? kExitOk : kExitFailed;
   if (flags.json) {
     std::printf("%s\n", GroupJsonText(*group).c_str());
-    return SetExitCode(all_correct ? kExitOk : kExitFailed);
+    return SetExitCode(exit_code);
   }
   for (size_t i = 0; i < flags.source_paths.size(); ++i) {
     absl::PrintF("== [%d] %s\n", i + 1, flags.source_paths[i]);
@@ -293,12 +321,27 @@ void RunGroup(const EvaluateFlags& flags, EngineSession& session) {
     absl::PrintF("%-4d  %-12s  %9s  %8.4g  [%d] %s\n", rank + 1, v.stage(), speedup, v.reward(),
                  order[rank] + 1, flags.source_paths[order[rank]]);
   }
-  SetExitCode(all_correct ? kExitOk : kExitFailed);
+  SetExitCode(exit_code);
 }
 
 void Run(EvaluateFlags flags) {
   if (absl::Status s = ResolveRewardFlags(&flags); !s.ok()) {
     std::fprintf(stderr, "kerneleval evaluate: %s\n", std::string(s.message()).c_str());
+    return SetExitCode(kExitUsage);
+  }
+  // A refused option or architecture is this invocation's mistake (exit 2),
+  // not a kernel that failed to compile (exit 1): checked as the compile
+  // service would, like `kerneleval compile` does.
+  if (!flags.arch.empty()) {
+    if (absl::Status s = compile::CheckArch(flags.arch); !s.ok()) {
+      std::fprintf(stderr, "kerneleval evaluate: --arch: %s\n", std::string(s.message()).c_str());
+      return SetExitCode(kExitUsage);
+    }
+  }
+  if (absl::StatusOr<std::vector<std::string>> checked = compile::CheckUserOptions(flags.options);
+      !checked.ok()) {
+    std::fprintf(stderr, "kerneleval evaluate: --option: %s\n",
+                 std::string(checked.status().message()).c_str());
     return SetExitCode(kExitUsage);
   }
   v1::EvaluateRequest request;
@@ -329,6 +372,7 @@ void Run(EvaluateFlags flags) {
   } else {
     PrintVerdict(*verdict, {.skip_timing = flags.skip_timing}, stdout);
   }
+  if (client::NvrtcRefusedAnOption(verdict->compile())) return SetExitCode(kExitUsage);
   SetExitCode(verdict->correct() ? kExitOk : kExitFailed);
 }
 
@@ -347,8 +391,8 @@ void AddEvaluate(CLI::App& root) {
       ->required();
   cmd->add_flag("--json", flags->json,
                 "Print the verdict as JSON (proto field names, every field present)");
-  cmd->add_option("--seed", flags->seed,
-                  "Fixed input seed (reproducible; reported in the verdict)");
+  cmd->add_option("--seed", flags->seed, "Fixed input seed (reproducible; reported in the verdict)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--backend", flags->backend, "Where to run: auto (GPU if present), cuda, cpu")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
   cmd->add_option(

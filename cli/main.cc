@@ -1,10 +1,10 @@
 // kerneleval: grade CUDA kernels from the command line (see README "CLI").
+#include <spdlog/cfg/env.h>
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <exception>
-
-#include <spdlog/cfg/env.h>
-#include <spdlog/spdlog.h>
 
 #include "cli/command.h"
 
@@ -43,6 +43,13 @@ int main(int argc, char** argv) {
   std::sort(registry.begin(), registry.end(),
             [](const auto& a, const auto& b) { return a.name < b.name; });
   for (const auto& command : registry) command.add(app);
+  // CLI11 says only "A subcommand is required" for a misspelt one.
+  if (argc > 1 && argv[1][0] != '-' &&
+      app.get_subcommands([&](const CLI::App* sub) { return sub->check_name(argv[1]); }).empty()) {
+    std::fprintf(stderr, "kerneleval: unknown subcommand '%s' (kerneleval --help lists them)\n",
+                 argv[1]);
+    return cli::kExitUsage;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -79,6 +79,11 @@ absl::Status FromGrpcStatus(const grpc::Status& status) {
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
 }
 
+bool NvrtcRefusedAnOption(const v1::CompileResult& result) {
+  return !result.success() && result.kernels().empty() &&
+         absl::StrContains(result.log(), "nvrtc: error: invalid value for");
+}
+
 int ExitCodeForStatus(const absl::Status& status) {
   switch (status.code()) {
     case absl::StatusCode::kOk:

@@ -120,5 +120,35 @@ with tempfile.TemporaryDirectory() as tmp:
     r = subprocess.run([KERNELEVAL, "evaluate", "--source", good], capture_output=True, text=True)
     check(r.returncode == 2, "a usage error exits 2")
 
+    # A failing verdict's JSON has every message too, empty: a script reading
+    # d["timing"]["candidate"]["samples"] gets 0, not a KeyError.
+    r = run("--problem", "vector_add", "--source", wrong, "--json")
+    v = json.loads(r.stdout)
+    check(v["timing"]["candidate"]["samples"] == 0 and v["correctness"]["passed"] is False,
+          f"an untimed verdict has an empty timing message (got {sorted(v)})")
+
+    # The invocation's own mistakes exit 2, never 1 (a failing kernel) or 3
+    # (the server): a config typo must not pass for a bad kernel in CI.
+    for args, what in (
+        (["--arch", "sm_1"], "an architecture NVRTC refuses"),
+        (["--arch", "banana"], "a malformed architecture"),
+        (["-O", "--evil"], "an option off the allow-list"),
+        (["--seed", "-5"], "a negative seed"),
+    ):
+        r = run("--problem", "vector_add", "--source", good, "--skip-timing", *args)
+        check(r.returncode == 2, f"{what} exits 2 (got {r.returncode}: {r.stderr[-300:]})")
+    # (The limit has a floor of 0.05 s; softmax's reference takes longer on
+    # the CPU backend.)
+    r = run("--problem", "softmax", "--source", os.path.join(EXAMPLES, "softmax.cu"),
+            "--skip-timing", "--timeout", "0.001")
+    check(r.returncode == 2 and "limits.timeout_seconds" in r.stderr,
+          f"a limit the reference cannot meet exits 2 (got {r.returncode}: {r.stderr[-300:]})")
+    r = run("--problem", "vector_add", "--source", good, "--source", good, "--skip-timing",
+            "--arch", "sm_1")
+    check(r.returncode == 2, f"a refused architecture exits 2 for a group (got {r.returncode})")
+    r = subprocess.run([KERNELEVAL, "evalute", "-p", "vector_add"], capture_output=True, text=True)
+    check(r.returncode == 2 and "unknown subcommand 'evalute'" in r.stderr,
+          f"a misspelt subcommand is named (got {r.returncode}: {r.stderr})")
+
 print("evaluate CLI:", "ok" if not failures else f"{len(failures)} checks failed")
 sys.exit(1 if failures else 0)
