@@ -7,6 +7,7 @@
 #include <random>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "cli/client/client.h"
 #include "cli/client/json.h"
 #include "cli/client/server_flags.h"
@@ -43,6 +44,31 @@ TEST(ToGrpcStatus, NonCanonicalCodeBecomesUnknown) {
       server::ToGrpcStatus(absl::Status(static_cast<absl::StatusCode>(42), "odd"));
   EXPECT_EQ(mapped.error_code(), grpc::StatusCode::UNKNOWN);
   EXPECT_EQ(mapped.error_message(), "odd");
+}
+
+TEST(ToGrpcStatus, ALongMessageIsCutAtACharacterBoundaryAndSaysSo) {
+  // "é" is two bytes: the cut may not split one.
+  const std::string echoed = "unknown device \"" + std::string(20000, 'x') + "\"";
+  const std::string accented = "a" + [] {
+    std::string s;
+    for (int i = 0; i < 3000; ++i) s += "\xc3\xa9";
+    return s;
+  }();
+  for (const std::string& message : {echoed, accented}) {
+    const grpc::Status mapped = server::ToGrpcStatus(absl::NotFoundError(message));
+    EXPECT_EQ(mapped.error_code(), grpc::StatusCode::NOT_FOUND);
+    EXPECT_LE(mapped.error_message().size(), server::kMaxStatusMessageBytes + 40);
+    const size_t kept = mapped.error_message().find("... (");
+    ASSERT_NE(kept, std::string::npos) << mapped.error_message().substr(0, 80);
+    EXPECT_EQ(mapped.error_message().substr(0, kept), message.substr(0, kept));
+    EXPECT_NE(mapped.error_message().find(absl::StrCat(message.size() - kept, " more bytes)")),
+              std::string::npos);
+    // Whole characters only: the kept part ends on a character boundary.
+    EXPECT_NE(static_cast<unsigned char>(message[kept]) & 0xC0, 0x80);
+  }
+  const std::string short_message(server::kMaxStatusMessageBytes, 'y');
+  EXPECT_EQ(server::ToGrpcStatus(absl::InternalError(short_message)).error_message(),
+            short_message);
 }
 
 TEST(ExitCodeForStatus, UnreachableAndRefusedAreThreeBadInputIsTwo) {
