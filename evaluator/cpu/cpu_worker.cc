@@ -318,12 +318,14 @@ class Worker {
     runtime_.threads = settings_.threads ? settings_.threads
                                          : std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
     runtime_.fiber_stack_bytes = settings_.fiber_stack_bytes;
-    // Runners are fresh images of this binary (fork + exec).
-    std::error_code ec;
-    self_binary_ = std::filesystem::read_symlink("/proc/self/exe", ec).string();
-    if (ec && setup_error_.ok()) {
+    // Runners are fresh images of this binary (fork + exec), by
+    // /proc/self/exe rather than the path it names: the very file this
+    // worker runs, even if the path was given a new binary since (a runner
+    // started while a rebuild was writing it failed in its set-up).
+    self_binary_ = "/proc/self/exe";
+    if (::access(self_binary_.c_str(), X_OK) != 0 && setup_error_.ok()) {
       setup_error_ =
-          absl::FailedPreconditionError("cannot find the worker binary (/proc/self/exe)");
+          absl::FailedPreconditionError("cannot execute the worker binary (/proc/self/exe)");
     }
     runtime_.print_budget_bytes = settings_.print_budget_bytes;
     runtime_.heap_bytes = settings_.heap_bytes;

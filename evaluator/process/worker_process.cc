@@ -11,6 +11,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -55,12 +57,45 @@ std::string DefaultWorkerBinary() {
 #endif
 }
 
-absl::StatusOr<WorkerProcess> WorkerProcess::Start(const WorkerOptions& options) {
-  const std::string binary = options.binary.empty() ? DefaultWorkerBinary() : options.binary;
+namespace {
+
+// The worker binary's file, opened once per path by this process and
+// executed from that descriptor ever after (fexecve): workers started later
+// run the same binary as the first, even when the file at the path was
+// replaced meanwhile (an upgrade or a rebuild under a running server; a
+// worker started while the linker was writing it failed with "Bad file
+// descriptor" or "not executable"). Descriptors stay open for the process's
+// life: a handful of paths at most.
+absl::StatusOr<int> BinaryDescriptor(const std::string& binary) {
+  static std::mutex mutex;
+  static std::map<std::string, int>* descriptors = new std::map<std::string, int>();
+  std::lock_guard lock(mutex);
+  if (auto it = descriptors->find(binary); it != descriptors->end()) return it->second;
   if (::access(binary.c_str(), X_OK) != 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("worker binary ", binary, " is not executable: ", std::strerror(errno)));
   }
+  const int opened = ::open(binary.c_str(), O_PATH | O_CLOEXEC);
+  // Above the channel's number, which the child dup2()s over before exec.
+  const int fd = opened < 0 ? -1 : ::fcntl(opened, F_DUPFD_CLOEXEC, kWorkerChannelFd + 1);
+  if (fd < 0) {
+    const int error = errno;
+    if (opened >= 0) ::close(opened);
+    return absl::FailedPreconditionError(
+        absl::StrCat("worker binary ", binary, " cannot be opened: ", std::strerror(error)));
+  }
+  ::close(opened);
+  (*descriptors)[binary] = fd;
+  return fd;
+}
+
+}  // namespace
+
+absl::StatusOr<WorkerProcess> WorkerProcess::Start(const WorkerOptions& options) {
+  const std::string binary = options.binary.empty() ? DefaultWorkerBinary() : options.binary;
+  absl::StatusOr<int> binary_descriptor = BinaryDescriptor(binary);
+  if (!binary_descriptor.ok()) return binary_descriptor.status();
+  const int binary_fd = *binary_descriptor;
   int fds[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
     return absl::ResourceExhaustedError(absl::StrCat("socketpair: ", std::strerror(errno)));
@@ -96,7 +131,7 @@ absl::StatusOr<WorkerProcess> WorkerProcess::Start(const WorkerOptions& options)
     SetLimit(RLIMIT_FSIZE, options.max_file_bytes);
     SetLimit(RLIMIT_NOFILE, options.max_open_files);
     ::signal(SIGPIPE, SIG_DFL);
-    ::execve(binary.c_str(), argv.data(), envp.data());
+    ::fexecve(binary_fd, argv.data(), envp.data());
     ::_exit(127);
   }
   ::close(fds[1]);

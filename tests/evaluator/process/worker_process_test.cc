@@ -2,8 +2,13 @@
 
 #include <google/protobuf/wrappers.pb.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <type_traits>
+
+#include "absl/strings/str_cat.h"
 
 namespace kerneleval::process {
 namespace {
@@ -67,6 +72,36 @@ TEST(WorkerProcessTest, HangIsKilledAtTheDeadline) {
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
   EXPECT_FALSE(worker.Alive());
   EXPECT_EQ(worker.term_signal(), SIGKILL);
+}
+
+TEST(WorkerProcessTest, WorkersRunTheBinaryFirstStartedEvenWhenThePathGetsANewOne) {
+  // As a linker or an upgrade does: a new file renamed over the path.
+  IgnoreSigpipe();
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / absl::StrCat("kerneleval-binary-", ::getpid());
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path binary = dir / "worker";
+  std::filesystem::copy_file(KERNELEVAL_TEST_WORKER, binary);
+  WorkerOptions options;
+  options.binary = binary.string();
+  options.mode = "test";
+  auto round_trip = [&] {
+    absl::StatusOr<WorkerProcess> worker = WorkerProcess::Start(options);
+    if (!worker.ok()) return worker.status();
+    google::protobuf::StringValue reply;
+    if (absl::Status s = worker->Call(Text("hello"), &reply, In(20)); !s.ok()) return s;
+    return reply.value() == "hello" ? absl::OkStatus() : absl::DataLossError(reply.value());
+  };
+  EXPECT_TRUE(round_trip().ok());
+  {
+    std::ofstream replacement(dir / "new", std::ios::binary);
+    replacement << "not an executable";
+  }
+  std::filesystem::permissions(dir / "new", std::filesystem::perms::owner_all);
+  std::filesystem::rename(dir / "new", binary);
+  const absl::Status again = round_trip();
+  EXPECT_TRUE(again.ok()) << again;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(WorkerProcessTest, MissingBinaryIsAClearError) {
