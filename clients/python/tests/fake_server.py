@@ -10,7 +10,10 @@ Grading is by markers in the source:
   SLOW     -> passed, speedup 0.5
   otherwise-> passed, speedup 2.0, roofline_frac 0.25
 The reward follows the seed rubric's formula under the request's settings
-(default mode speedup, partial credit off), like the real server.
+(default mode speedup, partial credit off), like the real server. Like the
+real server's request checks (server/validation.cc), a source that is empty or
+over `max_source_bytes` UTF-8 bytes is INVALID_ARGUMENT naming its field
+("submissions[i].source: N bytes exceeds the L-byte limit").
 
 `script(method, *behaviours)` queues behaviours consumed one per call:
   Abort(code, details, headers=False)  fail; headers=True sends the
@@ -131,6 +134,7 @@ class FakeKernelEval(pb.KernelEvalServicer):
         self._scripts: dict[str, collections.deque] = collections.defaultdict(collections.deque)
         self._lock = threading.Lock()
         self._ids = 0
+        self.max_source_bytes = 1 << 20  # the real server's default (server/validation.h)
 
     # -------------------------------------------------------------- scripting
 
@@ -171,6 +175,7 @@ class FakeKernelEval(pb.KernelEvalServicer):
             return scripted
         problem_id = request.problem_id or request.problem.id
         self._check_problem(problem_id, context)
+        self._check_source(request.submission.source, "submission.source", context)
         verdict = grade(problem_id, request.submission.source, request.reward)
         if request.HasField("seed"):
             verdict.seed = request.seed
@@ -198,6 +203,8 @@ class FakeKernelEval(pb.KernelEvalServicer):
         self._check_problem(request.problem_id, context)
         if not request.submissions:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "submissions: empty")
+        for index, submission in enumerate(request.submissions):
+            self._check_source(submission.source, f"submissions[{index}].source", context)
         response = pb.EvaluateGroupResponse(
             verdicts=[grade(request.problem_id, s.source, request.reward) for s in request.submissions]
         )
@@ -243,6 +250,14 @@ class FakeKernelEval(pb.KernelEvalServicer):
             return scripted
         device = pb.DeviceInfo(id="cpu", backend="cpu", name="host CPU", ready=True)
         return pb.ListDevicesResponse(devices=[device])
+
+    def _check_source(self, source: str, field: str, context: grpc.ServicerContext) -> None:
+        size = len(source.encode("utf-8"))
+        if size == 0:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{field}: empty")
+        if size > self.max_source_bytes:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                          f"{field}: {size} bytes exceeds the {self.max_source_bytes}-byte limit")
 
     def _check_problem(self, problem_id: str, context: grpc.ServicerContext) -> None:
         if problem_id not in PROBLEMS:

@@ -161,6 +161,19 @@ def test_local_argument_errors(fake):
     assert fake.servicer.calls == []
 
 
+def test_a_source_with_no_utf8_form_is_invalid_argument_naming_the_field(fake):
+    # A lone surrogate cannot be sent (protobuf strings are UTF-8): the typed
+    # error of a refused request, naming the submission, never UnicodeEncodeError.
+    with Client(fake.target) as client:
+        with pytest.raises(InvalidArgument, match=r"^INVALID_ARGUMENT: submission\.source: not encodable"):
+            client.evaluate("vector_add", VECTOR_ADD + "\ud800")
+        with pytest.raises(InvalidArgument, match=r"submissions\[1\]\.source: not encodable"):
+            client.evaluate_group("vector_add", [VECTOR_ADD, "\udfff" + VECTOR_ADD])
+        with pytest.raises(InvalidArgument, match=r"^INVALID_ARGUMENT: source: not encodable"):
+            client.compile("\ud800")
+    assert fake.servicer.calls == []
+
+
 def test_token_is_sent_as_bearer_metadata(fake_factory):
     server = fake_factory(token="abc")
     with Client(server.target, token="abc") as client:

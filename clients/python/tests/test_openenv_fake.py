@@ -105,6 +105,13 @@ def test_server_errors_become_observations(env, fake):
     assert observation.metadata["server_error"] == "RESOURCE_EXHAUSTED"
 
 
+def test_a_source_with_no_utf8_form_becomes_an_observation(env, fake):
+    env.reset(problem_id="vector_add")
+    observation = env.step(KernelAction(source=VECTOR_ADD + "\ud800"))
+    assert observation.error.startswith("server error: INVALID_ARGUMENT") and observation.reward == 0.0
+    assert not fake.servicer.calls_to("Evaluate")
+
+
 def test_step_without_a_problem(fake):
     env = KernelEvalEnvironment(Client(fake.target))
     observation = env.step(KernelAction(source=VECTOR_ADD))

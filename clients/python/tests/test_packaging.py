@@ -94,3 +94,38 @@ def test_examples_and_readme_snippets_are_valid_python():
     assert len(snippets) >= 4
     for snippet in snippets:
         compile(snippet, "README.md", "exec")
+
+
+def test_readme_steps_for_working_from_the_checkout(tmp_path):
+    """The README's "without installing" steps install what generate_stubs
+    imports (grpc_tools, from grpcio-tools) before running it, and then work."""
+    import re
+    from importlib import metadata
+
+    pytest.importorskip("grpc_tools")
+    readme = (PACKAGE_DIR / "README.md").read_text()
+    section = readme.split("Working from the checkout without installing", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```sh\n(.*?)```", section, re.DOTALL)
+    assert block, "no shell steps for working from the checkout"
+    steps = [line.split("#", 1)[0].strip() for line in block.group(1).splitlines()]
+    steps = [s for s in steps if s]
+    generate = next(i for i, s in enumerate(steps) if s == "python setup.py generate_stubs")
+    installed = {name.lower() for s in steps[:generate] if s.startswith("pip install ")
+                 for name in s.split()[2:]}
+    providers = {d.lower() for d in metadata.packages_distributions().get("grpc_tools", [])}
+    assert providers and providers & installed, (steps, providers)
+    assert steps[0] == "cd clients/python" and steps[generate + 1].startswith("PYTHONPATH=src python")
+
+    # The steps themselves, in a copy of the checkout (the tree is not written to).
+    checkout = tmp_path / "checkout"
+    shutil.copytree(PACKAGE_DIR, checkout / "clients" / "python",
+                    ignore=shutil.ignore_patterns("build", "*.egg-info", "_proto", "__pycache__", ".pytest_cache"))
+    shutil.copytree(REPO_ROOT / "proto", checkout / "proto")
+    here = checkout / "clients" / "python"
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    subprocess.run([sys.executable, "setup.py", "generate_stubs"], cwd=here, check=True, capture_output=True, env=env)
+    code = "import kerneleval, kerneleval.pb as pb; print(kerneleval.__file__, pb.Verdict.DESCRIPTOR.full_name)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=here, capture_output=True, text=True, check=True,
+                         env={**env, "PYTHONPATH": "src"})
+    file_name, full_name = out.stdout.split()
+    assert file_name == str(here / "src" / "kerneleval" / "__init__.py") and full_name == "kerneleval.v1.Verdict"

@@ -269,6 +269,32 @@ def test_reward_function(real):
     assert rewards[4] >= MIN_CORRECT_REWARD and verdicts[4].problem_id == "softmax"
 
 
+def test_reward_function_scores_a_bad_completion_alone(real, caplog):
+    """An oversized or unencodable completion scores 0; the rest of its group
+    is judged, whether the client leaves it out or the server refuses it by
+    name (its INVALID_ARGUMENT "submissions[i].source: ...")."""
+    import logging
+
+    from kerneleval.rewards import make_kernel_reward
+
+    huge = f"```cuda\n{VECTOR_ADD}// {'x' * 2_000_000}\n```"
+    surrogate = f"```cuda\n{VECTOR_ADD}// \ud800\n```"
+    wrong = f"```cuda\n{VECTOR_ADD_WRONG}```"
+    ids = ["vector_add"] * 4
+    for max_source_bytes in (None, 1 << 20):  # None: only the server checks sizes
+        reward = make_kernel_reward(target=real.target, partial_credit=True, timeout=RPC_TIMEOUT,
+                                    max_source_bytes=max_source_bytes)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="kerneleval.rewards"):
+            rewards = reward(None, [huge, surrogate, wrong, huge], problem_id=ids)
+        assert rewards == pytest.approx([0.0, 0.0, 0.05, 0.0]), caplog.text
+        assert reward.last_verdicts[2].stage == "correctness"
+        assert "exceeds the 1048576-byte limit" in caplog.text
+        assert "not encodable as UTF-8" in caplog.text
+        refused = "refused by the server: INVALID_ARGUMENT: submissions[0].source"
+        assert (refused in caplog.text) == (max_source_bytes is None), caplog.text
+
+
 # ----------------------------------------------------------------- parity
 
 
@@ -320,3 +346,30 @@ def test_health(real):
     with Client(real.target) as client:
         assert client.health() == "SERVING"
         assert client.health("") == "SERVING"
+
+
+# ----------------------------------------------------------------- README
+
+
+def test_readme_client_example_runs_as_written(real, tmp_path, monkeypatch, capsys):
+    """The README's Client example, run as written (after an evaluate of the
+    same source, whose verdict the server caches) against the real server,
+    prints the stream events its comment lists."""
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.split("\n## Client\n", 1)[1]
+    snippet = re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
+    assert 'Client("localhost:50051"' in snippet and "evaluate_stream" in snippet
+    listed = re.search(r"print\(event\.kind\)\s*# (.*)", snippet).group(1).split(", ")
+    (tmp_path / "add.cu").write_text(VECTOR_ADD)
+    (tmp_path / "add_v2.cu").write_text(VECTOR_ADD.replace("a[i] + b[i]", "b[i] + a[i]"))
+    monkeypatch.chdir(tmp_path)
+    code = snippet.replace('"localhost:50051"', repr(real.target))
+    capsys.readouterr()
+    exec(compile(code, "README.md", "exec"), {"__name__": "readme_example"})
+    printed = capsys.readouterr().out.splitlines()
+    kinds = [line for line in printed if line in ("queued", "compiled", "correctness", "timing", "verdict")]
+    deduped = [k for i, k in enumerate(kinds) if i == 0 or k != kinds[i - 1]]  # timing may repeat
+    assert deduped == listed, printed

@@ -225,3 +225,86 @@ def test_a_full_queue_is_asked_again(fake, caplog):
     impatient = make_kernel_reward(client=Client(fake.target), busy_retry_seconds=0)
     assert impatient(None, [fenced(VECTOR_ADD)], problem_id=["vector_add"]) == [0.0]
     assert len(fake.servicer.calls_to("EvaluateGroup")) == 4
+
+
+# A valid kernel the fake scores 0.3 + log2(0.5) clamped = 0.1 ("SLOW"), and
+# one it scores 1.3; the bad completion is the first of the group.
+def test_an_oversized_completion_scores_zero_and_the_rest_are_judged(fake, caplog):
+    huge = fenced(VECTOR_ADD + "// " + "x" * 2_000_000)
+    reward = make_kernel_reward(client=Client(fake.target))
+    with caplog.at_level(logging.WARNING, logger="kerneleval.rewards"):
+        rewards = reward(None, [huge, fenced("SLOW"), fenced(VECTOR_ADD)], problem_id=["vector_add"] * 3)
+    assert rewards == pytest.approx([0.0, 0.1, 1.3])
+    calls = fake.servicer.calls_to("EvaluateGroup")
+    assert len(calls) == 1 and [s.source for s in calls[0].request.submissions] == ["SLOW\n", VECTOR_ADD]
+    assert "completion 0 (vector_add): source not sent:" in caplog.text
+    assert "exceeds the 1048576-byte limit" in caplog.text
+    assert reward.last_verdicts[0] is None and reward.last_verdicts[2].correct
+
+
+def test_a_completion_that_is_not_utf8_encodable_scores_zero_and_the_rest_are_judged(fake, caplog):
+    reward = make_kernel_reward(client=Client(fake.target))
+    lone_surrogate = fenced(VECTOR_ADD + "// \ud800")
+    with caplog.at_level(logging.WARNING, logger="kerneleval.rewards"):
+        rewards = reward(None, [lone_surrogate, fenced("SLOW"), fenced(VECTOR_ADD)], problem_id=["vector_add"] * 3)
+    assert rewards == pytest.approx([0.0, 0.1, 1.3])
+    assert len(fake.servicer.calls_to("EvaluateGroup")) == 1
+    assert "completion 0 (vector_add): source not sent: not encodable as UTF-8" in caplog.text
+
+
+def test_a_submission_the_server_refuses_by_name_is_left_out_and_the_rest_resent(fake, caplog):
+    # The server's limit is smaller than the client's check (--max-source-bytes 400):
+    # it names each refused submission in turn; the others are sent again.
+    fake.servicer.max_source_bytes = 400
+    long_ = fenced(VECTOR_ADD + "// " + "y" * 300)
+    reward = make_kernel_reward(client=Client(fake.target))
+    ids = ["vector_add"] * 4
+    with caplog.at_level(logging.WARNING, logger="kerneleval.rewards"):
+        rewards = reward(None, [fenced("SLOW"), long_, fenced("WRONG"), long_], problem_id=ids)
+    assert rewards == pytest.approx([0.1, 0.0, 0.0, 0.0])
+    sizes = [len(c.request.submissions) for c in fake.servicer.calls_to("EvaluateGroup")]
+    assert sizes == [4, 3, 2]
+    assert "completion 1 (vector_add): refused by the server: INVALID_ARGUMENT: submissions[1].source" in caplog.text
+    assert "completion 3 (vector_add): refused by the server: INVALID_ARGUMENT: submissions[2].source" in caplog.text
+    assert [v is None for v in reward.last_verdicts] == [False, True, False, True]
+
+
+def test_refusals_by_name_are_bounded_by_the_group_size(fake, caplog):
+    # A server that keeps naming submissions[0]: one call per completion, then 0.
+    refuse = Abort(grpc.StatusCode.INVALID_ARGUMENT, "submissions[0].source: refused", headers=True)
+    fake.servicer.script("EvaluateGroup", *[refuse] * 10)
+    reward = make_kernel_reward(client=Client(fake.target))
+    with caplog.at_level(logging.WARNING, logger="kerneleval.rewards"):
+        assert reward(None, [fenced(VECTOR_ADD)] * 3, problem_id=["vector_add"] * 3) == [0.0, 0.0, 0.0]
+    assert len(fake.servicer.calls_to("EvaluateGroup")) == 3
+    fake.servicer._scripts["EvaluateGroup"].clear()
+    # An index outside the group, or another code, is the whole group's failure.
+    for details, code in (("submissions[5].source: refused", grpc.StatusCode.INVALID_ARGUMENT),
+                          ("submissions[0].source: out of range", grpc.StatusCode.OUT_OF_RANGE)):
+        fake.servicer.script("EvaluateGroup", Abort(code, details, headers=True))
+        before = len(fake.servicer.calls_to("EvaluateGroup"))
+        assert reward(None, [fenced(VECTOR_ADD)] * 2, problem_id=["vector_add"] * 2) == [0.0, 0.0]
+        assert len(fake.servicer.calls_to("EvaluateGroup")) == before + 1
+
+
+def test_a_refusal_by_name_after_a_full_queue_shares_the_busy_window(fake):
+    full = Abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "the queue of cpu is full; retry later", headers=True)
+    fake.servicer.max_source_bytes = 400
+    fake.servicer.script("EvaluateGroup", full)
+    reward = make_kernel_reward(client=Client(fake.target), busy_retry_seconds=10)
+    long_ = fenced(VECTOR_ADD + "// " + "y" * 300)
+    assert reward(None, [long_, fenced(VECTOR_ADD)], problem_id=["vector_add"] * 2) == pytest.approx([0.0, 1.3])
+    assert [len(c.request.submissions) for c in fake.servicer.calls_to("EvaluateGroup")] == [2, 2, 1]
+
+
+def test_the_client_side_size_check_follows_max_source_bytes(fake, caplog):
+    reward = make_kernel_reward(client=Client(fake.target), max_source_bytes=100)
+    with caplog.at_level(logging.WARNING, logger="kerneleval.rewards"):
+        assert reward(None, [fenced(VECTOR_ADD), fenced("SLOW")], problem_id=["vector_add"] * 2) == pytest.approx(
+            [0.0, 0.1])
+    assert "exceeds the 100-byte limit" in caplog.text
+    assert len(fake.servicer.calls_to("EvaluateGroup")[0].request.submissions) == 1
+    assert rewards_module.unsendable_reason("x" * (1 << 20)) is None
+    assert rewards_module.unsendable_reason("x" * ((1 << 20) + 1)) == "1048577 bytes exceeds the 1048576-byte limit"
+    assert rewards_module.unsendable_reason("\u00e9" * 600_000).startswith("1200000 bytes")  # UTF-8 bytes, not characters
+    assert rewards_module.unsendable_reason("x" * (2 << 20), None) is None

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
+import grpc
 from google.protobuf.message import Message
 
 from kerneleval import pb
+from kerneleval.errors import InvalidArgument
 
 ProblemRef = Union[str, Message]  # a built-in id, or a pb.Problem carried in full
 SubmissionLike = Union[str, Message, Mapping[str, Any]]
@@ -49,11 +51,26 @@ def compile_options(options: Optional[Iterable[str]] = None, arch: Optional[str]
     return pb.CompileOptions(options=list(options or ()), arch=arch or "")
 
 
+def check_utf8(text: str, field: str) -> None:
+    """InvalidArgument naming `field` (as the server would) when `text` cannot
+    be sent: protobuf strings are UTF-8, and a lone surrogate such as "\\ud800"
+    has no UTF-8 form (protobuf would raise UnicodeEncodeError instead)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise InvalidArgument(
+            grpc.StatusCode.INVALID_ARGUMENT,
+            f"{field}: not encodable as UTF-8 ({error.reason}: "
+            f"{text[error.start:error.end]!r} at character {error.start})",
+        ) from None
+
+
 def submission(
     item: SubmissionLike,
     options: Optional[Iterable[str]] = None,
     arch: Optional[str] = None,
     launch_plan: Optional[Message] = None,
+    field: str = "submission.source",
 ) -> Message:
     """A pb.Submission from source text, a pb.Submission, or a mapping with
     "source" and optionally "compile_options" (list), "arch", "launch_plan"."""
@@ -65,9 +82,11 @@ def submission(
             item.get("compile_options", options),
             item.get("arch", arch),
             item.get("launch_plan", launch_plan),
+            field,
         )
     if not isinstance(item, str):
         raise TypeError(f"kerneleval: a submission is source text, got {type(item).__name__}")
+    check_utf8(item, field)
     result = pb.Submission(source=item, compile_options=compile_options(options, arch))
     if launch_plan is not None:
         result.launch_plan.CopyFrom(launch_plan)
@@ -166,7 +185,10 @@ def group_request(
         raise TypeError("kerneleval: evaluate_group takes a list of submissions")
     options = list(compile_options) if compile_options is not None else None
     request = pb.EvaluateGroupRequest(
-        submissions=[submission(s, options, arch) for s in sources], skip_timing=bool(skip_timing)
+        submissions=[
+            submission(s, options, arch, field=f"submissions[{i}].source") for i, s in enumerate(sources)
+        ],
+        skip_timing=bool(skip_timing),
     )
     _set_problem(request, problem)
     _set_common(
@@ -190,6 +212,7 @@ def compile_request(
     include_ptx: bool = False,
     include_cubin: bool = False,
 ) -> Message:
+    check_utf8(source, "source")
     return pb.CompileRequest(
         source=source,
         options=compile_options(options, arch),

@@ -20,21 +20,31 @@ enabled).
 A full server queue (RESOURCE_EXHAUSTED, refused before any work) is asked
 again with backoff for up to `busy_retry_seconds`.
 
-It never raises: a completion without code, and every completion of a group the
-server could not judge (unreachable, bad request, ...), get `failure_reward`
-(0.0) and a logged reason (logger "kerneleval.rewards"), so one bad batch does
-not kill a training run. The last call's verdicts (None where there was none)
-are kept in `reward_fn.last_verdicts` for logging.
+One bad completion does not sink its group: a source that cannot be sent (not
+encodable as UTF-8, e.g. a lone surrogate; larger than `max_source_bytes`) is
+left out of the group before sending, and when the server still refuses a
+group naming one submission (INVALID_ARGUMENT "submissions[i]..."), that one is
+left out and the rest are sent again (at most once per completion).
+
+It never raises: a completion without code or with a source the server refuses,
+and every completion of a group the server could not judge (unreachable, bad
+request, ...), get `failure_reward` (0.0) and a logged reason (logger
+"kerneleval.rewards"), so one bad batch does not kill a training run. The last
+call's verdicts (None where there was none) are kept in
+`reward_fn.last_verdicts` for logging.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Optional, Sequence
+
+import grpc
 
 from kerneleval.client import Client
 from kerneleval.errors import KernelEvalError, ResourceExhausted
@@ -44,6 +54,46 @@ from kerneleval.results import Verdict
 logger = logging.getLogger("kerneleval.rewards")
 
 RewardFunction = Callable[..., list[float]]
+
+# The server's default limit on each submitted source, in UTF-8 bytes: the C++
+# `RequestLimits::max_source_bytes` (server/validation.h, `size_t{1} << 20`),
+# set by kerneleval-server --max-source-bytes / $KERNELEVAL_MAX_SOURCE_BYTES
+# (server/config.cc). A server started with a smaller limit still refuses a
+# source by name, and the reward function then leaves just that one out.
+DEFAULT_MAX_SOURCE_BYTES = 1 << 20
+
+# The field the server names when it refuses one submission of a group,
+# e.g. "submissions[0].source: 2000224 bytes exceeds the 1048576-byte limit"
+# (server/validation.cc and evaluator/engine/engine.cc, EvaluateGroup).
+_SUBMISSION_FIELD_RE = re.compile(r"\bsubmissions\[(\d+)\]")
+
+
+def unsendable_reason(source: str, max_source_bytes: Optional[int] = DEFAULT_MAX_SOURCE_BYTES) -> Optional[str]:
+    """Why the server would refuse `source` as a submission (None: it would
+    take it): empty, not encodable as UTF-8 (protobuf strings are UTF-8; a lone
+    surrogate such as "\\ud800" cannot be sent), or over max_source_bytes UTF-8
+    bytes (None: no size check here)."""
+    try:
+        size = len(source.encode("utf-8"))
+    except UnicodeEncodeError as error:
+        return f"not encodable as UTF-8 ({error.reason}: {source[error.start:error.end]!r} at character {error.start})"
+    if size == 0:
+        return "empty source"
+    if max_source_bytes is not None and size > max_source_bytes:
+        return f"{size} bytes exceeds the {max_source_bytes}-byte limit"
+    return None
+
+
+def _refused_submission(error: KernelEvalError, count: int) -> Optional[int]:
+    """The index of the submission an INVALID_ARGUMENT names, if it names one
+    of the `count` sent."""
+    if error.code != grpc.StatusCode.INVALID_ARGUMENT:
+        return None
+    match = _SUBMISSION_FIELD_RE.search(error.details or "")
+    if match is None:
+        return None
+    index = int(match.group(1))
+    return index if index < count else None
 
 
 def _per_completion(value: Any, count: int, name: str) -> list[Any]:
@@ -95,6 +145,7 @@ def make_kernel_reward(
     compile_options: Optional[Sequence[str]] = None,
     client_id: Optional[str] = None,
     busy_retry_seconds: float = 120.0,
+    max_source_bytes: Optional[int] = DEFAULT_MAX_SOURCE_BYTES,
     failure_reward: float = 0.0,
     name: str = "kernel_reward",
 ) -> RewardFunction:
@@ -116,6 +167,9 @@ def make_kernel_reward(
     busy_retry_seconds: how long to keep asking again, with backoff, when a
         server's queue is full (RESOURCE_EXHAUSTED) before scoring the group
         failure_reward; 0: never.
+    max_source_bytes: a completion whose source is larger (UTF-8 bytes) gets
+        failure_reward without being sent; the server's default limit
+        (DEFAULT_MAX_SOURCE_BYTES); None: leave it to the server.
     """
     lock = threading.Lock()
     state: dict[str, Any] = {"client": client}
@@ -126,9 +180,10 @@ def make_kernel_reward(
                 state["client"] = Client(target, token=token, tls=tls)
             return state["client"]
 
-    def evaluate_run(problem_id: str, sources: list[str]) -> list[Verdict]:
+    def evaluate_run(problem_id: str, sources: list[str], give_up: float) -> list[Verdict]:
+        """One EvaluateGroup, asked again while the queue is full until give_up
+        (time.monotonic())."""
         call_timeout = {"timeout": timeout} if timeout is not None else {}  # else the client's default
-        give_up = time.monotonic() + busy_retry_seconds
         delay = 0.5
         while True:
             try:
@@ -187,28 +242,52 @@ def make_kernel_reward(
                     index, problem_key, failure_reward,
                 )
                 source = None
+            else:
+                reason = unsendable_reason(source, max_source_bytes)
+                if reason is not None:
+                    # Left out of its group, so the others are still judged.
+                    logger.warning(
+                        "kernel_reward: completion %d (%s): source not sent: %s; reward %s",
+                        index, problem_ids[index], reason, failure_reward,
+                    )
+                    source = None
             sources.append(source)
 
         runs = _runs(problem_ids, [s is not None for s in sources], max(1, max_group_size))
 
         def grade(run: tuple[str, list[int]]) -> None:
-            problem_id, indices = run
-            try:
-                run_verdicts = evaluate_run(problem_id, [sources[i] for i in indices])  # type: ignore[misc]
-            except KernelEvalError as error:
-                logger.warning(
-                    "kernel_reward: problem %r, %d completions: server error %s%s; reward %s",
-                    problem_id, len(indices), error,
-                    f" (request {error.request_id})" if error.request_id else "", failure_reward,
-                )
-                return
-            except Exception as error:  # noqa: BLE001
-                logger.exception(
-                    "kernel_reward: problem %r, %d completions: %s; reward %s",
-                    problem_id, len(indices), error, failure_reward,
-                )
-                return
-            for index, verdict in zip(indices, run_verdicts):
+            problem_id, pending = run[0], list(run[1])
+            give_up = time.monotonic() + busy_retry_seconds  # one busy window for the whole group
+            # Each pass either ends or leaves out one completion the server
+            # refused by name: at most len(pending) calls.
+            while True:
+                try:
+                    run_verdicts = evaluate_run(problem_id, [sources[i] for i in pending], give_up)  # type: ignore[misc]
+                    break
+                except KernelEvalError as error:
+                    request = f" (request {error.request_id})" if error.request_id else ""
+                    refused = _refused_submission(error, len(pending))
+                    if refused is None:
+                        logger.warning(
+                            "kernel_reward: problem %r, %d completions: server error %s%s; reward %s",
+                            problem_id, len(pending), error, request, failure_reward,
+                        )
+                        return
+                    index = pending.pop(refused)
+                    logger.warning(
+                        "kernel_reward: completion %d (%s): refused by the server: %s%s; reward %s%s",
+                        index, problem_id, error, request, failure_reward,
+                        f"; sending the other {len(pending)} again" if pending else "",
+                    )
+                    if not pending:
+                        return
+                except Exception as error:  # noqa: BLE001
+                    logger.exception(
+                        "kernel_reward: problem %r, %d completions: %s; reward %s",
+                        problem_id, len(pending), error, failure_reward,
+                    )
+                    return
+            for index, verdict in zip(pending, run_verdicts):
                 verdicts[index] = verdict
                 rewards[index] = float(verdict.reward)
                 if not verdict.correct:
