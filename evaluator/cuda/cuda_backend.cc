@@ -145,8 +145,8 @@ v1::DeviceInfo CudaBackend::device() const {
 
 std::string CudaBackend::target_arch() const {
   std::lock_guard<std::mutex> state(state_mutex_);
-  return ArchName(static_cast<int>(device_info_.compute_capability_major()),
-                  static_cast<int>(device_info_.compute_capability_minor()));
+  return NvrtcTargetArch(static_cast<int>(device_info_.compute_capability_major()),
+                         static_cast<int>(device_info_.compute_capability_minor()));
 }
 
 int CudaBackend::restarts() const {

@@ -65,7 +65,7 @@ class CudaBackend : public Backend {
 
   [[nodiscard]] std::string_view name() const override { return "cuda"; }
   [[nodiscard]] v1::DeviceInfo device() const override;
-  [[nodiscard]] std::string target_arch() const override;  // "sm_90"
+  [[nodiscard]] std::string target_arch() const override;  // "sm_90a" (NvrtcTargetArch)
   [[nodiscard]] uint64_t worker_restarts() const override {
     return static_cast<uint64_t>(restarts());
   }

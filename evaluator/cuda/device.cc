@@ -93,6 +93,10 @@ absl::StatusOr<DeviceProperties> QueryDevice(const DriverApi& api, int ordinal) 
 
 std::string ArchName(int cc_major, int cc_minor) { return absl::StrCat("sm_", cc_major, cc_minor); }
 
+std::string NvrtcTargetArch(int cc_major, int cc_minor) {
+  return absl::StrCat(ArchName(cc_major, cc_minor), cc_major >= 9 ? "a" : "");
+}
+
 v1::DeviceInfo ToDeviceInfo(const DeviceProperties& p) {
   v1::DeviceInfo info;
   info.set_id(absl::StrCat("cuda:", p.ordinal));

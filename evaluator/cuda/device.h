@@ -35,8 +35,14 @@ struct DeviceProperties {
 
 absl::StatusOr<DeviceProperties> QueryDevice(const DriverApi& api, int ordinal);
 
-// "sm_90" for compute capability 9.0: what NVRTC should compile for.
+// "sm_90" for compute capability 9.0: the device's architecture.
 std::string ArchName(int cc_major, int cc_minor);
+// What NVRTC compiles submissions for: the device's exact architecture,
+// with its arch-specific features from 9.0 on ("sm_90a": wgmma, setmaxnreg;
+// "sm_100a": tcgen05), which plain "sm_90" refuses to assemble. Such a
+// CUBIN runs on that compute capability only, as any CUBIN compiled for the
+// device's exact architecture does.
+std::string NvrtcTargetArch(int cc_major, int cc_minor);
 
 // id "cuda:N", backend "cuda", the driver's figures; no peaks (MatchPeaks).
 v1::DeviceInfo ToDeviceInfo(const DeviceProperties& properties);

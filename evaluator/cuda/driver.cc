@@ -127,6 +127,17 @@ absl::StatusOr<const DriverApi*> Load(const std::string& library) {
     }
     return close_on_error(CuError(result, "cuDriverGetVersion", __FILE__, __LINE__));
   }
+  // What this toolkit builds (the worker's own kernels as PTX ISA 9.0,
+  // NVRTC's CUBINs) needs a driver of the same major version or newer: a
+  // CUDA 12 driver would refuse the first module with
+  // CUDA_ERROR_UNSUPPORTED_PTX_VERSION. Said plainly here instead.
+  if (api->driver_version / 1000 < CUDA_VERSION / 1000) {
+    return close_on_error(absl::FailedPreconditionError(absl::StrCat(
+        "the CUDA driver (", library, ") supports CUDA ", api->driver_version / 1000, ".",
+        api->driver_version % 1000 / 10, ", older than the CUDA ", CUDA_VERSION / 1000, ".",
+        CUDA_VERSION % 1000 / 10, " toolkit kerneleval was built with: install a driver for CUDA ",
+        CUDA_VERSION / 1000, " or newer (R580 or later for CUDA 13)")));
+  }
   // Past cuInit the driver may have started threads: never unload it again.
   const CUresult init = api->cuInit(0);
   if (init == CUDA_ERROR_STUB_LIBRARY) {

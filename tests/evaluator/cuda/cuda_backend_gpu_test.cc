@@ -363,7 +363,7 @@ TEST_F(CudaBackendGpuTest, DescribesTheDevice) {
               info.roofline_known() ? "known" : "unknown");
   if (kFakeDriver) {
     EXPECT_EQ(info.name(), "kerneleval fake CUDA device (host CPU)");
-    EXPECT_EQ(backend_->target_arch(), "sm_90");
+    EXPECT_EQ(backend_->target_arch(), "sm_90a");
     EXPECT_EQ(info.sm_count(), 4u);
     EXPECT_DOUBLE_EQ(info.sm_clock_mhz(), 1000);
   }

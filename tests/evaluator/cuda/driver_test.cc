@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -36,6 +37,19 @@ TEST(DriverLoadTest, TheToolkitStubIsNotADriver) {
   EXPECT_EQ(api.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(api.status().message().find("no CUDA driver"), absl::string_view::npos) << api.status();
   EXPECT_NE(api.status().message().find("stub"), absl::string_view::npos) << api.status();
+}
+
+TEST(DriverLoadTest, ADriverOlderThanTheToolkitIsAClearPrecondition) {
+  // An R570 driver (CUDA 12.8) with this CUDA 13 build: said at load, not as
+  // CUDA_ERROR_UNSUPPORTED_PTX_VERSION at the first module.
+  ::setenv("KERNELEVAL_FAKE_CUDA_DRIVER_VERSION", "12080", 1);
+  absl::StatusOr<const DriverApi*> api = LoadDriverFrom(KERNELEVAL_FAKE_CUDA_LIBRARY);
+  ::unsetenv("KERNELEVAL_FAKE_CUDA_DRIVER_VERSION");
+  ASSERT_FALSE(api.ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition(api.status())) << api.status();
+  EXPECT_NE(api.status().message().find("supports CUDA 12.8, older than the CUDA 13"),
+            std::string::npos)
+      << api.status();
 }
 
 TEST(DriverLoadTest, TheProcessDriverLoadsOrFailsCleanly) {

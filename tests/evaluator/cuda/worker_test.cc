@@ -58,6 +58,11 @@ TEST(FaultTest, StageTravelsWithTheStatus) {
 TEST(DeviceTest, ArchAndDeviceInfo) {
   EXPECT_EQ(ArchName(9, 0), "sm_90");
   EXPECT_EQ(ArchName(12, 1), "sm_121");
+  // Arch-specific features (wgmma on 9.0) from 9.0 on; none before.
+  EXPECT_EQ(NvrtcTargetArch(9, 0), "sm_90a");
+  EXPECT_EQ(NvrtcTargetArch(10, 3), "sm_103a");
+  EXPECT_EQ(NvrtcTargetArch(12, 0), "sm_120a");
+  EXPECT_EQ(NvrtcTargetArch(8, 9), "sm_89");
   DeviceProperties p;
   p.ordinal = 1;
   p.name = "NVIDIA H200";

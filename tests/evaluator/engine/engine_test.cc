@@ -589,10 +589,11 @@ extern "C" __global__ void add(const float* a, const float* b, float* c, int n) 
       << verdict.status() << " " << (verdict.ok() ? verdict->ShortDebugString() : std::string());
 }
 
-// A time limit too short for the problem's own reference is the request's
-// (or the server's) precondition failing, not an internal error. The
+// A time limit too short for the problem's own reference is not an internal
+// error: the request's own limit is its bad input (INVALID_ARGUMENT naming
+// the field; the server's limit would be a FAILED_PRECONDITION). The
 // reference here (an inline vector_add) takes 3 s; the limit is 0.3 s.
-TEST_F(EngineTest, ALimitTooShortForTheReferenceIsAFailedPrecondition) {
+TEST_F(EngineTest, ARequestsLimitTooShortForTheReferenceIsAnInvalidArgument) {
   v1::GetProblemRequest get;
   get.set_problem_id("vector_add");
   auto problem = engine_->GetProblem(get);
@@ -606,7 +607,9 @@ TEST_F(EngineTest, ALimitTooShortForTheReferenceIsAFailedPrecondition) {
   request.set_seed(next_seed_++);
   request.mutable_limits()->set_timeout_seconds(0.3);
   absl::StatusOr<v1::Verdict> verdict = engine_->Evaluate(request, CallContext{});
-  EXPECT_TRUE(absl::IsFailedPrecondition(verdict.status())) << verdict.status();
+  EXPECT_TRUE(absl::IsInvalidArgument(verdict.status())) << verdict.status();
+  EXPECT_NE(verdict.status().message().find("limits.timeout_seconds: "), std::string::npos)
+      << verdict.status();
   EXPECT_NE(verdict.status().message().find("too short"), std::string::npos) << verdict.status();
 }
 

@@ -37,7 +37,9 @@
 // it timed out; KERNELEVAL_FAKE_CUDA_PUBLISH_HOLD_REPORT=1 puts the address of
 // each hold's report in the environment, for a test kernel to overwrite),
 // occupancy, timing of anything but the host.
-// KERNELEVAL_FAKE_CUDA_DEVICES sets the device count (default 1, at most 8).
+// KERNELEVAL_FAKE_CUDA_DEVICES sets the device count (default 1, at most 8);
+// KERNELEVAL_FAKE_CUDA_DRIVER_VERSION the version cuDriverGetVersion reports
+// (default: the toolkit's CUDA_VERSION).
 // KERNELEVAL_FAKE_CUDA_STATS_DIR=DIR: each process counts what it holds
 // (memory, modules, streams, events, contexts) in DIR/<pid>, which tests
 // read to check that the worker gives back what it takes (fake_cuda_stats.h).
@@ -774,7 +776,9 @@ CUresult FakeInit(unsigned int flags) {
 CUresult FakeDriverGetVersion(int* version) {
   FAKE_API_ENTRY();
   if (version == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  *version = CUDA_VERSION;
+  // KERNELEVAL_FAKE_CUDA_DRIVER_VERSION: an older driver (e.g. 12080).
+  const char* claimed = std::getenv("KERNELEVAL_FAKE_CUDA_DRIVER_VERSION");
+  *version = claimed != nullptr && claimed[0] != '\0' ? std::atoi(claimed) : CUDA_VERSION;
   return CUDA_SUCCESS;
 }
 
