@@ -80,8 +80,10 @@ absl::Status FromGrpcStatus(const grpc::Status& status) {
 }
 
 bool NvrtcRefusedAnOption(const v1::CompileResult& result) {
+  // At the start of the log: a submission's own "#error nvrtc: error: ..."
+  // comes after NVRTC's "submission.cu(1): " and stays a failed compile.
   return !result.success() && result.kernels().empty() &&
-         absl::StrContains(result.log(), "nvrtc: error: invalid value for");
+         absl::StartsWith(result.log(), "nvrtc: error: invalid value for");
 }
 
 int ExitCodeForStatus(const absl::Status& status) {

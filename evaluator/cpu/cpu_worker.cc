@@ -1,5 +1,6 @@
 #include "evaluator/cpu/cpu_worker.h"
 
+#include <fcntl.h>
 #include <google/protobuf/any.pb.h>
 #include <google/protobuf/wrappers.pb.h>
 #include <sys/mman.h>
@@ -149,8 +150,11 @@ class SharedBuffers {
     SharedBuffers shared;
     shared.offsets_ = RegionOffsets(plans);
     shared.bytes_ = std::max<uint64_t>(1, shared.offsets_.back());
-    shared.fd_ = ::memfd_create(name, MFD_CLOEXEC);
-    if (shared.fd_ < 0 || ::ftruncate(shared.fd_, static_cast<off_t>(shared.bytes_)) != 0) {
+    shared.fd_ = ::memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    // Sealed at its size: the runner cannot shrink it under this worker's
+    // mapping (a SIGBUS here).
+    if (shared.fd_ < 0 || ::ftruncate(shared.fd_, static_cast<off_t>(shared.bytes_)) != 0 ||
+        ::fcntl(shared.fd_, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
       return absl::ResourceExhaustedError(absl::StrCat("memfd: ", std::strerror(errno)));
     }
     void* map = ::mmap(nullptr, shared.bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, shared.fd_, 0);

@@ -444,7 +444,10 @@ int RunnerProcess::Wait(absl::Duration timeout) noexcept {
       return wait_status_;
     }
     if (rc < 0 && errno != EINTR) {
+      // No status to be had: never to be taken for a clean exit (the
+      // worker reads a runner's buffers only after one).
       pid_ = -1;
+      wait_status_ = SIGKILL;
       return wait_status_;
     }
     if (absl::Now() >= deadline) {

@@ -41,6 +41,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <csignal>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -164,7 +165,7 @@ class RunnerProcess {
   pid_t pid_ = -1;
   int fd_ = -1;
   RunnerReport* report_ = nullptr;
-  int wait_status_ = 0;
+  int wait_status_ = SIGKILL;  // a waitpid() status; until known, "killed"
 };
 
 // A sentence on how a runner ended abnormally, e.g. "killed by signal 11

@@ -108,6 +108,13 @@ std::string CpuCacheDir(const std::string& configured) {
   return dir.string();
 }
 
+// [s] What a timing run is expected to take: its sampling cap, and as much
+// again for the rest of it (warm-up, the checks, a re-run alone).
+double TimingSeconds(const EvaluationSettings& settings) {
+  return 2 * (settings.timing_budget_seconds > 0 ? settings.timing_budget_seconds
+                                                 : timing::DefaultTimingConfig().max_seconds());
+}
+
 // One request (a single evaluation is a group of one).
 struct Job {
   std::string request_id;
@@ -119,6 +126,8 @@ struct Job {
   EvaluationSettings settings;
   bool is_group = false;
   Clock::time_point admitted = Clock::now();
+  // Set once it made a backend call (its time says what a run costs).
+  bool ran_on_device = false;
 
   // Filled by the compile stage.
   std::vector<absl::StatusOr<Preparation>> preparations;
@@ -144,9 +153,11 @@ class Device {
   // A job is running inside another's turn (ServeAnotherClient; device loop
   // only): it does not hand the device on again.
   bool& serving_another() { return serving_another_; }
-  // [s] What a single evaluation took on this device lately (an average
-  // weighted to the recent ones; 0 before the first; device loop only).
-  double& single_seconds() { return single_seconds_; }
+  // [s] What the last single evaluations that ran on this device took
+  // (those that made a backend call; at most kRecentSingles; device loop
+  // only).
+  std::deque<double>& recent_single_seconds() { return recent_single_seconds_; }
+  static constexpr size_t kRecentSingles = 16;
 
  private:
   std::unique_ptr<Backend> backend_;
@@ -154,7 +165,7 @@ class Device {
   std::atomic<int> in_flight_{0};
   uint64_t restarts_reported_ = 0;
   bool serving_another_ = false;
-  double single_seconds_ = 0;
+  std::deque<double> recent_single_seconds_;
 };
 
 class EngineImpl final : public Engine {
@@ -411,7 +422,9 @@ absl::StatusOr<EngineImpl::Common> EngineImpl::Admit(const Request& request,
     // A caller that sets a limit (a slow problem, kernels known to be slow)
     // gets that limit, not a multiple of the reference's run.
     common.settings.candidate_run_factor = 0;
-    common.settings.run_timeout_from_request = true;
+    // Unless capped: then the server's cap is what may be too short.
+    common.settings.run_timeout_from_request =
+        request.limits().timeout_seconds() <= options_.run_timeout_seconds * 10;
   }
   common.settings.memory_bytes = request.limits().memory_bytes();
   // Within 10x the GPU default cap (5 s), like timeout_seconds: a group's
@@ -663,10 +676,10 @@ void EngineImpl::RunQueuedJob(Device* device, Job& job, bool on_device_loop) {
   Observe("queue_wait", SecondsSince(job.admitted));
   const auto start = Clock::now();
   RunJob(device, job, on_device_loop);
-  if (on_device_loop && !job.is_group) {
-    const double seconds = SecondsSince(start);
-    double& average = device->single_seconds();
-    average = average == 0 ? seconds : 0.7 * average + 0.3 * seconds;
+  if (on_device_loop && !job.is_group && job.ran_on_device) {
+    std::deque<double>& recent = device->recent_single_seconds();
+    recent.push_back(SecondsSince(start));
+    if (recent.size() > Device::kRecentSingles) recent.pop_front();
   }
   device->in_flight()--;
   if (options_.observer) options_.observer->OnQueueDepth(device->id(), device->queue().size());
@@ -674,28 +687,32 @@ void EngineImpl::RunQueuedJob(Device* device, Job& job, bool on_device_loop) {
 
 double EngineImpl::ServeAnotherClient(Device* device, const Job& job, double own_seconds_left) {
   if (device->serving_another()) return 0;
-  // The group keeps its verdicts only if its deadline leaves room for the
-  // served job and for its own remaining runs. The served job takes at most
-  // a correctness run and a timing run of one candidate (each within
-  // run_timeout_seconds, plus the timing cap); expected is twice what single
-  // evaluations took here lately, within that bound. (A fixed four times
-  // the bound, 200 s by default, never served anyone for a group whose
-  // caller set a deadline under that: RL clients set 60-180 s.)
-  const double served_bound = 2 * job.settings.run_timeout_seconds + 10;
-  const double served_expected = device->single_seconds() > 0
-                                     ? std::min(2 * device->single_seconds(), served_bound)
-                                     : served_bound;
-  const double margin_seconds = 10;
-  if (absl::ToDoubleSeconds(job.context.deadline - absl::Now()) <
-      own_seconds_left + served_expected + margin_seconds) {
-    return 0;
-  }
+  // The group keeps its verdicts only if its deadline leaves room for its
+  // own expected rest, a margin, and the served job. A fixed four times a
+  // served job's bound (200 s by default) served no one for a group whose
+  // caller set a deadline under that (RL clients set 60-180 s).
+  constexpr double kMarginSeconds = 10;
+  const double room =
+      absl::ToDoubleSeconds(job.context.deadline - absl::Now()) - own_seconds_left - kMarginSeconds;
+  if (room <= 0) return 0;
+  // What a served job may take: at most its own correctness run and timing
+  // run (its limits); expected, 1.5 x the longest of the last single
+  // evaluations that ran here, within that bound.
+  const std::deque<double>& recent = device->recent_single_seconds();
+  const double longest_recent =
+      recent.empty() ? 0 : *std::max_element(recent.begin(), recent.end());
+  auto expected_seconds = [&](const Job& other) {
+    const double bound = 2 * other.settings.run_timeout_seconds +
+                         (other.settings.skip_timing ? 0 : TimingSeconds(other.settings)) + 10;
+    return recent.empty() ? bound : std::min(bound, 1.5 * longest_recent);
+  };
   // A single evaluation (bounded: one candidate), compiled already (the
-  // device never idles on another job's compiles).
+  // device never idles on another job's compiles), that fits.
   std::optional<std::shared_ptr<Job>> other =
-      device->queue().TryPopOtherThan(job.client_id, [](const std::shared_ptr<Job>& queued) {
+      device->queue().TryPopOtherThan(job.client_id, [&](const std::shared_ptr<Job>& queued) {
         return !queued->is_group && queued->prepared.valid() &&
-               queued->prepared.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+               queued->prepared.wait_for(std::chrono::seconds(0)) == std::future_status::ready &&
+               expected_seconds(*queued) <= room;
       });
   if (!other) return 0;
   const auto start = Clock::now();
@@ -760,6 +777,7 @@ void EngineImpl::RunJob(Device* device, Job& job, bool on_device_loop) {
 
   std::optional<ReferenceRun> reference;
   if (std::any_of(decided.begin(), decided.end(), [](bool d) { return !d; })) {
+    job.ran_on_device = true;
     absl::StatusOr<PreparedProgram> prepared_reference = ReferenceFor(evaluation, job);
     if (!prepared_reference.ok()) return finish(prepared_reference.status());
     const auto correctness_start = Clock::now();
@@ -769,10 +787,7 @@ void EngineImpl::RunJob(Device* device, Job& job, bool on_device_loop) {
     size_t ran = 0;
     size_t to_run = static_cast<size_t>(std::count(decided.begin(), decided.end(), false));
     double serving_others = 0;  // [s] of the correctness stage, not this job's
-    // [s] The timing run's cap, and as much again for the rest of it.
-    const double timing_seconds =
-        2 * (job.settings.timing_budget_seconds > 0 ? job.settings.timing_budget_seconds
-                                                    : timing::DefaultTimingConfig().max_seconds());
+    const double timing_seconds = TimingSeconds(job.settings);
     for (size_t i = 0; i < n; ++i) {
       if (decided[i]) continue;
       // Other clients' requests take turns with this group's candidates.

@@ -131,6 +131,9 @@ absl::StatusOr<WorkerProcess> WorkerProcess::Start(const WorkerOptions& options)
     SetLimit(RLIMIT_FSIZE, options.max_file_bytes);
     SetLimit(RLIMIT_NOFILE, options.max_open_files);
     ::signal(SIGPIPE, SIG_DFL);
+    // Not close-on-exec for this exec: the kernel refuses to run a script
+    // (a wrapper worker) from a descriptor that would be gone by then.
+    ::fcntl(binary_fd, F_SETFD, 0);
     ::fexecve(binary_fd, argv.data(), envp.data());
     ::_exit(127);
   }

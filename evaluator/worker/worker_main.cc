@@ -34,6 +34,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the engine
+  // Started from a descriptor (fexecve) or /proc/self/exe, the process would
+  // be named "4" or "exe" in ps and top: the name it had when started by
+  // path (15 bytes at most).
+  ::prctl(PR_SET_NAME, "kerneleval-work");
   ::signal(SIGPIPE, SIG_IGN);
   return modes.at(argv[1])(kerneleval::process::kWorkerChannelFd, argc, argv);
 }

@@ -130,9 +130,9 @@ with tempfile.TemporaryDirectory() as tmp:
     # The invocation's own mistakes exit 2, never 1 (a failing kernel) or 3
     # (the server): a config typo must not pass for a bad kernel in CI.
     for args, what in (
-        (["--arch", "sm_1"], "an architecture NVRTC refuses"),
-        (["--arch", "banana"], "a malformed architecture"),
-        (["-O", "--evil"], "an option off the allow-list"),
+        (["--arch", "sm_999"], "an architecture NVRTC refuses"),
+        (["--arch", "sm_1"], "a malformed architecture"),
+        (["--option=--evil"], "an option off the allow-list"),
         (["--seed", "-5"], "a negative seed"),
     ):
         r = run("--problem", "vector_add", "--source", good, "--skip-timing", *args)
@@ -144,8 +144,13 @@ with tempfile.TemporaryDirectory() as tmp:
     check(r.returncode == 2 and "limits.timeout_seconds" in r.stderr,
           f"a limit the reference cannot meet exits 2 (got {r.returncode}: {r.stderr[-300:]})")
     r = run("--problem", "vector_add", "--source", good, "--source", good, "--skip-timing",
-            "--arch", "sm_1")
+            "--arch", "sm_999")
     check(r.returncode == 2, f"a refused architecture exits 2 for a group (got {r.returncode})")
+    # A kernel whose own #error quotes NVRTC's refusal is still a failed compile.
+    quoting = os.path.join(tmp, "quoting.cu")
+    open(quoting, "w").write("#error nvrtc: error: invalid value for --gpu-architecture\n" + GOOD)
+    r = run("--problem", "vector_add", "--source", quoting, "--skip-timing")
+    check(r.returncode == 1, f"a kernel's own #error exits 1 (got {r.returncode}: {r.stderr[-300:]})")
     r = subprocess.run([KERNELEVAL, "evalute", "-p", "vector_add"], capture_output=True, text=True)
     check(r.returncode == 2 and "unknown subcommand 'evalute'" in r.stderr,
           f"a misspelt subcommand is named (got {r.returncode}: {r.stderr})")

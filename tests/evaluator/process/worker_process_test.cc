@@ -104,6 +104,29 @@ TEST(WorkerProcessTest, WorkersRunTheBinaryFirstStartedEvenWhenThePathGetsANewOn
   std::filesystem::remove_all(dir);
 }
 
+TEST(WorkerProcessTest, AScriptWrappingTheWorkerStarts) {
+  // A site's wrapper (valgrind, a sandbox) around the worker: run from a
+  // descriptor, a script needs that descriptor to survive the exec.
+  IgnoreSigpipe();
+  const std::filesystem::path script = std::filesystem::temp_directory_path() /
+                                       absl::StrCat("kerneleval-wrapper-", ::getpid(), ".sh");
+  {
+    std::ofstream out(script);
+    out << "#!/bin/sh\nexec " << KERNELEVAL_TEST_WORKER << " \"$@\"\n";
+  }
+  std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  WorkerOptions options;
+  options.binary = script.string();
+  options.mode = "test";
+  absl::StatusOr<WorkerProcess> worker = WorkerProcess::Start(options);
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  google::protobuf::StringValue reply;
+  const absl::Status status = worker->Call(Text("wrapped"), &reply, In(20));
+  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_EQ(reply.value(), "wrapped");
+  std::filesystem::remove(script);
+}
+
 TEST(WorkerProcessTest, MissingBinaryIsAClearError) {
   WorkerOptions options;
   options.binary = "/nonexistent/kerneleval-worker";
