@@ -216,9 +216,12 @@ void AddCompileCommand(CLI::App& root) {
   CLI::App* command = root.add_subcommand(
       "compile",
       "Compile a CUDA kernel as the server does (NVRTC, sandboxed) and show diagnostics and "
-      "per-kernel resources (--server: on a kerneleval server). Exit 0 compiled, 1 compile "
-      "failed, 2 usage or bad input (a refused option or architecture), 3 the compile service "
-      "could not start or the server was unreachable.");
+      "per-kernel resources (--server: on a kerneleval server).");
+  // Its own: the root's footer (0 passed, 1 judged and failed, ...) would
+  // otherwise follow this subcommand's help too.
+  command->footer(
+      "Exit codes: 0 compiled, 1 compile failed, 2 usage or bad input (a refused option or "
+      "architecture), 3 the compile service could not start or the server was unreachable.");
   command->add_option("file", flags->source_path, "CUDA C++ source (.cu)")->required();
   command->add_option("--arch", flags->arch, "target, e.g. sm_90 (PTX only for compute_XX)")
       ->default_str("sm_90");
