@@ -111,8 +111,9 @@ std::string CpuCacheDir(const std::string& configured) {
 // [s] What a timing run is expected to take: its sampling cap, and as much
 // again for the rest of it (warm-up, the checks, a re-run alone).
 double TimingSeconds(const EvaluationSettings& settings) {
-  return 2 * (settings.timing_budget_seconds > 0 ? settings.timing_budget_seconds
-                                                 : timing::DefaultTimingConfig().max_seconds());
+  const double cap = timing::DefaultTimingConfig().max_seconds();
+  return 2 *
+         (settings.timing_budget_seconds > 0 ? std::min(settings.timing_budget_seconds, cap) : cap);
 }
 
 // One request (a single evaluation is a group of one).
@@ -427,10 +428,9 @@ absl::StatusOr<EngineImpl::Common> EngineImpl::Admit(const Request& request,
         request.limits().timeout_seconds() <= options_.run_timeout_seconds * 10;
   }
   common.settings.memory_bytes = request.limits().memory_bytes();
-  // Within 10x the GPU default cap (5 s), like timeout_seconds: a group's
-  // timing request may take the cap once per program.
-  common.settings.timing_budget_seconds = std::min(
-      request.limits().timing_budget_seconds(), 10 * timing::DefaultTimingConfig().max_seconds());
+  // Lowers the backend's cap only (Evaluation::TimeAndScoreOnce): one
+  // request may not hold a shared device for longer than the server allows.
+  common.settings.timing_budget_seconds = request.limits().timing_budget_seconds();
   const std::string arch = common.device->backend().target_arch();
   common.settings.arch = arch.empty() ? options_.default_arch : arch;
   return common;

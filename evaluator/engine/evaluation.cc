@@ -596,9 +596,10 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
   *request.mutable_params() = shape.values();
   *request.mutable_config() = TimingConfigFor(backend_.name());
   if (settings_.timing_budget_seconds > 0) {
+    // Lower only: a request may not hold a shared device for longer.
     internal::TimingConfig* config = request.mutable_config();
-    config->set_max_seconds(settings_.timing_budget_seconds);
-    config->set_min_seconds(std::min(config->min_seconds(), settings_.timing_budget_seconds));
+    config->set_max_seconds(std::min(config->max_seconds(), settings_.timing_budget_seconds));
+    config->set_min_seconds(std::min(config->min_seconds(), config->max_seconds()));
   }
   for (uint32_t i = 0; i < request.config().input_sets(); ++i) {
     request.add_input_seeds(DeriveSeed(settings_.seed, 1000003, i));

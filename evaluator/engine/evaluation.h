@@ -67,9 +67,10 @@ struct EvaluationSettings {
   // case (its buffers: inputs, outputs, scratch) [bytes]; more is a
   // "runtime" verdict before anything runs. 0: the backend's own limits.
   uint64_t memory_bytes = 0;
-  // limits.timing_budget_seconds: the cap on sampling of a timing request
-  // [s] (the backend's default cap otherwise: 5 s on a GPU, 1.5 s on the CPU
-  // backend). The stopping rule ends sampling there, on however few samples.
+  // limits.timing_budget_seconds: lowers the cap on sampling of a timing
+  // request [s] (the backend's: 5 s on a GPU, 1.5 s on the CPU backend; a
+  // larger value leaves it). The stopping rule ends sampling there, on
+  // however few samples.
   double timing_budget_seconds = 0;
   std::string arch;  // NVRTC target
   // The caller's deadline: no backend call outlasts it (a worker is not held

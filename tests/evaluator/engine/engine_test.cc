@@ -464,6 +464,33 @@ TEST_F(EngineTest, LimitsTimingBudgetSecondsCapsSampling) {
   EXPECT_LT(capped, 10u);
 }
 
+TEST_F(EngineTest, LimitsTimingBudgetSecondsNeverRaisesTheServersCap) {
+  // Every other run is slow, so the median never settles and sampling runs
+  // to the cap: the server's (1.5 s here), not the 1000 s asked, which would
+  // outlast the call's 30 s deadline.
+  v1::EvaluateRequest request;
+  request.set_problem_id("vector_add");
+  request.mutable_submission()->set_source(R"(
+// @launch add<<<ceil_div(N, 256), 256>>>(a, b, c, N)
+__device__ int runs;
+extern "C" __global__ void add(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+  if (i == 0 && atomicAdd(&runs, 1) % 2 == 1) {
+    for (volatile int k = 0; k < 20000000; k = k + 1) {}
+  }
+}
+)");
+  request.set_seed(next_seed_++);
+  request.mutable_limits()->set_timing_budget_seconds(1000);
+  CallContext context;
+  context.deadline = absl::Now() + absl::Seconds(30);
+  absl::StatusOr<v1::Verdict> verdict = engine_->Evaluate(request, context);
+  ASSERT_TRUE(verdict.ok()) << verdict.status();
+  EXPECT_TRUE(verdict->correct()) << verdict->error();
+  EXPECT_LT(verdict->timing().candidate().total_seconds(), 10.0);
+}
+
 TEST_F(EngineTest, KernelModifyingItsInputFails) {
   const char* source = R"(
 // @launch add<<<ceil_div(N, 256), 256>>>(a, b, c, N)
