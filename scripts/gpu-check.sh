@@ -185,6 +185,9 @@ export KERNELEVAL_WORKER="\${KE_BUNDLE}/bin/${worker}"
 export KERNELEVAL_PROBLEMS_DIR="\${KE_BUNDLE}/share/problems"
 export KERNELEVAL_INCLUDE_DIR="\${KE_BUNDLE}/share/compile/include"
 export KERNELEVAL_CPU_PRELUDE_DIR="\${KE_BUNDLE}/share/cpu/prelude"
+# A check is scarce: on a driver older than the toolkit that built the bundle
+# (refused at load otherwise; device-info shows its version) it tries anyway.
+export KERNELEVAL_CUDA_ALLOW_OLDER_DRIVER="\${KERNELEVAL_CUDA_ALLOW_OLDER_DRIVER:-1}"
 EOF
   {
     echo "built from: $(git -C "${REPO_DIR}" rev-parse HEAD 2>/dev/null) ($(date -u +%FT%TZ))"

@@ -50,6 +50,8 @@ TEST(DriverLoadTest, ADriverOlderThanTheToolkitIsAClearPrecondition) {
   EXPECT_NE(api.status().message().find("supports CUDA 12.8, older than the CUDA 13"),
             std::string::npos)
       << api.status();
+  EXPECT_NE(api.status().message().find("KERNELEVAL_CUDA_ALLOW_OLDER_DRIVER=1"), std::string::npos)
+      << api.status();
 }
 
 TEST(DriverLoadTest, TheProcessDriverLoadsOrFailsCleanly) {
