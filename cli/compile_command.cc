@@ -17,6 +17,7 @@
 #include "cli/client/json.h"
 #include "cli/client/server_flags.h"
 #include "cli/command.h"
+#include "cli/compile_flags.h"
 #include "evaluator/compile/compile_service.h"
 #include "evaluator/compile/kernel_info.h"
 #include "evaluator/compile/options.h"
@@ -165,15 +166,8 @@ int Run(const CompileFlags& flags) {
   source << file.rdbuf();
   // The allow-list and the architecture's spelling, checked here as the
   // compile service (or the server) would: a refused option is bad input.
-  if (!flags.arch.empty()) {
-    if (absl::Status s = compile::CheckArch(flags.arch); !s.ok()) {
-      absl::FPrintF(stderr, "kerneleval compile: --arch: %s\n", s.message());
-      return kExitUsage;
-    }
-  }
-  if (absl::StatusOr<std::vector<std::string>> checked = compile::CheckUserOptions(flags.options);
-      !checked.ok()) {
-    absl::FPrintF(stderr, "kerneleval compile: --option: %s\n", checked.status().message());
+  if (absl::Status s = CheckCompileFlags(flags.arch, flags.options); !s.ok()) {
+    absl::FPrintF(stderr, "kerneleval compile: %s\n", s.message());
     return kExitUsage;
   }
 
@@ -184,7 +178,7 @@ int Run(const CompileFlags& flags) {
     absl::FPrintF(stderr, "kerneleval compile: %s\n", result.status().ToString());
     return client::ExitCodeForStatus(result.status());
   }
-  if (client::NvrtcRefusedAnOption(*result)) {
+  if (NvrtcRefusedAnOption(*result)) {
     std::string log(result->log());
     while (!log.empty() && log.back() == '\n') log.pop_back();
     absl::FPrintF(stderr, "kerneleval compile: %s (NVRTC %s, arch %s)\n", log,

@@ -19,10 +19,9 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "cli/client/client.h"
 #include "cli/command.h"
+#include "cli/compile_flags.h"
 #include "cli/engine_session.h"
-#include "evaluator/compile/options.h"
 #include "evaluator/engine/engine.h"
 #include "rubric/rubric.h"
 
@@ -282,7 +281,7 @@ void RunGroup(const EvaluateFlags& flags, EngineSession& session) {
   bool refused_option = false;  // the same options for all: bad input
   for (const auto& verdict : group->verdicts()) {
     all_correct = all_correct && verdict.correct();
-    refused_option = refused_option || client::NvrtcRefusedAnOption(verdict.compile());
+    refused_option = refused_option || NvrtcRefusedAnOption(verdict.compile());
   }
   const int exit_code = refused_option ? kExitUsage : all_correct ? kExitOk : kExitFailed;
   if (flags.json) {
@@ -329,19 +328,8 @@ void Run(EvaluateFlags flags) {
     std::fprintf(stderr, "kerneleval evaluate: %s\n", std::string(s.message()).c_str());
     return SetExitCode(kExitUsage);
   }
-  // A refused option or architecture is this invocation's mistake (exit 2),
-  // not a kernel that failed to compile (exit 1): checked as the compile
-  // service would, like `kerneleval compile` does.
-  if (!flags.arch.empty()) {
-    if (absl::Status s = compile::CheckArch(flags.arch); !s.ok()) {
-      std::fprintf(stderr, "kerneleval evaluate: --arch: %s\n", std::string(s.message()).c_str());
-      return SetExitCode(kExitUsage);
-    }
-  }
-  if (absl::StatusOr<std::vector<std::string>> checked = compile::CheckUserOptions(flags.options);
-      !checked.ok()) {
-    std::fprintf(stderr, "kerneleval evaluate: --option: %s\n",
-                 std::string(checked.status().message()).c_str());
+  if (absl::Status s = CheckCompileFlags(flags.arch, flags.options); !s.ok()) {
+    std::fprintf(stderr, "kerneleval evaluate: %s\n", std::string(s.message()).c_str());
     return SetExitCode(kExitUsage);
   }
   v1::EvaluateRequest request;
@@ -372,7 +360,7 @@ void Run(EvaluateFlags flags) {
   } else {
     PrintVerdict(*verdict, {.skip_timing = flags.skip_timing}, stdout);
   }
-  if (client::NvrtcRefusedAnOption(verdict->compile())) return SetExitCode(kExitUsage);
+  if (NvrtcRefusedAnOption(verdict->compile())) return SetExitCode(kExitUsage);
   SetExitCode(verdict->correct() ? kExitOk : kExitFailed);
 }
 

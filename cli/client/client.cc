@@ -79,13 +79,6 @@ absl::Status FromGrpcStatus(const grpc::Status& status) {
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
 }
 
-bool NvrtcRefusedAnOption(const v1::CompileResult& result) {
-  // At the start of the log: a submission's own "#error nvrtc: error: ..."
-  // comes after NVRTC's "submission.cu(1): " and stays a failed compile.
-  return !result.success() && result.kernels().empty() &&
-         absl::StartsWith(result.log(), "nvrtc: error: invalid value for");
-}
-
 int ExitCodeForStatus(const absl::Status& status) {
   switch (status.code()) {
     case absl::StatusCode::kOk:

@@ -80,8 +80,4 @@ class KernelEvalClient {
 // INTERNAL, ...) 3.
 [[nodiscard]] int ExitCodeForStatus(const absl::Status& status);
 
-// NVRTC refused an option's value (e.g. --arch sm_999): the compile never
-// started, so it is bad input (exit 2) rather than a failed compile.
-[[nodiscard]] bool NvrtcRefusedAnOption(const v1::CompileResult& result);
-
 }  // namespace kerneleval::client

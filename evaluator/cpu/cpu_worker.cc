@@ -194,6 +194,18 @@ class SharedBuffers {
   SharedBuffers& operator=(const SharedBuffers&) = delete;
   ~SharedBuffers() { Release(); }
 
+  // [bytes] What this worker maps for buffers of `plans` (one region
+  // each): the memfd, and each input as generated (kept for the check).
+  static uint64_t MappedBytes(const std::vector<const internal::ResolvedPlan*>& plans) {
+    uint64_t bytes = RegionOffsets(plans).back();
+    for (const internal::ResolvedPlan* plan : plans) {
+      for (const internal::BufferSpec& spec : plan->buffers()) {
+        if (spec.role() == internal::BUFFER_ROLE_INPUT) bytes += BufferBytes(spec);
+      }
+    }
+    return bytes;
+  }
+
   [[nodiscard]] int fd() const { return fd_; }
 
   // Region `region` before a run: inputs GenerateInput(spec, seed) (from
@@ -270,7 +282,7 @@ class SharedBuffers {
     const internal::ResolvedPlan& plan = *plans_[region];
     for (int b = 0; b < plan.buffers_size(); ++b) {
       const size_t bytes = BufferBytes(plan.buffers(b));
-      char* pages = map_ + offsets_[region] + layouts_[region].offsets[static_cast<size_t>(b)];
+      char* pages = Pages(region, b);
       const size_t lead = GuardedDataOffset(bytes);
       f(pages, lead, b, false);
       f(pages + lead + bytes, GuardedDataPagesBytes(bytes) - lead - bytes, b, true);
@@ -279,9 +291,12 @@ class SharedBuffers {
   static size_t BufferBytes(const internal::BufferSpec& spec) {
     return spec.elements() * data::DTypeSize(spec.dtype());
   }
+  // Where the pages of a buffer of `region` start, and where its data does.
+  [[nodiscard]] char* Pages(size_t region, int buffer) const {
+    return map_ + offsets_[region] + layouts_[region].offsets[static_cast<size_t>(buffer)];
+  }
   [[nodiscard]] char* Data(size_t region, int buffer) const {
-    return map_ + offsets_[region] + layouts_[region].offsets[static_cast<size_t>(buffer)] +
-           GuardedDataOffset(BufferBytes(plans_[region]->buffers(buffer)));
+    return Pages(region, buffer) + GuardedDataOffset(BufferBytes(plans_[region]->buffers(buffer)));
   }
   void Release() noexcept {
     if (map_) ::munmap(map_, bytes_);
@@ -379,14 +394,7 @@ class Worker {
     // runs its cases in one go); this worker also keeps each input as
     // generated. A plan's scratch is the submission's choice: too much of
     // it is its failure.
-    uint64_t mapped_bytes = RegionOffsets(plans).back();
-    for (const internal::ResolvedPlan* plan : plans) {
-      for (const internal::BufferSpec& spec : plan->buffers()) {
-        if (spec.role() == internal::BUFFER_ROLE_INPUT) {
-          mapped_bytes += spec.elements() * data::DTypeSize(spec.dtype());
-        }
-      }
-    }
+    const uint64_t mapped_bytes = SharedBuffers::MappedBytes(plans);
     if (mapped_bytes > 2 * settings_.max_output_bytes) {
       return failed("runtime",
                     absl::StrCat("the buffers of the ", request.cases_size(), " cases (",
@@ -488,12 +496,7 @@ class Worker {
     // worker's address-space limit.
     uint64_t mapped_bytes = 0;
     for (const internal::TimedProgram& program : request.programs()) {
-      mapped_bytes += LayoutFor(program.plan()).set_bytes * seeds.size();
-      for (const internal::BufferSpec& spec : program.plan().buffers()) {
-        if (spec.role() == internal::BUFFER_ROLE_INPUT) {
-          mapped_bytes += spec.elements() * data::DTypeSize(spec.dtype()) * seeds.size();
-        }
-      }
+      mapped_bytes += SharedBuffers::MappedBytes(std::vector(seeds.size(), &program.plan()));
     }
     if (mapped_bytes > 2 * settings_.max_output_bytes) {
       return absl::ResourceExhaustedError(

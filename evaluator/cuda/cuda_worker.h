@@ -76,9 +76,6 @@ class CudaWorker {
   ~CudaWorker();
 
   [[nodiscard]] const v1::DeviceInfo& device_info() const { return device_info_; }
-  // A sticky error or a hang (MarkContextLost): the process must exit after
-  // replying, also when the call returned an error.
-  [[nodiscard]] static bool context_lost() { return ContextLost(); }
   [[nodiscard]] const DeviceProperties& properties() const { return properties_; }
 
   // Non-OK only when nothing could be judged (e.g. out of device memory for

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "evaluator/cuda/cuda_worker.h"
 #include "evaluator/cuda/cuda_worker.pb.h"
+#include "evaluator/cuda/resources.h"
 #include "evaluator/process/framing.h"
 
 namespace kerneleval::cuda {
@@ -107,7 +108,7 @@ int CudaWorkerMain(int fd, int argc, char** argv) {
         auto outcome = (*worker)->Run(request.run());
         if (!outcome.ok()) {
           SetError(outcome.status(), &reply);
-          reply.set_worker_exiting((*worker)->context_lost());
+          reply.set_worker_exiting(ContextLost());  // a sticky error or a hang
         } else {
           *reply.mutable_run() = std::move(outcome->result);
           reply.set_worker_exiting(outcome->worker_exiting);
@@ -119,7 +120,7 @@ int CudaWorkerMain(int fd, int argc, char** argv) {
         auto outcome = (*worker)->Time(request.time());
         if (!outcome.ok()) {
           SetError(outcome.status(), &reply);
-          reply.set_worker_exiting((*worker)->context_lost());
+          reply.set_worker_exiting(ContextLost());  // a sticky error or a hang
         } else {
           *reply.mutable_time() = std::move(outcome->result);
           reply.set_worker_exiting(outcome->worker_exiting);

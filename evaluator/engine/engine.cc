@@ -108,9 +108,11 @@ std::string CpuCacheDir(const std::string& configured) {
   return dir.string();
 }
 
-// [s] What a timing run is expected to take: its sampling cap, and as much
-// again for the rest of it (warm-up, the checks, a re-run alone).
+// [s] What a request's timing run is expected to take: its sampling cap,
+// and as much again for the rest of it (warm-up, the checks, a re-run
+// alone); 0 when it skips timing.
 double TimingSeconds(const EvaluationSettings& settings) {
+  if (settings.skip_timing) return 0;
   const double cap = timing::DefaultTimingConfig().max_seconds();
   return 2 *
          (settings.timing_budget_seconds > 0 ? std::min(settings.timing_budget_seconds, cap) : cap);
@@ -702,8 +704,8 @@ double EngineImpl::ServeAnotherClient(Device* device, const Job& job, double own
   const double longest_recent =
       recent.empty() ? 0 : *std::max_element(recent.begin(), recent.end());
   auto expected_seconds = [&](const Job& other) {
-    const double bound = 2 * other.settings.run_timeout_seconds +
-                         (other.settings.skip_timing ? 0 : TimingSeconds(other.settings)) + 10;
+    const double bound =
+        2 * other.settings.run_timeout_seconds + TimingSeconds(other.settings) + 10;
     return recent.empty() ? bound : std::min(bound, 1.5 * longest_recent);
   };
   // A single evaluation (bounded: one candidate), compiled already (the
@@ -785,17 +787,16 @@ void EngineImpl::RunJob(Device* device, Job& job, bool on_device_loop) {
     if (!run.ok()) return finish(run.status());
     reference = *std::move(run);
     size_t ran = 0;
-    size_t to_run = static_cast<size_t>(std::count(decided.begin(), decided.end(), false));
+    const size_t to_run = static_cast<size_t>(std::count(decided.begin(), decided.end(), false));
     double serving_others = 0;  // [s] of the correctness stage, not this job's
-    const double timing_seconds = TimingSeconds(job.settings);
     for (size_t i = 0; i < n; ++i) {
       if (decided[i]) continue;
       // Other clients' requests take turns with this group's candidates.
       if (ran > 0) {
         const double per_candidate =
             (SecondsSince(correctness_start) - serving_others) / static_cast<double>(ran);
-        const double own_seconds_left = per_candidate * static_cast<double>(to_run - ran) +
-                                        (job.settings.skip_timing ? 0 : timing_seconds);
+        const double own_seconds_left =
+            per_candidate * static_cast<double>(to_run - ran) + TimingSeconds(job.settings);
         serving_others += ServeAnotherClient(device, job, own_seconds_left);
       }
       ++ran;

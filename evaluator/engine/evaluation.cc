@@ -73,16 +73,20 @@ double Evaluation::WithinDeadline(double limit) const {
 
 namespace {
 
+// [bytes] Every buffer of a resolved plan: inputs, outputs, scratch.
+uint64_t PlanBufferBytes(const internal::ResolvedPlan& plan) {
+  uint64_t bytes = 0;
+  for (const internal::BufferSpec& buffer : plan.buffers()) {
+    bytes += buffer.elements() * data::DTypeSize(buffer.dtype());
+  }
+  return bytes;
+}
+
 // [bytes] Every buffer of every case: what a worker fills before and checks
 // after a correctness run.
 double BufferBytes(const std::vector<internal::Case>& cases) {
   double bytes = 0;
-  for (const internal::Case& c : cases) {
-    for (const internal::BufferSpec& buffer : c.plan().buffers()) {
-      bytes += static_cast<double>(buffer.elements()) *
-               static_cast<double>(data::DTypeSize(buffer.dtype()));
-    }
-  }
+  for (const internal::Case& c : cases) bytes += static_cast<double>(PlanBufferBytes(c.plan()));
   return bytes;
 }
 
@@ -224,10 +228,7 @@ absl::StatusOr<Preparation> Evaluation::PrepareCandidate(const v1::Submission& s
       return fail_plan(absl::StrCat(PlanError(resolved.status()), " (shape ", shape_name, ")"));
     }
     if (settings_.memory_bytes > 0) {
-      uint64_t bytes = 0;
-      for (const internal::BufferSpec& buffer : resolved->buffers()) {
-        bytes += buffer.elements() * data::DTypeSize(buffer.dtype());
-      }
+      const uint64_t bytes = PlanBufferBytes(*resolved);
       if (bytes > settings_.memory_bytes) {
         v1::Verdict verdict =
             Failed("runtime", absl::StrCat("the plan's buffers take ", bytes, " bytes on shape ",

@@ -51,18 +51,22 @@ def compile_options(options: Optional[Iterable[str]] = None, arch: Optional[str]
     return pb.CompileOptions(options=list(options or ()), arch=arch or "")
 
 
-def check_utf8(text: str, field: str) -> None:
-    """InvalidArgument naming `field` (as the server would) when `text` cannot
-    be sent: protobuf strings are UTF-8, and a lone surrogate such as "\\ud800"
-    has no UTF-8 form (protobuf would raise UnicodeEncodeError instead)."""
+def utf8_problem(text: str) -> Optional[str]:
+    """Why `text` cannot be sent (None: it can): protobuf strings are UTF-8,
+    and a lone surrogate such as "\\ud800" has no UTF-8 form."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as error:
-        raise InvalidArgument(
-            grpc.StatusCode.INVALID_ARGUMENT,
-            f"{field}: not encodable as UTF-8 ({error.reason}: "
-            f"{text[error.start:error.end]!r} at character {error.start})",
-        ) from None
+        return f"not encodable as UTF-8 ({error.reason}: {text[error.start:error.end]!r} at character {error.start})"
+    return None
+
+
+def check_utf8(text: str, field: str) -> None:
+    """InvalidArgument naming `field` (as the server would) when `text` cannot
+    be sent (protobuf would raise UnicodeEncodeError instead)."""
+    problem = utf8_problem(text)
+    if problem is not None:
+        raise InvalidArgument(grpc.StatusCode.INVALID_ARGUMENT, f"{field}: {problem}")
 
 
 def submission(

@@ -46,6 +46,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import grpc
 
+from kerneleval._requests import utf8_problem
 from kerneleval.client import Client
 from kerneleval.errors import KernelEvalError, ResourceExhausted
 from kerneleval.extract import extract_source
@@ -75,8 +76,8 @@ def unsendable_reason(source: str, max_source_bytes: Optional[int] = DEFAULT_MAX
     bytes (None: no size check here)."""
     try:
         size = len(source.encode("utf-8"))
-    except UnicodeEncodeError as error:
-        return f"not encodable as UTF-8 ({error.reason}: {source[error.start:error.end]!r} at character {error.start})"
+    except UnicodeEncodeError:
+        return utf8_problem(source)
     if size == 0:
         return "empty source"
     if max_source_bytes is not None and size > max_source_bytes:
