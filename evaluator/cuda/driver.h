@@ -23,7 +23,10 @@ namespace kerneleval::cuda {
 
 // X(name, abi_version): `name` is the driver's base symbol ("cuMemAlloc", as
 // cuGetProcAddress wants it), `abi_version` the CUDA version whose signature
-// PFN_<name>_v<abi_version> from <cudaTypedefs.h> describes.
+// PFN_<name>_v<abi_version> from <cudaTypedefs.h> describes. Where cuda.h
+// binds a name to a newer version (cuEventElapsedTime_v2, CUDA 12.8: it no
+// longer reports other pending work's errors), we ask for that one; an older
+// driver answers with its own, which has the same signature.
 #define KERNELEVAL_CUDA_DRIVER_FUNCTIONS(X) \
   X(cuInit, 2000)                           \
   X(cuDriverGetVersion, 2020)               \
@@ -67,7 +70,7 @@ namespace kerneleval::cuda {
   X(cuEventRecord, 2000)                    \
   X(cuEventQuery, 2000)                     \
   X(cuEventSynchronize, 2000)               \
-  X(cuEventElapsedTime, 2000)               \
+  X(cuEventElapsedTime, 12080)              \
   X(cuLaunchKernel, 4000)                   \
   X(cuLaunchCooperativeKernel, 9000)
 
