@@ -6,11 +6,14 @@
 //   - an all-zero output fails every correctness shape (float64 expectation,
 //     three seeds as the evaluator's three trials);
 //   - the exact result rounded to fp16 fails every fp32 problem (the
-//     tolerances are tight enough to catch an fp32 problem computed in fp16).
+//     tolerances are tight enough to catch an fp32 problem computed in fp16);
+//   - a constant output, an input copied to the output and another trial's
+//     exact answer fail too.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -198,6 +201,80 @@ TEST(ProblemSetTest, ZerosAndFp16RoundedResultsFailEveryShape) {
       EXPECT_GE(zero_failures, 1) << "zeros pass every trial";
     }
   }
+}
+
+// Other answers a kernel can give without doing the work fail, in every
+// trial, on at least one correctness shape (a kernel is judged on all of
+// them; on some shapes these are the right answer: a row sum over one column
+// is its input, layernorm over one column is beta):
+//   - a constant, the mean of the exact output (what a kernel that learned
+//     the output's scale writes, e.g. 1/COLS for a long softmax);
+//   - an input of the output's dtype copied through (an activation that
+//     does nothing);
+//   - the exact output for another trial's inputs (an answer remembered from
+//     an earlier run, or computed from inputs the kernel made up); this one
+//     also on every shape with more than one output element.
+TEST(ProblemSetTest, ConstantsCopiedInputsAndOtherTrialsAnswersFail) {
+  int answers_checked = 0;
+  for (const v1::Problem* problem : Registry().List()) {
+    auto f64 = Float64References().find(problem->id());
+    if (f64 == Float64References().end()) continue;  // reported above
+    for (size_t trial = 0; trial < std::size(kSeeds); ++trial) {
+      const uint64_t seed = kSeeds[trial];
+      const uint64_t other_seed = kSeeds[(trial + 1) % std::size(kSeeds)];
+      // "constant y", "copy x to y": whether some shape failed it.
+      std::map<std::string, bool> failed_somewhere;
+      for (const auto& shape : problem->correctness_shapes()) {
+        SCOPED_TRACE(absl::StrCat(problem->id(), " / ", shape.label(), " seed ", seed));
+        const plan::ParamMap params = ShapeParams(shape);
+        const Tensors inputs = GenerateInputs(*problem, params, seed);
+        const Tensors exact = f64->second(inputs, params);
+        const Tensors other_trial =
+            f64->second(GenerateInputs(*problem, params, other_seed), params);
+        for (const auto& spec : problem->outputs()) {
+          const std::vector<double>& values = exact.at(spec.name());
+          const internal::Tensor expected = ToTensor(spec, values);
+          auto fails = [&](const std::vector<double>& answer) {
+            ++answers_checked;
+            return !Check(spec, params, expected, ToTensor(spec, answer)).passed();
+          };
+          double mean = 0;
+          for (const double v : values) mean += v / static_cast<double>(values.size());
+          if (!data::IsFloatingDType(spec.dtype())) mean = std::round(mean);
+          if (values.size() > 1) {  // one element: its mean is the answer
+            failed_somewhere["constant " + spec.name()] |=
+                fails(std::vector<double>(values.size(), mean));
+          }
+          for (const auto& input : problem->inputs()) {
+            if (input.dtype() != spec.dtype()) continue;
+            // y[i] = x[i] for every i of y: where x is shorter, the rest of
+            // y keeps its poison and fails.
+            const std::vector<double>& input_values = inputs.at(input.name());
+            const bool copy_fails =
+                input_values.size() < values.size() ||
+                fails(std::vector<double>(
+                    input_values.begin(),
+                    input_values.begin() + static_cast<ptrdiff_t>(values.size())));
+            failed_somewhere["copy " + input.name() + " to " + spec.name()] |= copy_fails;
+          }
+          const bool other_trials_answer_fails = fails(other_trial.at(spec.name()));
+          failed_somewhere["seed " + std::to_string(other_seed) + "'s " + spec.name()] |=
+              other_trials_answer_fails;
+          // One element can be the same for any input (softmax of one
+          // element is 1).
+          if (values.size() > 1) {
+            EXPECT_TRUE(other_trials_answer_fails)
+                << spec.name() << ": seed " << other_seed << "'s answer passes";
+          }
+        }
+      }
+      for (const auto& [answer, failed] : failed_somewhere) {
+        EXPECT_TRUE(failed) << problem->id() << " seed " << seed << ": \"" << answer
+                            << "\" passes every correctness shape";
+      }
+    }
+  }
+  EXPECT_GT(answers_checked, 500);  // the loops above ran
 }
 
 // Every reference kernel, compiled by the host compiler and run by the CPU
