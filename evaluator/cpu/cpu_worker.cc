@@ -560,6 +560,12 @@ class Worker {
         failure->set_message(absl::StrCat(status.message(), " while timed"));
         return failed;
       }
+      if (absl::IsPermissionDenied(status)) {  // ran while held stopped
+        runner.Kill();
+        failure->set_stage("runtime");
+        failure->set_message(absl::StrCat(status.message(), Where(runner.report(), plan, "")));
+        return failed;
+      }
       if (absl::IsResourceExhausted(status)) {  // held too much memory
         runner.Kill();
         // A runtime failure that depends on the group's size (the engine
@@ -586,6 +592,40 @@ class Worker {
     // threads their kernel code may have left running included, so that no
     // program can slow another one down while it is timed.
     for (RunnerProcess& runner : runners) runner.PauseAndWaitStopped(absl::Seconds(5));
+    // [CPU time] Each runner's CPU clock when it was last seen stopped. A
+    // stopped process does not run; one that did (a signal such as SIGCONT
+    // resumed it: the sandbox denies the ways to have one sent later, this
+    // is the check behind them) did work between samples, unmeasured, and
+    // fails.
+    std::vector<absl::Duration> cpu_when_stopped;
+    for (RunnerProcess& runner : runners) {
+      absl::StatusOr<absl::Duration> cpu = runner.CpuTime();
+      cpu_when_stopped.push_back(cpu.ok() ? *cpu : absl::ZeroDuration());
+    }
+    // What a process seen stopped may still be charged [CPU time]: its
+    // state reads "stopped" once its main thread is, and the other threads
+    // stop one after another (1.5 ms was seen on a busy 2-core machine).
+    // Whatever it is, it is charged to the next sample.
+    constexpr absl::Duration kStoppedSlack = absl::Milliseconds(20);
+    auto check_stood_still = [&](int p) -> absl::Status {
+      const char state = runners[static_cast<size_t>(p)].State();
+      if (state == 'Z' || state == '?') return absl::DataLossError("the runner ended");
+      if (state != 'T') {
+        return absl::PermissionDeniedError(
+            "the kernel's process was resumed while its worker held it stopped between samples "
+            "(by a signal?): work outside the measured runs");
+      }
+      absl::StatusOr<absl::Duration> cpu = runners[static_cast<size_t>(p)].CpuTime();
+      if (!cpu.ok()) return cpu.status();
+      const absl::Duration ran = *cpu - cpu_when_stopped[static_cast<size_t>(p)];
+      if (ran > kStoppedSlack) {
+        return absl::PermissionDeniedError(absl::StrCat(
+            "the kernel's process ran for ", absl::FormatDuration(ran),
+            " of CPU time while its worker held it stopped between samples (resumed by a "
+            "signal?): work outside the measured runs"));
+      }
+      return absl::OkStatus();
+    };
     // A sample is the CPU time the runner spent from the command until it
     // stood still again (all its threads, work left running after the reply
     // included), read by this process: neither waits for a core on a busy
@@ -593,10 +633,11 @@ class Worker {
     // timed against itself measures ~1x where wall time varied by 2x.
     // Before each run this worker prepares the set's buffers for that round
     // (SharedBuffers::Prepare), the runner stopped; the run is the sample.
+    // A sample counts from the CPU clock read when the runner was last seen
+    // stopped: whatever it ran since is charged to it.
     auto run = [&](int p, size_t set, double* microseconds) -> absl::Status {
       RunnerProcess& runner = runners[static_cast<size_t>(p)];
-      absl::StatusOr<absl::Duration> cpu_before = runner.CpuTime();
-      if (!cpu_before.ok()) return cpu_before.status();
+      if (absl::Status s = check_stood_still(p); !s.ok()) return s;
       runner.Continue();
       if (absl::Status s = process::WriteFrame(runner.fd(), absl::StrCat("R", set)); !s.ok()) {
         return s;
@@ -620,11 +661,13 @@ class Worker {
             " MiB of memory after a run while timed, more than its buffers and ", slack >> 20,
             " MiB besides (every program of a group stays resident while it is timed)"));
       }
+      absl::StatusOr<absl::Duration> cpu_after = runner.CpuTime();
+      if (!cpu_after.ok()) return cpu_after.status();
       if (microseconds) {
-        absl::StatusOr<absl::Duration> cpu_after = runner.CpuTime();
-        if (!cpu_after.ok()) return cpu_after.status();
-        *microseconds = absl::ToDoubleMicroseconds(*cpu_after - *cpu_before);
+        *microseconds =
+            absl::ToDoubleMicroseconds(*cpu_after - cpu_when_stopped[static_cast<size_t>(p)]);
       }
+      cpu_when_stopped[static_cast<size_t>(p)] = *cpu_after;
       return absl::OkStatus();
     };
     std::vector<std::vector<double>> samples(static_cast<size_t>(request.programs_size()));
@@ -704,6 +747,7 @@ class Worker {
     // after its last sample must not count, and nothing it sends is taken
     // (the samples and outputs are this worker's own measurements and reads).
     for (int p = 0; p < request.programs_size(); ++p) {
+      if (absl::Status s = check_stood_still(p); !s.ok()) return fail(p, s);
       // Bytes around a buffer are never reset: a write there in any round
       // is still there.
       for (size_t set = 0; set < sets; ++set) {

@@ -556,14 +556,22 @@ void RunBlocks(GridJob& job) {
   }
 }
 
-// Pool threads beyond the calling one; started on first need, parked on a
-// condition variable between launches.
+// Pool threads beyond the calling one; all started when the runtime is
+// installed (the runner then forbids new threads, before any kernel code
+// runs), parked on a condition variable between launches.
 class ThreadPool {
  public:
-  void Run(GridJob& job, unsigned helpers) {
-    while (threads_.size() < helpers) {
-      threads_.emplace_back([this, index = threads_.size()] { Loop(index); });
+  explicit ThreadPool(unsigned helpers) {
+    for (unsigned index = 0; index < helpers; ++index) {
+      threads_.emplace_back([this, index] { Loop(index); });
     }
+  }
+
+  // Runs `job` on this thread and up to `helpers` pool threads (no more than
+  // the pool has: a runtime installed again with more threads gets no new
+  // ones).
+  void Run(GridJob& job, unsigned helpers) {
+    helpers = std::min(helpers, static_cast<unsigned>(threads_.size()));
     {
       std::lock_guard<std::mutex> lock(mutex_);
       job_ = &job;
@@ -644,7 +652,6 @@ const char* AbiRunGrid(const kerneleval_cpu_launch* launch, kerneleval_cpu_threa
   if (wanted <= 1) {
     RunBlocks(job);
   } else {
-    if (!pool) pool = new ThreadPool();  // lives until the process ends
     pool->Run(job, static_cast<unsigned>(wanted - 1));
   }
   return nullptr;
@@ -708,6 +715,8 @@ const kerneleval_cpu_runtime* InstallDeviceRuntime(const DeviceRuntimeOptions& o
   globals->options = options;
   if (globals->options.threads == 0) globals->options.threads = 1;
   globals->on_fatal = on_fatal;
+  // Lives until the process ends; at most threads - 1 helpers are asked for.
+  if (!pool) pool = new ThreadPool(globals->options.threads - 1);
   kerneleval_cpu_runtime& t = globals->table;
   t.abi_version = KERNELEVAL_CPU_ABI_VERSION;
   t.size = sizeof(kerneleval_cpu_runtime);

@@ -49,8 +49,9 @@ struct DeviceRuntimeOptions {
 using FatalErrorHandler = void (*)(const char* message);
 
 // Installs the runtime of this process (there is one: the ABI has no context
-// pointer) and returns the table to hand to kerneleval_cpu_init(). Pool
-// threads start on the first launch with more than one block.
+// pointer) and returns the table to hand to kerneleval_cpu_init(). Starts
+// the pool's threads (options.threads - 1) on the first call: none are
+// started later, so the caller may forbid new threads afterwards.
 const kerneleval_cpu_runtime* InstallDeviceRuntime(const DeviceRuntimeOptions& options,
                                                    FatalErrorHandler on_fatal);
 

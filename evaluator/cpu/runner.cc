@@ -98,11 +98,17 @@ Library SandboxAndLoad(const RunnerConfig& config, int channel_fd) {
       !s.ok()) {
     ExitWith(kSetupFailedExit, absl::StrCat("sandbox (file system): ", s.message()));
   }
-  if (absl::Status s = sandbox::RestrictSyscalls(sandbox::SyscallProfile::kKernel); !s.ok()) {
+  if (absl::Status s = sandbox::RestrictSyscalls(sandbox::SyscallProfile::kKernelCode); !s.ok()) {
     ExitWith(kSetupFailedExit, absl::StrCat("sandbox (system calls): ", s.message()));
   }
   InstallFaultHandlers();
   const kerneleval_cpu_runtime* runtime = InstallDeviceRuntime(config.runtime, OnKernelFatal);
+  // Every thread of this process is started: kernel code gets none of its
+  // own (one could work between the measured runs, or a thousand exhaust
+  // the host's pids).
+  if (absl::Status s = sandbox::DenyNewThreads(); !s.ok()) {
+    ExitWith(kSetupFailedExit, absl::StrCat("sandbox (threads): ", s.message()));
+  }
   // From here on the submission's code runs in this process: whatever
   // happens after this frame is the kernel's doing, not the harness's.
   if (!process::WriteFrame(channel_fd, kLoadingFrame).ok()) ::_exit(kSetupFailedExit);

@@ -4,9 +4,11 @@
 // worker's memory, e.g. another program's outputs it relayed, is in the
 // runner's address space). The runner reads its job from its channel, closes
 // every other descriptor (stdio goes to /dev/null), applies the file-system
-// sandbox (it may read only the shared object) and the kKernel system-call
-// profile (no fork/exec, no sockets) BEFORE dlopen() runs any code of the
-// submission, runs, reports on its channel and exits. The buffers a runner
+// sandbox (it may read only the shared object), the kKernelCode system-call
+// profile (no fork/exec, no sockets, no shared memory or IPC, no timers or
+// other signals sent later) and, once its pool threads are started, no new
+// threads, all BEFORE dlopen() runs any code of the submission, runs,
+// reports on its channel and exits. The buffers a runner
 // runs on live in a memfd the worker created and also maps (fd 5 in the
 // runner; layout: SharedBufferLayout, one region per case or input set);
 // the runner maps only their data pages, between guard pages of its own.
@@ -143,6 +145,11 @@ class RunnerProcess {
   // returns false if the child ended or did not stop within `timeout`.
   bool PauseAndWaitStopped(absl::Duration timeout) noexcept;
   void Continue() noexcept;
+  // The state letter of /proc/PID/stat now: 'T' stopped, 'Z' ended and not
+  // yet reaped, 'R'/'S'/'D' running or waiting; '?' once reaped. After
+  // PauseAndWaitStopped, anything but 'T' or an end means that something
+  // else resumed the child (a signal).
+  [[nodiscard]] char State() const noexcept { return ReadProcState(); }
   // CPU time consumed so far by all threads of the child (the kernel's
   // clock, not the wall's: time the child waits for a core does not count).
   // Read by the parent, so code in the child cannot forge it.

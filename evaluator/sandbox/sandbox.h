@@ -53,6 +53,14 @@ enum class SyscallProfile {
   kCompiler,  // may fork/exec (host compilers), no network, no ptrace, no mount/namespace changes
   kKernel,    // no fork/exec/clone of processes, no network sockets, no ptrace; file opens only as
               // Landlock allows
+  // kKernel, and what only submitted code would want, for a process that
+  // runs it (the CPU backend's runner): no memory outside its address space
+  // (memfd_create, SysV shared memory, message queues, semaphores: held
+  // past a reading of its resident size, or past its death, and a channel
+  // to other programs), no way to have a signal sent to itself later
+  // (timer_create, fcntl F_SETSIG/F_SETOWN/F_NOTIFY/F_SETLEASE: a SIGCONT
+  // that resumes it while its worker holds it stopped between samples).
+  kKernelCode,
 };
 
 // Installs a seccomp filter (libseccomp) on every thread of the process; sets
@@ -62,6 +70,13 @@ enum class SyscallProfile {
 // program calls them (execve under kKernel, ptrace, process_vm_*, module and
 // kexec loading, open_by_handle_at). See README.md for the full table.
 absl::Status RestrictSyscalls(SyscallProfile profile);
+
+// Adds a filter on top of RestrictSyscalls' (filters stack; the strictest
+// answer wins): no thread can be started from now on (clone fails with
+// EPERM). For a process whose own threads are all started, before it runs
+// submitted code: a kernel's thread could otherwise work outside the runs
+// that are measured, and thousands of them exhaust the host's pids.
+absl::Status DenyNewThreads();
 
 struct Capabilities {
   int landlock_abi = 0;          // 0: no Landlock

@@ -3,6 +3,7 @@
 // ptxas and host compilers use a wide, version-dependent set of harmless
 // calls; the dangerous families are few and stable.
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/capability.h>
 #include <sched.h>
 #include <seccomp.h>
@@ -151,6 +152,29 @@ absl::Status AddKernelRules(scmp_filter_ctx ctx) {
   return absl::OkStatus();
 }
 
+absl::Status AddKernelCodeRules(scmp_filter_ctx ctx) {
+  const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
+  // Memory that no reading of the process's resident size sees (an
+  // unmapped memfd), or that outlives it (a SysV segment stays after its
+  // creator's death), and channels between programs.
+  for (const char* name :
+       {"memfd_create", "memfd_secret", "shmget",          "shmat",     "shmctl",
+        "shmdt",        "msgget",       "msgsnd",          "msgrcv",    "msgctl",
+        "semget",       "semop",        "semtimedop",      "semctl",    "mq_open",
+        "mq_unlink",    "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr"}) {
+    KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, name));
+  }
+  // A signal delivered later without this process running: a POSIX timer's,
+  // or the kernel's on I/O (F_SETSIG/F_SETOWN with O_ASYNC, dnotify,
+  // leases). SIGCONT sent so resumes the process while its worker holds it
+  // stopped between samples, and its work escapes the measurement.
+  KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, "timer_create"));
+  for (const scmp_datum_t command : {F_SETSIG, F_SETOWN, F_SETOWN_EX, F_NOTIFY, F_SETLEASE}) {
+    KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, "fcntl", {SCMP_A1(SCMP_CMP_EQ, command)}));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status AddCompilerRules(scmp_filter_ctx ctx) {
   // Host compilers fork and exec their passes and may signal their children,
   // so kill(2) stays open except for "every process of this uid" (-1, as the
@@ -180,8 +204,41 @@ absl::Status RestrictSyscalls(SyscallProfile profile) {
     return absl::InternalError(absl::StrCat("seccomp TSYNC: ", std::strerror(-rc)));
   }
   KERNELEVAL_RETURN_IF_ERROR(AddCommonRules(ctx));
-  KERNELEVAL_RETURN_IF_ERROR(profile == SyscallProfile::kKernel ? AddKernelRules(ctx)
-                                                                : AddCompilerRules(ctx));
+  switch (profile) {
+    case SyscallProfile::kCompiler:
+      KERNELEVAL_RETURN_IF_ERROR(AddCompilerRules(ctx));
+      break;
+    case SyscallProfile::kKernelCode:
+      KERNELEVAL_RETURN_IF_ERROR(AddKernelCodeRules(ctx));
+      [[fallthrough]];
+    case SyscallProfile::kKernel:
+      KERNELEVAL_RETURN_IF_ERROR(AddKernelRules(ctx));
+      break;
+  }
+  if (int rc = seccomp_load(ctx); rc != 0) {
+    return absl::InternalError(absl::StrCat("seccomp_load: ", std::strerror(-rc)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DenyNewThreads() {
+  // RestrictSyscalls set no_new_privs, which a filter needs when the
+  // process lacks CAP_SYS_ADMIN; set here too so this works on its own.
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+    return absl::InternalError(absl::StrCat("prctl(PR_SET_NO_NEW_PRIVS): ", std::strerror(errno)));
+  }
+  Filter filter(seccomp_init(SCMP_ACT_ALLOW));
+  if (!filter) return absl::InternalError("seccomp_init failed");
+  scmp_filter_ctx ctx = filter.get();
+  seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+  if (int rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1); rc != 0) {
+    return absl::InternalError(absl::StrCat("seccomp TSYNC: ", std::strerror(-rc)));
+  }
+  KERNELEVAL_RETURN_IF_ERROR(Add(ctx, SCMP_ACT_ERRNO(EPERM), "clone"));
+  // ENOSYS would make glibc fall back to clone(2), which fails too.
+  KERNELEVAL_RETURN_IF_ERROR(Add(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3"));
+  KERNELEVAL_RETURN_IF_ERROR(Add(ctx, SCMP_ACT_ERRNO(EPERM), "fork"));
+  KERNELEVAL_RETURN_IF_ERROR(Add(ctx, SCMP_ACT_ERRNO(EPERM), "vfork"));
   if (int rc = seccomp_load(ctx); rc != 0) {
     return absl::InternalError(absl::StrCat("seccomp_load: ", std::strerror(-rc)));
   }

@@ -6,13 +6,22 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <signal.h>
+#include <sys/ipc.h>
+#include <sys/mman.h>
+#include <sys/msg.h>
 #include <sys/ptrace.h>
+#include <sys/sem.h>
+#include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -225,6 +234,58 @@ TEST(SyscallsTest, KernelProfileRefusesSocketsAndProcessesWithEperm) {
     std::thread([&] { value = 1; }).join();
     if (value != 1) return 17;
     if (::kill(::getpid(), 0) != 0) return 18;
+    return 0;
+  });
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+TEST(SyscallsTest, KernelCodeProfileRefusesSharedMemoryAndSignalsSentLater) {
+  const int status = RunInChild([] {
+    if (!RestrictSyscalls(SyscallProfile::kKernelCode).ok()) return 10;
+    if (ExpectEperm(::memfd_create("hoard", 0))) return 11;
+    if (ExpectEperm(::shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600))) return 12;
+    if (ExpectEperm(::msgget(IPC_PRIVATE, IPC_CREAT | 0600))) return 13;
+    if (ExpectEperm(::semget(IPC_PRIVATE, 1, IPC_CREAT | 0600))) return 14;
+    sigevent event{};
+    event.sigev_notify = SIGEV_SIGNAL;
+    event.sigev_signo = SIGCONT;
+    timer_t timer;
+    if (ExpectEperm(::timer_create(CLOCK_MONOTONIC, &event, &timer))) return 15;
+    int pipe_fds[2];
+    if (::pipe(pipe_fds) != 0) return 16;
+    if (ExpectEperm(::fcntl(pipe_fds[0], F_SETSIG, SIGCONT))) return 17;
+    if (ExpectEperm(::fcntl(pipe_fds[0], F_SETOWN, ::getpid()))) return 18;
+    // The rest of fcntl, threads and kKernel's rules still apply as before.
+    if (::fcntl(pipe_fds[0], F_SETFL, O_NONBLOCK) != 0) return 19;
+    int value = 0;
+    std::thread([&] { value = 1; }).join();
+    if (value != 1) return 20;
+    if (ExpectEperm(::fork())) return 21;
+    return 0;
+  });
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+TEST(SyscallsTest, DenyNewThreadsStopsThreadsButNotThoseRunning) {
+  const int status = RunInChild([] {
+    std::atomic<int> ticks{0};
+    std::atomic<bool> stop{false};
+    std::thread running([&] {
+      while (!stop) ++ticks;
+    });
+    if (!RestrictSyscalls(SyscallProfile::kKernelCode).ok()) return 10;
+    if (!DenyNewThreads().ok()) return 11;
+    pthread_t thread;
+    const int rc = ::pthread_create(
+        &thread, nullptr, [](void*) -> void* { return nullptr; }, nullptr);
+    if (rc == 0) return 12;  // a thread was started
+    const int before = ticks.load();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (ticks.load() == before) return 13;  // the running one stopped
+    stop = true;
+    running.join();
     return 0;
   });
   ASSERT_TRUE(WIFEXITED(status)) << status;
