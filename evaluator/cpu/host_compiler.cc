@@ -20,6 +20,7 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
@@ -193,7 +194,7 @@ std::vector<std::string> HostCompiler::ReadablePaths() const {
 
 absl::StatusOr<HostCompiler::Outcome> HostCompiler::RunSandboxed(
     const std::vector<std::string>& args, const std::string& work_dir,
-    const std::vector<std::string>& extra_readable) {
+    const std::vector<std::string>& extra_readable, uint64_t max_file_bytes) {
   sandbox::FilesystemPolicy policy;
   policy.read_only = ReadablePaths();
   policy.read_only.insert(policy.read_only.end(), extra_readable.begin(), extra_readable.end());
@@ -234,11 +235,22 @@ absl::StatusOr<HostCompiler::Outcome> HostCompiler::RunSandboxed(
     const rlim_t cpu_seconds = static_cast<rlim_t>(options_.timeout_seconds) + 5;
     const rlimit cpu{cpu_seconds, cpu_seconds};
     ::setrlimit(RLIMIT_CPU, &cpu);
-    if (absl::Status s = sandbox::RestrictFilesystem(policy); !s.ok()) {
+    const rlimit file_size{max_file_bytes, max_file_bytes};
+    ::setrlimit(RLIMIT_FSIZE, &file_size);
+    // Both mechanisms where both work, as for kernels: with Landlock alone
+    // every other file still exists for stat(), and `#include` or
+    // `__has_include` of a host path told whether it exists ("Permission
+    // denied" against "No such file").
+    if (absl::Status s = sandbox::RestrictFilesystemUsing(
+                             policy, sandbox::FilesystemMechanism::kLandlockAndMountNamespace)
+                             .status();
+        !s.ok()) {
       const std::string message = absl::StrCat("sandbox (file system): ", s.message(), "\n");
       (void)!::write(2, message.data(), message.size());
       ::_exit(kSandboxFailedExit);
     }
+    // A new root (mount namespace) leaves the old working directory behind.
+    if (::chdir(work_dir.c_str()) != 0) ::_exit(kSandboxFailedExit);
     if (absl::Status s = sandbox::RestrictSyscalls(sandbox::SyscallProfile::kCompiler); !s.ok()) {
       const std::string message = absl::StrCat("sandbox (system calls): ", s.message(), "\n");
       (void)!::write(2, message.data(), message.size());
@@ -292,7 +304,7 @@ void HostCompiler::PreparePrecompiledPrelude() {
   args.insert(args.end(),
               {"-x", "c++-header", (fs::path(options_.prelude_dir) / kPreludeHeader).string(), "-o",
                output});
-  absl::StatusOr<Outcome> outcome = RunSandboxed(args, work, {});
+  absl::StatusOr<Outcome> outcome = RunSandboxed(args, work, {}, options_.max_prelude_bytes);
   if (outcome.ok() && outcome->exit_status == 0) {
     fs::create_directories(dir, ec);
     fs::rename(output, gch, ec);  // atomic: a concurrent worker may win, same bytes
@@ -335,7 +347,7 @@ absl::StatusOr<HostCompileResult> HostCompiler::Compile(std::string_view transla
   }
   args.insert(args.end(),
               {"-I", options_.prelude_dir, "-shared", "-Wl,-z,defs", "tu.cc", "-o", "lib.so"});
-  absl::StatusOr<Outcome> outcome = RunSandboxed(args, work, readable);
+  absl::StatusOr<Outcome> outcome = RunSandboxed(args, work, readable, options_.max_library_bytes);
   if (!outcome.ok()) {
     fs::remove_all(work, ec);
     return outcome.status();
@@ -357,7 +369,12 @@ absl::StatusOr<HostCompileResult> HostCompiler::Compile(std::string_view transla
   if (outcome->exit_status != 0) {
     fs::remove_all(work, ec);
     result.success = false;
-    if (outcome->exit_status > 128) {
+    // cc1plus or as killed by SIGXFSZ: g++ itself reports an internal error.
+    if (outcome->exit_status == 128 + SIGXFSZ ||
+        absl::StrContains(outcome->log, "File size limit exceeded")) {
+      absl::StrAppend(&log, "\nthe compiled code exceeds ", options_.max_library_bytes >> 20,
+                      " MiB (a large initialised array?)");
+    } else if (outcome->exit_status > 128) {
       absl::StrAppend(&log, "\nthe host compiler was killed by signal ", outcome->exit_status - 128,
                       " (CPU time or memory limit?)");
     }
@@ -384,15 +401,30 @@ absl::StatusOr<HostCompileResult> HostCompiler::Compile(std::string_view transla
 }
 
 void HostCompiler::TrimCache() {
+  struct Entry {
+    fs::file_time_type used;
+    fs::path dir;
+    uint64_t bytes;
+  };
   std::error_code ec;
-  std::vector<std::pair<fs::file_time_type, fs::path>> entries;
+  std::vector<Entry> entries;
+  uint64_t total_bytes = 0;
   for (const auto& entry : fs::directory_iterator(fs::path(options_.cache_dir) / "lib", ec)) {
-    entries.emplace_back(fs::last_write_time(entry.path() / "key", ec), entry.path());
+    std::error_code size_ec;
+    const uintmax_t bytes = fs::file_size(entry.path() / "lib.so", size_ec);
+    entries.push_back({fs::last_write_time(entry.path() / "key", ec), entry.path(),
+                       size_ec ? 0 : static_cast<uint64_t>(bytes)});
+    total_bytes += entries.back().bytes;
   }
-  if (entries.size() <= options_.max_cache_entries) return;
-  std::sort(entries.begin(), entries.end());
-  for (size_t i = 0; i + options_.max_cache_entries < entries.size(); ++i) {
-    fs::remove_all(entries[i].second, ec);
+  std::sort(entries.begin(), entries.end(),
+            [](const Entry& a, const Entry& b) { return a.used < b.used; });
+  // Oldest first, until both bounds hold (the newest entry always stays).
+  size_t kept = entries.size();
+  for (size_t i = 0; i + 1 < entries.size(); ++i) {
+    if (kept <= options_.max_cache_entries && total_bytes <= options_.max_cache_bytes) break;
+    fs::remove_all(entries[i].dir, ec);
+    total_bytes -= entries[i].bytes;
+    --kept;
   }
 }
 

@@ -28,6 +28,15 @@ struct HostCompilerOptions {
   std::string optimization = "-O2";
   size_t max_log_bytes = 16 << 10;  // [bytes] of compiler messages kept
   size_t max_cache_entries = 512;   // shared objects kept, oldest removed first
+  // [bytes] Shared objects kept in all; the oldest go first.
+  uint64_t max_cache_bytes = uint64_t{1} << 30;
+  // [bytes] Largest file a compile of a submission may write (object,
+  // library; RLIMIT_FSIZE): a 1 MiB source can declare a 900 MB initialised
+  // array, and the cache keeps what it builds. Kernels' libraries are tens
+  // of KiB.
+  uint64_t max_library_bytes = uint64_t{64} << 20;
+  // [bytes] The same for the precompiled prelude (about 90 MB with g++ 12).
+  uint64_t max_prelude_bytes = uint64_t{1} << 30;
 };
 
 struct HostCompileResult {
@@ -64,7 +73,8 @@ class HostCompiler {
   // Runs the compiler with `args` in `work_dir` under the sandbox.
   absl::StatusOr<Outcome> RunSandboxed(const std::vector<std::string>& args,
                                        const std::string& work_dir,
-                                       const std::vector<std::string>& extra_readable);
+                                       const std::vector<std::string>& extra_readable,
+                                       uint64_t max_file_bytes);
   std::vector<std::string> CommonFlags() const;
   void PreparePrecompiledPrelude();
   void TrimCache();

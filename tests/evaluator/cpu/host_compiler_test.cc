@@ -1,0 +1,111 @@
+// HostCompiler (evaluator/cpu/host_compiler.h): what a submission's compile
+// may read and write, and what the cache keeps.
+#include "evaluator/cpu/host_compiler.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "evaluator/cpu/cpu_worker.h"
+
+namespace kerneleval::cpu {
+namespace {
+
+namespace fs = std::filesystem;
+
+class HostCompilerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/kerneleval-host-compiler-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  // No precompiled prelude: each test's cache is new, and building one
+  // takes ~10 s.
+  HostCompilerOptions Options() const {
+    HostCompilerOptions options;
+    options.prelude_dir = DefaultPreludeDir();
+    options.cuda_include_dir = DefaultCudaIncludeDir();
+    options.cache_dir = (dir_ / "cache").string();
+    options.precompiled_prelude = false;
+    return options;
+  }
+
+  // The size of every cached library [bytes], and how many there are.
+  std::pair<uintmax_t, int> CachedLibraries() const {
+    uintmax_t bytes = 0;
+    int count = 0;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir_ / "cache" / "lib", ec)) {
+      bytes += fs::file_size(entry.path() / "lib.so", ec);
+      ++count;
+    }
+    return {bytes, count};
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(HostCompilerTest, AHugeInitialisedArrayIsACompileFailureAndIsNotKept) {
+  // 32 MiB of initialised data from a few bytes of source; a 900 MB one
+  // was kept in the cache (512 entries of it would fill a disk).
+  HostCompilerOptions options = Options();
+  options.max_library_bytes = 8 << 20;
+  absl::StatusOr<HostCompiler> compiler = HostCompiler::Create(options);
+  ASSERT_TRUE(compiler.ok()) << compiler.status();
+  absl::StatusOr<HostCompileResult> result =
+      compiler->Compile("char big[32 << 20] = {1};\nextern \"C\" char* Big() { return big; }\n");
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_FALSE(result->success);
+  EXPECT_NE(result->log.find("exceeds 8 MiB"), std::string::npos) << result->log;
+  EXPECT_EQ(CachedLibraries().second, 0);
+  // A small one still compiles and is kept.
+  result = compiler->Compile("extern \"C\" int Answer() { return 42; }\n");
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_TRUE(result->success) << result->log;
+  EXPECT_EQ(CachedLibraries().second, 1);
+}
+
+TEST_F(HostCompilerTest, TheCacheKeepsAtMostItsBytesNewestFirst) {
+  HostCompilerOptions options = Options();
+  options.max_cache_bytes = 1;  // below any library: only the newest stays
+  absl::StatusOr<HostCompiler> compiler = HostCompiler::Create(options);
+  ASSERT_TRUE(compiler.ok()) << compiler.status();
+  std::string newest;
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<HostCompileResult> result =
+        compiler->Compile(absl::StrCat("extern \"C\" int Answer() { return ", i, "; }\n"));
+    ASSERT_TRUE(result.ok()) << result.status();
+    ASSERT_TRUE(result->success) << result->log;
+    newest = result->library_path;
+  }
+  EXPECT_EQ(CachedLibraries().second, 1);
+  EXPECT_TRUE(fs::exists(newest));
+}
+
+TEST_F(HostCompilerTest, AHostFilesExistenceIsNotVisibleToTheSource) {
+  // With Landlock alone, every file outside the policy still existed for
+  // the compiler: `__has_include` of one was true ("Permission denied" on
+  // #include), of a missing one false: an oracle over the host's files.
+  const fs::path secret = dir_ / "secret.txt";
+  std::ofstream(secret) << "secret";
+  absl::StatusOr<HostCompiler> compiler = HostCompiler::Create(Options());
+  ASSERT_TRUE(compiler.ok()) << compiler.status();
+  absl::StatusOr<HostCompileResult> result = compiler->Compile(absl::StrCat(
+      "#if __has_include(\"", secret.string(), "\") || __has_include(\"/etc/passwd\")\n",
+      "#error a host file is visible\n#endif\nextern \"C\" int Answer() { return 42; }\n"));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_TRUE(result->success) << result->log;
+}
+
+}  // namespace
+}  // namespace kerneleval::cpu
