@@ -21,8 +21,6 @@
 #include "evaluator/compile/compile_service.h"
 #include "evaluator/compile/kernel_info.h"
 #include "evaluator/compile/options.h"
-#include "spdlog/sinks/stdout_color_sinks.h"
-#include "spdlog/spdlog.h"
 
 namespace kerneleval::cli {
 namespace {
@@ -155,8 +153,6 @@ std::string ResultJson(v1::CompileResult result) {
 }
 
 int Run(const CompileFlags& flags) {
-  // Progress and warnings to stderr: stdout carries the result (maybe JSON).
-  spdlog::set_default_logger(spdlog::stderr_color_st("kerneleval-compile"));
   std::ifstream file(flags.source_path, std::ios::binary);
   if (!file) {
     absl::FPrintF(stderr, "kerneleval compile: cannot read %s\n", flags.source_path);

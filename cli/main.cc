@@ -1,5 +1,6 @@
 // kerneleval: grade CUDA kernels from the command line (see README "CLI").
 #include <spdlog/cfg/env.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -30,8 +31,9 @@ int GetExitCode() { return g_exit_code; }
 
 int main(int argc, char** argv) {
   namespace cli = kerneleval::cli;
-  // The CLI's output is the verdict; engine logs only when they matter
-  // (SPDLOG_LEVEL=info or debug shows more).
+  // The CLI's output is the verdict (maybe JSON, on stdout); engine logs go
+  // to stderr, only when they matter (SPDLOG_LEVEL=info or debug shows more).
+  spdlog::set_default_logger(spdlog::stderr_color_mt("kerneleval"));
   spdlog::set_level(spdlog::level::warn);
   spdlog::cfg::load_env_levels();
   CLI::App app{"kerneleval: compile, run, check and time CUDA kernels, and score them."};

@@ -155,5 +155,18 @@ with tempfile.TemporaryDirectory() as tmp:
     check(r.returncode == 2 and "unknown subcommand 'evalute'" in r.stderr,
           f"a misspelt subcommand is named (got {r.returncode}: {r.stderr})")
 
+    # Engine logs go to stderr: stdout stays one JSON document whatever they
+    # say (an engine warning once came first on stdout and broke the JSON).
+    r = subprocess.run([KERNELEVAL, "evaluate", "--backend", "cpu", "--problem", "vector_add",
+                        "--source", wrong, "--json", "--skip-timing"], capture_output=True,
+                       text=True, timeout=600, env={**os.environ, "SPDLOG_LEVEL": "debug"})
+    try:
+        json.loads(r.stdout)
+        parsed = True
+    except json.JSONDecodeError:
+        parsed = False
+    check(parsed and "[debug]" in r.stderr,
+          f"with SPDLOG_LEVEL=debug stdout is still JSON, the logs on stderr ({r.stdout[:200]})")
+
 print("evaluate CLI:", "ok" if not failures else f"{len(failures)} checks failed")
 sys.exit(1 if failures else 0)
