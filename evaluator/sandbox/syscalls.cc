@@ -172,6 +172,15 @@ absl::Status AddKernelCodeRules(scmp_filter_ctx ctx) {
   for (const scmp_datum_t command : {F_SETSIG, F_SETOWN, F_SETOWN_EX, F_NOTIFY, F_SETLEASE}) {
     KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, "fcntl", {SCMP_A1(SCMP_CMP_EQ, command)}));
   }
+  // Stopping itself: a sample would then last until the timing deadline
+  // (24 s held on the device) instead of failing.
+  for (const scmp_datum_t signal : {SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU}) {
+    KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, "kill", {SCMP_A1(SCMP_CMP_EQ, signal)}));
+    KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, "tgkill", {SCMP_A2(SCMP_CMP_EQ, signal)}));
+    KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, "rt_sigqueueinfo", {SCMP_A1(SCMP_CMP_EQ, signal)}));
+    KERNELEVAL_RETURN_IF_ERROR(
+        Add(ctx, eperm, "rt_tgsigqueueinfo", {SCMP_A2(SCMP_CMP_EQ, signal)}));
+  }
   return absl::OkStatus();
 }
 

@@ -256,6 +256,13 @@ TEST(SyscallsTest, KernelCodeProfileRefusesSharedMemoryAndSignalsSentLater) {
     if (::pipe(pipe_fds) != 0) return 16;
     if (ExpectEperm(::fcntl(pipe_fds[0], F_SETSIG, SIGCONT))) return 17;
     if (ExpectEperm(::fcntl(pipe_fds[0], F_SETOWN, ::getpid()))) return 18;
+    // Stopping itself (it would hold its worker until the deadline); the
+    // signals are ignored first so that a regression fails rather than
+    // stops this child (SIGSTOP cannot be ignored; its rule is the same).
+    ::signal(SIGTTIN, SIG_IGN);
+    ::signal(SIGTSTP, SIG_IGN);
+    if (ExpectEperm(::kill(::getpid(), SIGTTIN))) return 22;
+    if (ExpectEperm(::raise(SIGTSTP) != 0 ? -1 : 0)) return 23;  // tgkill
     // The rest of fcntl, threads and kKernel's rules still apply as before.
     if (::fcntl(pipe_fds[0], F_SETFL, O_NONBLOCK) != 0) return 19;
     int value = 0;
