@@ -172,6 +172,14 @@ absl::Status AddKernelCodeRules(scmp_filter_ctx ctx) {
   for (const scmp_datum_t command : {F_SETSIG, F_SETOWN, F_SETOWN_EX, F_NOTIFY, F_SETLEASE}) {
     KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, "fcntl", {SCMP_A1(SCMP_CMP_EQ, command)}));
   }
+  // Other processes' scheduling, even to read it: it told which pids exist.
+  KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, "getpriority", {SCMP_A1(SCMP_CMP_NE, 0)}));
+  KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, "setpriority", {SCMP_A1(SCMP_CMP_NE, 0)}));
+  for (const char* name : {"sched_getaffinity", "sched_setaffinity", "sched_getparam",
+                           "sched_setparam", "sched_getscheduler", "sched_setscheduler",
+                           "sched_getattr", "sched_setattr", "sched_rr_get_interval"}) {
+    KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, name, {SCMP_A0(SCMP_CMP_NE, 0)}));
+  }
   // Stopping itself: a sample would then last until the timing deadline
   // (24 s held on the device) instead of failing.
   for (const scmp_datum_t signal : {SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU}) {

@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <sys/msg.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
 #include <sys/sem.h>
 #include <sys/shm.h>
 #include <sys/socket.h>
@@ -263,6 +264,11 @@ TEST(SyscallsTest, KernelCodeProfileRefusesSharedMemoryAndSignalsSentLater) {
     ::signal(SIGTSTP, SIG_IGN);
     if (ExpectEperm(::kill(::getpid(), SIGTTIN))) return 22;
     if (ExpectEperm(::raise(SIGTSTP) != 0 ? -1 : 0)) return 23;  // tgkill
+    // Other processes' scheduling (pid 1 exists everywhere); its own is fine.
+    if (ExpectEperm(::getpriority(PRIO_PROCESS, 1))) return 24;
+    cpu_set_t cpus;
+    if (ExpectEperm(::sched_getaffinity(1, sizeof(cpus), &cpus))) return 25;
+    if (::sched_getaffinity(0, sizeof(cpus), &cpus) != 0) return 26;
     // The rest of fcntl, threads and kKernel's rules still apply as before.
     if (::fcntl(pipe_fds[0], F_SETFL, O_NONBLOCK) != 0) return 19;
     int value = 0;
