@@ -8,7 +8,9 @@
 #include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -152,11 +154,21 @@ absl::Status AddKernelRules(scmp_filter_ctx ctx) {
   return absl::OkStatus();
 }
 
+// An int argument equal to `value`. The kernel reads such arguments as 32-bit
+// ints, the filter sees 64-bit registers: an exact 64-bit comparison would let
+// kill(self, SIGSTOP | 1L << 32) through. (A "not equal" rule on a full
+// register is safe: it denies more.)
+scmp_arg_cmp IntArgEquals(unsigned arg, scmp_datum_t value) {
+  return scmp_arg_cmp{arg, SCMP_CMP_MASKED_EQ, 0xffffffffu, value & 0xffffffffu};
+}
+
 absl::Status AddKernelCodeRules(scmp_filter_ctx ctx) {
   const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
   // Memory that no reading of the process's resident size sees (an
-  // unmapped memfd), or that outlives it (a SysV segment stays after its
-  // creator's death), and channels between programs.
+  // unmapped memfd, shared anonymous pages dropped from the page tables
+  // with MADV_DONTNEED but kept by their shmem object), or that outlives it
+  // (a SysV segment stays after its creator's death), and channels between
+  // programs.
   for (const char* name :
        {"memfd_create", "memfd_secret", "shmget",          "shmat",     "shmctl",
         "shmdt",        "msgget",       "msgsnd",          "msgrcv",    "msgctl",
@@ -164,30 +176,43 @@ absl::Status AddKernelCodeRules(scmp_filter_ctx ctx) {
         "mq_unlink",    "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr"}) {
     KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, name));
   }
+  // MAP_SHARED_VALIDATE includes MAP_SHARED's bit. The runner's own shared
+  // mappings are of descriptors, not anonymous.
+  constexpr scmp_datum_t kSharedAnonymous = MAP_SHARED | MAP_ANONYMOUS;
+  KERNELEVAL_RETURN_IF_ERROR(
+      Add(ctx, eperm, "mmap", {SCMP_A3(SCMP_CMP_MASKED_EQ, kSharedAnonymous, kSharedAnonymous)}));
   // A signal delivered later without this process running: a POSIX timer's,
   // or the kernel's on I/O (F_SETSIG/F_SETOWN with O_ASYNC, dnotify,
   // leases). SIGCONT sent so resumes the process while its worker holds it
   // stopped between samples, and its work escapes the measurement.
   KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, "timer_create"));
   for (const scmp_datum_t command : {F_SETSIG, F_SETOWN, F_SETOWN_EX, F_NOTIFY, F_SETLEASE}) {
-    KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, "fcntl", {SCMP_A1(SCMP_CMP_EQ, command)}));
+    KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, "fcntl", {IntArgEquals(1, command)}));
   }
-  // Other processes' scheduling, even to read it: it told which pids exist.
-  KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, "getpriority", {SCMP_A1(SCMP_CMP_NE, 0)}));
-  KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, "setpriority", {SCMP_A1(SCMP_CMP_NE, 0)}));
-  for (const char* name : {"sched_getaffinity", "sched_setaffinity", "sched_getparam",
-                           "sched_setparam", "sched_getscheduler", "sched_setscheduler",
-                           "sched_getattr", "sched_setattr", "sched_rr_get_interval"}) {
+  // Other processes, even to read about them: success or ESRCH told which
+  // pids exist, and PRIO_USER/PRIO_PGRP with who = 0 reniced every process
+  // of the uid (for good: raising nice back needs CAP_SYS_NICE). Only
+  // PRIO_PROCESS of itself, and its own scheduling, stay.
+  for (const char* name : {"getpriority", "setpriority"}) {
+    KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, name, {SCMP_A0(SCMP_CMP_NE, PRIO_PROCESS)}));
+    KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, name, {SCMP_A1(SCMP_CMP_NE, 0)}));
+  }
+  for (const char* name :
+       {"sched_getaffinity", "sched_setaffinity", "sched_getparam", "sched_setparam",
+        "sched_getscheduler", "sched_setscheduler", "sched_getattr", "sched_setattr",
+        "sched_rr_get_interval", "getpgid", "getsid", "get_robust_list"}) {
     KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, name, {SCMP_A0(SCMP_CMP_NE, 0)}));
+  }
+  for (const char* name : {"ioprio_get", "ioprio_set", "capget", "migrate_pages", "move_pages"}) {
+    KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, name));
   }
   // Stopping itself: a sample would then last until the timing deadline
   // (24 s held on the device) instead of failing.
   for (const scmp_datum_t signal : {SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU}) {
-    KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, "kill", {SCMP_A1(SCMP_CMP_EQ, signal)}));
-    KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, "tgkill", {SCMP_A2(SCMP_CMP_EQ, signal)}));
-    KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, "rt_sigqueueinfo", {SCMP_A1(SCMP_CMP_EQ, signal)}));
-    KERNELEVAL_RETURN_IF_ERROR(
-        Add(ctx, eperm, "rt_tgsigqueueinfo", {SCMP_A2(SCMP_CMP_EQ, signal)}));
+    KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, "kill", {IntArgEquals(1, signal)}));
+    KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, "tgkill", {IntArgEquals(2, signal)}));
+    KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, "rt_sigqueueinfo", {IntArgEquals(1, signal)}));
+    KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, "rt_tgsigqueueinfo", {IntArgEquals(2, signal)}));
   }
   return absl::OkStatus();
 }

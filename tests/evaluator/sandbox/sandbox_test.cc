@@ -17,6 +17,7 @@
 #include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -264,11 +265,31 @@ TEST(SyscallsTest, KernelCodeProfileRefusesSharedMemoryAndSignalsSentLater) {
     ::signal(SIGTSTP, SIG_IGN);
     if (ExpectEperm(::kill(::getpid(), SIGTTIN))) return 22;
     if (ExpectEperm(::raise(SIGTSTP) != 0 ? -1 : 0)) return 23;  // tgkill
-    // Other processes' scheduling (pid 1 exists everywhere); its own is fine.
+    // ... also with bits above the 32 the kernel reads set.
+    if (ExpectEperm(::syscall(SYS_kill, ::getpid(), SIGTTIN | (1L << 32)))) return 27;
+    if (ExpectEperm(::syscall(SYS_fcntl, pipe_fds[0], F_SETSIG | (1L << 32), SIGCONT))) return 28;
+    // Other processes (pid 1 exists everywhere): scheduling, priority of the
+    // uid or group, process groups and sessions, I/O priority,
+    // capabilities. Its own scheduling is fine.
     if (ExpectEperm(::getpriority(PRIO_PROCESS, 1))) return 24;
+    if (ExpectEperm(::setpriority(PRIO_USER, 0, 19))) return 29;
+    if (ExpectEperm(::getpriority(PRIO_PGRP, 0))) return 30;
+    errno = 0;
+    if (::getpriority(PRIO_PROCESS, 0) == -1 && errno != 0) return 31;
     cpu_set_t cpus;
     if (ExpectEperm(::sched_getaffinity(1, sizeof(cpus), &cpus))) return 25;
     if (::sched_getaffinity(0, sizeof(cpus), &cpus) != 0) return 26;
+    if (ExpectEperm(::getpgid(1))) return 32;
+    if (::getpgid(0) < 0) return 33;
+    if (ExpectEperm(::syscall(SYS_ioprio_get, 1 /* IOPRIO_WHO_PROCESS */, 0))) return 34;
+    // Shared anonymous memory (kept by its shmem object when dropped from
+    // the page tables); private anonymous memory is fine.
+    void* shared =
+        ::mmap(nullptr, 1 << 20, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (shared != MAP_FAILED || errno != EPERM) return 35;
+    void* own =
+        ::mmap(nullptr, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (own == MAP_FAILED) return 36;
     // The rest of fcntl, threads and kKernel's rules still apply as before.
     if (::fcntl(pipe_fds[0], F_SETFL, O_NONBLOCK) != 0) return 19;
     int value = 0;
