@@ -12,6 +12,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,9 +30,24 @@ size_t PageSize() {
 
 size_t RoundUp(size_t value, size_t unit) { return (value + unit - 1) / unit * unit; }
 
+// The order in which a block's threads start (each runs until it ends or
+// waits at a barrier or warp operation). A GPU runs them concurrently: code
+// that reads what another thread writes without a barrier between them is
+// wrong there, yet always right here if threads started in index order (a
+// racy scan passed with reward 3.3). Each launch draws one order.
+enum class ThreadOrder : uint8_t {
+  kForward,              // 0, 1, 2, ...
+  kReverse,              // n-1, n-2, ...
+  kLanesReversedInWarp,  // warps in order, lanes of each warp from the last
+};
+constexpr int kThreadOrders = 3;
+
 struct Globals {
   DeviceRuntimeOptions options;
   FatalErrorHandler on_fatal = nullptr;
+  // Draws each launch's ThreadOrder. Seeded from the OS: kernel code
+  // cannot tell the next order in advance.
+  std::mt19937_64 order_chooser{std::random_device{}()};
   std::atomic<uint64_t> printed{0};
   std::atomic<uint64_t> heap_used{0};
   kerneleval_cpu_runtime table{};
@@ -112,6 +128,7 @@ struct GridJob {
   void* closure = nullptr;
   uint64_t total_blocks = 0;
   size_t stack_bytes = 0;  // [bytes] per fiber
+  ThreadOrder thread_order = ThreadOrder::kForward;
   std::atomic<uint64_t> next_block{0};
 };
 
@@ -169,6 +186,7 @@ class BlockExecutor {
                        static_cast<uint32_t>((linear_block / gx) % gy),
                        static_cast<uint32_t>(linear_block / (gx * gy))};
     n_ = launch.block.x * launch.block.y * launch.block.z;
+    order_ = job.thread_order;
     for (uint32_t t = 0; t < n_; ++t) threads_[t].state = kUnstarted;
     const uint32_t warps = (n_ + 31) / 32;
     warp_waiting_.assign(warps, 0);
@@ -223,7 +241,7 @@ class BlockExecutor {
     if (warp_waiting_[w] && WarpComplete(w)) complete_warps_.push_back(w);
     if (t == active_runner_) {
       if (next_unstarted_ < n_) {
-        const uint32_t next = next_unstarted_++;
+        const uint32_t next = ThreadToStart(next_unstarted_++);
         active_runner_ = next;
         current_ = next;
         threads_[next].state = kRunning;
@@ -289,7 +307,7 @@ class BlockExecutor {
   }
 
   void StartRunner() {
-    const uint32_t first = next_unstarted_++;
+    const uint32_t first = ThreadToStart(next_unstarted_++);
     active_runner_ = first;
     current_ = first;
     threads_[first].state = kRunning;
@@ -300,6 +318,22 @@ class BlockExecutor {
                                   return std::move(scheduler_);
                                 });
     AfterSwitch(std::move(fiber).resume());
+  }
+
+  // The thread that starts k-th (k < n_) in this block's order.
+  uint32_t ThreadToStart(uint32_t k) const {
+    switch (order_) {
+      case ThreadOrder::kForward:
+        return k;
+      case ThreadOrder::kReverse:
+        return n_ - 1 - k;
+      case ThreadOrder::kLanesReversedInWarp: {
+        const uint32_t warp_base = k / 32 * 32;
+        const uint32_t warp_size = std::min<uint32_t>(32, n_ - warp_base);
+        return warp_base + (warp_size - 1 - (k - warp_base));
+      }
+    }
+    return k;
   }
 
   void Resume(uint32_t t) {
@@ -532,7 +566,8 @@ class BlockExecutor {
   const GridJob* job_ = nullptr;
   kerneleval_cpu_block_info info_{};
   uint32_t n_ = 0;
-  uint32_t next_unstarted_ = 0;
+  uint32_t next_unstarted_ = 0;  // threads started so far (ThreadToStart maps them)
+  ThreadOrder order_ = ThreadOrder::kForward;
   uint32_t done_ = 0;
   uint32_t at_barrier_ = 0;
   uint32_t at_warp_ = 0;
@@ -644,6 +679,8 @@ const char* AbiRunGrid(const kerneleval_cpu_launch* launch, kerneleval_cpu_threa
   job.fn = fn;
   job.closure = closure;
   job.total_blocks = uint64_t{g.x} * g.y * g.z;
+  // Launches come one at a time from the runner's thread.
+  job.thread_order = static_cast<ThreadOrder>(globals->order_chooser() % kThreadOrders);
   const uint64_t wanted = std::min<uint64_t>(globals->options.threads, job.total_blocks);
   const size_t floor = globals->options.fiber_stack_bytes;
   job.stack_bytes =
