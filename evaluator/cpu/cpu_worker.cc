@@ -540,6 +540,7 @@ class Worker {
       runners.push_back(*std::move(runner));
     }
     std::string reply;
+    bool sample_cut = false;  // a run went over its own bound (see `run`)
     auto fail = [&](int p, const absl::Status& status) -> absl::StatusOr<internal::TimingResult> {
       RunnerProcess& runner = runners[static_cast<size_t>(p)];
       runner.Continue();  // a stopped runner could not end
@@ -550,8 +551,10 @@ class Worker {
       if (absl::IsDeadlineExceeded(status)) {
         runner.Kill();
         failure->set_stage("timeout");
-        failure->set_message(absl::StrCat("timing did not finish within ", timeout, " s",
-                                          Where(runner.report(), plan, "")));
+        failure->set_message(
+            absl::StrCat(sample_cut ? status.message()
+                                    : absl::StrCat("timing did not finish within ", timeout, " s"),
+                         Where(runner.report(), plan, "")));
         return failed;
       }
       if (absl::IsOutOfRange(status)) {  // wrote next to a buffer (OutOfBoundsWrite)
@@ -635,16 +638,36 @@ class Worker {
     // (SharedBuffers::Prepare), the runner stopped; the run is the sample.
     // A sample counts from the CPU clock read when the runner was last seen
     // stopped: whatever it ran since is charged to it.
+    // [wall] A run may take at most kSampleFactor x the longest run so far
+    // (any program's, warm-ups included), at least kSampleFloor: a kernel
+    // that hangs (or sleeps) only on the timed shape is cut there, not at
+    // the deadline of the whole timing (23 s by default).
+    constexpr double kSampleFactor = 20;
+    constexpr absl::Duration kSampleFloor = absl::Seconds(2);
+    absl::Duration longest_run = absl::ZeroDuration();
     auto run = [&](int p, size_t set, double* microseconds) -> absl::Status {
       RunnerProcess& runner = runners[static_cast<size_t>(p)];
       if (absl::Status s = check_stood_still(p); !s.ok()) return s;
+      const absl::Duration bound = std::max(kSampleFloor, kSampleFactor * longest_run);
+      const absl::Time started = absl::Now();
+      const bool bounded = longest_run > absl::ZeroDuration() && started + bound < deadline;
       runner.Continue();
       if (absl::Status s = process::WriteFrame(runner.fd(), absl::StrCat("R", set)); !s.ok()) {
         return s;
       }
-      if (absl::Status s = process::ReadFrame(runner.fd(), &reply, deadline, 64); !s.ok()) {
+      if (absl::Status s =
+              process::ReadFrame(runner.fd(), &reply, bounded ? started + bound : deadline, 64);
+          !s.ok()) {
+        if (bounded && absl::IsDeadlineExceeded(s)) {
+          sample_cut = true;
+          return absl::DeadlineExceededError(absl::StrCat(
+              "a timed run took more than ", absl::FormatDuration(bound), " (", kSampleFactor,
+              " x the longest run so far, ", absl::FormatDuration(longest_run),
+              "): the kernel hangs on the timed shape?"));
+        }
         return s;
       }
+      longest_run = std::max(longest_run, absl::Now() - started);
       if (!runner.PauseAndWaitStopped(absl::Seconds(5))) {
         return absl::DataLossError("the runner did not stop after its reply");
       }

@@ -1052,6 +1052,38 @@ __global__ void vector_add(const float* a, const float* b, float* c, int n) {
   EXPECT_GT(before_the_last_rounds, 0) << "every set was checked on its last round";
 }
 
+TEST_F(CpuBackendTest, AKernelHangingWhileTimedIsCutAtItsRunsBound) {
+  // A kernel that hangs only on the timed shape (correct on the small
+  // correctness shapes) held the worker until the timing deadline (30 s
+  // here); a run may take at most 20 x the longest run so far, at least 2 s.
+  const int n = 4096;
+  internal::TimingRequest request = ReferenceAndCandidate(R"(
+__global__ void vector_add(const float* a, const float* b, float* c, int n) {
+  volatile int spin = 1;
+  while (spin) {
+  }
+}
+)",
+                                                          n, n / 256);
+  request.add_input_seeds(31);
+  request.mutable_config()->set_warmup_runs(1);
+  request.mutable_config()->set_min_samples(5);
+  request.mutable_config()->set_max_seconds(2);
+  request.mutable_config()->set_input_sets(1);
+  request.set_timeout_seconds(30);
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<internal::TimingResult> result = backend_->Time(request);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_TRUE(result->has_failure());
+  EXPECT_EQ(result->failure().stage(), "timeout");
+  EXPECT_EQ(result->failure().program(), "candidate");
+  EXPECT_NE(result->failure().message().find("a timed run took more than 2s"), std::string::npos)
+      << result->failure().message();
+  EXPECT_LT(seconds, 15) << "held until the timing deadline";
+}
+
 TEST_F(CpuBackendTest, TimeNamesTheProgramThatFails) {
   const int n = 256;
   internal::TimingRequest request = ReferenceAndCandidate(R"(
