@@ -1001,6 +1001,30 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
     release_all();
     return fail(fault, failed_program);
   };
+  // [wall] A run may take at most kRunFactor x the longest run so far (any
+  // program's, warm-ups included), at least kRunFloor: a kernel that hangs
+  // only on the timed shape (correct on the small correctness shapes) is
+  // cut there, not at the deadline of the whole timing.
+  constexpr double kRunFactor = 20;
+  constexpr absl::Duration kRunFloor = absl::Seconds(2);
+  absl::Duration longest_run = absl::ZeroDuration();
+  // Runs `run(its deadline)`; a timeout before the timing's own deadline
+  // says what cut it.
+  auto bounded_run = [&](auto&& run) -> absl::Status {
+    const absl::Time started = absl::Now();
+    const absl::Duration bound = std::max(kRunFloor, kRunFactor * longest_run);
+    const bool bounded = longest_run > absl::ZeroDuration() && started + bound < deadline;
+    absl::Status status = run(bounded ? started + bound : deadline);
+    if (bounded && !status.ok() && FaultStage(status) == "timeout") {
+      return MakeFault(
+          "timeout",
+          absl::StrCat("a timed run took more than ", absl::FormatDuration(bound), " (", kRunFactor,
+                       " x the longest run so far, ", absl::FormatDuration(longest_run),
+                       "): the kernel hangs on the timed shape?"));
+    }
+    if (status.ok()) longest_run = std::max(longest_run, absl::Now() - started);
+    return status;
+  };
   // Warm-up: module load, instruction caches, TLBs, clocks ramping up.
   // Rounds are numbered from the first warm-up on: every round has inputs of
   // its own, generated afresh on the device (data::TimedInputSeed), and
@@ -1030,8 +1054,10 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
     const bool check = draw_check(s, w);
     for (int p = 0; p < program_count; ++p) {
       failed_program = p;
-      absl::Status status = RunUntimed(programs[p], request.programs(p).plan(), buffers[p][s],
-                                       request.input_seeds(s), w, p, deadline);
+      absl::Status status = bounded_run([&](absl::Time run_deadline) {
+        return RunUntimed(programs[p], request.programs(p).plan(), buffers[p][s],
+                          request.input_seeds(s), w, p, run_deadline);
+      });
       if (status.ok() && check) status = KeepStash(buffers[p][s]);
       if (!status.ok()) return program_failed(status);
     }
@@ -1076,9 +1102,15 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
       if (absl::Status unstashed = UnstashGlobals(programs[p]); !unstashed.ok()) {
         return FaultFrom(unstashed);
       }
-      absl::StatusOr<Sample> sample =
-          TimeOnce(programs[p], request.programs(p).plan(), set, config.flush_l2(), deadline);
-      if (!sample.ok()) return sample.status();
+      absl::StatusOr<Sample> sample;
+      if (absl::Status ran = bounded_run([&](absl::Time run_deadline) {
+            sample = TimeOnce(programs[p], request.programs(p).plan(), set, config.flush_l2(),
+                              run_deadline);
+            return sample.status();
+          });
+          !ran.ok()) {
+        return ran;
+      }
       raw[p].push_back(sample->microseconds);
       clocks[p].push_back(sample->clock_mhz);
       hold_timed_out[p].push_back(sample->hold_timed_out);

@@ -9,6 +9,7 @@
 //     itself is left to the first build: timing figures and their ratios.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -441,6 +442,34 @@ TEST_F(CudaBackendGpuTest, AKernelHangingWhileTimedIsThatProgramsTimeout) {
   EXPECT_EQ(result->failure().stage(), "timeout") << result->failure().message();
   EXPECT_EQ(result->failure().program(), "spinner") << result->failure().message();
   EXPECT_EQ(backend_->restarts(), restarts + 1);
+  ExpectVectorAddPasses();
+}
+
+TEST_F(CudaBackendGpuTest, AKernelHangingWhileTimedIsCutAtItsRunsBound) {
+  // A run may take 20 x the longest run so far, at least 2 s: a kernel that
+  // hangs on the timed shape is cut there, not at the timing's deadline
+  // (30 s here).
+  internal::TimingRequest request;
+  for (const auto& [label, kernel] : {std::pair{"reference", "add"}, {"spinner", "spin_forever"}}) {
+    internal::TimedProgram* timed = request.add_programs();
+    *timed->mutable_program() = Program(label);
+    *timed->mutable_plan() = Plan(kernel, 4096);
+  }
+  request.add_input_seeds(1);
+  *request.mutable_config() = timing::DefaultTimingConfig();
+  request.mutable_config()->set_max_seconds(1);
+  request.set_timeout_seconds(30);
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<internal::TimingResult> result = backend_->Time(request);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_TRUE(result->has_failure());
+  EXPECT_EQ(result->failure().stage(), "timeout") << result->failure().message();
+  EXPECT_EQ(result->failure().program(), "spinner") << result->failure().message();
+  EXPECT_NE(result->failure().message().find("a timed run took more than 2s"), std::string::npos)
+      << result->failure().message();
+  EXPECT_LT(seconds, 15) << "held until the timing deadline";
   ExpectVectorAddPasses();
 }
 
