@@ -638,17 +638,13 @@ class Worker {
     // (SharedBuffers::Prepare), the runner stopped; the run is the sample.
     // A sample counts from the CPU clock read when the runner was last seen
     // stopped: whatever it ran since is charged to it.
-    // [wall] A run may take at most kSampleFactor x the longest run so far
-    // (any program's, warm-ups included), at least kSampleFloor: a kernel
-    // that hangs (or sleeps) only on the timed shape is cut there, not at
-    // the deadline of the whole timing (23 s by default).
-    constexpr double kSampleFactor = 20;
-    constexpr absl::Duration kSampleFloor = absl::Seconds(2);
+    // [wall] Each run within timing::TimedRunBoundSeconds of the longest so far.
     absl::Duration longest_run = absl::ZeroDuration();
     auto run = [&](int p, size_t set, double* microseconds) -> absl::Status {
       RunnerProcess& runner = runners[static_cast<size_t>(p)];
       if (absl::Status s = check_stood_still(p); !s.ok()) return s;
-      const absl::Duration bound = std::max(kSampleFloor, kSampleFactor * longest_run);
+      const absl::Duration bound =
+          absl::Seconds(timing::TimedRunBoundSeconds(absl::ToDoubleSeconds(longest_run)));
       const absl::Time started = absl::Now();
       const bool bounded = longest_run > absl::ZeroDuration() && started + bound < deadline;
       runner.Continue();
@@ -661,9 +657,9 @@ class Worker {
         if (bounded && absl::IsDeadlineExceeded(s)) {
           sample_cut = true;
           return absl::DeadlineExceededError(absl::StrCat(
-              "a timed run took more than ", absl::FormatDuration(bound), " (", kSampleFactor,
-              " x the longest run so far, ", absl::FormatDuration(longest_run),
-              "): the kernel hangs on the timed shape?"));
+              "a timed run took more than ", absl::FormatDuration(bound), " (",
+              timing::kTimedRunFactor, " x the longest run so far, ",
+              absl::FormatDuration(longest_run), "): the kernel hangs on the timed shape?"));
         }
         return s;
       }

@@ -1001,26 +1001,23 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
     release_all();
     return fail(fault, failed_program);
   };
-  // [wall] A run may take at most kRunFactor x the longest run so far (any
-  // program's, warm-ups included), at least kRunFloor: a kernel that hangs
-  // only on the timed shape (correct on the small correctness shapes) is
-  // cut there, not at the deadline of the whole timing.
-  constexpr double kRunFactor = 20;
-  constexpr absl::Duration kRunFloor = absl::Seconds(2);
+  // [wall] Each run within timing::TimedRunBoundSeconds of the longest so
+  // far: a kernel that hangs only on the timed shape is cut there.
   absl::Duration longest_run = absl::ZeroDuration();
   // Runs `run(its deadline)`; a timeout before the timing's own deadline
   // says what cut it.
   auto bounded_run = [&](auto&& run) -> absl::Status {
     const absl::Time started = absl::Now();
-    const absl::Duration bound = std::max(kRunFloor, kRunFactor * longest_run);
+    const absl::Duration bound =
+        absl::Seconds(timing::TimedRunBoundSeconds(absl::ToDoubleSeconds(longest_run)));
     const bool bounded = longest_run > absl::ZeroDuration() && started + bound < deadline;
     absl::Status status = run(bounded ? started + bound : deadline);
     if (bounded && !status.ok() && FaultStage(status) == "timeout") {
       return MakeFault(
-          "timeout",
-          absl::StrCat("a timed run took more than ", absl::FormatDuration(bound), " (", kRunFactor,
-                       " x the longest run so far, ", absl::FormatDuration(longest_run),
-                       "): the kernel hangs on the timed shape?"));
+          "timeout", absl::StrCat("a timed run took more than ", absl::FormatDuration(bound), " (",
+                                  timing::kTimedRunFactor, " x the longest run so far, ",
+                                  absl::FormatDuration(longest_run),
+                                  "): the kernel hangs on the timed shape?"));
     }
     if (status.ok()) longest_run = std::max(longest_run, absl::Now() - started);
     return status;

@@ -88,6 +88,19 @@ double Speedup(const SampleStats& reference, const SampleStats& candidate);
 // little pessimistic. False when t_min_us is not positive (floor unknown).
 bool BelowRooflineFloor(double t_us, double t_min_us, double factor = 0.9);
 
+// How long one run of a timing may take [s of wall clock], given the longest
+// run of that timing so far (any program's, warm-ups included): 20 x that, at
+// least 2 s. A kernel that hangs only on the timed shape (correct on the
+// small correctness shapes) is cut there rather than at the deadline of the
+// whole timing. The CPU backend and the CUDA worker both apply it.
+inline constexpr double kTimedRunFactor = 20;
+inline constexpr double kTimedRunFloorSeconds = 2;
+inline double TimedRunBoundSeconds(double longest_run_seconds) {
+  return longest_run_seconds * kTimedRunFactor > kTimedRunFloorSeconds
+             ? longest_run_seconds * kTimedRunFactor
+             : kTimedRunFloorSeconds;
+}
+
 // A sample taken while the SM clock ran below this fraction of the reference
 // (nominal or start-of-run) clock is taken as throttled (nvbench's rule).
 inline constexpr double kThrottleFraction = 0.75;

@@ -226,5 +226,12 @@ TEST(ThrottleTest, LateSamplesGoTooUnlessMostWould) {
   EXPECT_TRUE(most.kept_all);
 }
 
+TEST(TimedRunBoundTest, TwentyTimesTheLongestRunAtLeastTwoSeconds) {
+  EXPECT_DOUBLE_EQ(TimedRunBoundSeconds(0), 2);
+  EXPECT_DOUBLE_EQ(TimedRunBoundSeconds(0.001), 2);  // 1 ms runs: the floor
+  EXPECT_DOUBLE_EQ(TimedRunBoundSeconds(0.1), 2);
+  EXPECT_DOUBLE_EQ(TimedRunBoundSeconds(0.5), 10);
+}
+
 }  // namespace
 }  // namespace kerneleval::timing
