@@ -45,8 +45,10 @@ constexpr int kThreadOrders = 3;
 struct Globals {
   DeviceRuntimeOptions options;
   FatalErrorHandler on_fatal = nullptr;
-  // Draws each launch's ThreadOrder. Seeded from the OS: kernel code
-  // cannot tell the next order in advance.
+  // Draws each launch's ThreadOrder, seeded from the OS. This catches races
+  // in honest code; kernel code shares this address space and could read
+  // the generator's state, but a kernel that checks which order it got can
+  // as well wait for its predecessor properly.
   std::mt19937_64 order_chooser{std::random_device{}()};
   std::atomic<uint64_t> printed{0};
   std::atomic<uint64_t> heap_used{0};

@@ -372,8 +372,8 @@ absl::StatusOr<HostCompileResult> HostCompiler::Compile(std::string_view transla
     // cc1plus or as killed by SIGXFSZ: g++ itself reports an internal error.
     if (outcome->exit_status == 128 + SIGXFSZ ||
         absl::StrContains(outcome->log, "File size limit exceeded")) {
-      absl::StrAppend(&log, "\nthe compiled code exceeds ", options_.max_library_bytes >> 20,
-                      " MiB (a large initialised array?)");
+      absl::StrAppend(&log, "\na file the compile writes (assembly, object, library) exceeds ",
+                      options_.max_library_bytes >> 20, " MiB (a large initialised array?)");
     } else if (outcome->exit_status > 128) {
       absl::StrAppend(&log, "\nthe host compiler was killed by signal ", outcome->exit_status - 128,
                       " (CPU time or memory limit?)");

@@ -380,6 +380,11 @@ bool RunnerProcess::PauseAndWaitStopped(absl::Duration timeout) noexcept {
   // Polled rather than blocking: a child that was already stopped reports
   // no new stop, and a blocking waitpid would then never return.
   const absl::Time deadline = absl::Now() + timeout;
+  // A SIGCONT arriving before the stop completes cancels it (the process
+  // then runs on, and its own checks in the caller catch that it ran):
+  // SIGSTOP again now and then.
+  constexpr absl::Duration kStopAgainAfter = absl::Milliseconds(50);
+  absl::Time stop_again = absl::Now() + kStopAgainAfter;
   for (;;) {
     int status = 0;
     const pid_t rc = ::waitpid(pid_, &status, WNOHANG | WUNTRACED);
@@ -391,7 +396,12 @@ bool RunnerProcess::PauseAndWaitStopped(absl::Duration timeout) noexcept {
     }
     if (rc < 0 && errno != EINTR) return false;
     if (rc == 0 && ReadProcState() == 'T') return true;  // stopped before
-    if (absl::Now() >= deadline) return false;
+    const absl::Time now = absl::Now();
+    if (now >= deadline) return false;
+    if (now >= stop_again) {
+      ::kill(pid_, SIGSTOP);
+      stop_again = now + kStopAgainAfter;
+    }
     std::this_thread::sleep_for(std::chrono::microseconds(10));
   }
 }

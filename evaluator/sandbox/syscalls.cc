@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -192,7 +193,9 @@ absl::Status AddKernelCodeRules(scmp_filter_ctx ctx) {
   // Other processes, even to read about them: success or ESRCH told which
   // pids exist, and PRIO_USER/PRIO_PGRP with who = 0 reniced every process
   // of the uid (for good: raising nice back needs CAP_SYS_NICE). Only
-  // PRIO_PROCESS of itself, and its own scheduling, stay.
+  // PRIO_PROCESS of itself, and its own scheduling by pid 0, stay (a thread
+  // naming itself by its thread id, as pthread_getattr_np does, is refused
+  // too: the filter cannot know the ids of threads started after it).
   for (const char* name : {"getpriority", "setpriority"}) {
     KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, name, {SCMP_A0(SCMP_CMP_NE, PRIO_PROCESS)}));
     KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, name, {SCMP_A1(SCMP_CMP_NE, 0)}));
@@ -205,6 +208,17 @@ absl::Status AddKernelCodeRules(scmp_filter_ctx ctx) {
   }
   for (const char* name : {"ioprio_get", "ioprio_set", "capget", "migrate_pages", "move_pages"}) {
     KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, name));
+  }
+  // Priority-inheritance futexes name a pid in the futex word: ESRCH or not
+  // told which pids exist. (The command is the low 7 bits of the op.)
+  for (const scmp_datum_t op :
+       {6 /* LOCK_PI */, 7 /* UNLOCK_PI */, 8 /* TRYLOCK_PI */, 11 /* WAIT_REQUEUE_PI */,
+        12 /* CMP_REQUEUE_PI */, 13 /* LOCK_PI2 */}) {
+    KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, "futex", {SCMP_A1(SCMP_CMP_MASKED_EQ, 0x7f, op)}));
+  }
+  // ioctl's ways to F_SETOWN and O_ASYNC (signals sent on I/O, to an owner).
+  for (const scmp_datum_t request : {FIOSETOWN, SIOCSPGRP, FIOASYNC}) {
+    KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, "ioctl", {IntArgEquals(1, request)}));
   }
   // Stopping itself: a sample would then last until the timing deadline
   // (24 s held on the device) instead of failing.

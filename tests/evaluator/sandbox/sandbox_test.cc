@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/ipc.h>
 #include <sys/mman.h>
 #include <sys/msg.h>
@@ -290,6 +291,15 @@ TEST(SyscallsTest, KernelCodeProfileRefusesSharedMemoryAndSignalsSentLater) {
     void* own =
         ::mmap(nullptr, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (own == MAP_FAILED) return 36;
+    // A priority-inheritance futex on a word naming pid 1 (ESRCH or not
+    // tells whether a pid exists), and ioctl's F_SETOWN.
+    uint32_t futex_word = 1;
+    if (ExpectEperm(
+            ::syscall(SYS_futex, &futex_word, 6 /* FUTEX_LOCK_PI */, 0, nullptr, nullptr, 0))) {
+      return 37;
+    }
+    const int owner = ::getpid();
+    if (ExpectEperm(::ioctl(pipe_fds[0], FIOSETOWN, &owner))) return 38;
     // The rest of fcntl, threads and kKernel's rules still apply as before.
     if (::fcntl(pipe_fds[0], F_SETFL, O_NONBLOCK) != 0) return 19;
     int value = 0;
@@ -309,18 +319,23 @@ TEST(SyscallsTest, DenyNewThreadsStopsThreadsButNotThoseRunning) {
     std::thread running([&] {
       while (!stop) ++ticks;
     });
-    if (!RestrictSyscalls(SyscallProfile::kKernelCode).ok()) return 10;
-    if (!DenyNewThreads().ok()) return 11;
-    pthread_t thread;
-    const int rc = ::pthread_create(
-        &thread, nullptr, [](void*) -> void* { return nullptr; }, nullptr);
-    if (rc == 0) return 12;  // a thread was started
-    const int before = ticks.load();
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    if (ticks.load() == before) return 13;  // the running one stopped
+    auto result = [&] {
+      if (!RestrictSyscalls(SyscallProfile::kKernelCode).ok()) return 10;
+      if (!DenyNewThreads().ok()) return 11;
+      pthread_t thread;
+      const int rc = ::pthread_create(
+          &thread, nullptr, [](void*) -> void* { return nullptr; }, nullptr);
+      if (rc == 0) return 12;  // a thread was started
+      // The running one goes on (waits up to 2 s for a core on a busy machine).
+      const int before = ticks.load();
+      for (int i = 0; i < 2000 && ticks.load() == before; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      return ticks.load() == before ? 13 : 0;
+    }();
     stop = true;
     running.join();
-    return 0;
+    return result;
   });
   ASSERT_TRUE(WIFEXITED(status)) << status;
   EXPECT_EQ(WEXITSTATUS(status), 0);
