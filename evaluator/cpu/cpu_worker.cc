@@ -639,31 +639,24 @@ class Worker {
     // A sample counts from the CPU clock read when the runner was last seen
     // stopped: whatever it ran since is charged to it.
     // [wall] Each run within timing::TimedRunBoundSeconds of the longest so far.
-    absl::Duration longest_run = absl::ZeroDuration();
+    timing::TimedRunBound run_bound;
     auto run = [&](int p, size_t set, double* microseconds) -> absl::Status {
       RunnerProcess& runner = runners[static_cast<size_t>(p)];
       if (absl::Status s = check_stood_still(p); !s.ok()) return s;
-      const absl::Duration bound =
-          absl::Seconds(timing::TimedRunBoundSeconds(absl::ToDoubleSeconds(longest_run)));
-      const absl::Time started = absl::Now();
-      const bool bounded = longest_run > absl::ZeroDuration() && started + bound < deadline;
+      const absl::Time run_deadline = run_bound.Start(deadline);
       runner.Continue();
       if (absl::Status s = process::WriteFrame(runner.fd(), absl::StrCat("R", set)); !s.ok()) {
         return s;
       }
-      if (absl::Status s =
-              process::ReadFrame(runner.fd(), &reply, bounded ? started + bound : deadline, 64);
-          !s.ok()) {
-        if (bounded && absl::IsDeadlineExceeded(s)) {
+      if (absl::Status s = process::ReadFrame(runner.fd(), &reply, run_deadline, 64); !s.ok()) {
+        if (std::optional<std::string> cut = run_bound.CutMessage();
+            cut && absl::IsDeadlineExceeded(s)) {
           sample_cut = true;
-          return absl::DeadlineExceededError(absl::StrCat(
-              "a timed run took more than ", absl::FormatDuration(bound), " (",
-              timing::kTimedRunFactor, " x the longest run so far, ",
-              absl::FormatDuration(longest_run), "): the kernel hangs on the timed shape?"));
+          return absl::DeadlineExceededError(*cut);
         }
         return s;
       }
-      longest_run = std::max(longest_run, absl::Now() - started);
+      run_bound.Finish();
       if (!runner.PauseAndWaitStopped(absl::Seconds(5))) {
         return absl::DataLossError("the runner did not stop after its reply");
       }

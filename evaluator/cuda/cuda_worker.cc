@@ -1003,23 +1003,17 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
   };
   // [wall] Each run within timing::TimedRunBoundSeconds of the longest so
   // far: a kernel that hangs only on the timed shape is cut there.
-  absl::Duration longest_run = absl::ZeroDuration();
-  // Runs `run(its deadline)`; a timeout before the timing's own deadline
-  // says what cut it.
+  timing::TimedRunBound run_bound;
+  // Runs `run(its deadline)`; a timeout that its bound, not the timing's
+  // deadline, caused says so.
   auto bounded_run = [&](auto&& run) -> absl::Status {
-    const absl::Time started = absl::Now();
-    const absl::Duration bound =
-        absl::Seconds(timing::TimedRunBoundSeconds(absl::ToDoubleSeconds(longest_run)));
-    const bool bounded = longest_run > absl::ZeroDuration() && started + bound < deadline;
-    absl::Status status = run(bounded ? started + bound : deadline);
-    if (bounded && !status.ok() && FaultStage(status) == "timeout") {
-      return MakeFault(
-          "timeout", absl::StrCat("a timed run took more than ", absl::FormatDuration(bound), " (",
-                                  timing::kTimedRunFactor, " x the longest run so far, ",
-                                  absl::FormatDuration(longest_run),
-                                  "): the kernel hangs on the timed shape?"));
+    absl::Status status = run(run_bound.Start(deadline));
+    if (status.ok()) {
+      run_bound.Finish();
+    } else if (std::optional<std::string> cut = run_bound.CutMessage();
+               cut && FaultStage(status) == "timeout") {
+      return MakeFault("timeout", *cut);
     }
-    if (status.ok()) longest_run = std::max(longest_run, absl::Now() - started);
     return status;
   };
   // Warm-up: module load, instruction caches, TLBs, clocks ramping up.

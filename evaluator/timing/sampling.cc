@@ -6,6 +6,9 @@
 #include <numeric>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+
 namespace kerneleval::timing {
 namespace {
 
@@ -164,6 +167,26 @@ KeptSamples KeepSamples(std::span<const double> samples_us, std::span<const doub
     kept.kept_all = true;
   }
   return kept;
+}
+
+double TimedRunBoundSeconds(double longest_run_seconds) {
+  return std::max(kTimedRunFloorSeconds, kTimedRunFactor * longest_run_seconds);
+}
+
+absl::Time TimedRunBound::Start(absl::Time deadline) {
+  started_ = absl::Now();
+  bound_ = absl::Seconds(TimedRunBoundSeconds(absl::ToDoubleSeconds(longest_)));
+  bounded_ = longest_ > absl::ZeroDuration() && started_ + bound_ < deadline;
+  return bounded_ ? started_ + bound_ : deadline;
+}
+
+void TimedRunBound::Finish() { longest_ = std::max(longest_, absl::Now() - started_); }
+
+std::optional<std::string> TimedRunBound::CutMessage() const {
+  if (!bounded_) return std::nullopt;
+  return absl::StrCat("a timed run took more than ", absl::FormatDuration(bound_), " (",
+                      kTimedRunFactor, " x the longest run so far, ",
+                      absl::FormatDuration(longest_), "): the kernel hangs on the timed shape?");
 }
 
 }  // namespace kerneleval::timing

@@ -6,9 +6,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "kerneleval/internal/worker.pb.h"
 
 namespace kerneleval::timing {
@@ -92,14 +95,31 @@ bool BelowRooflineFloor(double t_us, double t_min_us, double factor = 0.9);
 // run of that timing so far (any program's, warm-ups included): 20 x that, at
 // least 2 s. A kernel that hangs only on the timed shape (correct on the
 // small correctness shapes) is cut there rather than at the deadline of the
-// whole timing. The CPU backend and the CUDA worker both apply it.
+// whole timing.
 inline constexpr double kTimedRunFactor = 20;
 inline constexpr double kTimedRunFloorSeconds = 2;
-inline double TimedRunBoundSeconds(double longest_run_seconds) {
-  return longest_run_seconds * kTimedRunFactor > kTimedRunFloorSeconds
-             ? longest_run_seconds * kTimedRunFactor
-             : kTimedRunFloorSeconds;
-}
+double TimedRunBoundSeconds(double longest_run_seconds);
+
+// TimedRunBoundSeconds applied to the runs of one timing, one after another
+// (the CPU backend's and the CUDA worker's). The first run has no bound but
+// the timing's deadline.
+class TimedRunBound {
+ public:
+  // A run starts now: where it must end, within its bound or at `deadline`,
+  // whichever comes first.
+  absl::Time Start(absl::Time deadline);
+  // The run that started last ended in time: its wall time counts.
+  void Finish();
+  // After the run that started last timed out: the failure's message when
+  // its bound (not the timing's deadline) cut it; nullopt otherwise.
+  [[nodiscard]] std::optional<std::string> CutMessage() const;
+
+ private:
+  absl::Duration longest_ = absl::ZeroDuration();
+  absl::Time started_;
+  absl::Duration bound_ = absl::ZeroDuration();
+  bool bounded_ = false;  // the last run's end was its bound, not the deadline
+};
 
 // A sample taken while the SM clock ran below this fraction of the reference
 // (nominal or start-of-run) clock is taken as throttled (nvbench's rule).
