@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <functional>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -243,11 +244,18 @@ absl::Status AddCompilerRules(scmp_filter_ctx ctx) {
 
 }  // namespace
 
-absl::Status RestrictSyscalls(SyscallProfile profile) {
+namespace {
+
+absl::Status SetNoNewPrivs() {
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
     return absl::InternalError(absl::StrCat("prctl(PR_SET_NO_NEW_PRIVS): ", std::strerror(errno)));
   }
-  KERNELEVAL_RETURN_IF_ERROR(DropCapabilities());
+  return absl::OkStatus();
+}
+
+// Loads a filter that allows every call but those `add_rules` adds, on
+// every thread of the process (filters stack: the strictest answer wins).
+absl::Status LoadFilter(const std::function<absl::Status(scmp_filter_ctx)>& add_rules) {
   Filter filter(seccomp_init(SCMP_ACT_ALLOW));
   if (!filter) return absl::InternalError("seccomp_init failed");
   scmp_filter_ctx ctx = filter.get();
@@ -259,46 +267,44 @@ absl::Status RestrictSyscalls(SyscallProfile profile) {
   if (int rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1); rc != 0) {
     return absl::InternalError(absl::StrCat("seccomp TSYNC: ", std::strerror(-rc)));
   }
-  KERNELEVAL_RETURN_IF_ERROR(AddCommonRules(ctx));
-  switch (profile) {
-    case SyscallProfile::kCompiler:
-      KERNELEVAL_RETURN_IF_ERROR(AddCompilerRules(ctx));
-      break;
-    case SyscallProfile::kKernelCode:
-      KERNELEVAL_RETURN_IF_ERROR(AddKernelCodeRules(ctx));
-      [[fallthrough]];
-    case SyscallProfile::kKernel:
-      KERNELEVAL_RETURN_IF_ERROR(AddKernelRules(ctx));
-      break;
-  }
+  KERNELEVAL_RETURN_IF_ERROR(add_rules(ctx));
   if (int rc = seccomp_load(ctx); rc != 0) {
     return absl::InternalError(absl::StrCat("seccomp_load: ", std::strerror(-rc)));
   }
   return absl::OkStatus();
 }
 
+}  // namespace
+
+absl::Status RestrictSyscalls(SyscallProfile profile) {
+  KERNELEVAL_RETURN_IF_ERROR(SetNoNewPrivs());
+  KERNELEVAL_RETURN_IF_ERROR(DropCapabilities());
+  return LoadFilter([profile](scmp_filter_ctx ctx) -> absl::Status {
+    KERNELEVAL_RETURN_IF_ERROR(AddCommonRules(ctx));
+    switch (profile) {
+      case SyscallProfile::kCompiler:
+        return AddCompilerRules(ctx);
+      case SyscallProfile::kKernelCode:
+        KERNELEVAL_RETURN_IF_ERROR(AddKernelCodeRules(ctx));
+        [[fallthrough]];
+      case SyscallProfile::kKernel:
+        return AddKernelRules(ctx);
+    }
+    return absl::OkStatus();
+  });
+}
+
 absl::Status DenyNewThreads() {
   // RestrictSyscalls set no_new_privs, which a filter needs when the
   // process lacks CAP_SYS_ADMIN; set here too so this works on its own.
-  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
-    return absl::InternalError(absl::StrCat("prctl(PR_SET_NO_NEW_PRIVS): ", std::strerror(errno)));
-  }
-  Filter filter(seccomp_init(SCMP_ACT_ALLOW));
-  if (!filter) return absl::InternalError("seccomp_init failed");
-  scmp_filter_ctx ctx = filter.get();
-  seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
-  if (int rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1); rc != 0) {
-    return absl::InternalError(absl::StrCat("seccomp TSYNC: ", std::strerror(-rc)));
-  }
-  KERNELEVAL_RETURN_IF_ERROR(Add(ctx, SCMP_ACT_ERRNO(EPERM), "clone"));
-  // ENOSYS would make glibc fall back to clone(2), which fails too.
-  KERNELEVAL_RETURN_IF_ERROR(Add(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3"));
-  KERNELEVAL_RETURN_IF_ERROR(Add(ctx, SCMP_ACT_ERRNO(EPERM), "fork"));
-  KERNELEVAL_RETURN_IF_ERROR(Add(ctx, SCMP_ACT_ERRNO(EPERM), "vfork"));
-  if (int rc = seccomp_load(ctx); rc != 0) {
-    return absl::InternalError(absl::StrCat("seccomp_load: ", std::strerror(-rc)));
-  }
-  return absl::OkStatus();
+  KERNELEVAL_RETURN_IF_ERROR(SetNoNewPrivs());
+  return LoadFilter([](scmp_filter_ctx ctx) -> absl::Status {
+    KERNELEVAL_RETURN_IF_ERROR(Add(ctx, SCMP_ACT_ERRNO(EPERM), "clone"));
+    // ENOSYS would make glibc fall back to clone(2), which fails too.
+    KERNELEVAL_RETURN_IF_ERROR(Add(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3"));
+    KERNELEVAL_RETURN_IF_ERROR(Add(ctx, SCMP_ACT_ERRNO(EPERM), "fork"));
+    return Add(ctx, SCMP_ACT_ERRNO(EPERM), "vfork");
+  });
 }
 
 }  // namespace kerneleval::sandbox
