@@ -207,7 +207,11 @@ absl::Status AddKernelCodeRules(scmp_filter_ctx ctx) {
         "sched_rr_get_interval", "getpgid", "getsid", "get_robust_list"}) {
     KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, name, {SCMP_A0(SCMP_CMP_NE, 0)}));
   }
-  for (const char* name : {"ioprio_get", "ioprio_set", "capget", "migrate_pages", "move_pages"}) {
+  // sysinfo: the host's free memory and process count, which other
+  // evaluations move (a side channel between them); glibc's callers
+  // (sysconf(_SC_PHYS_PAGES), qsort's buffer sizing) handle its failure.
+  for (const char* name :
+       {"ioprio_get", "ioprio_set", "capget", "migrate_pages", "move_pages", "sysinfo"}) {
     KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, name));
   }
   // Priority-inheritance futexes name a pid in the futex word: ESRCH or not
