@@ -1,5 +1,7 @@
 #include "server/service.h"
 
+#include <grpcpp/impl/codegen/proto_utils.h>
+#include <grpcpp/support/byte_buffer.h>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
@@ -65,6 +67,42 @@ const grpc::Status& CancelledStatus() {
   return kStatus;
 }
 
+// The typed messages of a call. gRPC hands the service bytes (service.h):
+// the request is parsed here and the response serialized into gRPC's buffer
+// just before Finish.
+struct WireMessages {
+  virtual ~WireMessages() = default;
+  [[nodiscard]] virtual grpc::Status SerializeResponse() = 0;
+};
+
+// OK, or INVALID_ARGUMENT naming the message the bytes are not.
+template <typename Message>
+absl::Status ParseRequest(const grpc::ByteBuffer& bytes, Message* message) {
+  grpc::ByteBuffer consumed(bytes);  // deserializing empties its buffer (a shared copy)
+  if (grpc::SerializationTraits<Message>::Deserialize(&consumed, message).ok()) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "request: ", bytes.Length(), " bytes that do not parse as ",
+      Message::descriptor()->full_name(), " (not protobuf, or a string field that is not UTF-8)"));
+}
+
+template <typename Request, typename Response>
+struct UnaryMessages final : WireMessages {
+  UnaryMessages(const grpc::ByteBuffer& request_bytes, grpc::ByteBuffer* response_bytes_in)
+      : parsed(ParseRequest(request_bytes, &request)), response_bytes(response_bytes_in) {}
+
+  grpc::Status SerializeResponse() override {
+    bool own_buffer = false;
+    return grpc::SerializationTraits<Response>::Serialize(response, response_bytes, &own_buffer);
+  }
+
+  Request request;
+  Response response;
+  const absl::Status parsed;               // after `request`, which it fills
+  grpc::ByteBuffer* const response_bytes;  // gRPC's, alive until Finish
+};
+
 // What every call carries from arrival to finish. Shared (shared_ptr) by the
 // reactor and every engine callback, so that a callback arriving after the
 // client left never touches freed memory.
@@ -103,6 +141,9 @@ struct CallState {
   const std::shared_ptr<ServerMetrics> metrics;
   std::atomic<bool> cancelled{false};
   std::atomic<bool> finished{false};
+  // A unary call's messages: alive while any engine callback may write the
+  // response.
+  std::shared_ptr<WireMessages> messages;
 };
 
 std::string VerdictSummary(const v1::Verdict& verdict) {
@@ -134,9 +175,13 @@ void FinishUnary(const std::shared_ptr<CallState>& state, grpc::ServerUnaryReact
                  const grpc::Status& status, FillResponse&& fill_response,
                  std::string_view detail = {}) {
   if (!state->Claim()) return;
-  if (status.ok()) fill_response();
-  state->Record(status, detail);
-  reactor->Finish(status);
+  grpc::Status final_status = status;
+  if (final_status.ok()) {
+    fill_response();
+    if (state->messages) final_status = state->messages->SerializeResponse();
+  }
+  state->Record(final_status, detail);
+  reactor->Finish(final_status);
 }
 
 void FinishUnary(const std::shared_ptr<CallState>& state, grpc::ServerUnaryReactor* reactor,
@@ -154,7 +199,7 @@ struct StreamState : CallState {
 
   // Actions decided under the lock, performed outside it.
   struct Action {
-    const v1::EvaluateEvent* write = nullptr;
+    const grpc::ByteBuffer* write = nullptr;
     std::optional<grpc::Status> finish;
   };
 
@@ -221,11 +266,26 @@ struct StreamState : CallState {
     Action action;
     if (finish_called || write_in_flight) return action;
     if (!pending.empty()) {
-      writing = std::move(pending.front());
+      bool own_buffer = false;
+      writing.Clear();  // the last write is done; serializing needs an empty buffer
+      const grpc::Status serialized = grpc::SerializationTraits<v1::EvaluateEvent>::Serialize(
+          pending.front(), &writing, &own_buffer);
       pending.pop_front();
-      write_in_flight = true;
-      action.write = &writing;
-    } else if (final_status) {
+      if (serialized.ok()) {
+        write_in_flight = true;
+        action.write = &writing;
+        return action;
+      }
+      // Never in practice (an event over 2 GiB): end the call with the error.
+      pending.clear();
+      if (!final_status) {
+        final_status = serialized;
+        Record(*final_status);
+      } else if (final_status->ok()) {
+        final_status = serialized;  // already recorded as OK
+      }
+    }
+    if (final_status) {
       finish_called = true;
       action.finish = *final_status;
     }
@@ -235,15 +295,15 @@ struct StreamState : CallState {
   void Perform(const Action& action);
 
   std::mutex mutex;
-  grpc::ServerWriteReactor<v1::EvaluateEvent>* reactor = nullptr;  // alive until Finish
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* reactor = nullptr;  // alive until Finish
   std::deque<v1::EvaluateEvent> pending;
-  v1::EvaluateEvent writing;  // the event being written; stable until OnWriteDone
+  grpc::ByteBuffer writing;  // the event being written, serialized; stable until OnWriteDone
   bool write_in_flight = false;
   std::optional<grpc::Status> final_status;
   bool finish_called = false;
 };
 
-class StreamReactor final : public grpc::ServerWriteReactor<v1::EvaluateEvent> {
+class StreamReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   explicit StreamReactor(std::shared_ptr<StreamState> state) : state_(std::move(state)) {
     state_->reactor = this;
@@ -323,28 +383,40 @@ CallContext MakeCallContext(const grpc::CallbackServerContext& context,
   return call;
 }
 
-// The start every unary call shares: its state and reactor, admission
-// (token, cancellation, deadline), then `validate()` (the request's own
-// checks, an absl::Status). On an early error the call is finished here and
-// `proceed` is false: return `reactor` to gRPC.
+// The start every unary call shares: its state, messages and reactor,
+// admission (token, cancellation, deadline), the request's parse, then
+// `validate(request)` (its own checks, an absl::Status). On an early error
+// the call is finished here and `proceed` is false: return `reactor` to gRPC.
+template <typename Request, typename Response>
 struct UnaryStart {
   std::shared_ptr<CallState> state;
   UnaryReactor* reactor = nullptr;
+  UnaryMessages<Request, Response>* messages = nullptr;  // owned by `state`
   bool proceed = false;
 };
 
-template <typename Validate>
-UnaryStart BeginUnary(std::string_view rpc, grpc::CallbackServerContext* context,
-                      const std::shared_ptr<ServerMetrics>& metrics,
-                      const TokenAuthenticator& authenticator, Validate&& validate) {
-  UnaryStart start;
+template <typename Request, typename Response, typename Validate>
+UnaryStart<Request, Response> BeginUnary(std::string_view rpc, grpc::CallbackServerContext* context,
+                                         const grpc::ByteBuffer& request_bytes,
+                                         grpc::ByteBuffer* response_bytes,
+                                         const std::shared_ptr<ServerMetrics>& metrics,
+                                         const TokenAuthenticator& authenticator,
+                                         Validate&& validate) {
+  UnaryStart<Request, Response> start;
   start.state = std::make_shared<CallState>(rpc, ClientRequestId(*context), metrics);
+  auto messages = std::make_shared<UnaryMessages<Request, Response>>(request_bytes, response_bytes);
+  start.messages = messages.get();
+  start.state->messages = std::move(messages);
   start.reactor = new UnaryReactor(start.state);
   if (grpc::Status status = Admit(context, *start.state, authenticator); !status.ok()) {
     FinishUnary(start.state, start.reactor, status);
     return start;
   }
-  if (absl::Status status = validate(); !status.ok()) {
+  if (!start.messages->parsed.ok()) {
+    FinishUnary(start.state, start.reactor, ToGrpcStatus(start.messages->parsed));
+    return start;
+  }
+  if (absl::Status status = validate(std::as_const(start.messages->request)); !status.ok()) {
     FinishUnary(start.state, start.reactor, ToGrpcStatus(status));
     return start;
   }
@@ -352,10 +424,15 @@ UnaryStart BeginUnary(std::string_view rpc, grpc::CallbackServerContext* context
   return start;
 }
 
-UnaryStart BeginUnary(std::string_view rpc, grpc::CallbackServerContext* context,
-                      const std::shared_ptr<ServerMetrics>& metrics,
-                      const TokenAuthenticator& authenticator) {
-  return BeginUnary(rpc, context, metrics, authenticator, [] { return absl::OkStatus(); });
+template <typename Request, typename Response>
+UnaryStart<Request, Response> BeginUnary(std::string_view rpc, grpc::CallbackServerContext* context,
+                                         const grpc::ByteBuffer& request_bytes,
+                                         grpc::ByteBuffer* response_bytes,
+                                         const std::shared_ptr<ServerMetrics>& metrics,
+                                         const TokenAuthenticator& authenticator) {
+  return BeginUnary<Request, Response>(rpc, context, request_bytes, response_bytes, metrics,
+                                       authenticator,
+                                       [](const Request&) { return absl::OkStatus(); });
 }
 
 }  // namespace
@@ -373,18 +450,25 @@ KernelEvalService::~KernelEvalService() = default;
 void KernelEvalService::StopBlockingWork() { blocking_pool_->Stop(); }
 
 grpc::ServerUnaryReactor* KernelEvalService::Evaluate(grpc::CallbackServerContext* context,
-                                                      const v1::EvaluateRequest* request,
-                                                      v1::EvaluateResponse* response) {
-  const UnaryStart start = BeginUnary("Evaluate", context, metrics_, authenticator_, [&] {
-    return ValidateEvaluateRequest(*request, options_.limits);
-  });
+                                                      const grpc::ByteBuffer* request_bytes,
+                                                      grpc::ByteBuffer* response_bytes) {
+  const auto start = BeginUnary<v1::EvaluateRequest, v1::EvaluateResponse>(
+      "Evaluate", context, *request_bytes, response_bytes, metrics_, authenticator_,
+      [&](const v1::EvaluateRequest& request) {
+        return ValidateEvaluateRequest(request, options_.limits);
+      });
   if (!start.proceed) return start.reactor;
   const std::shared_ptr<CallState>& state = start.state;
   UnaryReactor* reactor = start.reactor;
+  v1::EvaluateRequest& request = start.messages->request;
+  v1::EvaluateResponse* response = &start.messages->response;
   spdlog::debug("[{}] Evaluate problem={} from {}", state->request_id,
-                request->has_problem() ? request->problem().id() : request->problem_id(),
+                request.has_problem() ? request.problem().id() : request.problem_id(),
                 context->peer());
-  engine_->EvaluateAsync(*request, MakeCallContext(*context, state, request->client_id()),
+  CallContext call = MakeCallContext(*context, state, request.client_id());
+  // The engine takes the request by value: moved, not copied (a source is
+  // up to max_source_bytes).
+  engine_->EvaluateAsync(std::move(request), std::move(call),
                          [state, reactor, response](absl::StatusOr<v1::Verdict> verdict) {
                            if (!verdict.ok()) {
                              FinishUnary(state, reactor, ToGrpcStatus(verdict.status()));
@@ -401,58 +485,69 @@ grpc::ServerUnaryReactor* KernelEvalService::Evaluate(grpc::CallbackServerContex
   return reactor;
 }
 
-grpc::ServerWriteReactor<v1::EvaluateEvent>* KernelEvalService::EvaluateStream(
-    grpc::CallbackServerContext* context, const v1::EvaluateRequest* request) {
+grpc::ServerWriteReactor<grpc::ByteBuffer>* KernelEvalService::EvaluateStream(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request_bytes) {
   auto state = std::make_shared<StreamState>("EvaluateStream", ClientRequestId(*context), metrics_);
   auto* reactor = new StreamReactor(state);
   if (auto status = Admit(context, *state, authenticator_); !status.ok()) {
     state->Complete(status, std::nullopt);
     return reactor;
   }
-  if (auto status = ValidateEvaluateRequest(*request, options_.limits); !status.ok()) {
+  v1::EvaluateRequest request;
+  if (auto status = ParseRequest(*request_bytes, &request); !status.ok()) {
+    state->Complete(ToGrpcStatus(status), std::nullopt);
+    return reactor;
+  }
+  if (auto status = ValidateEvaluateRequest(request, options_.limits); !status.ok()) {
     state->Complete(ToGrpcStatus(status), std::nullopt);
     return reactor;
   }
   spdlog::debug("[{}] EvaluateStream problem={} from {}", state->request_id,
-                request->has_problem() ? request->problem().id() : request->problem_id(),
+                request.has_problem() ? request.problem().id() : request.problem_id(),
                 context->peer());
   // Stream events are sent as they come; the initial metadata (with the
   // request id) goes out with the first one.
-  CallContext call = MakeCallContext(*context, state, request->client_id());
+  CallContext call = MakeCallContext(*context, state, request.client_id());
   call.on_event = [state](const v1::EvaluateEvent& event) {
     if (event.has_verdict()) return;  // the verdict comes through `done`
     state->Enqueue(event);
   };
-  engine_->EvaluateAsync(*request, std::move(call), [state](absl::StatusOr<v1::Verdict> verdict) {
-    if (!verdict.ok()) {
-      state->Complete(ToGrpcStatus(verdict.status()), std::nullopt);
-      return;
-    }
-    if (verdict->request_id().empty()) {
-      verdict->set_request_id(state->request_id);
-    }
-    const std::string summary = VerdictSummary(*verdict);
-    v1::EvaluateEvent last;
-    *last.mutable_verdict() = *std::move(verdict);
-    state->Complete(grpc::Status::OK, std::move(last), summary);
-  });
+  engine_->EvaluateAsync(std::move(request), std::move(call),
+                         [state](absl::StatusOr<v1::Verdict> verdict) {
+                           if (!verdict.ok()) {
+                             state->Complete(ToGrpcStatus(verdict.status()), std::nullopt);
+                             return;
+                           }
+                           if (verdict->request_id().empty()) {
+                             verdict->set_request_id(state->request_id);
+                           }
+                           const std::string summary = VerdictSummary(*verdict);
+                           v1::EvaluateEvent last;
+                           *last.mutable_verdict() = *std::move(verdict);
+                           state->Complete(grpc::Status::OK, std::move(last), summary);
+                         });
   return reactor;
 }
 
 grpc::ServerUnaryReactor* KernelEvalService::EvaluateGroup(grpc::CallbackServerContext* context,
-                                                           const v1::EvaluateGroupRequest* request,
-                                                           v1::EvaluateGroupResponse* response) {
-  const UnaryStart start = BeginUnary("EvaluateGroup", context, metrics_, authenticator_, [&] {
-    return ValidateEvaluateGroupRequest(*request, options_.limits);
-  });
+                                                           const grpc::ByteBuffer* request_bytes,
+                                                           grpc::ByteBuffer* response_bytes) {
+  const auto start = BeginUnary<v1::EvaluateGroupRequest, v1::EvaluateGroupResponse>(
+      "EvaluateGroup", context, *request_bytes, response_bytes, metrics_, authenticator_,
+      [&](const v1::EvaluateGroupRequest& request) {
+        return ValidateEvaluateGroupRequest(request, options_.limits);
+      });
   if (!start.proceed) return start.reactor;
   const std::shared_ptr<CallState>& state = start.state;
   UnaryReactor* reactor = start.reactor;
+  v1::EvaluateGroupRequest& request = start.messages->request;
+  v1::EvaluateGroupResponse* response = &start.messages->response;
   spdlog::debug("[{}] EvaluateGroup problem={} submissions={} from {}", state->request_id,
-                request->has_problem() ? request->problem().id() : request->problem_id(),
-                request->submissions_size(), context->peer());
+                request.has_problem() ? request.problem().id() : request.problem_id(),
+                request.submissions_size(), context->peer());
+  CallContext call = MakeCallContext(*context, state, request.client_id());
   engine_->EvaluateGroupAsync(
-      *request, MakeCallContext(*context, state, request->client_id()),
+      std::move(request), std::move(call),
       [state, reactor, response](absl::StatusOr<v1::EvaluateGroupResponse> group) {
         if (!group.ok()) {
           FinishUnary(state, reactor, ToGrpcStatus(group.status()));
@@ -472,21 +567,24 @@ grpc::ServerUnaryReactor* KernelEvalService::EvaluateGroup(grpc::CallbackServerC
 }
 
 grpc::ServerUnaryReactor* KernelEvalService::Compile(grpc::CallbackServerContext* context,
-                                                     const v1::CompileRequest* request,
-                                                     v1::CompileResponse* response) {
-  const UnaryStart start = BeginUnary("Compile", context, metrics_, authenticator_, [&] {
-    return ValidateCompileRequest(*request, options_.limits);
-  });
+                                                     const grpc::ByteBuffer* request_bytes,
+                                                     grpc::ByteBuffer* response_bytes) {
+  const auto start = BeginUnary<v1::CompileRequest, v1::CompileResponse>(
+      "Compile", context, *request_bytes, response_bytes, metrics_, authenticator_,
+      [&](const v1::CompileRequest& request) {
+        return ValidateCompileRequest(request, options_.limits);
+      });
   if (!start.proceed) return start.reactor;
   const std::shared_ptr<CallState>& state = start.state;
   UnaryReactor* reactor = start.reactor;
+  // The messages live as long as `state`, which the task holds.
+  const v1::CompileRequest* request = &start.messages->request;
+  v1::CompileResponse* response = &start.messages->response;
   CallContext call = MakeCallContext(*context, state, /*client_id=*/"");
-  const bool queued = blocking_pool_->Submit(
-      // The request is copied: after a cancel OnCancel finishes the call and
-      // gRPC frees its messages while this task may still be compiling.
-      [this, state, reactor, request = *request, response, call = std::move(call)] {
+  const bool queued =
+      blocking_pool_->Submit([this, state, reactor, request, response, call = std::move(call)] {
         if (state->cancelled.load()) return;
-        absl::StatusOr<v1::CompileResult> result = engine_->Compile(request, call);
+        absl::StatusOr<v1::CompileResult> result = engine_->Compile(*request, call);
         if (!result.ok()) {
           FinishUnary(state, reactor, ToGrpcStatus(result.status()));
           return;
@@ -502,42 +600,40 @@ grpc::ServerUnaryReactor* KernelEvalService::Compile(grpc::CallbackServerContext
 }
 
 grpc::ServerUnaryReactor* KernelEvalService::ListProblems(grpc::CallbackServerContext* context,
-                                                          const v1::ListProblemsRequest* request,
-                                                          v1::ListProblemsResponse* response) {
-  const UnaryStart start = BeginUnary("ListProblems", context, metrics_, authenticator_);
+                                                          const grpc::ByteBuffer* request_bytes,
+                                                          grpc::ByteBuffer* response_bytes) {
+  const auto start = BeginUnary<v1::ListProblemsRequest, v1::ListProblemsResponse>(
+      "ListProblems", context, *request_bytes, response_bytes, metrics_, authenticator_);
   if (!start.proceed) return start.reactor;
-  const std::shared_ptr<CallState>& state = start.state;
-  UnaryReactor* reactor = start.reactor;
-  absl::StatusOr<v1::ListProblemsResponse> result = engine_->ListProblems(*request);
-  FinishUnary(state, reactor, ToGrpcStatus(result.status()),
-              [&] { *response = *std::move(result); });
-  return reactor;
+  absl::StatusOr<v1::ListProblemsResponse> result = engine_->ListProblems(start.messages->request);
+  FinishUnary(start.state, start.reactor, ToGrpcStatus(result.status()),
+              [&] { start.messages->response = *std::move(result); });
+  return start.reactor;
 }
 
 grpc::ServerUnaryReactor* KernelEvalService::GetProblem(grpc::CallbackServerContext* context,
-                                                        const v1::GetProblemRequest* request,
-                                                        v1::GetProblemResponse* response) {
-  const UnaryStart start = BeginUnary("GetProblem", context, metrics_, authenticator_,
-                                      [&] { return ValidateGetProblemRequest(*request); });
+                                                        const grpc::ByteBuffer* request_bytes,
+                                                        grpc::ByteBuffer* response_bytes) {
+  const auto start = BeginUnary<v1::GetProblemRequest, v1::GetProblemResponse>(
+      "GetProblem", context, *request_bytes, response_bytes, metrics_, authenticator_,
+      [](const v1::GetProblemRequest& request) { return ValidateGetProblemRequest(request); });
   if (!start.proceed) return start.reactor;
-  const std::shared_ptr<CallState>& state = start.state;
-  UnaryReactor* reactor = start.reactor;
-  absl::StatusOr<v1::GetProblemResponse> result = engine_->GetProblem(*request);
-  FinishUnary(state, reactor, ToGrpcStatus(result.status()),
-              [&] { *response = *std::move(result); });
-  return reactor;
+  absl::StatusOr<v1::GetProblemResponse> result = engine_->GetProblem(start.messages->request);
+  FinishUnary(start.state, start.reactor, ToGrpcStatus(result.status()),
+              [&] { start.messages->response = *std::move(result); });
+  return start.reactor;
 }
 
 grpc::ServerUnaryReactor* KernelEvalService::ListDevices(grpc::CallbackServerContext* context,
-                                                         const v1::ListDevicesRequest* request,
-                                                         v1::ListDevicesResponse* response) {
-  const UnaryStart start = BeginUnary("ListDevices", context, metrics_, authenticator_);
+                                                         const grpc::ByteBuffer* request_bytes,
+                                                         grpc::ByteBuffer* response_bytes) {
+  const auto start = BeginUnary<v1::ListDevicesRequest, v1::ListDevicesResponse>(
+      "ListDevices", context, *request_bytes, response_bytes, metrics_, authenticator_);
   if (!start.proceed) return start.reactor;
-  const std::shared_ptr<CallState>& state = start.state;
-  UnaryReactor* reactor = start.reactor;
   v1::ListDevicesResponse devices = engine_->ListDevices();
-  FinishUnary(state, reactor, grpc::Status::OK, [&] { *response = std::move(devices); });
-  return reactor;
+  FinishUnary(start.state, start.reactor, grpc::Status::OK,
+              [&] { start.messages->response = std::move(devices); });
+  return start.reactor;
 }
 
 }  // namespace kerneleval::server

@@ -5,7 +5,8 @@
 //
 // Per call, before any engine work: a request id (the client's x-request-id
 // or a new one, returned as initial metadata x-request-id and put in every
-// log line), the bearer token, cancellation, the deadline, then the edge
+// log line), the bearer token, cancellation, the deadline, the request's parse
+// (INVALID_ARGUMENT for bytes that are not the request message), then the edge
 // validation of server/validation.h. Engine errors become gRPC statuses in
 // ToGrpcStatus (server/status.h) and nowhere else.
 #pragma once
@@ -32,32 +33,47 @@ struct ServiceOptions {
   int blocking_threads = 4;  // pool for the synchronous engine calls (Compile)
 };
 
-class KernelEvalService final : public v1::KernelEval::CallbackService {
+// Every method is registered raw (bytes in, bytes out) and parses its request
+// here: gRPC 1.51's typed callback handlers answer bytes that do not parse as
+// the request message with UNIMPLEMENTED and no message, where a client
+// needs INVALID_ARGUMENT saying so.
+using RawKernelEvalService = v1::KernelEval::WithRawCallbackMethod_Evaluate<
+    v1::KernelEval::WithRawCallbackMethod_EvaluateStream<
+        v1::KernelEval::WithRawCallbackMethod_EvaluateGroup<
+            v1::KernelEval::WithRawCallbackMethod_Compile<
+                v1::KernelEval::WithRawCallbackMethod_ListProblems<
+                    v1::KernelEval::WithRawCallbackMethod_GetProblem<
+                        v1::KernelEval::WithRawCallbackMethod_ListDevices<
+                            v1::KernelEval::Service>>>>>>>;
+
+class KernelEvalService final : public RawKernelEvalService {
  public:
   // `engine` must outlive the service; `metrics` may be null.
   KernelEvalService(Engine* engine, ServiceOptions options, std::shared_ptr<ServerMetrics> metrics);
   ~KernelEvalService() override;
 
+  // Each parses its request (kerneleval.v1.<Rpc>Request) and serializes its
+  // response (kerneleval.v1.<Rpc>Response; EvaluateEvent for the stream).
   grpc::ServerUnaryReactor* Evaluate(grpc::CallbackServerContext* context,
-                                     const v1::EvaluateRequest* request,
-                                     v1::EvaluateResponse* response) override;
-  grpc::ServerWriteReactor<v1::EvaluateEvent>* EvaluateStream(
-      grpc::CallbackServerContext* context, const v1::EvaluateRequest* request) override;
+                                     const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override;
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* EvaluateStream(
+      grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) override;
   grpc::ServerUnaryReactor* EvaluateGroup(grpc::CallbackServerContext* context,
-                                          const v1::EvaluateGroupRequest* request,
-                                          v1::EvaluateGroupResponse* response) override;
+                                          const grpc::ByteBuffer* request,
+                                          grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* Compile(grpc::CallbackServerContext* context,
-                                    const v1::CompileRequest* request,
-                                    v1::CompileResponse* response) override;
+                                    const grpc::ByteBuffer* request,
+                                    grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ListProblems(grpc::CallbackServerContext* context,
-                                         const v1::ListProblemsRequest* request,
-                                         v1::ListProblemsResponse* response) override;
+                                         const grpc::ByteBuffer* request,
+                                         grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* GetProblem(grpc::CallbackServerContext* context,
-                                       const v1::GetProblemRequest* request,
-                                       v1::GetProblemResponse* response) override;
+                                       const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ListDevices(grpc::CallbackServerContext* context,
-                                        const v1::ListDevicesRequest* request,
-                                        v1::ListDevicesResponse* response) override;
+                                        const grpc::ByteBuffer* request,
+                                        grpc::ByteBuffer* response) override;
 
   // Refuses new Compile work (UNAVAILABLE) and lets queued Compile calls
   // finish. Call after the gRPC server stopped accepting calls.

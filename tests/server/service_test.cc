@@ -12,7 +12,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <thread>
+#include <utility>
 
 #include "kerneleval/v1/kerneleval.grpc.pb.h"
 #include "tests/server/reflection_client.h"
@@ -210,6 +212,72 @@ TEST(Service, OversizedMessageIsRefusedByTheTransport) {
   auto verdict = client->Evaluate(EvaluateRequestWith(std::string(17 << 20, 'x')));
   EXPECT_EQ(verdict.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(server.engine().evaluate_calls.load(), 0);
+}
+
+// A call whose request is `bytes` as they are, as a client built from
+// another schema (or a broken one) sends them. A server-streaming method
+// answers it like a unary one when it sends no message before its status.
+grpc::Status CallWithBytes(const std::string& target, const std::string& method,
+                           const std::string& bytes, const std::string& token = {}) {
+  grpc::GenericStub stub(grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  if (!token.empty()) context.AddMetadata("authorization", "Bearer " + token);
+  grpc::Slice slice(bytes);
+  grpc::ByteBuffer request(&slice, 1);
+  grpc::ByteBuffer response;
+  std::promise<grpc::Status> done;
+  stub.UnaryCall(&context, "/kerneleval.v1.KernelEval/" + method, grpc::StubOptions(), &request,
+                 &response, [&done](grpc::Status status) { done.set_value(std::move(status)); });
+  return done.get_future().get();
+}
+
+TEST(Service, BytesThatAreNotTheRequestAreInvalidArgumentNamingTheMessage) {
+  TestServer server;
+  ASSERT_TRUE(server.ok());
+  // 0xff is no protobuf tag (field 31, wire type 7).
+  const std::string garbage = "\xff\xff\xff\xff not a protobuf message";
+  const std::pair<std::string, std::string> methods[] = {
+      {"Evaluate", "kerneleval.v1.EvaluateRequest"},
+      {"EvaluateStream", "kerneleval.v1.EvaluateRequest"},
+      {"EvaluateGroup", "kerneleval.v1.EvaluateGroupRequest"},
+      {"Compile", "kerneleval.v1.CompileRequest"},
+      {"ListProblems", "kerneleval.v1.ListProblemsRequest"},
+      {"GetProblem", "kerneleval.v1.GetProblemRequest"},
+      {"ListDevices", "kerneleval.v1.ListDevicesRequest"}};
+  for (const auto& [method, message] : methods) {
+    const grpc::Status status = CallWithBytes(server.target(), method, garbage);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << method;
+    EXPECT_EQ(status.error_message(), "request: " + std::to_string(garbage.size()) +
+                                          " bytes that do not parse as " + message +
+                                          " (not protobuf, or a string field that is not UTF-8)")
+        << method;
+  }
+  // A well-formed message whose string is not UTF-8 (protobuf serializes it
+  // with a logged complaint; the server's parse refuses it).
+  const std::string not_utf8 =
+      EvaluateRequestWith("__global__ void k() {} // \xc3\x28").SerializeAsString();
+  for (const std::string method : {"Evaluate", "EvaluateStream"}) {
+    const grpc::Status status = CallWithBytes(server.target(), method, not_utf8);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << method;
+    EXPECT_NE(status.error_message().find("kerneleval.v1.EvaluateRequest"), std::string::npos);
+  }
+  // The same bytes, well-formed, reach the engine.
+  const grpc::Status good =
+      CallWithBytes(server.target(), "Evaluate", EvaluateRequestWith("pass").SerializeAsString());
+  EXPECT_TRUE(good.ok()) << good.error_message();
+  EXPECT_EQ(server.engine().evaluate_calls.load(), 1);
+  EXPECT_EQ(server.engine().group_calls.load(), 0);
+  EXPECT_EQ(server.engine().compile_calls.load(), 0);
+}
+
+TEST(Service, BytesFromAClientWithoutTheTokenAreUnauthenticatedFirst) {
+  TestServer server([](server::ServerOptions& options) { options.service.token = "s3cret"; });
+  ASSERT_TRUE(server.ok());
+  EXPECT_EQ(CallWithBytes(server.target(), "Evaluate", "\xff").error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(CallWithBytes(server.target(), "Evaluate", "\xff", "s3cret").error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
 }
 
 // ------------------------------------------------------------- request ids
