@@ -53,6 +53,11 @@ void AddServerFlags(CLI::App& app, ServerConfig* config) {
       ->envname("KERNELEVAL_MAX_GROUP_SIZE")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_flag("--custom-problems,!--no-custom-problems", engine.allow_custom_problems,
+               "Evaluate problems sent in the request (their verdicts are flagged "
+               "custom_problem); --no-custom-problems: PERMISSION_DENIED, only the built-in "
+               "problems, for servers whose verdicts others read by problem id")
+      ->capture_default_str();
   app.add_option("--log-level", config->log_level,
                  "trace, debug, info, warn, error, critical or off")
       ->envname("KERNELEVAL_LOG_LEVEL")
@@ -114,6 +119,13 @@ void AddServerFlags(CLI::App& app, ServerConfig* config) {
                  "The least a candidate's correctness run may take [s]")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--transport-memory-bytes", server.transport_memory_bytes,
+                 "Bound on the memory gRPC's transport may use for calls, requests being "
+                 "received among them (read whole, token or not, before the service sees "
+                 "them) [bytes], at least twice the largest request; 0: no bound")
+      ->envname("KERNELEVAL_TRANSPORT_MEMORY_BYTES")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_option("--blocking-threads", server.service.blocking_threads,
                  "Threads serving synchronous engine calls (Compile)")
       ->check(CLI::PositiveNumber)
@@ -153,6 +165,18 @@ absl::Status FinalizeServerConfig(const CLI::App& app, ServerConfig* config) {
   }
   config->server.service.limits.max_source_bytes = engine.max_source_bytes;
   config->server.service.limits.max_group_size = engine.max_group_size;
+  // A request larger than about half the bound is refused whole
+  // (RESOURCE_EXHAUSTED before the service sees it): the bound must hold two
+  // of the largest requests the limits allow.
+  const uint64_t largest_request =
+      static_cast<uint64_t>(MaxRequestMessageBytes(config->server.service.limits));
+  const uint64_t transport_bytes = config->server.transport_memory_bytes;
+  if (transport_bytes > 0 && transport_bytes < 2 * largest_request) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--transport-memory-bytes: ", transport_bytes, " is below twice the largest request (",
+        largest_request,
+        " bytes: --max-source-bytes x --max-group-size + 16 MiB), which it would refuse"));
+  }
   config->server.metrics_address =
       config->metrics_port > 0 ? absl::StrCat("0.0.0.0:", config->metrics_port) : "";
   return absl::OkStatus();

@@ -5,6 +5,7 @@
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/impl/server_builder_option.h>
 #include <grpcpp/impl/server_builder_plugin.h>
+#include <grpcpp/resource_quota.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -91,6 +92,11 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
   // below it the edge validation names the offending field.
   builder.SetMaxReceiveMessageSize(MaxRequestMessageBytes(opts.service.limits));
   builder.RegisterService(server->service_.get());
+  if (opts.transport_memory_bytes > 0) {
+    grpc::ResourceQuota quota("kerneleval-transport");
+    quota.Resize(static_cast<size_t>(opts.transport_memory_bytes));
+    builder.SetResourceQuota(quota);
+  }
   if (!opts.reflection) builder.SetOption(std::make_unique<WithoutReflection>());
   if (opts.configure_builder) opts.configure_builder(builder);
   server->server_ = builder.BuildAndStart();

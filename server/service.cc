@@ -75,21 +75,33 @@ struct WireMessages {
   [[nodiscard]] virtual grpc::Status SerializeResponse() = 0;
 };
 
-// OK, or INVALID_ARGUMENT naming the message the bytes are not.
+// OK, or INVALID_ARGUMENT naming the message the bytes are not. Fields this
+// server does not know (a newer client's) are dropped: nothing reads them,
+// and they would be held as long as the request.
+//
+// `bytes` is gRPC's request buffer, released here: it otherwise lives until
+// the call finishes, and a queued group then held its bytes beside its
+// message. (The handlers get it as const, but gRPC does not read it again
+// and the object itself is not const.)
 template <typename Message>
-absl::Status ParseRequest(const grpc::ByteBuffer& bytes, Message* message) {
-  grpc::ByteBuffer consumed(bytes);  // deserializing empties its buffer (a shared copy)
-  if (grpc::SerializationTraits<Message>::Deserialize(&consumed, message).ok()) {
+absl::Status ParseRequest(const grpc::ByteBuffer* bytes, Message* message) {
+  auto* request_bytes = const_cast<grpc::ByteBuffer*>(bytes);
+  const size_t length = request_bytes->Length();
+  // Deserializing consumes the buffer.
+  const bool parsed = grpc::SerializationTraits<Message>::Deserialize(request_bytes, message).ok();
+  request_bytes->Clear();
+  if (parsed) {
+    message->DiscardUnknownFields();
     return absl::OkStatus();
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      "request: ", bytes.Length(), " bytes that do not parse as ",
-      Message::descriptor()->full_name(), " (not protobuf, or a string field that is not UTF-8)"));
+      "request: ", length, " bytes that do not parse as ", Message::descriptor()->full_name(),
+      " (not protobuf, or a string field that is not UTF-8)"));
 }
 
 template <typename Request, typename Response>
 struct UnaryMessages final : WireMessages {
-  UnaryMessages(const grpc::ByteBuffer& request_bytes, grpc::ByteBuffer* response_bytes_in)
+  UnaryMessages(const grpc::ByteBuffer* request_bytes, grpc::ByteBuffer* response_bytes_in)
       : parsed(ParseRequest(request_bytes, &request)), response_bytes(response_bytes_in) {}
 
   grpc::Status SerializeResponse() override {
@@ -404,7 +416,8 @@ UnaryStart<Request, Response> BeginUnary(std::string_view rpc, grpc::CallbackSer
                                          Validate&& validate) {
   UnaryStart<Request, Response> start;
   start.state = std::make_shared<CallState>(rpc, ClientRequestId(*context), metrics);
-  auto messages = std::make_shared<UnaryMessages<Request, Response>>(request_bytes, response_bytes);
+  auto messages =
+      std::make_shared<UnaryMessages<Request, Response>>(&request_bytes, response_bytes);
   start.messages = messages.get();
   start.state->messages = std::move(messages);
   start.reactor = new UnaryReactor(start.state);
@@ -494,7 +507,7 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* KernelEvalService::EvaluateStream(
     return reactor;
   }
   v1::EvaluateRequest request;
-  if (auto status = ParseRequest(*request_bytes, &request); !status.ok()) {
+  if (auto status = ParseRequest(request_bytes, &request); !status.ok()) {
     state->Complete(ToGrpcStatus(status), std::nullopt);
     return reactor;
   }

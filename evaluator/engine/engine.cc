@@ -21,6 +21,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "evaluator/compile/compile_service.h"
+#include "evaluator/compile/sha256.h"
 #include "evaluator/cpu/cpu_backend.h"
 #include "evaluator/cuda/cuda_backend.h"
 #include "evaluator/engine/evaluation.h"
@@ -62,29 +63,33 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Everything that makes two evaluations the same evaluation.
+// Everything that makes two evaluations the same evaluation, as a SHA-256
+// digest (64 hex digits): the recent-verdict cache holds 4096 keys, and a
+// key holding the submission itself held up to 4096 sources and plans.
 // The run time limits are part of it: the same kernel under a limit of 0.1 s
 // and one of 20 s, or cut at a multiple of the reference's run or not, may
 // well get different verdicts.
+// A fixed seed is part of it; requests without one share their verdict.
 std::string DedupKey(const std::string& problem_key, const v1::Submission& submission,
-                     std::string_view device, bool skip_timing, const EvaluationSettings& limits,
-                     const std::optional<uint64_t>& seed) {
-  std::string key = problem_key;
-  key += '\0';
-  key += submission.SerializeAsString();  // source, plan, options
-  key += '\0';
-  key += device;
-  key += '\0';
-  key += skip_timing ? '1' : '0';
-  key += '\0';
-  absl::StrAppend(&key, "limit=", absl::SixDigits(limits.run_timeout_seconds), ",",
-                  absl::SixDigits(limits.candidate_run_factor), ",",
-                  absl::SixDigits(limits.candidate_run_floor_seconds), ",", limits.memory_bytes,
-                  ",", absl::SixDigits(limits.timing_budget_seconds));
-  key += '\0';
-  if (seed) absl::StrAppend(&key, "seed=", *seed);
-  return key;
+                     std::string_view device, bool skip_timing, const EvaluationSettings& limits) {
+  compile::Sha256 hash;
+  hash.UpdateField(problem_key);
+  hash.UpdateField(submission.SerializeAsString());  // source, plan, options
+  hash.UpdateField(device);
+  hash.UpdateField(skip_timing ? "1" : "0");
+  hash.UpdateField(absl::StrCat("limit=", absl::SixDigits(limits.run_timeout_seconds), ",",
+                                absl::SixDigits(limits.candidate_run_factor), ",",
+                                absl::SixDigits(limits.candidate_run_floor_seconds), ",",
+                                limits.memory_bytes, ",",
+                                absl::SixDigits(limits.timing_budget_seconds)));
+  hash.UpdateField(limits.seed_fixed ? absl::StrCat("seed=", limits.seed) : std::string());
+  return hash.HexDigest();
 }
+
+// [bytes] What a submission may carry besides its source: its launch plan
+// and compile options (a plan of 64 launches is ~10 KiB). Requests are held
+// while queued and judged.
+constexpr size_t kMaxSubmissionExtrasBytes = size_t{64} << 10;
 
 // Per-user cache of the CPU backend (never a shared /tmp path: another
 // user could plant compiled objects there).
@@ -203,6 +208,8 @@ class EngineImpl final : public Engine {
                                size_t submissions);
   // Empty or over max_source_bytes: INVALID_ARGUMENT naming `field`.
   absl::Status CheckSource(std::string_view field, const std::string& source) const;
+  // CheckSource, and a plan and options within kMaxSubmissionExtrasBytes.
+  absl::Status CheckSubmission(std::string_view field, const v1::Submission& submission) const;
   void Enqueue(std::shared_ptr<Job> job, Device* device);
   void RunDeviceLoop(Device* device);
   // A job taken off the device's queue: RunJob, then the queue's accounting.
@@ -241,9 +248,15 @@ class EngineImpl final : public Engine {
   // De-duplication of single evaluations: in flight and recently judged.
   std::mutex dedup_mutex_;
   std::unordered_map<std::string, std::vector<std::pair<Job*, VerdictCallback>>> in_flight_;
+  // Callers waiting on another's identical evaluation (each holds its
+  // request, to be evaluated anew if that one's caller leaves): at most the
+  // queue capacity, like the jobs they would otherwise be.
+  size_t followers_ = 0;
   std::list<std::pair<std::string, v1::Verdict>> recent_;  // most recent first
   std::unordered_map<std::string, decltype(recent_)::iterator> recent_index_;
+  size_t recent_bytes_ = 0;  // [bytes] of the verdicts in recent_
   static constexpr size_t kRecentVerdicts = 4096;
+  static constexpr size_t kRecentVerdictBytes = size_t{64} << 20;
 };
 
 absl::Status EngineImpl::Init() {
@@ -341,6 +354,10 @@ absl::StatusOr<EngineImpl::Common> EngineImpl::Admit(const Request& request,
       return absl::InvalidArgumentError(
           "problem.reference_source: a custom problem carries its reference");
     }
+    if (!options_.allow_custom_problems) {
+      return absl::PermissionDeniedError(
+          "problem: this server evaluates its built-in problems only (send problem_id)");
+    }
     auto problem = std::make_shared<v1::Problem>(request.problem());
     if (absl::Status s = problems::CompleteReferencePlan(*problem); !s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("problem: ", s.message()));
@@ -349,7 +366,13 @@ absl::StatusOr<EngineImpl::Common> EngineImpl::Admit(const Request& request,
       return absl::InvalidArgumentError(absl::StrCat("problem: ", s.message()));
     }
     common.problem = std::move(problem);
-    common.problem_key = "custom:" + request.problem().SerializeAsString();
+    // Its verdicts say so: a custom problem may carry a built-in id with a
+    // looser tolerance or a slower reference.
+    common.settings.custom_problem = true;
+    // A digest: the key names the problem in caches (references, verdicts).
+    compile::Sha256 hash;
+    hash.Update(request.problem().SerializeAsString());
+    common.problem_key = "custom:" + hash.HexDigest();
   } else {
     if (request.problem_id().empty()) {
       return absl::InvalidArgumentError("problem_id: required (or a full problem)");
@@ -438,6 +461,22 @@ absl::StatusOr<EngineImpl::Common> EngineImpl::Admit(const Request& request,
   return common;
 }
 
+absl::Status EngineImpl::CheckSubmission(std::string_view field,
+                                         const v1::Submission& submission) const {
+  if (absl::Status s =
+          CheckSource(absl::StrCat(std::string(field), ".source"), submission.source());
+      !s.ok()) {
+    return s;
+  }
+  const size_t extras = submission.ByteSizeLong() - submission.source().size();
+  if (extras > kMaxSubmissionExtrasBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(field), ": launch_plan and compile_options take ", extras,
+                     " bytes, over the ", kMaxSubmissionExtrasBytes, "-byte limit"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status EngineImpl::CheckSource(std::string_view field, const std::string& source) const {
   if (source.empty())
     return absl::InvalidArgumentError(absl::StrCat(std::string(field), ": empty"));
@@ -470,9 +509,12 @@ void EngineImpl::Enqueue(std::shared_ptr<Job> job, Device* device) {
     job->context.on_event(event);
   }
   // Compile stage: every submission on the compile pool, in parallel with
-  // whatever the device is running now; the device waits for `prepared`.
+  // whatever the device is running now, clients taking turns (a group of
+  // 128 slow compiles does not queue every other client's compile behind
+  // it); the device takes the job once `prepared`.
   for (size_t i = 0; i < job->submissions.size(); ++i) {
-    const bool queued = compile_pool_->Submit([this, job, i, device, remaining, all_prepared] {
+    const bool queued = compile_pool_->Submit(job->client_id, [this, job, i, device, remaining,
+                                                               all_prepared] {
       const auto start = Clock::now();
       if ((job->context.cancelled && job->context.cancelled()) ||
           absl::Now() >= job->context.deadline) {
@@ -500,12 +542,17 @@ void EngineImpl::Enqueue(std::shared_ptr<Job> job, Device* device) {
                         [](const absl::StatusOr<Preparation>& p) { return p.ok() && !p->verdict; });
         if (!needs_device && device->queue().Remove(job->client_id, job)) {
           RunQueuedJob(device, *job, /*on_device_loop=*/false);
+        } else {
+          device->queue().Notify();  // the device may take it now
         }
       }
     });
     if (!queued) {
       job->preparations[i] = absl::UnavailableError("the engine is shutting down");
-      if (--*remaining == 0) all_prepared->set_value();
+      if (--*remaining == 0) {
+        all_prepared->set_value();
+        device->queue().Notify();
+      }
     }
   }
 }
@@ -513,16 +560,12 @@ void EngineImpl::Enqueue(std::shared_ptr<Job> job, Device* device) {
 void EngineImpl::EvaluateAsync(v1::EvaluateRequest request, CallContext context,
                                VerdictCallback done) {
   const v1::Submission& submission = request.submission();
-  if (absl::Status s = CheckSource("submission.source", submission.source()); !s.ok()) {
-    return done(s);
-  }
+  if (absl::Status s = CheckSubmission("submission", submission); !s.ok()) return done(s);
   absl::StatusOr<Common> common = Admit(request, context, 1);
   if (!common.ok()) return done(common.status());
 
-  const std::optional<uint64_t> fixed_seed =
-      request.has_seed() ? std::optional<uint64_t>(request.seed()) : std::nullopt;
   const std::string key = DedupKey(common->problem_key, submission, common->device->id(),
-                                   request.skip_timing(), common->settings, fixed_seed);
+                                   request.skip_timing(), common->settings);
   const rubric::RewardConfig reward = common->settings.reward;
   const v1::RewardSettings reward_settings = common->settings.reward_settings;
   const std::string request_id = context.request_id;
@@ -549,6 +592,12 @@ void EngineImpl::EvaluateAsync(v1::EvaluateRequest request, CallContext context,
   if (recent) return done(share(*std::move(recent)));
   std::unique_lock lock(dedup_mutex_);
   if (auto it = in_flight_.find(key); it != in_flight_.end()) {
+    if (followers_ >= options_.queue_capacity) {
+      lock.unlock();
+      return done(absl::ResourceExhaustedError(
+          "too many callers wait for identical evaluations already; retry later"));
+    }
+    ++followers_;
     // The leader's caller going away (or its deadline passing) ends the
     // leader's run, not this caller's: then it is evaluated anew.
     it->second.push_back(
@@ -574,9 +623,11 @@ void EngineImpl::EvaluateAsync(v1::EvaluateRequest request, CallContext context,
   job->context = std::move(context);
   job->problem = common->problem;
   job->problem_key = common->problem_key;
-  job->submissions.push_back(submission);
   job->settings = common->settings;
   job->settings.skip_timing = request.skip_timing();
+  // Moved, not copied: the request is not read again (a source is up to
+  // max_source_bytes, held while queued).
+  job->submissions.push_back(std::move(*request.mutable_submission()));
   job->done = [this, key, done](absl::StatusOr<v1::EvaluateGroupResponse> response) {
     absl::StatusOr<v1::Verdict> verdict = response.ok()
                                               ? absl::StatusOr<v1::Verdict>(response->verdicts(0))
@@ -587,12 +638,22 @@ void EngineImpl::EvaluateAsync(v1::EvaluateRequest request, CallContext context,
       auto it = in_flight_.find(key);
       if (it != in_flight_.end()) {
         followers = std::move(it->second);
+        followers_ -= followers.size();
         in_flight_.erase(it);
       }
       if (verdict.ok()) {
+        // Already there when an identical request led anew in the moment
+        // between this one's finish and its own look-up.
+        if (auto old = recent_index_.find(key); old != recent_index_.end()) {
+          recent_bytes_ -= old->second->second.ByteSizeLong();
+          recent_.erase(old->second);
+          recent_index_.erase(old);
+        }
         recent_.emplace_front(key, *verdict);
         recent_index_[key] = recent_.begin();
-        if (recent_.size() > kRecentVerdicts) {
+        recent_bytes_ += verdict->ByteSizeLong();
+        while (recent_.size() > kRecentVerdicts || recent_bytes_ > kRecentVerdictBytes) {
+          recent_bytes_ -= recent_.back().second.ByteSizeLong();
           recent_index_.erase(recent_.back().first);
           recent_.pop_back();
         }
@@ -612,10 +673,8 @@ void EngineImpl::EvaluateGroupAsync(v1::EvaluateGroupRequest request, CallContex
                                                         options_.max_group_size)));
   }
   for (int i = 0; i < request.submissions_size(); ++i) {
-    const std::string field = absl::StrCat("submissions[", i, "].source");
-    if (absl::Status s = CheckSource(field, request.submissions(i).source()); !s.ok()) {
-      return done(s);
-    }
+    const std::string field = absl::StrCat("submissions[", i, "]");
+    if (absl::Status s = CheckSubmission(field, request.submissions(i)); !s.ok()) return done(s);
   }
   absl::StatusOr<Common> common = Admit(request, context, request.submissions_size());
   if (!common.ok()) return done(common.status());
@@ -627,12 +686,13 @@ void EngineImpl::EvaluateGroupAsync(v1::EvaluateGroupRequest request, CallContex
   job->problem_key = common->problem_key;
   job->is_group = true;
   // Identical submissions in a group (GRPO repeats itself) are judged once.
-  std::map<std::string, size_t> unique;
+  std::map<std::string, size_t> unique;  // a submission's digest -> its index in the job
   auto index_of = std::make_shared<std::vector<size_t>>();
-  for (const auto& submission : request.submissions()) {
-    const std::string key = submission.SerializeAsString();
-    auto [it, inserted] = unique.emplace(key, job->submissions.size());
-    if (inserted) job->submissions.push_back(submission);
+  for (v1::Submission& submission : *request.mutable_submissions()) {
+    compile::Sha256 hash;
+    hash.Update(submission.SerializeAsString());
+    auto [it, inserted] = unique.emplace(hash.HexDigest(), job->submissions.size());
+    if (inserted) job->submissions.push_back(std::move(submission));  // not read again
     index_of->push_back(it->second);
   }
   job->settings = common->settings;
@@ -669,7 +729,13 @@ absl::StatusOr<PreparedProgram> EngineImpl::ReferenceFor(Evaluation& evaluation,
 }
 
 void EngineImpl::RunDeviceLoop(Device* device) {
-  while (std::optional<std::shared_ptr<Job>> job = device->queue().Pop()) {
+  // Only jobs whose compiles are done: a client whose sources take the whole
+  // compile limit (30 s each) does not hold the device while another's job
+  // is ready to run (Enqueue notifies the queue as compiles finish).
+  auto compiled = [](const std::shared_ptr<Job>& job) {
+    return job->prepared.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  };
+  while (std::optional<std::shared_ptr<Job>> job = device->queue().Pop(compiled)) {
     RunQueuedJob(device, **job);
   }
 }

@@ -83,6 +83,11 @@ struct EngineOptions {
   // problems' own reference sources.
   size_t max_source_bytes = 1 << 20;
   size_t max_group_size = 128;
+  // Problems sent in the request (problem_ref.problem). Their verdicts carry
+  // the flag "custom_problem" (the id may be a built-in one's, the tolerance
+  // and reference the caller's). false: PERMISSION_DENIED, for servers whose
+  // verdicts others read by problem id (CI, leaderboards).
+  bool allow_custom_problems = true;
   bool calibrate = false;  // measure device bandwidth/FLOP/s at start
   // Default reward settings (KERNEL_ENV_REWARD / KERNEL_ENV_PARTIAL_CREDIT
   // when empty / unset, as the seed reads them).

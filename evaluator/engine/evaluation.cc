@@ -916,6 +916,7 @@ void Evaluation::Finish(v1::Verdict* verdict) const {
   *verdict->mutable_device() = backend_.device();
   *verdict->mutable_reward_settings() = settings_.reward_settings;
   if (settings_.seed_fixed) verdict->set_seed(settings_.seed);
+  if (settings_.custom_problem) verdict->add_flags("custom_problem");
   if (verdict->stage().empty()) verdict->set_stage(verdict->correct() ? "passed" : "runtime");
   rubric::Observation observation;
   observation.correct = verdict->correct();

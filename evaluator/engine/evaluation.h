@@ -50,6 +50,9 @@ struct EvaluationSettings {
   v1::RewardSettings reward_settings;  // as applied, for the verdict
   uint64_t seed = 0;
   bool seed_fixed = false;
+  // The problem came in the request, not from the server's registry: its
+  // verdicts carry the flag "custom_problem".
+  bool custom_problem = false;
   bool skip_timing = false;
   double run_timeout_seconds = 20;
   // run_timeout_seconds is the request's limits.timeout_seconds: a
@@ -142,7 +145,7 @@ class Evaluation {
     // Candidates (indices of this run) that failed in a way another program
     // of the run could have caused (programs share a GPU context): each is
     // timed again alone with the reference, and that run decides.
-    std::vector<size_t> confirm_alone;
+    std::vector<size_t> confirm_alone = {};
   };
   absl::StatusOr<TimingRun> TimeAndScoreOnce(const ReferenceRun& reference,
                                              const std::vector<const PreparedProgram*>& candidates,

@@ -1,6 +1,7 @@
 // A bounded queue fair between clients: tasks are served round-robin across
-// client ids, so one client's group of 64 does not starve another's single
-// request. Thread-safe; Pop blocks until a task arrives or the queue closes.
+// client ids (first in, first out within one), so one client's group of 64
+// does not starve another's single request. Thread-safe; Pop blocks until a
+// task arrives or the queue closes.
 #pragma once
 
 #include <algorithm>
@@ -35,12 +36,41 @@ class FairQueue {
   // Takes the next task in round-robin order over clients; nullopt once the
   // queue is closed and drained.
   std::optional<Task> Pop() {
+    return Pop([](const Task&) { return true; });
+  }
+
+  // The next task in round-robin order among the clients whose first task
+  // `eligible` accepts, waiting until there is one; once the queue is
+  // closed, any task (nullopt when drained). `eligible` runs under the
+  // queue's lock and must not block; whatever makes a task eligible must be
+  // followed by Notify(). The engine's device takes only jobs whose
+  // compiles are done, so one client's slow compiles do not hold it while
+  // another's job is ready.
+  template <class Eligible>
+  std::optional<Task> Pop(Eligible eligible) {
     std::unique_lock lock(mutex_);
-    ready_cv_.wait(lock, [&] { return size_ > 0 || closed_; });
-    if (size_ == 0) return std::nullopt;
-    const std::string client = std::move(ready_.front());
-    ready_.pop_front();
+    std::optional<typename std::deque<std::string>::iterator> chosen;
+    ready_cv_.wait(lock, [&] {
+      if (closed_ && size_ > 0) chosen = ready_.begin();
+      if (closed_ || size_ == 0) return closed_;
+      for (auto ready = ready_.begin(); ready != ready_.end(); ++ready) {
+        if (eligible(by_client_.find(*ready)->second.front())) {
+          chosen = ready;
+          return true;
+        }
+      }
+      return false;
+    });
+    if (!chosen) return std::nullopt;
+    const std::string client = std::move(**chosen);
+    ready_.erase(*chosen);
     return TakeFront(client);
+  }
+
+  // Wakes every waiting Pop to look at eligibility again.
+  void Notify() {
+    std::lock_guard lock(mutex_);
+    ready_cv_.notify_all();
   }
 
   // Without waiting: the next task in round-robin order of a client other

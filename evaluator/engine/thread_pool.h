@@ -1,20 +1,24 @@
-// A fixed pool of threads running submitted tasks in FIFO order: the engine's
-// compile stage and the server's blocking handlers. The destructor runs the
-// tasks already queued, then joins; it never throws.
+// A fixed pool of threads running submitted tasks: round-robin across the
+// keys they are submitted under, first in, first out within a key (the
+// engine's compile stage keys them by client, so one client's group of 128
+// slow compiles does not hold every other client's compile behind it; the
+// server's blocking handlers use one key). The destructor runs the tasks
+// already queued, then joins; it never throws.
 #pragma once
 
-#include <condition_variable>
-#include <deque>
 #include <functional>
-#include <mutex>
+#include <limits>
+#include <string>
 #include <thread>
 #include <vector>
+
+#include "evaluator/engine/fair_queue.h"
 
 namespace kerneleval {
 
 class ThreadPool {
  public:
-  explicit ThreadPool(int threads) {
+  explicit ThreadPool(int threads) : tasks_(std::numeric_limits<size_t>::max()) {
     for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Loop(); });
   }
   ThreadPool(const ThreadPool&) = delete;
@@ -25,44 +29,20 @@ class ThreadPool {
   }
 
   // False once Stop() was called: the task was not queued.
-  [[nodiscard]] bool Submit(std::function<void()> task) {
-    {
-      std::lock_guard lock(mutex_);
-      if (stopping_) return false;
-      tasks_.push_back(std::move(task));
-    }
-    cv_.notify_one();
-    return true;
+  [[nodiscard]] bool Submit(std::function<void()> task) { return Submit({}, std::move(task)); }
+  [[nodiscard]] bool Submit(const std::string& key, std::function<void()> task) {
+    return tasks_.Push(key, std::move(task)).has_value();
   }
 
   // No new tasks; queued ones still run. Idempotent.
-  void Stop() {
-    {
-      std::lock_guard lock(mutex_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
-  }
+  void Stop() { tasks_.Close(); }
 
  private:
   void Loop() {
-    for (;;) {
-      std::function<void()> task;
-      {
-        std::unique_lock lock(mutex_);
-        cv_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
-        if (tasks_.empty()) return;  // stopping and drained
-        task = std::move(tasks_.front());
-        tasks_.pop_front();
-      }
-      task();
-    }
+    while (std::optional<std::function<void()>> task = tasks_.Pop()) (*task)();
   }
 
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> tasks_;
-  bool stopping_ = false;
+  FairQueue<std::function<void()>> tasks_;
   std::vector<std::thread> threads_;
 };
 

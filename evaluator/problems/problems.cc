@@ -37,6 +37,7 @@ constexpr int kMaxDimensions = 8;
 constexpr int kMaxCorrectnessShapes = 32;
 constexpr uint32_t kMaxCorrectnessTrials = 100;
 constexpr size_t kMaxDescriptionBytes = size_t{64} << 10;
+constexpr size_t kMaxOtherFieldsBytes = size_t{64} << 10;
 
 // absl::StrCat that also takes std::string_view (Debian's absl::string_view
 // is its own type).
@@ -356,6 +357,16 @@ absl::Status ValidateProblem(const v1::Problem& problem) {
   }
   if (problem.description().size() > kMaxDescriptionBytes) {
     return Invalid(problem, Cat("description is longer than ", kMaxDescriptionBytes, " bytes"));
+  }
+  // Everything else together (title, tags, labels, parameter descriptions,
+  // plans, shapes): a problem sent in a request is held while it is queued
+  // and evaluated, and a 64 MiB title was held that long.
+  const size_t other_bytes =
+      problem.ByteSizeLong() - problem.reference_source().size() - problem.description().size();
+  if (other_bytes > kMaxOtherFieldsBytes) {
+    return Invalid(problem,
+                   Cat("fields other than reference_source and description take ", other_bytes,
+                       " bytes, over the ", kMaxOtherFieldsBytes, "-byte limit"));
   }
   if (problem.parameters_size() > kMaxParameters) {
     return Invalid(problem, Cat("more than ", kMaxParameters, " parameters"));

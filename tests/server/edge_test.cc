@@ -326,6 +326,20 @@ TEST(ServerConfig, DefaultsAndMapping) {
   EXPECT_EQ(parsed.config.engine.candidate_run_floor_seconds, 1.5);
 }
 
+TEST(ServerConfig, TheTransportsMemoryBoundHoldsTwoOfTheLargestRequests) {
+  EXPECT_EQ(Parse({}).config.server.transport_memory_bytes, uint64_t{4} << 30);
+  EXPECT_TRUE(Parse({"--transport-memory-bytes", "0"}).status.ok());
+  // 1 MiB x 128 + 16 MiB = 144 MiB per request: 288 MiB at least.
+  auto parsed = Parse({"--transport-memory-bytes", "268435456"});
+  EXPECT_TRUE(absl::IsInvalidArgument(parsed.status)) << parsed.status;
+  EXPECT_NE(parsed.status.message().find("below twice the largest request (150994944 bytes"),
+            std::string_view::npos)
+      << parsed.status;
+  parsed = Parse({"--transport-memory-bytes", "268435456", "--max-group-size", "64"});
+  EXPECT_TRUE(parsed.status.ok()) << parsed.status;  // 80 MiB per request
+  EXPECT_EQ(parsed.config.server.transport_memory_bytes, 268435456u);
+}
+
 TEST(ServerConfig, RewardDefaultsComeFromTheSeedsEnvironment) {
   {
     ScopedEnv reward("KERNEL_ENV_REWARD", "roofline");

@@ -11,6 +11,8 @@
 // A source with no outcome word passes with reward 1.
 #pragma once
 
+#include <google/protobuf/unknown_field_set.h>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -107,6 +109,8 @@ class FakeEngine final : public Engine {
   std::atomic<int> cancels_observed{0};  // hangs that ended because cancelled() flipped
   std::atomic<int> in_flight{0};
   std::atomic<int> shutdown_calls{0};
+  // Unknown fields (top level and the submission's) of the last EvaluateAsync.
+  std::atomic<int> last_request_unknown_fields{-1};
   CallContext last_context() const {
     std::lock_guard lock(mutex_);
     return last_context_;
@@ -134,6 +138,9 @@ class FakeEngine final : public Engine {
                      VerdictCallback done) override {
     ++evaluate_calls;
     Remember(context);
+    last_request_unknown_fields =
+        request.GetReflection()->GetUnknownFields(request).field_count() +
+        request.submission().GetReflection()->GetUnknownFields(request.submission()).field_count();
     if (!Admit(done)) return;
     Script script = ParseScript(request.submission().source());
     const std::string problem_id =

@@ -1,5 +1,6 @@
 // KernelEvalService over loopback against the scripted FakeEngine.
 #include <arpa/inet.h>
+#include <google/protobuf/unknown_field_set.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -214,6 +215,22 @@ TEST(Service, OversizedMessageIsRefusedByTheTransport) {
   EXPECT_EQ(server.engine().evaluate_calls.load(), 0);
 }
 
+TEST(Service, ARequestOverTheTransportsMemoryBoundIsRefusedWhole) {
+  TestServer server([](server::ServerOptions& options) {
+    options.service.limits = {/*max_source_bytes=*/1 << 20, /*max_group_size=*/64};
+    options.transport_memory_bytes = 8 << 20;
+  });
+  ASSERT_TRUE(server.ok());
+  auto client = server.Client();
+  // 16 MiB: under the transport's size limit (80 MiB), over its memory bound.
+  const std::vector<std::string> big(16, std::string(1 << 20, 'x'));
+  auto refused = client->EvaluateGroup(GroupRequestWith(big));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
+  EXPECT_EQ(server.engine().group_calls.load(), 0);
+  auto small = client->EvaluateGroup(GroupRequestWith({"pass", "pass"}));
+  EXPECT_TRUE(small.ok()) << small.status();
+}
+
 // A call whose request is `bytes` as they are, as a client built from
 // another schema (or a broken one) sends them. A server-streaming method
 // answers it like a unary one when it sends no message before its status.
@@ -269,6 +286,25 @@ TEST(Service, BytesThatAreNotTheRequestAreInvalidArgumentNamingTheMessage) {
   EXPECT_EQ(server.engine().evaluate_calls.load(), 1);
   EXPECT_EQ(server.engine().group_calls.load(), 0);
   EXPECT_EQ(server.engine().compile_calls.load(), 0);
+}
+
+TEST(Service, FieldsTheServerDoesNotKnowAreDroppedBeforeTheEngine) {
+  TestServer server;
+  ASSERT_TRUE(server.ok());
+  // As a newer client (or one padding its request) sends them: 1 MiB each,
+  // which the request would otherwise carry through the queue.
+  v1::EvaluateRequest request = EvaluateRequestWith("pass");
+  request.GetReflection()->MutableUnknownFields(&request)->AddLengthDelimited(
+      1000, std::string(1 << 20, 'x'));
+  v1::Submission* submission = request.mutable_submission();
+  submission->GetReflection()
+      ->MutableUnknownFields(submission)
+      ->AddLengthDelimited(1001, std::string(1 << 20, 'y'));
+  const grpc::Status status =
+      CallWithBytes(server.target(), "Evaluate", request.SerializeAsString());
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(server.engine().evaluate_calls.load(), 1);
+  EXPECT_EQ(server.engine().last_request_unknown_fields.load(), 0);
 }
 
 TEST(Service, BytesFromAClientWithoutTheTokenAreUnauthenticatedFirst) {

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <future>
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <thread>
 #include <tuple>
@@ -838,6 +839,169 @@ TEST(EngineSourceLimitTest, AppliesToSubmissionsNotToTheProblemsReference) {
   EXPECT_EQ(too_long.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(too_long.status().message().find("1000-byte limit"), std::string_view::npos)
       << too_long.status();
+}
+
+// A source whose preprocessing alone outlasts any compile limit (2^23
+// tokens): it costs the compile stage its whole limit each time.
+std::string SlowToCompile(int variant) {
+  std::string source = "#define A0 x+x\n";
+  for (int i = 1; i <= 23; ++i)
+    absl::StrAppend(&source, "#define A", i, " A", i - 1, "+A", i - 1, "\n");
+  absl::StrAppend(&source,
+                  "// @launch add<<<ceil_div(N, 256), 256>>>(a, b, c, N)\n"
+                  "__device__ float x;\n"
+                  "extern \"C\" __global__ void add(const float* a, const float* b, float* c, "
+                  "int n) { c[0] = A23; }\n// variant ",
+                  variant, "\n");
+  return source;
+}
+
+TEST(EngineFairnessTest, OneClientsSlowCompilesDoNotHoldAnotherClientsEvaluation) {
+  EngineOptions options = CpuEngineOptions();
+  options.compile_workers = 1;  // one compile at a time: the order is the engine's
+  options.compile_timeout_seconds = 3;
+  auto created = Engine::Create(options);
+  ASSERT_TRUE(created.ok()) << created.status();
+  Engine& engine = **created;
+  v1::EvaluateRequest single;
+  single.set_problem_id("vector_add");
+  single.set_skip_timing(true);
+  single.mutable_submission()->set_source(kVectorAdd);
+  // Once first, so that the reference and the compiled candidate are at hand
+  // (compile caches): the race below is between the compile turns alone,
+  // whatever the machine's load does to the compilers' speed.
+  single.set_seed(1);
+  absl::StatusOr<v1::Verdict> warm = engine.Evaluate(single, CallContext{});
+  ASSERT_TRUE(warm.ok()) << warm.status();
+  ASSERT_TRUE(warm->correct()) << warm->error();
+  single.set_seed(2);
+
+  std::atomic<int> finished{0};
+  std::promise<int> group_done;
+  v1::EvaluateGroupRequest group;
+  group.set_problem_id("vector_add");
+  group.set_skip_timing(true);
+  for (int i = 0; i < 4; ++i) group.add_submissions()->set_source(SlowToCompile(i));
+  CallContext a;
+  a.client_id = "client-a";
+  engine.EvaluateGroupAsync(group, a, [&](absl::StatusOr<v1::EvaluateGroupResponse> response) {
+    EXPECT_TRUE(response.ok()) << response.status();
+    if (response.ok()) {
+      for (const v1::Verdict& verdict : response->verdicts()) EXPECT_EQ(verdict.stage(), "compile");
+    }
+    group_done.set_value(++finished);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // its first compile has begun
+
+  CallContext b;
+  b.client_id = "client-b";
+  std::promise<int> single_done;
+  engine.EvaluateAsync(single, b, [&](absl::StatusOr<v1::Verdict> verdict) {
+    EXPECT_TRUE(verdict.ok()) << verdict.status();
+    if (verdict.ok()) {
+      EXPECT_TRUE(verdict->correct()) << verdict->error();
+    }
+    single_done.set_value(++finished);
+  });
+  // First in, first out, the single compile came after all four (12 s) and
+  // the device waited for the group's compiles before taking it: it finished
+  // second. Clients taking turns, it compiles after two of them (the group's
+  // second was next in line when it came) and runs while the rest compile.
+  EXPECT_EQ(single_done.get_future().get(), 1) << "the single evaluation waited for the group";
+  EXPECT_EQ(group_done.get_future().get(), 2);
+}
+
+TEST_F(EngineTest, ACustomProblemsVerdictsAreFlaggedAndItsOtherFieldsBounded) {
+  v1::GetProblemRequest get;
+  get.set_problem_id("vector_add");
+  auto problem = engine_->GetProblem(get);
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  v1::EvaluateRequest request;
+  *request.mutable_problem() = problem->problem();  // the built-in id, sent inline
+  request.mutable_submission()->set_source(kVectorAdd);
+  request.set_skip_timing(true);
+  request.set_seed(next_seed_++);
+  absl::StatusOr<v1::Verdict> custom = engine_->Evaluate(request, CallContext{});
+  ASSERT_TRUE(custom.ok()) << custom.status();
+  EXPECT_TRUE(custom->correct()) << custom->error();
+  EXPECT_EQ(custom->problem_id(), "vector_add");
+  EXPECT_NE(std::find(custom->flags().begin(), custom->flags().end(), "custom_problem"),
+            custom->flags().end());
+  const v1::Verdict built_in = Evaluate("vector_add", kVectorAdd);
+  EXPECT_EQ(std::find(built_in.flags().begin(), built_in.flags().end(), "custom_problem"),
+            built_in.flags().end());
+
+  // A title (tags, labels, ...) of 100 KiB: refused, not held while queued.
+  request.mutable_problem()->set_title(std::string(100 << 10, 't'));
+  absl::StatusOr<v1::Verdict> padded = engine_->Evaluate(request, CallContext{});
+  EXPECT_TRUE(absl::IsInvalidArgument(padded.status())) << padded.status();
+  EXPECT_NE(padded.status().message().find("over the 65536-byte limit"), std::string::npos)
+      << padded.status();
+}
+
+TEST_F(EngineTest, ASubmissionsPlanAndOptionsAreBounded) {
+  v1::EvaluateRequest request;
+  request.set_problem_id("vector_add");
+  request.mutable_submission()->set_source(kVectorAdd);
+  request.mutable_submission()->mutable_launch_plan()->add_launches()->set_kernel(
+      std::string(100 << 10, 'k'));
+  absl::StatusOr<v1::Verdict> verdict = engine_->Evaluate(request, CallContext{});
+  EXPECT_TRUE(absl::IsInvalidArgument(verdict.status())) << verdict.status();
+  EXPECT_NE(verdict.status().message().find("submission: launch_plan and compile_options take 102"),
+            std::string::npos)
+      << verdict.status();
+
+  v1::EvaluateGroupRequest group;
+  group.set_problem_id("vector_add");
+  group.add_submissions()->set_source(kVectorAdd);
+  group.add_submissions()->set_source(kVectorAdd);
+  group.mutable_submissions(1)->mutable_compile_options()->add_options(std::string(100 << 10, 'o'));
+  absl::StatusOr<v1::EvaluateGroupResponse> response = engine_->EvaluateGroup(group, CallContext{});
+  EXPECT_TRUE(absl::IsInvalidArgument(response.status())) << response.status();
+  EXPECT_NE(response.status().message().find("submissions[1]: "), std::string::npos)
+      << response.status();
+}
+
+TEST(EngineOptionsTest, CustomProblemsCanBeRefusedAndFollowersAreBounded) {
+  EngineOptions options = CpuEngineOptions();
+  options.allow_custom_problems = false;
+  options.queue_capacity = 1;
+  auto created = Engine::Create(options);
+  ASSERT_TRUE(created.ok()) << created.status();
+  Engine& engine = **created;
+
+  v1::GetProblemRequest get;
+  get.set_problem_id("vector_add");
+  auto problem = engine.GetProblem(get);
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  v1::EvaluateRequest custom;
+  *custom.mutable_problem() = problem->problem();
+  custom.mutable_submission()->set_source(kVectorAdd);
+  EXPECT_TRUE(absl::IsPermissionDenied(engine.Evaluate(custom, CallContext{}).status()));
+
+  // Identical requests wait for the first one's evaluation, each holding its
+  // request: as many as the queue would hold (1), then RESOURCE_EXHAUSTED,
+  // answered at once (the first is still compiling).
+  v1::EvaluateRequest request;
+  request.set_problem_id("vector_add");
+  request.mutable_submission()->set_source(kVectorAdd);
+  request.set_skip_timing(true);
+  std::promise<absl::StatusOr<v1::Verdict>> leader, follower;
+  std::optional<absl::Status> refused;
+  engine.EvaluateAsync(request, CallContext{},
+                       [&](absl::StatusOr<v1::Verdict> v) { leader.set_value(std::move(v)); });
+  engine.EvaluateAsync(request, CallContext{},
+                       [&](absl::StatusOr<v1::Verdict> v) { follower.set_value(std::move(v)); });
+  engine.EvaluateAsync(request, CallContext{},
+                       [&](absl::StatusOr<v1::Verdict> v) { refused = v.status(); });
+  ASSERT_TRUE(refused.has_value()) << "the third caller was not answered at once";
+  EXPECT_TRUE(absl::IsResourceExhausted(*refused)) << *refused;
+  absl::StatusOr<v1::Verdict> first = leader.get_future().get();
+  absl::StatusOr<v1::Verdict> second = follower.get_future().get();
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_TRUE(first->correct()) << first->error();
+  EXPECT_TRUE(second->deduplicated());
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -96,6 +98,31 @@ TEST(FairQueueTest, CloseWakesBlockedPoppersAndDrains) {
   EXPECT_EQ(first, 7);
   EXPECT_EQ(second, std::nullopt);
   EXPECT_EQ(queue.Push("a", 1), std::nullopt);
+}
+
+TEST(FairQueueTest, PopWithEligibilityServesTheFirstEligibleClientAndWaitsForNotify) {
+  FairQueue<int> queue(10);
+  std::atomic<int> ready_below{0};  // tasks below it are eligible
+  auto eligible = [&](int task) { return task < ready_below.load(); };
+  queue.Push("slow", 5);
+  queue.Push("slow", 1);  // behind its client's first task: not considered
+  queue.Push("quick", 2);
+  ready_below = 3;
+  EXPECT_EQ(queue.Pop(eligible), 2);  // "slow"'s first task (5) is not eligible
+  std::optional<int> next;
+  std::thread popper([&] { next = queue.Pop(eligible); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(next.has_value());  // waits: nothing eligible
+  ready_below = 6;
+  queue.Notify();
+  popper.join();
+  EXPECT_EQ(next, 5);
+  EXPECT_EQ(queue.size(), 1u);
+  // Closed: any task, eligible or not, then nothing.
+  ready_below = 0;
+  queue.Close();
+  EXPECT_EQ(queue.Pop(eligible), 1);
+  EXPECT_EQ(queue.Pop(eligible), std::nullopt);
 }
 
 }  // namespace
