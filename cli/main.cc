@@ -29,6 +29,10 @@ int GetExitCode() { return g_exit_code; }
 
 }  // namespace kerneleval::cli
 
+// Outside the try below only a bug can throw (a duplicate subcommand or option
+// name, a second "kerneleval" logger) and that should abort loudly; parse and
+// command errors are caught and mapped to exit codes.
+// NOLINTNEXTLINE(bugprone-exception-escape): only a bug throws, see above.
 int main(int argc, char** argv) {
   namespace cli = kerneleval::cli;
   // The CLI's output is the verdict (maybe JSON, on stdout); engine logs go

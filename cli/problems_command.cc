@@ -45,6 +45,11 @@ struct ProblemsOptions {
 // The problems to show: the registry's (read here), or one server's.
 class ProblemSource {
  public:
+  ProblemSource() = default;
+  ProblemSource(const ProblemSource&) = delete;
+  ProblemSource& operator=(const ProblemSource&) = delete;
+  ProblemSource(ProblemSource&&) = delete;
+  ProblemSource& operator=(ProblemSource&&) = delete;
   virtual ~ProblemSource() = default;
   // Summaries with the tag (empty: all), in the source's order.
   virtual absl::StatusOr<std::vector<v1::ProblemSummary>> List(const std::string& tag) = 0;

@@ -36,6 +36,10 @@ void LogDevices(kerneleval::Engine& engine) {
 
 }  // namespace
 
+// CLI11_PARSE catches the user's parse errors and the engine and server report by
+// absl::Status; what else throws is a bug (a bad flag definition) or exhaustion
+// (bad_alloc, std::thread's system_error), where std::terminate is the right end.
+// NOLINTNEXTLINE(bugprone-exception-escape): only a bug or exhaustion throws, see above.
 int main(int argc, char** argv) {
   namespace ks = kerneleval::server;
   CLI::App app{

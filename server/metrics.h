@@ -40,6 +40,8 @@ namespace kerneleval::server {
 class ServerMetrics final : public EngineObserver {
  public:
   ServerMetrics();
+  ServerMetrics(const ServerMetrics&) = delete;
+  ServerMetrics& operator=(const ServerMetrics&) = delete;
   ~ServerMetrics() override;
 
   // EngineObserver (called from engine threads; prometheus-cpp is thread-safe).

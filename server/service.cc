@@ -71,6 +71,11 @@ const grpc::Status& CancelledStatus() {
 // the request is parsed here and the response serialized into gRPC's buffer
 // just before Finish.
 struct WireMessages {
+  WireMessages() = default;
+  WireMessages(const WireMessages&) = delete;
+  WireMessages& operator=(const WireMessages&) = delete;
+  WireMessages(WireMessages&&) = delete;
+  WireMessages& operator=(WireMessages&&) = delete;
   virtual ~WireMessages() = default;
   [[nodiscard]] virtual grpc::Status SerializeResponse() = 0;
 };

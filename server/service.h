@@ -50,6 +50,8 @@ class KernelEvalService final : public RawKernelEvalService {
  public:
   // `engine` must outlive the service; `metrics` may be null.
   KernelEvalService(Engine* engine, ServiceOptions options, std::shared_ptr<ServerMetrics> metrics);
+  KernelEvalService(const KernelEvalService&) = delete;
+  KernelEvalService& operator=(const KernelEvalService&) = delete;
   ~KernelEvalService() override;
 
   // Each parses its request (kerneleval.v1.<Rpc>Request) and serializes its

@@ -69,6 +69,8 @@ struct CompileService::Worker {
       : process(std::move(p)), scratch_dir(std::move(dir)) {}
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
+  Worker(Worker&&) = delete;
+  Worker& operator=(Worker&&) = delete;
   ~Worker() {
     process.Kill();
     std::error_code ec;

@@ -82,6 +82,8 @@ class CompileService {
   ~CompileService();
   CompileService(const CompileService&) = delete;
   CompileService& operator=(const CompileService&) = delete;
+  CompileService(CompileService&&) = delete;
+  CompileService& operator=(CompileService&&) = delete;
 
   // Verdicts (a CompileResult, success true or false): compile errors,
   // refused options and malformed architectures (the log names them), a

@@ -52,6 +52,10 @@ struct CpuBackendOptions {
 class CpuBackend : public Backend {
  public:
   static absl::StatusOr<std::unique_ptr<CpuBackend>> Create(CpuBackendOptions options);
+  CpuBackend(const CpuBackend&) = delete;
+  CpuBackend& operator=(const CpuBackend&) = delete;
+  CpuBackend(CpuBackend&&) = delete;
+  CpuBackend& operator=(CpuBackend&&) = delete;
   ~CpuBackend() override;
 
   [[nodiscard]] std::string_view name() const override { return "cpu"; }

@@ -219,6 +219,7 @@ class SharedBuffers {
       if (spec.role() == internal::BUFFER_ROLE_INPUT) {
         std::shared_ptr<const std::string>& input = inputs_[region][static_cast<size_t>(b)];
         input = inputs.Get(spec, seed);
+        // NOLINTNEXTLINE(bugprone-not-null-terminated-result): a byte buffer, not a C string
         std::memcpy(data, input->data(), input->size());
       } else {
         data::FillPoison(spec.dtype(), data, spec.elements());

@@ -69,6 +69,8 @@ class StackPool {
   explicit StackPool(size_t bytes) : bytes_(RoundUp(bytes, PageSize())) {}
   StackPool(const StackPool&) = delete;
   StackPool& operator=(const StackPool&) = delete;
+  StackPool(StackPool&&) = delete;
+  StackPool& operator=(StackPool&&) = delete;
   ~StackPool() { UnmapAll(); }
 
   // Between blocks (no stack in use): stacks of another size from now on.
@@ -155,6 +157,8 @@ class BlockExecutor {
   }
   BlockExecutor(const BlockExecutor&) = delete;
   BlockExecutor& operator=(const BlockExecutor&) = delete;
+  BlockExecutor(BlockExecutor&&) = delete;
+  BlockExecutor& operator=(BlockExecutor&&) = delete;
   ~BlockExecutor() {
     {
       std::lock_guard<std::mutex> lock(ArenasMutex());
@@ -724,6 +728,7 @@ void* AbiHeapAlloc(size_t bytes) {
   do {
     if (used + total > globals->options.heap_bytes) return nullptr;
   } while (!globals->heap_used.compare_exchange_weak(used, used + total));
+  // NOLINTNEXTLINE(cppcoreguidelines-no-malloc): this is the kernels' device malloc() heap
   auto* block = static_cast<char*>(std::malloc(total));
   if (!block) {
     globals->heap_used.fetch_sub(total);
@@ -739,7 +744,7 @@ void AbiHeapFree(void* pointer) {
   uint64_t total;
   std::memcpy(&total, block, sizeof(total));
   globals->heap_used.fetch_sub(total);
-  std::free(block);
+  std::free(block);  // NOLINT(cppcoreguidelines-no-malloc): device free(), see AbiHeapAlloc
 }
 
 void AbiTrap(const char* message) {

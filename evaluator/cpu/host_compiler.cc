@@ -78,7 +78,7 @@ std::string ResolveCompiler(const std::string& compiler) {
   const char* path = std::getenv("PATH");
   for (absl::string_view dir : absl::StrSplit(path ? path : "/usr/bin:/bin", ':')) {
     if (dir.empty()) continue;
-    const std::string candidate = absl::StrCat(dir, "/", compiler);
+    std::string candidate = absl::StrCat(dir, "/", compiler);
     if (::access(candidate.c_str(), X_OK) == 0) return candidate;
   }
   return {};
@@ -204,6 +204,7 @@ absl::StatusOr<HostCompiler::Outcome> HostCompiler::RunSandboxed(
   std::vector<std::string> argv_strings = {options_.compiler};
   argv_strings.insert(argv_strings.end(), args.begin(), args.end());
   std::vector<char*> argv;
+  argv.reserve(argv_strings.size() + 1);
   for (std::string& a : argv_strings) argv.push_back(a.data());
   argv.push_back(nullptr);
   // A fixed environment: no inherited variables reach the compiler.
@@ -211,6 +212,7 @@ absl::StatusOr<HostCompiler::Outcome> HostCompiler::RunSandboxed(
                                           absl::StrCat("TMPDIR=", work_dir),
                                           absl::StrCat("HOME=", work_dir)};
   std::vector<char*> envp;
+  envp.reserve(env_strings.size() + 1);
   for (std::string& e : env_strings) envp.push_back(e.data());
   envp.push_back(nullptr);
 

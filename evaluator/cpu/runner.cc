@@ -284,6 +284,7 @@ absl::StatusOr<RunnerProcess> RunnerProcess::Start(const std::string& worker_bin
   std::vector<std::string> args = {worker_binary, "cpu-runner"};
   for (std::string& a : config.ToArgs()) args.push_back(std::move(a));
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   char* envp[] = {nullptr};  // no inherited environment
@@ -472,7 +473,7 @@ int RunnerProcess::Wait(absl::Duration timeout) noexcept {
 }
 
 std::string DescribeRunnerEnd(int wait_status, const RunnerReport& report) {
-  const std::string message(report.message, strnlen(report.message, sizeof(report.message)));
+  std::string message(report.message, strnlen(report.message, sizeof(report.message)));
   if (WIFEXITED(wait_status)) {
     const int code = WEXITSTATUS(wait_status);
     switch (code) {

@@ -109,6 +109,7 @@ std::string MaskCommentsAndLiterals(std::string_view source) {
       size_t end = i + 1;
       while (end < n) {
         const char d = source[end];
+        // NOLINTNEXTLINE(bugprone-branch-clone): one branch per pp-number rule reads clearer
         if (IsIdentifierChar(d) || d == '.') {
           ++end;
         } else if (d == '\'' && end + 1 < n && IsIdentifierChar(source[end + 1])) {

@@ -61,6 +61,10 @@ class CudaBackend : public Backend {
   // CUDA device 3 (this machine has 1)") on machines without one.
   static absl::StatusOr<std::unique_ptr<CudaBackend>> Create(
       int device, const CudaBackendOptions& options = {});
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+  CudaBackend(CudaBackend&&) = delete;
+  CudaBackend& operator=(CudaBackend&&) = delete;
   ~CudaBackend() override;
 
   [[nodiscard]] std::string_view name() const override { return "cuda"; }

@@ -169,7 +169,7 @@ constexpr uint64_t kKeptCorrectnessInputBytes = uint64_t{256} << 20;
 
 CudaWorker::CudaWorker(const DriverApi& api, CudaWorkerOptions options)
     : api_(api),
-      options_(std::move(options)),
+      options_(options),
       correctness_inputs_(InputThreads(), kKeptCorrectnessInputBytes) {}
 
 CudaWorker::~CudaWorker() = default;
@@ -1109,7 +1109,7 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
       if (sample->clock_mhz > 0) all_clocks.push_back(sample->clock_mhz);
       if (absl::Status cleared = ClearAfterRun(programs[p], set); !cleared.ok()) return cleared;
       if (check) {
-        if (absl::Status kept = KeepStash(set); !kept.ok()) return kept;
+        if (absl::Status stashed = KeepStash(set); !stashed.ok()) return stashed;
       }
     }
     return absl::OkStatus();

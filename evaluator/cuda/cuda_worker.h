@@ -73,6 +73,10 @@ class CudaWorker {
   // (printf FIFO, malloc heap, persisting L2 = 0), loads the auxiliary kernels
   // and, if asked, calibrates. FAILED_PRECONDITION without a driver or device.
   static absl::StatusOr<std::unique_ptr<CudaWorker>> Create(const CudaWorkerOptions& options);
+  CudaWorker(const CudaWorker&) = delete;
+  CudaWorker& operator=(const CudaWorker&) = delete;
+  CudaWorker(CudaWorker&&) = delete;
+  CudaWorker& operator=(CudaWorker&&) = delete;
   ~CudaWorker();
 
   [[nodiscard]] const v1::DeviceInfo& device_info() const { return device_info_; }

@@ -68,6 +68,7 @@ class PackedArgs {
   PackedArgs& operator=(PackedArgs&&) noexcept = default;
   PackedArgs(const PackedArgs&) = delete;
   PackedArgs& operator=(const PackedArgs&) = delete;
+  ~PackedArgs() = default;
 
   // cuLaunchKernel's kernelParams; nullptr when there are no arguments.
   [[nodiscard]] void** params() { return pointers_.empty() ? nullptr : pointers_.data(); }

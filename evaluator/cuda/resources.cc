@@ -63,10 +63,13 @@ absl::StatusOr<Module> Module::Load(const DriverApi& api, absl::string_view imag
   // The driver reads PTX as a NUL-terminated string and CUBIN/fatbin by their
   // own headers; a NUL-terminated copy serves both.
   std::string owned(image);
-  std::vector<char> error_log(16 * 1024, '\0');
+  std::vector<char> error_log(size_t{16} * 1024, '\0');
   CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-  void* values[] = {error_log.data(),
-                    reinterpret_cast<void*>(static_cast<uintptr_t>(error_log.size()))};
+  // cuModuleLoadDataEx takes every option value as a void*, sizes included.
+  void* values[] = {
+      error_log.data(),
+      // NOLINTNEXTLINE(performance-no-int-to-ptr): the driver API passes a size as a void*
+      reinterpret_cast<void*>(static_cast<uintptr_t>(error_log.size()))};
   CUmodule module = nullptr;
   const CUresult result = api.cuModuleLoadDataEx(&module, owned.c_str(), 2, options, values);
   if (result != CUDA_SUCCESS) {

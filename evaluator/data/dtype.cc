@@ -166,9 +166,8 @@ double ReadElement(const void* data, v1::DType dtype, size_t index) {
     case v1::DTYPE_I8:
       return Load<int8_t>(data, index);
     case v1::DTYPE_U8:
+    case v1::DTYPE_BOOL:  // BOOL: the raw byte, see dtype.h
       return Load<uint8_t>(data, index);
-    case v1::DTYPE_BOOL:
-      return Load<uint8_t>(data, index);  // raw byte: see dtype.h
     default:
       return std::numeric_limits<double>::quiet_NaN();
   }
@@ -221,9 +220,8 @@ int64_t ReadIntegerElement(const void* data, v1::DType dtype, size_t index) {
     case v1::DTYPE_I8:
       return Load<int8_t>(data, index);
     case v1::DTYPE_U8:
+    case v1::DTYPE_BOOL:  // BOOL: the raw byte, see dtype.h
       return Load<uint8_t>(data, index);
-    case v1::DTYPE_BOOL:
-      return Load<uint8_t>(data, index);  // raw byte: see dtype.h
     default:
       return 0;
   }

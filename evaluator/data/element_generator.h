@@ -73,6 +73,7 @@ KERNELEVAL_HOST_DEVICE inline void PhiloxRound(uint32_t& c0, uint32_t& c1, uint3
 }
 
 // The Philox4x32 block function with 10 rounds, counter {c0..c3} in place.
+// NOLINTNEXTLINE(readability-identifier-naming): keeps Random123's name, 4x32_10
 KERNELEVAL_HOST_DEVICE inline void Philox4x32_10InPlace(uint32_t& c0, uint32_t& c1, uint32_t& c2,
                                                         uint32_t& c3, uint32_t k0, uint32_t k1) {
   for (int round = 0; round < 10; ++round) {

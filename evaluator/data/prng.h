@@ -33,6 +33,7 @@ using PhiloxCounter = std::array<uint32_t, 4>;
 using PhiloxKey = std::array<uint32_t, 2>;
 
 // The Philox4x32 block function with 10 rounds (Random123's philox4x32_10).
+// NOLINTNEXTLINE(readability-identifier-naming): keeps Random123's name, 4x32_10
 PhiloxCounter Philox4x32_10(PhiloxCounter counter, PhiloxKey key);
 
 // 64-bit FNV-1a of a buffer name: the stream of that buffer.

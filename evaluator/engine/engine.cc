@@ -185,6 +185,10 @@ class Device {
 class EngineImpl final : public Engine {
  public:
   explicit EngineImpl(const EngineOptions& options) : options_(options) {}
+  EngineImpl(const EngineImpl&) = delete;
+  EngineImpl& operator=(const EngineImpl&) = delete;
+  EngineImpl(EngineImpl&&) = delete;
+  EngineImpl& operator=(EngineImpl&&) = delete;
   ~EngineImpl() override { Shutdown(absl::Now() + absl::Seconds(5)); }
 
   absl::Status Init();
@@ -216,7 +220,7 @@ class EngineImpl final : public Engine {
   absl::Status CheckSource(std::string_view field, const std::string& source) const;
   // CheckSource, and a plan and options within kMaxSubmissionExtrasBytes.
   absl::Status CheckSubmission(std::string_view field, const v1::Submission& submission) const;
-  void Enqueue(std::shared_ptr<Job> job, Device* device);
+  void Enqueue(const std::shared_ptr<Job>& job, Device* device);
   void RunDeviceLoop(Device* device);
   // A job taken off the device's queue: RunJob, then the queue's accounting.
   // `on_device_loop` false: a job that needs no device, answered from the
@@ -494,7 +498,7 @@ absl::Status EngineImpl::CheckSource(std::string_view field, const std::string& 
   return absl::OkStatus();
 }
 
-void EngineImpl::Enqueue(std::shared_ptr<Job> job, Device* device) {
+void EngineImpl::Enqueue(const std::shared_ptr<Job>& job, Device* device) {
   // Admission first: a full queue answers at once, before any compile.
   auto remaining = std::make_shared<std::atomic<size_t>>(job->submissions.size());
   auto all_prepared = std::make_shared<std::promise<void>>();
@@ -670,7 +674,7 @@ void EngineImpl::EvaluateAsync(v1::EvaluateRequest request, CallContext context,
     done(verdict);
     for (auto& [unused, follower] : followers) follower(verdict);
   };
-  Enqueue(std::move(job), common->device);
+  Enqueue(job, common->device);
 }
 
 void EngineImpl::EvaluateGroupAsync(v1::EvaluateGroupRequest request, CallContext context,
@@ -718,7 +722,7 @@ void EngineImpl::EvaluateGroupAsync(v1::EvaluateGroupRequest request, CallContex
     }
     done(std::move(expanded));
   };
-  Enqueue(std::move(job), common->device);
+  Enqueue(job, common->device);
 }
 
 absl::StatusOr<PreparedProgram> EngineImpl::ReferenceFor(Evaluation& evaluation, const Job& job) {

@@ -841,6 +841,7 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
       bool drawn;
     };
     std::vector<TimedCheck> timed_checks;
+    timed_checks.reserve(static_cast<size_t>(sets) + static_cast<size_t>(drawn_sets));
     for (int set = 0; set < sets; ++set) {
       timed_checks.push_back({&expected.Get(set), &timing.last_outputs(set), set, false});
     }

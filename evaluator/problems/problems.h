@@ -30,6 +30,7 @@ class ProblemRegistry {
   ProblemRegistry& operator=(ProblemRegistry&&) noexcept = default;
   ProblemRegistry(const ProblemRegistry&) = delete;
   ProblemRegistry& operator=(const ProblemRegistry&) = delete;
+  ~ProblemRegistry() = default;
 
   // Loads every `<dir>/<id>/problem.textproto` (subdirectories without one are
   // skipped) with LoadProblemDirectory, then validates each. Any error names

@@ -105,12 +105,14 @@ absl::StatusOr<WorkerProcess> WorkerProcess::Start(const WorkerOptions& options)
   std::vector<std::string> args = {binary, options.mode};
   args.insert(args.end(), options.extra_args.begin(), options.extra_args.end());
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   std::vector<std::string> env_strings;
   for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
   env_strings.insert(env_strings.end(), options.extra_env.begin(), options.extra_env.end());
   std::vector<char*> envp;
+  envp.reserve(env_strings.size() + 1);
   for (auto& e : env_strings) envp.push_back(e.data());
   envp.push_back(nullptr);
   const pid_t parent = ::getpid();
@@ -193,7 +195,7 @@ bool WorkerProcess::Alive() noexcept {
   return pid_ > 0;
 }
 
-absl::Status WorkerProcess::DiedError(absl::Status cause) {
+absl::Status WorkerProcess::DiedError(const absl::Status& cause) {
   // Give the kernel a moment to deliver the exit status after the socket closed.
   for (int i = 0; i < 200 && pid_ > 0; ++i) {
     Reap(/*block=*/false);

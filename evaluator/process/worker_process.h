@@ -65,7 +65,7 @@ class WorkerProcess {
  private:
   WorkerProcess(pid_t pid, int fd) : pid_(pid), fd_(fd) {}
   void Reap(bool block) noexcept;
-  absl::Status DiedError(absl::Status cause);
+  absl::Status DiedError(const absl::Status& cause);
 
   pid_t pid_ = -1;
   int fd_ = -1;

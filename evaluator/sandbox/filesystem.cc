@@ -72,6 +72,8 @@ class ScopedFd {
   explicit ScopedFd(int fd) : fd_(fd) {}
   ScopedFd(const ScopedFd&) = delete;
   ScopedFd& operator=(const ScopedFd&) = delete;
+  ScopedFd(ScopedFd&&) = delete;
+  ScopedFd& operator=(ScopedFd&&) = delete;
   ~ScopedFd() {
     if (fd_ >= 0) ::close(fd_);
   }

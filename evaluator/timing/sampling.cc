@@ -103,7 +103,7 @@ internal::TimingConfig DefaultTimingConfig() {
 }
 
 internal::TimingConfig WithDefaults(const internal::TimingConfig& requested) {
-  const internal::TimingConfig defaults = DefaultTimingConfig();
+  internal::TimingConfig defaults = DefaultTimingConfig();
   // No config at all: every default, the L2 flush included.
   if (requested.ByteSizeLong() == 0) return defaults;
   internal::TimingConfig config = requested;

@@ -24,6 +24,10 @@
 extern "C" {
 #endif
 
+// C names, prefixed: this header is compiled as C-compatible code into every
+// submission's shared object.
+// NOLINTBEGIN(readability-identifier-naming)
+
 typedef struct kerneleval_cpu_dim3 {
   uint32_t x, y, z;
 } kerneleval_cpu_dim3;
@@ -139,6 +143,8 @@ typedef struct kerneleval_cpu_runtime {
   void (*heap_free)(void* pointer);
   void (*trap)(const char* message);  // __trap, assert: ends the run (does not return)
 } kerneleval_cpu_runtime;
+
+// NOLINTEND(readability-identifier-naming)
 
 #ifdef __cplusplus
 }  // extern "C"
