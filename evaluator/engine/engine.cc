@@ -87,6 +87,14 @@ std::string DedupKey(const std::string& problem_key, const v1::Submission& submi
   return hash.HexDigest();
 }
 
+// A message's SHA-256 digest (64 hex digits): a key that holds none of its
+// bytes.
+std::string MessageDigest(const google::protobuf::Message& message) {
+  compile::Sha256 hash;
+  hash.Update(message.SerializeAsString());
+  return hash.HexDigest();
+}
+
 // [bytes] What a submission may carry besides its source: its launch plan
 // and compile options (a plan of 64 launches is ~10 KiB). Requests are held
 // while queued and judged.
@@ -380,9 +388,7 @@ absl::StatusOr<EngineImpl::Common> EngineImpl::Admit(const Request& request,
     // looser tolerance or a slower reference.
     common.settings.custom_problem = true;
     // A digest: the key names the problem in caches (references, verdicts).
-    compile::Sha256 hash;
-    hash.Update(request.problem().SerializeAsString());
-    common.problem_key = "custom:" + hash.HexDigest();
+    common.problem_key = "custom:" + MessageDigest(request.problem());
   } else {
     if (request.problem_id().empty()) {
       return absl::InvalidArgumentError("problem_id: required (or a full problem)");
@@ -701,9 +707,7 @@ void EngineImpl::EvaluateGroupAsync(v1::EvaluateGroupRequest request, CallContex
   std::map<std::string, size_t> unique;  // a submission's digest -> its index in the job
   auto index_of = std::make_shared<std::vector<size_t>>();
   for (v1::Submission& submission : *request.mutable_submissions()) {
-    compile::Sha256 hash;
-    hash.Update(submission.SerializeAsString());
-    auto [it, inserted] = unique.emplace(hash.HexDigest(), job->submissions.size());
+    auto [it, inserted] = unique.emplace(MessageDigest(submission), job->submissions.size());
     if (inserted) job->submissions.push_back(std::move(submission));  // not read again
     index_of->push_back(it->second);
   }

@@ -49,22 +49,17 @@ class FairQueue {
   template <class Eligible>
   std::optional<Task> Pop(Eligible eligible) {
     std::unique_lock lock(mutex_);
-    std::optional<typename std::deque<std::string>::iterator> chosen;
+    auto chosen = ready_.end();
     ready_cv_.wait(lock, [&] {
-      if (closed_ && size_ > 0) chosen = ready_.begin();
-      if (closed_ || size_ == 0) return closed_;
-      for (auto ready = ready_.begin(); ready != ready_.end(); ++ready) {
-        if (eligible(by_client_.find(*ready)->second.front())) {
-          chosen = ready;
-          return true;
-        }
+      if (closed_) {
+        chosen = ready_.begin();  // any task, or none when drained
+        return true;
       }
-      return false;
+      chosen = FirstEligible([&](const std::string&, const Task& task) { return eligible(task); });
+      return chosen != ready_.end();
     });
-    if (!chosen) return std::nullopt;
-    const std::string client = std::move(**chosen);
-    ready_.erase(*chosen);
-    return TakeFront(client);
+    if (chosen == ready_.end()) return std::nullopt;
+    return TakeFrontOf(chosen);
   }
 
   // Wakes every waiting Pop to look at eligibility again.
@@ -80,13 +75,11 @@ class FairQueue {
   template <class Eligible>
   std::optional<Task> TryPopOtherThan(const std::string& client, Eligible eligible) {
     std::lock_guard lock(mutex_);
-    for (auto ready = ready_.begin(); ready != ready_.end(); ++ready) {
-      if (*ready == client || !eligible(by_client_.find(*ready)->second.front())) continue;
-      const std::string other = std::move(*ready);
-      ready_.erase(ready);
-      return TakeFront(other);
-    }
-    return std::nullopt;
+    const auto chosen = FirstEligible([&](const std::string& other, const Task& task) {
+      return other != client && eligible(task);
+    });
+    if (chosen == ready_.end()) return std::nullopt;
+    return TakeFrontOf(chosen);
   }
   std::optional<Task> TryPopOtherThan(const std::string& client) {
     return TryPopOtherThan(client, [](const Task&) { return true; });
@@ -125,6 +118,22 @@ class FairQueue {
   size_t capacity() const { return capacity_; }
 
  private:
+  // The first client in service order whose first task `eligible(client,
+  // task)` accepts, or ready_.end(). mutex_ held.
+  template <class Eligible>
+  std::deque<std::string>::iterator FirstEligible(Eligible eligible) {
+    return std::find_if(ready_.begin(), ready_.end(), [&](const std::string& client) {
+      return eligible(client, by_client_.find(client)->second.front());
+    });
+  }
+
+  // The first task of the client at `ready` (taken out of ready_). mutex_ held.
+  Task TakeFrontOf(std::deque<std::string>::iterator ready) {
+    const std::string client = std::move(*ready);
+    ready_.erase(ready);
+    return TakeFront(client);
+  }
+
   // `client`'s first task; `client` (just taken out of ready_) goes to the
   // back of the line if it has more. mutex_ held.
   Task TakeFront(const std::string& client) {
