@@ -106,8 +106,7 @@ absl::Status ParseRequest(const grpc::ByteBuffer* bytes, Message* message) {
 
 template <typename Request, typename Response>
 struct UnaryMessages final : WireMessages {
-  UnaryMessages(const grpc::ByteBuffer* request_bytes, grpc::ByteBuffer* response_bytes_in)
-      : parsed(ParseRequest(request_bytes, &request)), response_bytes(response_bytes_in) {}
+  explicit UnaryMessages(grpc::ByteBuffer* response_bytes_in) : response_bytes(response_bytes_in) {}
 
   grpc::Status SerializeResponse() override {
     bool own_buffer = false;
@@ -116,7 +115,6 @@ struct UnaryMessages final : WireMessages {
 
   Request request;
   Response response;
-  const absl::Status parsed;               // after `request`, which it fills
   grpc::ByteBuffer* const response_bytes;  // gRPC's, alive until Finish
 };
 
@@ -421,8 +419,7 @@ UnaryStart<Request, Response> BeginUnary(std::string_view rpc, grpc::CallbackSer
                                          Validate&& validate) {
   UnaryStart<Request, Response> start;
   start.state = std::make_shared<CallState>(rpc, ClientRequestId(*context), metrics);
-  auto messages =
-      std::make_shared<UnaryMessages<Request, Response>>(&request_bytes, response_bytes);
+  auto messages = std::make_shared<UnaryMessages<Request, Response>>(response_bytes);
   start.messages = messages.get();
   start.state->messages = std::move(messages);
   start.reactor = new UnaryReactor(start.state);
@@ -430,8 +427,10 @@ UnaryStart<Request, Response> BeginUnary(std::string_view rpc, grpc::CallbackSer
     FinishUnary(start.state, start.reactor, status);
     return start;
   }
-  if (!start.messages->parsed.ok()) {
-    FinishUnary(start.state, start.reactor, ToGrpcStatus(start.messages->parsed));
+  // Parsed once admitted, as the stream's request is: a caller without the
+  // token costs no parse.
+  if (absl::Status parsed = ParseRequest(&request_bytes, &start.messages->request); !parsed.ok()) {
+    FinishUnary(start.state, start.reactor, ToGrpcStatus(parsed));
     return start;
   }
   if (absl::Status status = validate(std::as_const(start.messages->request)); !status.ok()) {
