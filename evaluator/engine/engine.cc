@@ -64,6 +64,18 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// Compile threads (and compile service workers): compile_workers for any one
+// client (one per core by default), plus one that only another client can
+// take. One client's group of slow sources (up to the compile limit each)
+// then never leaves a second client waiting for a thread: its compile
+// shares the cores at once (a 3 s evaluation waited 36.5 s on 2 cores).
+int CompileThreads(const EngineOptions& options) {
+  const int per_client = options.compile_workers > 0
+                             ? options.compile_workers
+                             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return per_client + 1;
+}
+
 // Everything that makes two evaluations the same evaluation, as a SHA-256
 // digest (64 hex digits): the recent-verdict cache holds 4096 keys, and a
 // key holding the submission itself held up to 4096 sources and plans.
@@ -293,7 +305,7 @@ absl::Status EngineImpl::Init() {
   registry_ = *std::move(registry);
 
   compile::CompileServiceOptions compile_options;
-  if (options_.compile_workers > 0) compile_options.workers = options_.compile_workers;
+  compile_options.workers = CompileThreads(options_);
   compile_options.timeout = absl::Seconds(options_.compile_timeout_seconds);
   compile_options.cache_dir = options_.compile_cache_dir;
   compile_options.cache_dir_bytes = options_.compile_cache_dir_bytes;
@@ -347,10 +359,8 @@ absl::Status EngineImpl::Init() {
                      options_.enable_cpu ? "" : "; the CPU backend is disabled"));
   }
 
-  const int compile_threads = options_.compile_workers > 0
-                                  ? options_.compile_workers
-                                  : std::max(1u, std::thread::hardware_concurrency());
-  compile_pool_ = std::make_unique<ThreadPool>(compile_threads);
+  compile_pool_ =
+      std::make_unique<ThreadPool>(CompileThreads(options_), CompileThreads(options_) - 1);
   for (auto& device : devices_) {
     device_threads_.emplace_back([this, d = device.get()] { RunDeviceLoop(d); });
   }
@@ -960,7 +970,21 @@ absl::StatusOr<v1::CompileResult> EngineImpl::Compile(const v1::CompileRequest& 
   }
   job.want_ptx = request.include_ptx();
   job.want_cubin = request.include_cubin();
-  absl::StatusOr<v1::CompileResult> result = compiler_->Compile(job);
+  // On the compile pool, in the caller's turn among the clients compiling
+  // (a Compile call took a compile worker outside that rotation).
+  std::promise<absl::StatusOr<v1::CompileResult>> compiled;
+  std::future<absl::StatusOr<v1::CompileResult>> compiled_future = compiled.get_future();
+  const bool queued = compile_pool_->Submit(context.client_id, [&] {
+    if (context.cancelled && context.cancelled()) {
+      compiled.set_value(absl::CancelledError("cancelled before compiling"));
+    } else if (absl::Now() >= context.deadline) {
+      compiled.set_value(absl::DeadlineExceededError("the deadline passed before compiling"));
+    } else {
+      compiled.set_value(compiler_->Compile(job));
+    }
+  });
+  if (!queued) return absl::UnavailableError("the engine is shutting down");
+  absl::StatusOr<v1::CompileResult> result = compiled_future.get();
   if (result.ok()) {
     if (options_.observer) options_.observer->OnCompileCache(result->cache_hit());
     if (!request.include_ptx()) result->clear_ptx();

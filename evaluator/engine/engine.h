@@ -59,7 +59,9 @@ struct EngineOptions {
   v1::Backend default_backend = v1::BACKEND_AUTO;
   bool enable_cuda = true;  // probe for GPUs at start
   bool enable_cpu = true;
-  int compile_workers = 0;  // 0: one per core
+  // Concurrent compiles of one client (0: one per core); the pool has one
+  // thread more, which only other clients take (CompileThreads).
+  int compile_workers = 0;
   double compile_timeout_seconds = 30;
   std::string compile_cache_dir;  // empty: in-memory cache only
   // Bound on compile_cache_dir [bytes]; least recently used entries go first.

@@ -43,7 +43,9 @@ class FairQueue {
   // `eligible` accepts, waiting until there is one; once the queue is
   // closed, any task (nullopt when drained). `eligible` runs under the
   // queue's lock and must not block; whatever makes a task eligible must be
-  // followed by Notify(). The engine's device takes only jobs whose
+  // followed by Notify(). The first task `eligible` accepts is the one
+  // returned, in the same hold of the lock (ThreadPool counts a key's
+  // running tasks there). The engine's device takes only jobs whose
   // compiles are done, so one client's slow compiles do not hold it while
   // another's job is ready.
   template <class Eligible>

@@ -2,12 +2,18 @@
 // keys they are submitted under, first in, first out within a key (the
 // engine's compile stage keys them by client, so one client's group of 128
 // slow compiles does not hold every other client's compile behind it; the
-// server's blocking handlers use one key). The destructor runs the tasks
-// already queued, then joins; it never throws.
+// server's blocking handlers use one key). With a cap per key, one key's
+// tasks run on at most that many threads at once: the engine's compile pool
+// has one thread more than the cap, so a client arriving while another's
+// slow compiles fill the cap starts at once instead of waiting up to the
+// compile limit (30 s) for a thread. The destructor runs the tasks already
+// queued, then joins; it never throws.
 #pragma once
 
 #include <functional>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,7 +24,10 @@ namespace kerneleval {
 
 class ThreadPool {
  public:
-  explicit ThreadPool(int threads) : tasks_(std::numeric_limits<size_t>::max()) {
+  // `threads` threads; `max_per_key` > 0: at most that many run one key's
+  // tasks at once (0: no cap).
+  explicit ThreadPool(int threads, int max_per_key = 0)
+      : max_per_key_(max_per_key), tasks_(std::numeric_limits<size_t>::max()) {
     for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Loop(); });
   }
   ThreadPool(const ThreadPool&) = delete;
@@ -31,18 +40,57 @@ class ThreadPool {
   // False once Stop() was called: the task was not queued.
   [[nodiscard]] bool Submit(std::function<void()> task) { return Submit({}, std::move(task)); }
   [[nodiscard]] bool Submit(const std::string& key, std::function<void()> task) {
-    return tasks_.Push(key, std::move(task)).has_value();
+    return tasks_.Push(key, KeyedTask{key, std::move(task)}).has_value();
   }
 
-  // No new tasks; queued ones still run. Idempotent.
+  // No new tasks; queued ones still run (the cap no longer applies). Idempotent.
   void Stop() { tasks_.Close(); }
 
- private:
-  void Loop() {
-    while (std::optional<std::function<void()>> task = tasks_.Pop()) (*task)();
+  // Tasks of `key` running now (tests).
+  int running(const std::string& key) const {
+    std::lock_guard lock(running_mutex_);
+    const auto it = running_.find(key);
+    return it == running_.end() ? 0 : it->second;
   }
 
-  FairQueue<std::function<void()>> tasks_;
+ private:
+  struct KeyedTask {
+    std::string key;
+    std::function<void()> run;
+  };
+
+  void Loop() {
+    for (;;) {
+      // The queue accepts a task under its lock and takes it at once, so a
+      // key's count rises in the same step as its task leaves the queue (two
+      // threads cannot both see room for the key's last slot). After Close()
+      // tasks are taken without asking: `claimed` stays false.
+      bool claimed = false;
+      std::optional<KeyedTask> task = tasks_.Pop([&](const KeyedTask& next) {
+        if (max_per_key_ <= 0) return true;
+        std::lock_guard lock(running_mutex_);
+        int& running = running_[next.key];
+        if (running >= max_per_key_) return false;
+        ++running;
+        claimed = true;
+        return true;
+      });
+      if (!task) return;
+      task->run();
+      if (claimed) {
+        {
+          std::lock_guard lock(running_mutex_);
+          if (--running_[task->key] == 0) running_.erase(task->key);
+        }
+        tasks_.Notify();  // the key's next task may start now
+      }
+    }
+  }
+
+  const int max_per_key_;
+  mutable std::mutex running_mutex_;  // taken inside the queue's lock, never around it
+  std::map<std::string, int> running_;
+  FairQueue<KeyedTask> tasks_;
   std::vector<std::thread> threads_;
 };
 

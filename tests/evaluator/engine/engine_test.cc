@@ -32,8 +32,12 @@ class CountingObserver : public EngineObserver {
   void OnVerdict(std::string_view stage) override {
     if (stage == "runtime") ++runtime_verdicts;
   }
+  void OnLatency(std::string_view stage, double seconds) override {
+    if (stage == "compile" && seconds >= 1) ++slow_compiles;
+  }
   std::atomic<int> restarts{0};
   std::atomic<int> runtime_verdicts{0};
+  std::atomic<int> slow_compiles{0};  // compile turns of 1 s or more
 };
 
 // An engine on the CPU backend, reward in speedup mode without partial credit.
@@ -856,13 +860,53 @@ std::string SlowToCompile(int variant) {
   return source;
 }
 
-TEST(EngineFairnessTest, OneClientsSlowCompilesDoNotHoldAnotherClientsEvaluation) {
-  EngineOptions options = CpuEngineOptions();
-  options.compile_workers = 1;  // one compile at a time: the order is the engine's
-  options.compile_timeout_seconds = 3;
-  auto created = Engine::Create(options);
-  ASSERT_TRUE(created.ok()) << created.status();
-  Engine& engine = **created;
+// An engine where one client compiles one source at a time (the order is
+// the engine's), a compile limit of 3 s (SlowToCompile reaches it) and an
+// observer counting the compiles that took 1 s or more.
+class EngineFairnessTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    EngineOptions options = CpuEngineOptions();
+    options.compile_workers = 1;
+    options.compile_timeout_seconds = 3;
+    options.observer = observer_;
+    auto created = Engine::Create(options);
+    ASSERT_TRUE(created.ok()) << created.status();
+    engine_ = *std::move(created);
+  }
+
+  // Starts "client-a"'s group of `count` SlowToCompile sources (every
+  // verdict a compile failure) and waits until its first compile has begun;
+  // `done` runs when the group is answered.
+  void StartSlowGroup(int count, int first_variant, std::function<void()> done) {
+    v1::EvaluateGroupRequest group;
+    group.set_problem_id("vector_add");
+    group.set_skip_timing(true);
+    for (int i = 0; i < count; ++i) {
+      group.add_submissions()->set_source(SlowToCompile(first_variant + i));
+    }
+    CallContext a;
+    a.client_id = "client-a";
+    engine_->EvaluateGroupAsync(
+        group, a, [done = std::move(done)](absl::StatusOr<v1::EvaluateGroupResponse> response) {
+          EXPECT_TRUE(response.ok()) << response.status();
+          if (response.ok()) {
+            for (const v1::Verdict& verdict : response->verdicts()) {
+              EXPECT_EQ(verdict.stage(), "compile");
+            }
+          }
+          done();
+        });
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+
+  std::shared_ptr<CountingObserver> observer_ = std::make_shared<CountingObserver>();
+  std::unique_ptr<Engine> engine_;
+};
+
+TEST_F(EngineFairnessTest, OneClientsSlowCompilesDoNotHoldAnotherClientsEvaluation) {
+  Engine& engine = *engine_;
+  CountingObserver* observer = observer_.get();
   v1::EvaluateRequest single;
   single.set_problem_id("vector_add");
   single.set_skip_timing(true);
@@ -878,25 +922,14 @@ TEST(EngineFairnessTest, OneClientsSlowCompilesDoNotHoldAnotherClientsEvaluation
 
   std::atomic<int> finished{0};
   std::promise<int> group_done;
-  v1::EvaluateGroupRequest group;
-  group.set_problem_id("vector_add");
-  group.set_skip_timing(true);
-  for (int i = 0; i < 4; ++i) group.add_submissions()->set_source(SlowToCompile(i));
-  CallContext a;
-  a.client_id = "client-a";
-  engine.EvaluateGroupAsync(group, a, [&](absl::StatusOr<v1::EvaluateGroupResponse> response) {
-    EXPECT_TRUE(response.ok()) << response.status();
-    if (response.ok()) {
-      for (const v1::Verdict& verdict : response->verdicts()) EXPECT_EQ(verdict.stage(), "compile");
-    }
-    group_done.set_value(++finished);
-  });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // its first compile has begun
+  StartSlowGroup(4, 0, [&] { group_done.set_value(++finished); });
 
   CallContext b;
   b.client_id = "client-b";
   std::promise<int> single_done;
+  std::atomic<int> slow_compiles_before_single{-1};
   engine.EvaluateAsync(single, b, [&](absl::StatusOr<v1::Verdict> verdict) {
+    slow_compiles_before_single = observer->slow_compiles.load();
     EXPECT_TRUE(verdict.ok()) << verdict.status();
     if (verdict.ok()) {
       EXPECT_TRUE(verdict->correct()) << verdict->error();
@@ -909,6 +942,37 @@ TEST(EngineFairnessTest, OneClientsSlowCompilesDoNotHoldAnotherClientsEvaluation
   // second was next in line when it came) and runs while the rest compile.
   EXPECT_EQ(single_done.get_future().get(), 1) << "the single evaluation waited for the group";
   EXPECT_EQ(group_done.get_future().get(), 2);
+  // And with the spare compile thread it did not wait for the group's first
+  // compile (3 s) to give up a thread: its own compile (cached) ran beside it.
+  EXPECT_EQ(slow_compiles_before_single.load(), 0)
+      << "the single evaluation waited for a slow compile to end";
+  EXPECT_EQ(observer->slow_compiles.load(), 4);
+}
+
+TEST_F(EngineFairnessTest, ACompileCallTakesItsTurnBesideAnotherClientsSlowCompiles) {
+  Engine& engine = *engine_;
+  CountingObserver* observer = observer_.get();
+  std::promise<void> group_done;
+  StartSlowGroup(2, 10, [&] { group_done.set_value(); });
+
+  v1::CompileRequest compile;
+  compile.set_source(kVectorAdd);
+  CallContext b;
+  b.client_id = "client-b";
+  absl::StatusOr<v1::CompileResult> result = engine.Compile(compile, b);
+  const int slow_compiles_before = observer->slow_compiles.load();
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_TRUE(result->success()) << result->log();
+  EXPECT_EQ(slow_compiles_before, 0) << "the Compile call waited for a slow compile to end";
+
+  // A caller gone or out of time by its turn costs no compile.
+  CallContext gone = b;
+  gone.cancelled = [] { return true; };
+  EXPECT_TRUE(absl::IsCancelled(engine.Compile(compile, gone).status()));
+  CallContext late = b;
+  late.deadline = absl::Now() - absl::Seconds(1);
+  EXPECT_TRUE(absl::IsDeadlineExceeded(engine.Compile(compile, late).status()));
+  group_done.get_future().wait();
 }
 
 TEST_F(EngineTest, ACustomProblemsVerdictsAreFlaggedAndItsOtherFieldsBounded) {

@@ -2,9 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <future>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace kerneleval {
@@ -57,6 +60,57 @@ TEST(ThreadPoolTest, RefusesTasksOnceStoppedAndRunsThoseQueued) {
     release.set_value();
   }
   EXPECT_EQ(ran, 4);
+}
+
+TEST(ThreadPoolTest, AKeyRunsOnAtMostItsCapAndAnotherKeyTakesTheThreadLeft) {
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> slow_started{0};
+  std::atomic<int> most_running{0};
+  std::promise<void> other_ran;
+  ThreadPool pool(3, /*max_per_key=*/2);
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(pool.Submit("slow", [&] {
+      ++slow_started;
+      int seen = pool.running("slow");
+      int most = most_running.load();
+      while (seen > most && !most_running.compare_exchange_weak(most, seen)) {
+      }
+      released.wait();
+    }));
+  }
+  // Two of the four hold their threads; the third thread stays free for
+  // another key, which runs while they wait (without the cap all three
+  // threads took "slow" tasks and this waited for the release).
+  ASSERT_TRUE(pool.Submit("other", [&] { other_ran.set_value(); }));
+  EXPECT_EQ(other_ran.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_EQ(slow_started.load(), 2);
+  release.set_value();
+  pool.Stop();
+  // The rest ran once the first two ended, never more than two at once.
+  while (pool.running("slow") > 0 || slow_started.load() < 4) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(slow_started.load(), 4);
+  EXPECT_LE(most_running.load(), 2);
+}
+
+TEST(ThreadPoolTest, WithoutACapOneKeyTakesEveryThread) {
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> started{0};
+  {
+    ThreadPool pool(3);
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_TRUE(pool.Submit("only", [&] {
+        ++started;
+        released.wait();
+      }));
+    }
+    while (started.load() < 3) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    release.set_value();
+  }
+  EXPECT_EQ(started.load(), 3);
 }
 
 }  // namespace
