@@ -2,6 +2,12 @@
 
 #include <grpcpp/server_context.h>
 
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+
 namespace kerneleval::server {
 
 bool ConstantTimeEquals(std::string_view a, std::string_view b) {
@@ -17,19 +23,113 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   return difference == 0;
 }
 
-bool TokenAuthenticator::Allows(std::string_view authorization_header) const {
-  if (!enabled()) return true;
-  constexpr std::string_view kScheme = "Bearer ";
-  if (authorization_header.substr(0, kScheme.size()) != kScheme) return false;
-  return ConstantTimeEquals(authorization_header.substr(kScheme.size()), token_);
+namespace {
+
+bool IsClientNameChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+         c == '_' || c == '-';
 }
 
-bool TokenAuthenticator::Allows(const grpc::ServerContextBase& context) const {
-  if (!enabled()) return true;
+// Separates a tokens file's fields ('\r' too: a file written on Windows).
+bool IsBlank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+
+}  // namespace
+
+absl::StatusOr<std::vector<ClientToken>> ParseClientTokens(std::string_view text) {
+  constexpr size_t kMaxClientName = 64;
+  constexpr size_t kMinToken = 16;  // a guessable token is no token
+  constexpr size_t kMaxToken = 1024;
+  std::vector<ClientToken> tokens;
+  int line_number = 0;
+  size_t line_start = 0;
+  while (line_start <= text.size()) {
+    size_t line_end = text.find('\n', line_start);
+    if (line_end == std::string_view::npos) line_end = text.size();
+    const std::string_view line = text.substr(line_start, line_end - line_start);
+    line_start = line_end + 1;
+    ++line_number;
+    std::vector<std::string> fields;  // separated by blanks
+    for (size_t i = 0; i < line.size();) {
+      if (IsBlank(line[i])) {
+        ++i;
+        continue;
+      }
+      size_t end = i;
+      while (end < line.size() && !IsBlank(line[end])) ++end;
+      fields.emplace_back(line.substr(i, end - i));
+      i = end;
+    }
+    if (fields.empty() || fields[0].front() == '#') continue;
+    const std::string where = absl::StrCat("line ", line_number, ": ");
+    if (fields.size() != 2) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, "expected \"CLIENT TOKEN\", found ", fields.size(), " fields"));
+    }
+    const std::string& client = fields[0];
+    const std::string& token = fields[1];
+    if (client.size() > kMaxClientName ||
+        !std::all_of(client.begin(), client.end(), IsClientNameChar)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, "the client name is not 1-", kMaxClientName, " of [A-Za-z0-9._-]"));
+    }
+    if (token.size() < kMinToken || token.size() > kMaxToken ||
+        !std::all_of(token.begin(), token.end(), [](char c) { return c > ' ' && c < 127; })) {
+      return absl::InvalidArgumentError(absl::StrCat(where, "the token of ", client, " is not ",
+                                                     kMinToken, "-", kMaxToken,
+                                                     " printable characters"));
+    }
+    for (const ClientToken& earlier : tokens) {
+      if (earlier.client == client) {
+        return absl::InvalidArgumentError(absl::StrCat(where, "client ", client, " again"));
+      }
+      if (earlier.token == token) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, "the token of ", client, " is also ", earlier.client, "'s"));
+      }
+    }
+    tokens.push_back(ClientToken{client, token});
+  }
+  return tokens;
+}
+
+absl::StatusOr<std::vector<ClientToken>> ReadClientTokens(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return absl::NotFoundError(absl::StrCat(path, ": cannot be read"));
+  std::ostringstream text;
+  text << file.rdbuf();
+  if (file.bad()) return absl::DataLossError(absl::StrCat(path, ": read failed"));
+  absl::StatusOr<std::vector<ClientToken>> tokens = ParseClientTokens(text.str());
+  if (!tokens.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", tokens.status().message()));
+  }
+  return tokens;
+}
+
+std::optional<std::string> TokenAuthenticator::Identify(
+    std::string_view authorization_header) const {
+  if (!enabled()) return std::string();
+  constexpr std::string_view kScheme = "Bearer ";
+  if (authorization_header.substr(0, kScheme.size()) != kScheme) return std::nullopt;
+  const std::string_view presented = authorization_header.substr(kScheme.size());
+  // Every comparison runs (no early return), so the time taken depends on
+  // the number and lengths of the tokens only.
+  bool shared = !token_.empty() && ConstantTimeEquals(presented, token_);
+  const ClientToken* client = nullptr;
+  for (const ClientToken& candidate : client_tokens_) {
+    if (ConstantTimeEquals(presented, candidate.token)) client = &candidate;
+  }
+  if (client != nullptr) return client->client;
+  if (shared) return std::string();
+  return std::nullopt;
+}
+
+std::optional<std::string> TokenAuthenticator::Identify(
+    const grpc::ServerContextBase& context) const {
+  if (!enabled()) return std::string();
   const auto& metadata = context.client_metadata();
   const auto it = metadata.find("authorization");
-  if (it == metadata.end()) return false;
-  return Allows(std::string_view(it->second.data(), it->second.size()));
+  if (it == metadata.end()) return std::nullopt;
+  return Identify(std::string_view(it->second.data(), it->second.size()));
 }
 
 }  // namespace kerneleval::server

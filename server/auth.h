@@ -1,11 +1,17 @@
 // Optional bearer-token authentication: with a token configured, every
 // KernelEval call must carry `authorization: Bearer <token>`; the gRPC health
 // service (and reflection, which only describes the public schema; turn it
-// off with --no-reflection) stay open.
+// off with --no-reflection) stay open. Besides one shared token, named
+// clients may each have their own (--tokens-file): the name, not the
+// request, is then the caller's fairness key.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
 
 namespace grpc {
 class ServerContextBase;
@@ -17,19 +23,46 @@ namespace kerneleval::server {
 // the first difference is.
 [[nodiscard]] bool ConstantTimeEquals(std::string_view a, std::string_view b);
 
+// A token of one named client (--tokens-file). The name is that client's
+// fairness key: a holder cannot claim another's turn, or several turns, by
+// what it writes in EvaluateRequest.client_id.
+struct ClientToken {
+  std::string client;
+  std::string token;
+};
+
+// The text of a tokens file: one "CLIENT TOKEN" per line, separated by
+// blanks; blank lines and lines starting with '#' are skipped. A client is
+// 1-64 of [A-Za-z0-9._-]; a token is 16-1024 printable characters without
+// blanks. Names and tokens are each unique. INVALID_ARGUMENT names the line
+// (never the token).
+[[nodiscard]] absl::StatusOr<std::vector<ClientToken>> ParseClientTokens(std::string_view text);
+// Reads and parses `path`; the error names the path.
+[[nodiscard]] absl::StatusOr<std::vector<ClientToken>> ReadClientTokens(const std::string& path);
+
 class TokenAuthenticator {
  public:
-  // Empty token: authentication off, every call allowed.
-  explicit TokenAuthenticator(std::string token) : token_(std::move(token)) {}
+  // No token and no client tokens: authentication off, every call allowed.
+  // `token` (may be empty) is shared: its callers name their fairness key
+  // themselves. `client_tokens` must be unique and differ from `token`.
+  explicit TokenAuthenticator(std::string token, std::vector<ClientToken> client_tokens = {})
+      : token_(std::move(token)), client_tokens_(std::move(client_tokens)) {}
 
-  [[nodiscard]] bool enabled() const { return !token_.empty(); }
-  // Whether the value of an `authorization` header is this token.
-  [[nodiscard]] bool Allows(std::string_view authorization_header) const;
+  [[nodiscard]] bool enabled() const { return !token_.empty() || !client_tokens_.empty(); }
+  // Who presents the value of an `authorization` header: nullopt when it is
+  // refused; "" for the shared token (or any caller with authentication
+  // off); else the client's name. Every token is compared, whatever
+  // matches, so the time taken does not say which one came close.
+  [[nodiscard]] std::optional<std::string> Identify(std::string_view authorization_header) const;
   // Looks the header up in the call's client metadata.
-  [[nodiscard]] bool Allows(const grpc::ServerContextBase& context) const;
+  [[nodiscard]] std::optional<std::string> Identify(const grpc::ServerContextBase& context) const;
+  [[nodiscard]] bool Allows(std::string_view authorization_header) const {
+    return Identify(authorization_header).has_value();
+  }
 
  private:
   std::string token_;
+  std::vector<ClientToken> client_tokens_;
 };
 
 }  // namespace kerneleval::server

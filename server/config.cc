@@ -3,8 +3,10 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "server/auth.h"
 
 namespace kerneleval::server {
 
@@ -26,7 +28,8 @@ void AddServerFlags(CLI::App& app, ServerConfig* config) {
                  "engine's (problems/ next to the install)")
       ->envname("KERNELEVAL_PROBLEMS_DIR");
   app.add_option("--compile-workers", engine.compile_workers,
-                 "Concurrent NVRTC compilations; 0 = one per core")
+                 "Concurrent compiles of one client; 0 = one per core (one more runs for "
+                 "other clients while one client fills these)")
       ->envname("KERNELEVAL_COMPILE_WORKERS")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
@@ -72,6 +75,11 @@ void AddServerFlags(CLI::App& app, ServerConfig* config) {
                  "Require 'authorization: Bearer <token>' on every call except health "
                  "(env KERNELEVAL_TOKEN; prefer the env: flags show in ps)")
       ->envname("KERNELEVAL_TOKEN");
+  app.add_option("--tokens-file", config->tokens_file,
+                 "Named clients' own tokens, one 'CLIENT TOKEN' per line ('#' comments): a "
+                 "call with one is that client's, whose name is then its fairness key "
+                 "(its request's client_id is not); with --token or alone")
+      ->envname("KERNELEVAL_TOKENS_FILE");
   app.add_flag("--reflection,!--no-reflection", server.reflection,
                "Serve gRPC reflection (the public schema, answered without the token; "
                "default on)")
@@ -162,6 +170,25 @@ absl::Status FinalizeServerConfig(const CLI::App& app, ServerConfig* config) {
 
   if (config->server.tls_cert_path.empty() != config->server.tls_key_path.empty()) {
     return absl::InvalidArgumentError("--tls-cert and --tls-key: give both or neither");
+  }
+  if (!config->tokens_file.empty()) {
+    absl::StatusOr<std::vector<ClientToken>> tokens = ReadClientTokens(config->tokens_file);
+    if (!tokens.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--tokens-file (or KERNELEVAL_TOKENS_FILE): ", tokens.status().message()));
+    }
+    if (tokens->empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--tokens-file (or KERNELEVAL_TOKENS_FILE): ", config->tokens_file,
+                       " names no client (an empty file would leave the server open)"));
+    }
+    for (const ClientToken& client : *tokens) {
+      if (client.token == config->server.service.token) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--tokens-file: the token of ", client.client, " is also --token"));
+      }
+    }
+    config->server.service.client_tokens = *std::move(tokens);
   }
   config->server.service.limits.max_source_bytes = engine.max_source_bytes;
   config->server.service.limits.max_group_size = engine.max_group_size;

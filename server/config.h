@@ -25,6 +25,7 @@ struct ServerConfig {
   std::string reward_mode;  // speedup | roofline; empty: KERNEL_ENV_REWARD, else speedup
   bool partial_credit = false;
   bool partial_credit_given = false;  // set by FinalizeServerConfig from the parse
+  std::string tokens_file;  // read by FinalizeServerConfig into server.service.client_tokens
 };
 
 // Registers every flag on `app`; values land in `config`.

@@ -108,9 +108,16 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
   server->server_->GetHealthCheckService()->SetServingStatus(kHealthServiceName, false);
   server->readiness_poller_ = std::thread([raw = server.get()] { raw->PollReadiness(); });
   server->started_ = true;
+  std::string auth;
+  if (!opts.service.token.empty() || !opts.service.client_tokens.empty()) {
+    auth = ", bearer token required";
+    if (!opts.service.client_tokens.empty()) {
+      absl::StrAppend(&auth, " (", opts.service.client_tokens.size(), " named clients",
+                      opts.service.token.empty() ? "" : " and a shared token", ")");
+    }
+  }
   spdlog::info("kerneleval-server listening on port {} ({}){}", server->port_,
-               opts.tls_cert_path.empty() ? "plaintext" : "TLS",
-               opts.service.token.empty() ? "" : ", bearer token required");
+               opts.tls_cert_path.empty() ? "plaintext" : "TLS", auth);
   if (server->exposer_) {
     spdlog::info("metrics on http://{}/metrics (port {})", opts.metrics_address,
                  server->exposer_->port());

@@ -156,6 +156,9 @@ struct CallState {
   const std::shared_ptr<ServerMetrics> metrics;
   std::atomic<bool> cancelled{false};
   std::atomic<bool> finished{false};
+  // The named client whose token the call carries (set at admission, before
+  // any engine work); empty for the shared token or without authentication.
+  std::string token_client;
   // A unary call's messages: alive while any engine callback may write the
   // response.
   std::shared_ptr<WireMessages> messages;
@@ -377,13 +380,15 @@ namespace {
 
 // The checks every call passes before any engine work; sets the request id
 // as initial metadata. OK: proceed.
-grpc::Status Admit(grpc::CallbackServerContext* context, const CallState& state,
+grpc::Status Admit(grpc::CallbackServerContext* context, CallState& state,
                    const TokenAuthenticator& authenticator) {
   context->AddInitialMetadata(kRequestIdHeader, state.request_id);
-  if (!authenticator.Allows(*context)) {
+  std::optional<std::string> client = authenticator.Identify(*context);
+  if (!client) {
     return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                         "authorization: missing or wrong bearer token");
   }
+  state.token_client = *std::move(client);
   if (context->IsCancelled()) return CancelledStatus();
   return ToGrpcStatus(CheckDeadline(DeadlineOf(*context), absl::Now()));
 }
@@ -392,7 +397,13 @@ CallContext MakeCallContext(const grpc::CallbackServerContext& context,
                             const std::shared_ptr<CallState>& state, const std::string& client_id) {
   CallContext call;
   call.request_id = state->request_id;
-  call.client_id = client_id.empty() ? ClientIdFromPeer(context.peer()) : client_id;
+  // A named client's token decides its fairness key; what the request says
+  // of itself counts only under the shared token (or none).
+  if (!state->token_client.empty()) {
+    call.client_id = state->token_client;
+  } else {
+    call.client_id = client_id.empty() ? ClientIdFromPeer(context.peer()) : client_id;
+  }
   call.deadline = DeadlineOf(context);
   call.cancelled = [state] { return state->cancelled.load(); };
   return call;
@@ -458,7 +469,7 @@ KernelEvalService::KernelEvalService(Engine* engine, ServiceOptions options,
                                      std::shared_ptr<ServerMetrics> metrics)
     : engine_(engine),
       options_(std::move(options)),
-      authenticator_(options_.token),
+      authenticator_(options_.token, options_.client_tokens),
       metrics_(std::move(metrics)),
       blocking_pool_(std::make_unique<ThreadPool>(options_.blocking_threads)) {}
 

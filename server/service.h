@@ -16,6 +16,7 @@
 
 // <optional> before engine.h: it uses std::optional without including it.
 #include <optional>
+#include <vector>
 
 #include "evaluator/engine/engine.h"
 #include "evaluator/engine/thread_pool.h"
@@ -29,7 +30,10 @@ class ServerMetrics;
 
 struct ServiceOptions {
   RequestLimits limits;
-  std::string token;         // empty: no authentication
+  std::string token;  // shared by its callers; empty with no client_tokens: no authentication
+  // Named clients' own tokens (--tokens-file): a call with one has that
+  // client's name as its fairness key, whatever its request's client_id says.
+  std::vector<ClientToken> client_tokens;
   int blocking_threads = 4;  // pool for the synchronous engine calls (Compile)
 };
 

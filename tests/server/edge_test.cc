@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 
@@ -231,6 +233,57 @@ TEST(TokenAuthenticator, RequiresTheBearerScheme) {
   EXPECT_FALSE(on.Allows(""));
 }
 
+TEST(TokenAuthenticator, NamesTheClientWhoseTokenCame) {
+  const server::TokenAuthenticator named(
+      "", {{"team-a", "aaaaaaaaaaaaaaaa1"}, {"team-b", "bbbbbbbbbbbbbbbb2"}});
+  EXPECT_TRUE(named.enabled());
+  EXPECT_EQ(named.Identify("Bearer aaaaaaaaaaaaaaaa1"), std::optional<std::string>("team-a"));
+  EXPECT_EQ(named.Identify("Bearer bbbbbbbbbbbbbbbb2"), std::optional<std::string>("team-b"));
+  EXPECT_EQ(named.Identify("Bearer bbbbbbbbbbbbbbbb"), std::nullopt);
+  EXPECT_EQ(named.Identify("Bearer "), std::nullopt);  // no shared token: empty is no token
+  EXPECT_EQ(named.Identify(""), std::nullopt);
+  const server::TokenAuthenticator both("shared-shared-01", {{"team-a", "aaaaaaaaaaaaaaaa1"}});
+  EXPECT_EQ(both.Identify("Bearer shared-shared-01"), std::optional<std::string>(""));
+  EXPECT_EQ(both.Identify("Bearer aaaaaaaaaaaaaaaa1"), std::optional<std::string>("team-a"));
+  const server::TokenAuthenticator off("");
+  EXPECT_EQ(off.Identify("Bearer anything"), std::optional<std::string>(""));
+}
+
+TEST(ClientTokens, ParsesNamesAndTokensAndNamesTheBadLineNeverTheToken) {
+  auto parsed = server::ParseClientTokens(
+      "# rollout clusters\n"
+      "team-a   aaaaaaaaaaaaaaaa1\n"
+      "\n"
+      "\tteam.b_2 bbbbbbbbbbbbbbbb2\r\n");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_EQ(parsed->size(), 2u);
+  EXPECT_EQ((*parsed)[0].client, "team-a");
+  EXPECT_EQ((*parsed)[0].token, "aaaaaaaaaaaaaaaa1");
+  EXPECT_EQ((*parsed)[1].client, "team.b_2");
+  EXPECT_EQ((*parsed)[1].token, "bbbbbbbbbbbbbbbb2");
+
+  const struct {
+    const char* text;
+    const char* message;
+  } bad[] = {
+      {"team-a\n", "line 1: expected \"CLIENT TOKEN\", found 1 fields"},
+      {"# c\nteam-a aaaaaaaaaaaaaaaa1 extra\n", "line 2: expected"},
+      {"team/a aaaaaaaaaaaaaaaa1\n", "line 1: the client name is not 1-64"},
+      {"team-a short-secret\n", "line 1: the token of team-a is not 16-1024"},
+      {"team-a aaaaaaaaaaaaaaaa1\nteam-a bbbbbbbbbbbbbbbb2\n", "line 2: client team-a again"},
+      {"team-a aaaaaaaaaaaaaaaa1\nteam-b aaaaaaaaaaaaaaaa1\n",
+       "line 2: the token of team-b is also team-a's"},
+  };
+  for (const auto& [text, message] : bad) {
+    auto result = server::ParseClientTokens(text);
+    ASSERT_FALSE(result.ok()) << text;
+    EXPECT_TRUE(absl::IsInvalidArgument(result.status()));
+    EXPECT_NE(result.status().message().find(message), std::string::npos) << result.status();
+    EXPECT_EQ(result.status().message().find("aaaaaaaaaaaaaaaa1"), std::string::npos)
+        << "the error shows a token: " << result.status();
+  }
+}
+
 TEST(RequestId, NewIdsAreSixteenHexDigitsAndDistinct) {
   const std::string a = server::NewRequestId();
   const std::string b = server::NewRequestId();
@@ -338,6 +391,37 @@ TEST(ServerConfig, TheTransportsMemoryBoundHoldsTwoOfTheLargestRequests) {
   parsed = Parse({"--transport-memory-bytes", "268435456", "--max-group-size", "64"});
   EXPECT_TRUE(parsed.status.ok()) << parsed.status;  // 80 MiB per request
   EXPECT_EQ(parsed.config.server.transport_memory_bytes, 268435456u);
+}
+
+TEST(ServerConfig, ATokensFileIsReadAtStartAndABadOneStopsIt) {
+  const std::string dir = ::testing::TempDir();
+  const std::string good = dir + "/kerneleval-tokens-good";
+  const std::string empty = dir + "/kerneleval-tokens-empty";
+  const std::string bad = dir + "/kerneleval-tokens-bad";
+  std::ofstream(good) << "# clients\nteam-a aaaaaaaaaaaaaaaa1\nteam-b bbbbbbbbbbbbbbbb2\n";
+  std::ofstream(empty) << "# nobody yet\n";
+  std::ofstream(bad) << "team-a aaaaaaaaaaaaaaaa1\nteam-b\n";
+
+  auto parsed = Parse({"--tokens-file", good});
+  ASSERT_TRUE(parsed.status.ok()) << parsed.status;
+  ASSERT_EQ(parsed.config.server.service.client_tokens.size(), 2u);
+  EXPECT_EQ(parsed.config.server.service.client_tokens[1].client, "team-b");
+
+  parsed = Parse({"--tokens-file", bad});
+  EXPECT_TRUE(absl::IsInvalidArgument(parsed.status)) << parsed.status;
+  EXPECT_NE(parsed.status.message().find("kerneleval-tokens-bad: line 2"), std::string::npos)
+      << parsed.status;
+  // An empty file would leave the server open: refused, not taken as "no auth".
+  parsed = Parse({"--tokens-file", empty});
+  EXPECT_NE(parsed.status.message().find("names no client"), std::string::npos) << parsed.status;
+  parsed = Parse({"--tokens-file", dir + "/kerneleval-tokens-missing"});
+  EXPECT_NE(parsed.status.message().find("cannot be read"), std::string::npos) << parsed.status;
+  parsed = Parse({"--tokens-file", good, "--token", "bbbbbbbbbbbbbbbb2"});
+  EXPECT_NE(parsed.status.message().find("the token of team-b is also --token"), std::string::npos)
+      << parsed.status;
+  std::filesystem::remove(good);
+  std::filesystem::remove(empty);
+  std::filesystem::remove(bad);
 }
 
 TEST(ServerConfig, RewardDefaultsComeFromTheSeedsEnvironment) {

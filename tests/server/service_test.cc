@@ -647,6 +647,45 @@ TEST(Auth, TokenRequiredOnEveryRpcButHealth) {
   EXPECT_TRUE(client->ListDevices().ok());
 }
 
+TEST(Auth, ANamedClientsTokenIsItsFairnessKeyWhateverItsRequestSays) {
+  TestServer server([](server::ServerOptions& options) {
+    options.service.token = "shared-token-0123456789";
+    options.service.client_tokens = {{"team-a", "team-a-token-0123456789"},
+                                     {"team-b", "team-b-token-0123456789"}};
+  });
+  ASSERT_TRUE(server.ok());
+  auto request = EvaluateRequestWith("pass");
+  request.set_client_id("team-b");  // a claim of another's turn
+
+  client::ClientOptions a;
+  a.token = "team-a-token-0123456789";
+  ASSERT_TRUE(server.Client(a)->Evaluate(request).ok());
+  EXPECT_EQ(server.engine().last_context().client_id, "team-a");
+  request.set_client_id("made-up-3");  // or of a turn of its own
+  ASSERT_TRUE(server.Client(a)->Evaluate(request).ok());
+  EXPECT_EQ(server.engine().last_context().client_id, "team-a");
+  v1::CompileRequest compile;
+  compile.set_source("ok");
+  ASSERT_TRUE(server.Client(a)->Compile(compile).ok());
+  EXPECT_EQ(server.engine().last_context().client_id, "team-a");
+
+  client::ClientOptions b;
+  b.token = "team-b-token-0123456789";
+  ASSERT_TRUE(server.Client(b)->EvaluateGroup(GroupRequestWith({"pass"})).ok());
+  EXPECT_EQ(server.engine().last_context().client_id, "team-b");
+
+  // The shared token's callers still name themselves.
+  client::ClientOptions shared;
+  shared.token = "shared-token-0123456789";
+  ASSERT_TRUE(server.Client(shared)->Evaluate(request).ok());
+  EXPECT_EQ(server.engine().last_context().client_id, "made-up-3");
+
+  client::ClientOptions wrong;
+  wrong.token = "team-a-token-012345678";  // one character short
+  EXPECT_EQ(server.Client(wrong)->Evaluate(request).status().code(),
+            absl::StatusCode::kUnauthenticated);
+}
+
 // ------------------------------------------------------------------- TLS
 
 class TempDir {
