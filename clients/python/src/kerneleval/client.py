@@ -69,6 +69,8 @@ class _ClientBase:
             deadline) instead of failing fast with UNAVAILABLE.
         options: extra gRPC channel arguments, e.g. [("grpc.ssl_target_name_override", "kerneleval")].
         client_id: default fairness key sent with evaluations (empty: the peer address).
+            A server with --tokens-file ignores it for a named client's token: the
+            token's client name is the key.
         """
         self.target = _channel.resolve_target(target)
         self._token = _channel.resolve_token(token)
