@@ -904,6 +904,9 @@ void EngineImpl::RunJob(Device* device, Job& job, bool on_device_loop) {
         (*failed)->mutable_compile()->Swap(verdicts[i].mutable_compile());
         verdicts[i] = std::move(**failed);
         decided[i] = true;
+        if (verdicts[i].stage() == "timeout" && i + 1 < n) {
+          evaluation.CutLaterCandidatesAtTheReferencesMultiple(options_.candidate_run_factor);
+        }
       } else {
         *verdicts[i].mutable_correctness() = report;
       }

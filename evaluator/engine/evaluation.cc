@@ -446,6 +446,11 @@ absl::StatusOr<std::optional<v1::Verdict>> Evaluation::CheckCorrectness(
                       " s; more if its buffers are larger), at least ",
                       absl::SixDigits(settings_.candidate_run_floor_seconds), " s, within the ",
                       absl::SixDigits(settings_.run_timeout_seconds), " s limit)");
+      if (own_limit_spent_) {
+        absl::StrAppend(&error,
+                        "; the request's own limits.timeout_seconds covers a group's runs until "
+                        "one times out at it, as an earlier candidate did");
+      }
     }
     // Some backends name the case in the message already ("case 'tail'").
     if (!failure.case_label().empty() &&

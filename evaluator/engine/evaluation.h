@@ -98,6 +98,18 @@ class Evaluation {
   // Runs the reference on every correctness case (fresh inputs per trial).
   absl::StatusOr<ReferenceRun> RunReference(PreparedProgram reference);
 
+  // A group whose request set its own run limit (candidate_run_factor 0):
+  // once one of its candidates timed out at that limit, the later ones are
+  // cut at `factor` x the reference's run as without it (the server's
+  // rule), so a limit raised for slow kernels is not multiplied by the
+  // group's hanging ones (a group of 4 at 15 s held its device 62 s).
+  // Their timeout verdicts say so. No effect when the factor is set already.
+  void CutLaterCandidatesAtTheReferencesMultiple(double factor) {
+    if (settings_.candidate_run_factor > 0 || factor <= 0) return;
+    settings_.candidate_run_factor = factor;
+    own_limit_spent_ = true;
+  }
+
   // Runs the candidate on the same cases and compares every output. Returns
   // nullopt when it passed (report in *report), or the failing verdict.
   absl::StatusOr<std::optional<v1::Verdict>> CheckCorrectness(const ReferenceRun& reference,
@@ -178,6 +190,7 @@ class Evaluation {
   Backend& backend_;
   compile::CompileService& compiler_;
   EvaluationSettings settings_;
+  bool own_limit_spent_ = false;  // CutLaterCandidatesAtTheReferencesMultiple
 };
 
 // Seeds derived from the request's seed: one per (shape, trial), one per
