@@ -330,6 +330,7 @@ absl::StatusOr<v1::CompileResult> CompileService::Compile(const CompileJob& job)
       return deliver(*hit, true);
     }
   }
+  if (job.without_worker) return absl::NotFoundError("not compiled yet");
 
   // Single flight: the first caller of a key compiles, the others wait.
   std::shared_ptr<InFlight> flight;

@@ -60,6 +60,10 @@ struct CompileJob {
   v1::CompileOptions options;  // arch empty: CompileServiceOptions.default_arch
   bool want_ptx = false;
   bool want_cubin = false;
+  // Answer only what needs no worker (a cache hit, a refused option or
+  // architecture); NOT_FOUND instead of compiling. The engine answers such
+  // Compile calls at once rather than in the caller's turn on its pool.
+  bool without_worker = false;
 };
 
 struct CompileServiceStats {

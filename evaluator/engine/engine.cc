@@ -219,6 +219,7 @@ class EngineImpl final : public Engine {
                           GroupCallback done) override;
   absl::StatusOr<v1::CompileResult> Compile(const v1::CompileRequest& request,
                                             const CallContext& context) override;
+  void CompileAsync(v1::CompileRequest request, CallContext context, CompileCallback done) override;
   absl::StatusOr<v1::ListProblemsResponse> ListProblems(
       const v1::ListProblemsRequest& request) override;
   absl::StatusOr<v1::GetProblemResponse> GetProblem(const v1::GetProblemRequest& request) override;
@@ -469,14 +470,29 @@ absl::StatusOr<EngineImpl::Common> EngineImpl::Admit(const Request& request,
   common.settings.candidate_run_floor_seconds = options_.candidate_run_floor_seconds;
   common.settings.deadline = context.deadline;
   if (request.limits().timeout_seconds() > 0) {
+    const double most_seconds = options_.run_timeout_seconds * 10;  // one request's own limit
     common.settings.run_timeout_seconds =
-        std::min(request.limits().timeout_seconds(), options_.run_timeout_seconds * 10);
-    // A caller that sets a limit (a slow problem, kernels known to be slow)
-    // gets that limit, not a multiple of the reference's run.
-    common.settings.candidate_run_factor = 0;
+        std::min(request.limits().timeout_seconds(), most_seconds);
     // Unless capped: then the server's cap is what may be too short.
-    common.settings.run_timeout_from_request =
-        request.limits().timeout_seconds() <= options_.run_timeout_seconds * 10;
+    common.settings.run_timeout_from_request = request.limits().timeout_seconds() <= most_seconds;
+    // A caller that sets a limit (a slow problem, kernels known to be slow)
+    // gets that limit, not a multiple of the reference's run; a group gets it
+    // while all its candidates fit in the most one request may set. Past
+    // that they share it: each run is cut at the server's multiple of the
+    // reference's run, at least its share (a group of 64 at 200 s could hold
+    // a device 3.6 h with hanging kernels). The same limit for every
+    // candidate, whatever its siblings do: a verdict never depends on its
+    // place in the group.
+    const double share_seconds =
+        most_seconds / static_cast<double>(std::max<size_t>(submissions, 1));
+    if (share_seconds >= common.settings.run_timeout_seconds ||
+        options_.candidate_run_factor <= 0) {
+      common.settings.candidate_run_factor = 0;
+    } else {
+      common.settings.candidate_run_floor_seconds =
+          std::max(options_.candidate_run_floor_seconds, share_seconds);
+      common.settings.own_limit_shared_by = submissions;
+    }
   }
   common.settings.memory_bytes = request.limits().memory_bytes();
   // Lowers the backend's cap only (Evaluation::TimeAndScoreOnce): one
@@ -542,8 +558,11 @@ void EngineImpl::Enqueue(const std::shared_ptr<Job>& job, Device* device) {
     const bool queued = compile_pool_->Submit(job->client_id, [this, job, i, device, remaining,
                                                                all_prepared] {
       const auto start = Clock::now();
-      if ((job->context.cancelled && job->context.cancelled()) ||
-          absl::Now() >= job->context.deadline) {
+      if (shut_down_) {
+        // Shutdown drains the pool: queued compiles end at once.
+        job->preparations[i] = absl::UnavailableError("the engine is shutting down");
+      } else if ((job->context.cancelled && job->context.cancelled()) ||
+                 absl::Now() >= job->context.deadline) {
         job->preparations[i] = absl::CancelledError("cancelled before compiling");
       } else {
         Evaluation evaluation(*job->problem, device->backend(), *compiler_, job->settings);
@@ -904,9 +923,6 @@ void EngineImpl::RunJob(Device* device, Job& job, bool on_device_loop) {
         (*failed)->mutable_compile()->Swap(verdicts[i].mutable_compile());
         verdicts[i] = std::move(**failed);
         decided[i] = true;
-        if (verdicts[i].stage() == "timeout" && i + 1 < n) {
-          evaluation.CutLaterCandidatesAtTheReferencesMultiple(options_.candidate_run_factor);
-        }
       } else {
         *verdicts[i].mutable_correctness() = report;
       }
@@ -957,11 +973,21 @@ void EngineImpl::RunJob(Device* device, Job& job, bool on_device_loop) {
 
 absl::StatusOr<v1::CompileResult> EngineImpl::Compile(const v1::CompileRequest& request,
                                                       const CallContext& context) {
-  if (absl::Status s = CheckSource("source", request.source()); !s.ok()) return s;
-  compile::CompileJob job;
-  job.source = request.source();
-  job.options = request.options();
-  if (job.options.arch().empty()) {
+  std::promise<absl::StatusOr<v1::CompileResult>> compiled;
+  std::future<absl::StatusOr<v1::CompileResult>> result = compiled.get_future();
+  CompileAsync(request, context, [&compiled](absl::StatusOr<v1::CompileResult> r) {
+    compiled.set_value(std::move(r));
+  });
+  return result.get();
+}
+
+void EngineImpl::CompileAsync(v1::CompileRequest request, CallContext context,
+                              CompileCallback done) {
+  if (absl::Status s = CheckSource("source", request.source()); !s.ok()) return done(s);
+  auto job = std::make_shared<compile::CompileJob>();
+  job->source = std::move(*request.mutable_source());
+  job->options = request.options();
+  if (job->options.arch().empty()) {
     std::string arch;
     for (auto& device : devices_) {
       if (device->backend().name() == "cuda") {
@@ -969,37 +995,54 @@ absl::StatusOr<v1::CompileResult> EngineImpl::Compile(const v1::CompileRequest& 
         break;
       }
     }
-    job.options.set_arch(arch.empty() ? options_.default_arch : arch);
+    job->options.set_arch(arch.empty() ? options_.default_arch : arch);
   }
-  job.want_ptx = request.include_ptx();
-  job.want_cubin = request.include_cubin();
-  // On the compile pool, in the caller's turn among the clients compiling
-  // (a Compile call took a compile worker outside that rotation).
-  std::promise<absl::StatusOr<v1::CompileResult>> compiled;
-  std::future<absl::StatusOr<v1::CompileResult>> compiled_future = compiled.get_future();
-  const bool queued = compile_pool_->Submit(context.client_id, [&] {
-    if (context.cancelled && context.cancelled()) {
-      compiled.set_value(absl::CancelledError("cancelled before compiling"));
-    } else if (absl::Now() >= context.deadline) {
-      compiled.set_value(absl::DeadlineExceededError("the deadline passed before compiling"));
-    } else {
-      compiled.set_value(compiler_->Compile(job));
+  job->want_ptx = request.include_ptx();
+  job->want_cubin = request.include_cubin();
+  // A caller gone or out of time by its turn costs no compile.
+  auto refusal = [this](const CallContext& caller) -> absl::Status {
+    if (shut_down_) return absl::UnavailableError("the engine is shutting down");
+    if (caller.cancelled && caller.cancelled()) {
+      return absl::CancelledError("cancelled before compiling");
     }
-  });
-  if (!queued) return absl::UnavailableError("the engine is shutting down");
-  absl::StatusOr<v1::CompileResult> result = compiled_future.get();
-  if (result.ok()) {
-    if (options_.observer) options_.observer->OnCompileCache(result->cache_hit());
-    if (!request.include_ptx()) result->clear_ptx();
-    if (!request.include_cubin()) result->clear_cubin();
-  } else if (absl::IsInvalidArgument(result.status())) {
-    // A forbidden option is the submission's fault: a failed compile result.
-    v1::CompileResult failed;
-    failed.set_success(false);
-    failed.set_log(std::string(result.status().message()));
-    return failed;
+    if (absl::Now() >= caller.deadline) {
+      return absl::DeadlineExceededError("the deadline passed before compiling");
+    }
+    return absl::OkStatus();
+  };
+  auto answer = [this](absl::StatusOr<v1::CompileResult> result, const CompileCallback& finish) {
+    if (result.ok()) {
+      if (options_.observer) options_.observer->OnCompileCache(result->cache_hit());
+    } else if (absl::IsInvalidArgument(result.status())) {
+      // A forbidden option is the submission's fault: a failed compile result.
+      v1::CompileResult failed;
+      failed.set_success(false);
+      failed.set_log(std::string(result.status().message()));
+      return finish(failed);
+    }
+    finish(std::move(result));
+  };
+  if (absl::Status refused = refusal(context); !refused.ok()) return done(refused);
+  // What needs no worker (a cache hit, a refused option: microseconds) is
+  // answered at once, without a turn on the pool: a client's cached source
+  // does not wait behind its own queued compiles.
+  job->without_worker = true;
+  if (absl::StatusOr<v1::CompileResult> known = compiler_->Compile(*job);
+      !absl::IsNotFound(known.status())) {
+    return answer(std::move(known), done);
   }
-  return result;
+  job->without_worker = false;
+  // The rest on the compile pool, in the caller's turn among the clients
+  // compiling (a Compile call took a compile worker outside that rotation).
+  const std::string key = context.client_id;
+  auto shared_done = std::make_shared<CompileCallback>(std::move(done));
+  const bool queued = compile_pool_->Submit(
+      key, [this, job, context = std::move(context), shared_done, refusal, answer] {
+        const CompileCallback& finish = *shared_done;
+        if (absl::Status refused = refusal(context); !refused.ok()) return finish(refused);
+        answer(compiler_->Compile(*job), finish);
+      });
+  if (!queued) (*shared_done)(absl::UnavailableError("the engine is shutting down"));
 }
 
 absl::StatusOr<v1::ListProblemsResponse> EngineImpl::ListProblems(
@@ -1055,7 +1098,9 @@ void EngineImpl::Shutdown(absl::Time deadline) {
   for (auto& thread : device_threads_) {
     if (thread.joinable()) thread.join();
   }
-  compile_pool_.reset();
+  // Joined, not destroyed: a Compile call racing with the shutdown may still
+  // Submit (refused once stopped) until the engine itself goes.
+  compile_pool_->Join();
   (void)deadline;
 }
 

@@ -106,6 +106,7 @@ class Engine {
  public:
   using VerdictCallback = std::function<void(absl::StatusOr<v1::Verdict>)>;
   using GroupCallback = std::function<void(absl::StatusOr<v1::EvaluateGroupResponse>)>;
+  using CompileCallback = std::function<void(absl::StatusOr<v1::CompileResult>)>;
 
   static absl::StatusOr<std::unique_ptr<Engine>> Create(const EngineOptions& options);
   virtual ~Engine() = default;
@@ -125,6 +126,12 @@ class Engine {
 
   virtual absl::StatusOr<v1::CompileResult> Compile(const v1::CompileRequest& request,
                                                     const CallContext& context) = 0;
+  // As Compile, calling `done` exactly once, from an engine thread once the
+  // caller's turn on the compile pool came (the gRPC front holds no thread
+  // while it waits). This default compiles on the caller's thread.
+  virtual void CompileAsync(v1::CompileRequest request, CallContext context, CompileCallback done) {
+    done(Compile(request, context));
+  }
   virtual absl::StatusOr<v1::ListProblemsResponse> ListProblems(
       const v1::ListProblemsRequest& request) = 0;
   virtual absl::StatusOr<v1::GetProblemResponse> GetProblem(

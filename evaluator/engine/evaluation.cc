@@ -446,10 +446,11 @@ absl::StatusOr<std::optional<v1::Verdict>> Evaluation::CheckCorrectness(
                       " s; more if its buffers are larger), at least ",
                       absl::SixDigits(settings_.candidate_run_floor_seconds), " s, within the ",
                       absl::SixDigits(settings_.run_timeout_seconds), " s limit)");
-      if (own_limit_spent_) {
-        absl::StrAppend(&error,
-                        "; the request's own limits.timeout_seconds covers a group's runs until "
-                        "one times out at it, as an earlier candidate did");
+      if (settings_.own_limit_shared_by > 0) {
+        absl::StrAppend(&error, "; a group's own limits.timeout_seconds is shared by its ",
+                        settings_.own_limit_shared_by,
+                        " candidates: each gets it in full only while they all fit in the "
+                        "most one request may set");
       }
     }
     // Some backends name the case in the message already ("case 'tail'").

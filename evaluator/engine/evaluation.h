@@ -66,6 +66,11 @@ struct EvaluationSettings {
   // it 64 x 20 s). 0: the limit alone.
   double candidate_run_factor = 25;
   double candidate_run_floor_seconds = 5;
+  // > 0: a group of this many candidates whose request set its own run
+  // limit, too long to give each in full: the most one request may set (10 x
+  // the server's limit) is shared between them as the floor above, with the
+  // server's candidate_run_factor (EngineImpl::Admit). Named in timeouts.
+  size_t own_limit_shared_by = 0;
   // limits.memory_bytes: the most a candidate's plan may allocate for one
   // case (its buffers: inputs, outputs, scratch) [bytes]; more is a
   // "runtime" verdict before anything runs. 0: the backend's own limits.
@@ -97,18 +102,6 @@ class Evaluation {
 
   // Runs the reference on every correctness case (fresh inputs per trial).
   absl::StatusOr<ReferenceRun> RunReference(PreparedProgram reference);
-
-  // A group whose request set its own run limit (candidate_run_factor 0):
-  // once one of its candidates timed out at that limit, the later ones are
-  // cut at `factor` x the reference's run as without it (the server's
-  // rule), so a limit raised for slow kernels is not multiplied by the
-  // group's hanging ones (a group of 4 at 15 s held its device 62 s).
-  // Their timeout verdicts say so. No effect when the factor is set already.
-  void CutLaterCandidatesAtTheReferencesMultiple(double factor) {
-    if (settings_.candidate_run_factor > 0 || factor <= 0) return;
-    settings_.candidate_run_factor = factor;
-    own_limit_spent_ = true;
-  }
 
   // Runs the candidate on the same cases and compares every output. Returns
   // nullopt when it passed (report in *report), or the failing verdict.
@@ -190,7 +183,6 @@ class Evaluation {
   Backend& backend_;
   compile::CompileService& compiler_;
   EvaluationSettings settings_;
-  bool own_limit_spent_ = false;  // CutLaterCandidatesAtTheReferencesMultiple
 };
 
 // Seeds derived from the request's seed: one per (shape, trial), one per

@@ -1,8 +1,8 @@
 // A fixed pool of threads running submitted tasks: round-robin across the
 // keys they are submitted under, first in, first out within a key (the
 // engine's compile stage keys them by client, so one client's group of 128
-// slow compiles does not hold every other client's compile behind it; the
-// server's blocking handlers use one key). With a cap per key, one key's
+// slow compiles does not hold every other client's compile behind it, and
+// the Compile RPC takes the same turns). With a cap per key, one key's
 // tasks run on at most that many threads at once: the engine's compile pool
 // has one thread more than the cap, so a client arriving while another's
 // slow compiles fill the cap starts at once instead of waiting up to the
@@ -32,10 +32,7 @@ class ThreadPool {
   }
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
-  ~ThreadPool() {
-    Stop();
-    for (auto& thread : threads_) thread.join();
-  }
+  ~ThreadPool() { Join(); }
 
   // False once Stop() was called: the task was not queued.
   [[nodiscard]] bool Submit(std::function<void()> task) { return Submit({}, std::move(task)); }
@@ -45,6 +42,15 @@ class ThreadPool {
 
   // No new tasks; queued ones still run (the cap no longer applies). Idempotent.
   void Stop() { tasks_.Close(); }
+  // Stop(), then waits until the queued tasks ran and the threads ended.
+  // Idempotent; not from one of the pool's own tasks.
+  void Join() {
+    Stop();
+    std::lock_guard lock(join_mutex_);
+    for (auto& thread : threads_) {
+      if (thread.joinable()) thread.join();
+    }
+  }
 
   // Tasks of `key` running now (tests).
   int running(const std::string& key) const {
@@ -91,6 +97,7 @@ class ThreadPool {
   mutable std::mutex running_mutex_;  // taken inside the queue's lock, never around it
   std::map<std::string, int> running_;
   FairQueue<KeyedTask> tasks_;
+  std::mutex join_mutex_;  // one Join at a time
   std::vector<std::thread> threads_;
 };
 

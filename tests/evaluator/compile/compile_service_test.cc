@@ -317,9 +317,18 @@ TEST_F(CompileServiceTest, CacheHitsMissesAndSurvivesARestart) {
   {
     absl::StatusOr<std::unique_ptr<CompileService>> service = CompileService::Create(options);
     ASSERT_TRUE(service.ok()) << service.status();
+    // Without a worker: NOT_FOUND before the compile, the cached result after.
+    CompileJob known_only = job;
+    known_only.without_worker = true;
+    EXPECT_TRUE(absl::IsNotFound((*service)->Compile(known_only).status()));
+    EXPECT_EQ((*service)->stats().compiles, 0u);
     const v1::CompileResult first = MustCompile(job, service->get());
     EXPECT_TRUE(first.success()) << first.log();
     EXPECT_FALSE(first.cache_hit());
+    absl::StatusOr<v1::CompileResult> known = (*service)->Compile(known_only);
+    ASSERT_TRUE(known.ok()) << known.status();
+    EXPECT_TRUE(known->cache_hit());
+    EXPECT_TRUE(known->cubin().empty());  // what the job did not ask for stays out
     CompileJob with_cubin = job;
     with_cubin.want_cubin = true;
     const v1::CompileResult second = MustCompile(with_cubin, service->get());
@@ -338,7 +347,7 @@ TEST_F(CompileServiceTest, CacheHitsMissesAndSurvivesARestart) {
     const CompileJob broken = Job("__global__ void k() { nope; }\n");
     EXPECT_FALSE(MustCompile(broken, service->get()).cache_hit());
     EXPECT_TRUE(MustCompile(broken, service->get()).cache_hit());
-    EXPECT_EQ((*service)->stats().cache_hits, 2u);
+    EXPECT_EQ((*service)->stats().cache_hits, 3u);
   }
   // A new service over the same directory starts warm.
   options.prestart_workers = 0;

@@ -336,32 +336,48 @@ TEST_F(EngineTest, HangingKernelsOfAGroupAreCutAtAMultipleOfTheReferencesRun) {
 
 // A limit the request sets is each run's limit as given: no cut at a
 // multiple of the reference's run (a caller that knows its kernels are slow
-// raises the limit and gets it), until one of its group's candidates times
-// out at it: the later ones are cut as without it (at the 5 s floor here),
-// so the raised limit is not multiplied by the group's hanging kernels (a
-// group of 4 at 15 s held its device 62 s; this one took 14 s before).
-TEST_F(EngineTest, ARequestsOwnLimitIsNotCutToAMultipleOfTheReferencesRunUntilOneHangs) {
-  v1::EvaluateGroupRequest group = SpinningGroup(2, next_seed_++);
+// raises the limit and gets it).
+TEST_F(EngineTest, ARequestsOwnLimitIsNotCutToAMultipleOfTheReferencesRun) {
+  v1::EvaluateGroupRequest group = SpinningGroup(1, next_seed_++);
   group.mutable_limits()->set_timeout_seconds(7);
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<v1::EvaluateGroupResponse> response = engine_->EvaluateGroup(group, {});
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_TRUE(response.ok()) << response.status();
+  ASSERT_EQ(response->verdicts_size(), 1);
+  const v1::Verdict& verdict = response->verdicts(0);
+  EXPECT_EQ(verdict.stage(), "timeout") << verdict.error();
+  EXPECT_NE(verdict.error().find("within 7 s"), std::string::npos) << verdict.error();
+  EXPECT_EQ(verdict.error().find("the reference's run"), std::string::npos) << verdict.error();
+  EXPECT_GE(seconds, 7.0);
+}
+
+// A group too large to give each candidate the request's own limit in full
+// (group size x limit over 10 x the server's limit) shares it: every run is
+// cut at the server's multiple of the reference's run, at least its share,
+// the same for each candidate whatever its siblings do. Here: a server limit
+// of 0.5 s lets one request set 5 s; two candidates at 4 s each would take
+// 8 s, so each is cut at 2.5 s (a group of 64 at 200 s could hold its
+// device 3.6 h).
+TEST(EngineLimitsTest, AGroupSharesItsOwnLimitOnceAllItsCandidatesDoNotFitInTheMost) {
+  EngineOptions options = CpuEngineOptions();
+  options.run_timeout_seconds = 0.5;
+  options.candidate_run_floor_seconds = 0.1;
+  auto created = Engine::Create(options);
+  ASSERT_TRUE(created.ok()) << created.status();
+  v1::EvaluateGroupRequest group = SpinningGroup(2, 1);
+  group.mutable_limits()->set_timeout_seconds(4);
+  absl::StatusOr<v1::EvaluateGroupResponse> response = (*created)->EvaluateGroup(group, {});
+  ASSERT_TRUE(response.ok()) << response.status();
   ASSERT_EQ(response->verdicts_size(), 2);
-  const v1::Verdict& first = response->verdicts(0);
-  EXPECT_EQ(first.stage(), "timeout") << first.error();
-  EXPECT_NE(first.error().find("within 7 s"), std::string::npos) << first.error();
-  EXPECT_EQ(first.error().find("the reference's run"), std::string::npos) << first.error();
-  const v1::Verdict& second = response->verdicts(1);
-  EXPECT_EQ(second.stage(), "timeout") << second.error();
-  EXPECT_NE(second.error().find("the limit of this run: 5 s, 25 x the reference's run"),
-            std::string::npos)
-      << second.error();
-  EXPECT_NE(second.error().find("covers a group's runs until one times out at it"),
-            std::string::npos)
-      << second.error();
-  EXPECT_GE(seconds, 7.0 + 5.0);
+  for (const v1::Verdict& verdict : response->verdicts()) {
+    EXPECT_EQ(verdict.stage(), "timeout") << verdict.error();
+    EXPECT_NE(verdict.error().find("at least 2.5 s, within the 4 s limit"), std::string::npos)
+        << verdict.error();
+    EXPECT_NE(verdict.error().find("shared by its 2 candidates"), std::string::npos)
+        << verdict.error();
+  }
 }
 
 // Another client's request does not wait for a whole group: it is served
@@ -976,6 +992,15 @@ TEST_F(EngineFairnessTest, ACompileCallTakesItsTurnBesideAnotherClientsSlowCompi
   EXPECT_TRUE(result->success()) << result->log();
   EXPECT_EQ(slow_compiles_before, 0) << "the Compile call waited for a slow compile to end";
 
+  // Client a's own compiles fill its thread and line, but a source it
+  // compiled before is answered from the cache at once, not after them.
+  CallContext a;
+  a.client_id = "client-a";
+  absl::StatusOr<v1::CompileResult> cached = engine.Compile(compile, a);
+  ASSERT_TRUE(cached.ok()) << cached.status();
+  EXPECT_TRUE(cached->cache_hit());
+  EXPECT_EQ(observer->slow_compiles.load(), 0) << "a cached Compile waited for a slow compile";
+
   // A caller gone or out of time by its turn costs no compile.
   CallContext gone = b;
   gone.cancelled = [] { return true; };
@@ -984,6 +1009,34 @@ TEST_F(EngineFairnessTest, ACompileCallTakesItsTurnBesideAnotherClientsSlowCompi
   late.deadline = absl::Now() - absl::Seconds(1);
   EXPECT_TRUE(absl::IsDeadlineExceeded(engine.Compile(compile, late).status()));
   group_done.get_future().wait();
+}
+
+// Shutdown with a Compile call and a group's compiles still queued: both are
+// answered UNAVAILABLE without compiling (before, the pool was destroyed under
+// a Compile call that could still submit to it).
+TEST_F(EngineFairnessTest, CompilesQueuedAtShutdownAreAnsweredUnavailable) {
+  std::promise<absl::Status> group_status;
+  v1::EvaluateGroupRequest group;
+  group.set_problem_id("vector_add");
+  for (int i = 0; i < 3; ++i) group.add_submissions()->set_source(SlowToCompile(20 + i));
+  CallContext a;
+  a.client_id = "client-a";
+  engine_->EvaluateGroupAsync(group, a, [&](absl::StatusOr<v1::EvaluateGroupResponse> response) {
+    group_status.set_value(response.status());
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // its first compile has begun
+  std::promise<absl::Status> compile_status;
+  v1::CompileRequest compile;
+  compile.set_source(kVectorAdd);
+  engine_->CompileAsync(compile, a, [&](absl::StatusOr<v1::CompileResult> result) {
+    compile_status.set_value(result.status());
+  });
+  engine_->Shutdown(absl::Now() + absl::Seconds(5));
+  EXPECT_TRUE(absl::IsUnavailable(compile_status.get_future().get()));
+  EXPECT_TRUE(absl::IsUnavailable(group_status.get_future().get()));
+  EXPECT_LE(observer_->slow_compiles.load(), 1) << "queued compiles ran during the shutdown";
+  // Refused after it, not crashed.
+  EXPECT_TRUE(absl::IsUnavailable(engine_->Compile(compile, a).status()));
 }
 
 TEST_F(EngineTest, ACustomProblemsVerdictsAreFlaggedAndItsOtherFieldsBounded) {

@@ -209,8 +209,8 @@ class Client(_ClientBase):
             skip_timing=True (correctness only). Without limits.timeout_seconds a
             candidate's correctness run is cut at a multiple of the reference's (the
             server's --candidate-run-factor, 25x, at least 5 s); with it, each run's
-            limit is the one given (in a group, until one candidate times out at it;
-            the later ones are then cut as without it).
+            limit is the one given (a group shares it once group size x limit exceeds
+            10x the server's limit).
         """
         request = _evaluate_request(problem, source, self._with_client_id(kwargs))
         response = self._unary("Evaluate", request, timeout, request_id)
