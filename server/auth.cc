@@ -10,10 +10,10 @@
 
 namespace kerneleval::server {
 
-bool ConstantTimeEquals(std::string_view a, std::string_view b) {
+bool ConstantTimeEquals(std::string_view a, std::string_view b, size_t at_least) {
   // Compare over the longer length so a short guess costs as long as a long
   // one; `volatile` keeps the compiler from ending the loop early.
-  const size_t length = a.size() > b.size() ? a.size() : b.size();
+  const size_t length = std::max({a.size(), b.size(), at_least});
   volatile unsigned char difference = a.size() == b.size() ? 0 : 1;
   for (size_t i = 0; i < length; ++i) {
     const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
@@ -39,6 +39,8 @@ absl::StatusOr<std::vector<ClientToken>> ParseClientTokens(std::string_view text
   constexpr size_t kMaxClientName = 64;
   constexpr size_t kMinToken = 16;  // a guessable token is no token
   constexpr size_t kMaxToken = 1024;
+  constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";  // some editors write one
+  if (text.substr(0, kUtf8Bom.size()) == kUtf8Bom) text.remove_prefix(kUtf8Bom.size());
   std::vector<ClientToken> tokens;
   int line_number = 0;
   size_t line_start = 0;
@@ -105,6 +107,14 @@ absl::StatusOr<std::vector<ClientToken>> ReadClientTokens(const std::string& pat
   return tokens;
 }
 
+TokenAuthenticator::TokenAuthenticator(std::string token, std::vector<ClientToken> client_tokens)
+    : token_(std::move(token)), client_tokens_(std::move(client_tokens)) {
+  longest_token_ = token_.size();
+  for (const ClientToken& client : client_tokens_) {
+    longest_token_ = std::max(longest_token_, client.token.size());
+  }
+}
+
 std::optional<std::string> TokenAuthenticator::Identify(
     std::string_view authorization_header) const {
   if (!enabled()) return std::string();
@@ -113,10 +123,10 @@ std::optional<std::string> TokenAuthenticator::Identify(
   const std::string_view presented = authorization_header.substr(kScheme.size());
   // Every comparison runs (no early return), so the time taken depends on
   // the number and lengths of the tokens only.
-  bool shared = !token_.empty() && ConstantTimeEquals(presented, token_);
+  const bool shared = ConstantTimeEquals(presented, token_, longest_token_) && !token_.empty();
   const ClientToken* client = nullptr;
   for (const ClientToken& candidate : client_tokens_) {
-    if (ConstantTimeEquals(presented, candidate.token)) client = &candidate;
+    if (ConstantTimeEquals(presented, candidate.token, longest_token_)) client = &candidate;
   }
   if (client != nullptr) return client->client;
   if (shared) return std::string();

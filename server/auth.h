@@ -19,9 +19,9 @@ class ServerContextBase;
 
 namespace kerneleval::server {
 
-// Equal contents; the time taken depends only on the lengths, never on where
-// the first difference is.
-[[nodiscard]] bool ConstantTimeEquals(std::string_view a, std::string_view b);
+// Equal contents; the time taken depends only on the longer length (or
+// `at_least` bytes when more), never on where the first difference is.
+[[nodiscard]] bool ConstantTimeEquals(std::string_view a, std::string_view b, size_t at_least = 0);
 
 // A token of one named client (--tokens-file). The name is that client's
 // fairness key: a holder cannot claim another's turn, or several turns, by
@@ -32,7 +32,8 @@ struct ClientToken {
 };
 
 // The text of a tokens file: one "CLIENT TOKEN" per line, separated by
-// blanks; blank lines and lines starting with '#' are skipped. A client is
+// blanks; blank lines and lines whose first field starts with '#' are
+// skipped (whole-line comments only: a '#' may be part of a token). A client is
 // 1-64 of [A-Za-z0-9._-]; a token is 16-1024 printable characters without
 // blanks. Names and tokens are each unique. INVALID_ARGUMENT names the line
 // (never the token).
@@ -45,14 +46,14 @@ class TokenAuthenticator {
   // No token and no client tokens: authentication off, every call allowed.
   // `token` (may be empty) is shared: its callers name their fairness key
   // themselves. `client_tokens` must be unique and differ from `token`.
-  explicit TokenAuthenticator(std::string token, std::vector<ClientToken> client_tokens = {})
-      : token_(std::move(token)), client_tokens_(std::move(client_tokens)) {}
+  explicit TokenAuthenticator(std::string token, std::vector<ClientToken> client_tokens = {});
 
   [[nodiscard]] bool enabled() const { return !token_.empty() || !client_tokens_.empty(); }
   // Who presents the value of an `authorization` header: nullopt when it is
   // refused; "" for the shared token (or any caller with authentication
-  // off); else the client's name. Every token is compared, whatever
-  // matches, so the time taken does not say which one came close.
+  // off); else the client's name. Every token is compared over the length
+  // of the longest, whatever matches, so the time taken says neither which
+  // one came close nor how long any is.
   [[nodiscard]] std::optional<std::string> Identify(std::string_view authorization_header) const;
   // Looks the header up in the call's client metadata.
   [[nodiscard]] std::optional<std::string> Identify(const grpc::ServerContextBase& context) const;
@@ -63,6 +64,7 @@ class TokenAuthenticator {
  private:
   std::string token_;
   std::vector<ClientToken> client_tokens_;
+  size_t longest_token_ = 0;  // [bytes] over every token
 };
 
 }  // namespace kerneleval::server

@@ -76,7 +76,8 @@ void AddServerFlags(CLI::App& app, ServerConfig* config) {
                  "(env KERNELEVAL_TOKEN; prefer the env: flags show in ps)")
       ->envname("KERNELEVAL_TOKEN");
   app.add_option("--tokens-file", config->tokens_file,
-                 "Named clients' own tokens, one 'CLIENT TOKEN' per line ('#' comments): a "
+                 "Named clients' own tokens, one 'CLIENT TOKEN' per line (whole-line '#' "
+                 "comments): a "
                  "call with one is that client's, whose name is then its fairness key "
                  "(its request's client_id is not); with --token or alone")
       ->envname("KERNELEVAL_TOKENS_FILE");
@@ -134,10 +135,6 @@ void AddServerFlags(CLI::App& app, ServerConfig* config) {
       ->envname("KERNELEVAL_TRANSPORT_MEMORY_BYTES")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("--blocking-threads", server.service.blocking_threads,
-                 "Threads serving synchronous engine calls (Compile)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
 }
 
 absl::Status FinalizeServerConfig(const CLI::App& app, ServerConfig* config) {
@@ -170,6 +167,11 @@ absl::Status FinalizeServerConfig(const CLI::App& app, ServerConfig* config) {
 
   if (config->server.tls_cert_path.empty() != config->server.tls_key_path.empty()) {
     return absl::InvalidArgumentError("--tls-cert and --tls-key: give both or neither");
+  }
+  const char* tokens_env = std::getenv("KERNELEVAL_TOKENS_FILE");
+  if (config->tokens_file.empty() && (app.count("--tokens-file") > 0 || tokens_env != nullptr)) {
+    // Set but empty (a template left unfilled): not "no authentication".
+    return absl::InvalidArgumentError("--tokens-file (or KERNELEVAL_TOKENS_FILE): empty path");
   }
   if (!config->tokens_file.empty()) {
     absl::StatusOr<std::vector<ClientToken>> tokens = ReadClientTokens(config->tokens_file);

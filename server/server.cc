@@ -170,7 +170,6 @@ void KernelEvalServer::Shutdown(absl::Time deadline) {
         [this, deadline] { server_->Shutdown(absl::ToChronoTime(deadline)); });
     engine_->Shutdown(deadline);
     grpc_shutdown.join();
-    service_->StopBlockingWork();
     server_->Wait();
     spdlog::info("shut down");
     {

@@ -12,7 +12,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "evaluator/engine/thread_pool.h"
 #include "server/metrics.h"
 #include "server/request_id.h"
 #include "server/status.h"
@@ -400,7 +399,7 @@ CallContext MakeCallContext(const grpc::CallbackServerContext& context,
   // A named client's token decides its fairness key; what the request says
   // of itself counts only under the shared token (or none).
   if (!state->token_client.empty()) {
-    call.client_id = state->token_client;
+    call.client_id = absl::StrCat(kNamedClientKeyPrefix, state->token_client);
   } else {
     call.client_id = client_id.empty() ? ClientIdFromPeer(context.peer()) : client_id;
   }
@@ -470,12 +469,9 @@ KernelEvalService::KernelEvalService(Engine* engine, ServiceOptions options,
     : engine_(engine),
       options_(std::move(options)),
       authenticator_(options_.token, options_.client_tokens),
-      metrics_(std::move(metrics)),
-      blocking_pool_(std::make_unique<ThreadPool>(options_.blocking_threads)) {}
+      metrics_(std::move(metrics)) {}
 
 KernelEvalService::~KernelEvalService() = default;
-
-void KernelEvalService::StopBlockingWork() { blocking_pool_->Stop(); }
 
 grpc::ServerUnaryReactor* KernelEvalService::Evaluate(grpc::CallbackServerContext* context,
                                                       const grpc::ByteBuffer* request_bytes,
@@ -605,25 +601,20 @@ grpc::ServerUnaryReactor* KernelEvalService::Compile(grpc::CallbackServerContext
   if (!start.proceed) return start.reactor;
   const std::shared_ptr<CallState>& state = start.state;
   UnaryReactor* reactor = start.reactor;
-  // The messages live as long as `state`, which the task holds.
-  const v1::CompileRequest* request = &start.messages->request;
+  // The response lives as long as `state`, which the callback holds. The
+  // engine answers once the caller's turn on its compile pool came; no
+  // thread of the front waits for it.
   v1::CompileResponse* response = &start.messages->response;
   CallContext call = MakeCallContext(*context, state, /*client_id=*/"");
-  const bool queued =
-      blocking_pool_->Submit([this, state, reactor, request, response, call = std::move(call)] {
-        if (state->cancelled.load()) return;
-        absl::StatusOr<v1::CompileResult> result = engine_->Compile(*request, call);
-        if (!result.ok()) {
-          FinishUnary(state, reactor, ToGrpcStatus(result.status()));
-          return;
-        }
-        FinishUnary(state, reactor, grpc::Status::OK,
-                    [&] { *response->mutable_result() = *std::move(result); });
-      });
-  if (!queued) {
-    FinishUnary(state, reactor,
-                grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down"));
-  }
+  engine_->CompileAsync(std::move(start.messages->request), std::move(call),
+                        [state, reactor, response](absl::StatusOr<v1::CompileResult> result) {
+                          if (!result.ok()) {
+                            FinishUnary(state, reactor, ToGrpcStatus(result.status()));
+                            return;
+                          }
+                          FinishUnary(state, reactor, grpc::Status::OK,
+                                      [&] { *response->mutable_result() = *std::move(result); });
+                        });
   return reactor;
 }
 

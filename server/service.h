@@ -19,7 +19,6 @@
 #include <vector>
 
 #include "evaluator/engine/engine.h"
-#include "evaluator/engine/thread_pool.h"
 #include "kerneleval/v1/kerneleval.grpc.pb.h"
 #include "server/auth.h"
 #include "server/validation.h"
@@ -34,7 +33,6 @@ struct ServiceOptions {
   // Named clients' own tokens (--tokens-file): a call with one has that
   // client's name as its fairness key, whatever its request's client_id says.
   std::vector<ClientToken> client_tokens;
-  int blocking_threads = 4;  // pool for the synchronous engine calls (Compile)
 };
 
 // Every method is registered raw (bytes in, bytes out) and parses its request
@@ -81,16 +79,11 @@ class KernelEvalService final : public RawKernelEvalService {
                                         const grpc::ByteBuffer* request,
                                         grpc::ByteBuffer* response) override;
 
-  // Refuses new Compile work (UNAVAILABLE) and lets queued Compile calls
-  // finish. Call after the gRPC server stopped accepting calls.
-  void StopBlockingWork();
-
  private:
   Engine* engine_;
   ServiceOptions options_;
   TokenAuthenticator authenticator_;
   std::shared_ptr<ServerMetrics> metrics_;
-  std::unique_ptr<ThreadPool> blocking_pool_;
 };
 
 // The fairness key when a request names none: the peer's host without the

@@ -31,6 +31,17 @@ absl::Status CheckLimits(const v1::EvaluationLimits& limits) {
   return absl::OkStatus();
 }
 
+// "token:<name>" is the fairness key of a named client's calls
+// (kNamedClientKeyPrefix): no request may claim it for itself.
+absl::Status CheckClientId(const std::string& client_id) {
+  if (client_id.rfind(kNamedClientKeyPrefix, 0) == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("client_id: \"", kNamedClientKeyPrefix,
+                     "\" begins the keys of named clients' tokens (--tokens-file)"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckEnums(v1::Backend backend, const v1::RewardSettings& reward) {
   if (!v1::Backend_IsValid(backend)) {
     return absl::InvalidArgumentError(absl::StrCat("backend: unknown value ", backend));
@@ -66,6 +77,7 @@ absl::Status ValidateEvaluateRequest(const v1::EvaluateRequest& request,
     return status;
   }
   if (auto status = CheckEnums(request.backend(), request.reward()); !status.ok()) return status;
+  if (auto status = CheckClientId(request.client_id()); !status.ok()) return status;
   return CheckLimits(request.limits());
 }
 
@@ -86,6 +98,7 @@ absl::Status ValidateEvaluateGroupRequest(const v1::EvaluateGroupRequest& reques
     }
   }
   if (auto status = CheckEnums(request.backend(), request.reward()); !status.ok()) return status;
+  if (auto status = CheckClientId(request.client_id()); !status.ok()) return status;
   return CheckLimits(request.limits());
 }
 

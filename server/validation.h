@@ -14,6 +14,11 @@
 
 namespace kerneleval::server {
 
+// The fairness key of a call carrying a named client's token is this prefix
+// and the client's name; a request's own client_id may not begin with it, so
+// that no caller under the shared token can take a named client's turn.
+inline constexpr char kNamedClientKeyPrefix[] = "token:";
+
 struct RequestLimits {
   size_t max_source_bytes = size_t{1} << 20;  // per submission / compile [bytes]
   size_t max_group_size = 128;                // submissions per EvaluateGroup

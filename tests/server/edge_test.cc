@@ -219,6 +219,10 @@ TEST(ConstantTimeEquals, ComparesContentsAndLengths) {
   EXPECT_FALSE(server::ConstantTimeEquals("secret", "secret2"));
   EXPECT_FALSE(server::ConstantTimeEquals("secret", ""));
   EXPECT_FALSE(server::ConstantTimeEquals(std::string("a\0b", 3), "a"));
+  // Compared over at least 64 bytes: the same answers.
+  EXPECT_TRUE(server::ConstantTimeEquals("secret", "secret", 64));
+  EXPECT_FALSE(server::ConstantTimeEquals("secret", "secreT", 64));
+  EXPECT_FALSE(server::ConstantTimeEquals("secret", std::string("secret\0", 7), 64));
 }
 
 TEST(TokenAuthenticator, RequiresTheBearerScheme) {
@@ -251,12 +255,15 @@ TEST(TokenAuthenticator, NamesTheClientWhoseTokenCame) {
 
 TEST(ClientTokens, ParsesNamesAndTokensAndNamesTheBadLineNeverTheToken) {
   auto parsed = server::ParseClientTokens(
-      "# rollout clusters\n"
+      "\xEF\xBB\xBF# rollout clusters (a byte-order mark first)\n"
       "team-a   aaaaaaaaaaaaaaaa1\n"
       "\n"
-      "\tteam.b_2 bbbbbbbbbbbbbbbb2\r\n");
+      "\tteam.b_2 bbbbbbbbbbbbbbbb2\r\n"
+      "  # indented comment\n"
+      "team-c cccccccc#ccccccc3\n");
   ASSERT_TRUE(parsed.ok()) << parsed.status();
-  ASSERT_EQ(parsed->size(), 2u);
+  ASSERT_EQ(parsed->size(), 3u);
+  EXPECT_EQ((*parsed)[2].token, "cccccccc#ccccccc3");  // '#' within a token is the token's
   EXPECT_EQ((*parsed)[0].client, "team-a");
   EXPECT_EQ((*parsed)[0].token, "aaaaaaaaaaaaaaaa1");
   EXPECT_EQ((*parsed)[1].client, "team.b_2");
@@ -414,6 +421,13 @@ TEST(ServerConfig, ATokensFileIsReadAtStartAndABadOneStopsIt) {
   // An empty file would leave the server open: refused, not taken as "no auth".
   parsed = Parse({"--tokens-file", empty});
   EXPECT_NE(parsed.status.message().find("names no client"), std::string::npos) << parsed.status;
+  parsed = Parse({"--tokens-file", ""});
+  EXPECT_NE(parsed.status.message().find("empty path"), std::string::npos) << parsed.status;
+  {
+    ScopedEnv unfilled("KERNELEVAL_TOKENS_FILE", "");
+    parsed = Parse({});
+    EXPECT_NE(parsed.status.message().find("empty path"), std::string::npos) << parsed.status;
+  }
   parsed = Parse({"--tokens-file", dir + "/kerneleval-tokens-missing"});
   EXPECT_NE(parsed.status.message().find("cannot be read"), std::string::npos) << parsed.status;
   parsed = Parse({"--tokens-file", good, "--token", "bbbbbbbbbbbbbbbb2"});

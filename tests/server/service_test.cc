@@ -660,25 +660,37 @@ TEST(Auth, ANamedClientsTokenIsItsFairnessKeyWhateverItsRequestSays) {
   client::ClientOptions a;
   a.token = "team-a-token-0123456789";
   ASSERT_TRUE(server.Client(a)->Evaluate(request).ok());
-  EXPECT_EQ(server.engine().last_context().client_id, "team-a");
+  EXPECT_EQ(server.engine().last_context().client_id, "token:team-a");
   request.set_client_id("made-up-3");  // or of a turn of its own
   ASSERT_TRUE(server.Client(a)->Evaluate(request).ok());
-  EXPECT_EQ(server.engine().last_context().client_id, "team-a");
+  EXPECT_EQ(server.engine().last_context().client_id, "token:team-a");
   v1::CompileRequest compile;
   compile.set_source("ok");
   ASSERT_TRUE(server.Client(a)->Compile(compile).ok());
-  EXPECT_EQ(server.engine().last_context().client_id, "team-a");
+  EXPECT_EQ(server.engine().last_context().client_id, "token:team-a");
 
   client::ClientOptions b;
   b.token = "team-b-token-0123456789";
   ASSERT_TRUE(server.Client(b)->EvaluateGroup(GroupRequestWith({"pass"})).ok());
-  EXPECT_EQ(server.engine().last_context().client_id, "team-b");
+  EXPECT_EQ(server.engine().last_context().client_id, "token:team-b");
 
   // The shared token's callers still name themselves.
   client::ClientOptions shared;
   shared.token = "shared-token-0123456789";
   ASSERT_TRUE(server.Client(shared)->Evaluate(request).ok());
   EXPECT_EQ(server.engine().last_context().client_id, "made-up-3");
+
+  // Nor may it claim a named client's key.
+  request.set_client_id("token:team-a");
+  auto claimed = server.Client(shared)->Evaluate(request);
+  EXPECT_EQ(claimed.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(claimed.status().message().find("client_id: \"token:\" begins the keys of named"),
+            std::string::npos)
+      << claimed.status();
+  auto group = GroupRequestWith({"pass"});
+  group.set_client_id("token:team-b");
+  EXPECT_EQ(server.Client(shared)->EvaluateGroup(group).status().code(),
+            absl::StatusCode::kInvalidArgument);
 
   client::ClientOptions wrong;
   wrong.token = "team-a-token-012345678";  // one character short
