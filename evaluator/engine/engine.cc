@@ -1100,7 +1100,7 @@ void EngineImpl::Shutdown(absl::Time deadline) {
   }
   // Joined, not destroyed: a Compile call racing with the shutdown may still
   // Submit (refused once stopped) until the engine itself goes.
-  compile_pool_->Join();
+  if (compile_pool_) compile_pool_->Join();  // null when Init failed before it
   (void)deadline;
 }
 
