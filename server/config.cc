@@ -137,6 +137,26 @@ void AddServerFlags(CLI::App& app, ServerConfig* config) {
       ->capture_default_str();
 }
 
+absl::StatusOr<std::vector<ClientToken>> LoadClientTokens(const ServerConfig& config) {
+  absl::StatusOr<std::vector<ClientToken>> tokens = ReadClientTokens(config.tokens_file);
+  if (!tokens.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tokens-file (or KERNELEVAL_TOKENS_FILE): ", tokens.status().message()));
+  }
+  if (tokens->empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tokens-file (or KERNELEVAL_TOKENS_FILE): ", config.tokens_file,
+                     " names no client (an empty file would leave the server open)"));
+  }
+  for (const ClientToken& client : *tokens) {
+    if (client.token == config.server.service.token) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--tokens-file: the token of ", client.client, " is also --token"));
+    }
+  }
+  return tokens;
+}
+
 absl::Status FinalizeServerConfig(const CLI::App& app, ServerConfig* config) {
   EngineOptions& engine = config->engine;
   if (config->backend == "cpu") {
@@ -174,22 +194,8 @@ absl::Status FinalizeServerConfig(const CLI::App& app, ServerConfig* config) {
     return absl::InvalidArgumentError("--tokens-file (or KERNELEVAL_TOKENS_FILE): empty path");
   }
   if (!config->tokens_file.empty()) {
-    absl::StatusOr<std::vector<ClientToken>> tokens = ReadClientTokens(config->tokens_file);
-    if (!tokens.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--tokens-file (or KERNELEVAL_TOKENS_FILE): ", tokens.status().message()));
-    }
-    if (tokens->empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--tokens-file (or KERNELEVAL_TOKENS_FILE): ", config->tokens_file,
-                       " names no client (an empty file would leave the server open)"));
-    }
-    for (const ClientToken& client : *tokens) {
-      if (client.token == config->server.service.token) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--tokens-file: the token of ", client.client, " is also --token"));
-      }
-    }
+    absl::StatusOr<std::vector<ClientToken>> tokens = LoadClientTokens(*config);
+    if (!tokens.ok()) return tokens.status();
     config->server.service.client_tokens = *std::move(tokens);
   }
   config->server.service.limits.max_source_bytes = engine.max_source_bytes;

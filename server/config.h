@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 // <optional> before engine.h: it uses std::optional without including it.
@@ -36,5 +37,10 @@ void AddServerFlags(CLI::App& app, ServerConfig* config);
 // --backend and --metrics-port, checks combinations. INVALID_ARGUMENT names
 // the flag.
 absl::Status FinalizeServerConfig(const CLI::App& app, ServerConfig* config);
+
+// Reads and checks config.tokens_file: at least one client, none with the
+// shared --token. At start (FinalizeServerConfig) and on SIGHUP, when an
+// error keeps the tokens in use.
+absl::StatusOr<std::vector<ClientToken>> LoadClientTokens(const ServerConfig& config);
 
 }  // namespace kerneleval::server

@@ -9,7 +9,9 @@
 #include <cstdlib>
 #include <ctime>
 #include <memory>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "server/config.h"
 #include "server/metrics.h"
@@ -61,7 +63,11 @@ int main(int argc, char** argv) {
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // SIGHUP re-reads --tokens-file (a client added or a token rotated without
+  // dropping the evaluations in flight).
+  sigset_t awaited_signals = stop_signals;
+  sigaddset(&awaited_signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &awaited_signals, nullptr);
 
   auto metrics = std::make_shared<ks::ServerMetrics>();
   config.engine.observer = metrics;
@@ -85,7 +91,20 @@ int main(int argc, char** argv) {
   }
 
   int signal_number = 0;
-  sigwait(&stop_signals, &signal_number);
+  while (sigwait(&awaited_signals, &signal_number) == 0 && signal_number == SIGHUP) {
+    if (config.tokens_file.empty()) {
+      spdlog::warn("SIGHUP: no --tokens-file to read again");
+      continue;
+    }
+    absl::StatusOr<std::vector<ks::ClientToken>> tokens = ks::LoadClientTokens(config);
+    if (!tokens.ok()) {
+      spdlog::error("SIGHUP: {}; the tokens in use stay", std::string(tokens.status().message()));
+      continue;
+    }
+    const size_t clients = tokens->size();
+    (*server)->SetClientTokens(*std::move(tokens));
+    spdlog::info("SIGHUP: {} named clients from {}", clients, config.tokens_file);
+  }
   const absl::Duration grace = absl::Seconds(config.shutdown_grace_seconds);
   spdlog::info("{}: graceful shutdown (grace {:.0f}s)",
                signal_number == SIGTERM ? "SIGTERM" : "SIGINT", config.shutdown_grace_seconds);

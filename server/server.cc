@@ -185,4 +185,8 @@ void KernelEvalServer::Wait() {
   changed_.wait(lock, [this] { return stopped_; });
 }
 
+void KernelEvalServer::SetClientTokens(std::vector<ClientToken> client_tokens) {
+  service_->SetClientTokens(std::move(client_tokens));
+}
+
 }  // namespace kerneleval::server

@@ -77,6 +77,8 @@ class KernelEvalServer {
   void Shutdown(absl::Time deadline);
   // Blocks until Shutdown has completed.
   void Wait();
+  // Replaces the named clients' tokens (SIGHUP re-reads --tokens-file).
+  void SetClientTokens(std::vector<ClientToken> client_tokens);
 
  private:
   KernelEvalServer(Engine* engine, ServerOptions options, std::shared_ptr<ServerMetrics> metrics);

@@ -468,16 +468,29 @@ KernelEvalService::KernelEvalService(Engine* engine, ServiceOptions options,
                                      std::shared_ptr<ServerMetrics> metrics)
     : engine_(engine),
       options_(std::move(options)),
-      authenticator_(options_.token, options_.client_tokens),
+      authenticator_(
+          std::make_shared<const TokenAuthenticator>(options_.token, options_.client_tokens)),
       metrics_(std::move(metrics)) {}
 
 KernelEvalService::~KernelEvalService() = default;
+
+std::shared_ptr<const TokenAuthenticator> KernelEvalService::Authenticator() const {
+  std::lock_guard lock(authenticator_mutex_);
+  return authenticator_;
+}
+
+void KernelEvalService::SetClientTokens(std::vector<ClientToken> client_tokens) {
+  auto replacement =
+      std::make_shared<const TokenAuthenticator>(options_.token, std::move(client_tokens));
+  std::lock_guard lock(authenticator_mutex_);
+  authenticator_ = std::move(replacement);
+}
 
 grpc::ServerUnaryReactor* KernelEvalService::Evaluate(grpc::CallbackServerContext* context,
                                                       const grpc::ByteBuffer* request_bytes,
                                                       grpc::ByteBuffer* response_bytes) {
   const auto start = BeginUnary<v1::EvaluateRequest, v1::EvaluateResponse>(
-      "Evaluate", context, *request_bytes, response_bytes, metrics_, authenticator_,
+      "Evaluate", context, *request_bytes, response_bytes, metrics_, *Authenticator(),
       [&](const v1::EvaluateRequest& request) {
         return ValidateEvaluateRequest(request, options_.limits);
       });
@@ -513,7 +526,7 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* KernelEvalService::EvaluateStream(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request_bytes) {
   auto state = std::make_shared<StreamState>("EvaluateStream", ClientRequestId(*context), metrics_);
   auto* reactor = new StreamReactor(state);
-  if (auto status = Admit(context, *state, authenticator_); !status.ok()) {
+  if (auto status = Admit(context, *state, *Authenticator()); !status.ok()) {
     state->Complete(status, std::nullopt);
     return reactor;
   }
@@ -557,7 +570,7 @@ grpc::ServerUnaryReactor* KernelEvalService::EvaluateGroup(grpc::CallbackServerC
                                                            const grpc::ByteBuffer* request_bytes,
                                                            grpc::ByteBuffer* response_bytes) {
   const auto start = BeginUnary<v1::EvaluateGroupRequest, v1::EvaluateGroupResponse>(
-      "EvaluateGroup", context, *request_bytes, response_bytes, metrics_, authenticator_,
+      "EvaluateGroup", context, *request_bytes, response_bytes, metrics_, *Authenticator(),
       [&](const v1::EvaluateGroupRequest& request) {
         return ValidateEvaluateGroupRequest(request, options_.limits);
       });
@@ -594,7 +607,7 @@ grpc::ServerUnaryReactor* KernelEvalService::Compile(grpc::CallbackServerContext
                                                      const grpc::ByteBuffer* request_bytes,
                                                      grpc::ByteBuffer* response_bytes) {
   const auto start = BeginUnary<v1::CompileRequest, v1::CompileResponse>(
-      "Compile", context, *request_bytes, response_bytes, metrics_, authenticator_,
+      "Compile", context, *request_bytes, response_bytes, metrics_, *Authenticator(),
       [&](const v1::CompileRequest& request) {
         return ValidateCompileRequest(request, options_.limits);
       });
@@ -622,7 +635,7 @@ grpc::ServerUnaryReactor* KernelEvalService::ListProblems(grpc::CallbackServerCo
                                                           const grpc::ByteBuffer* request_bytes,
                                                           grpc::ByteBuffer* response_bytes) {
   const auto start = BeginUnary<v1::ListProblemsRequest, v1::ListProblemsResponse>(
-      "ListProblems", context, *request_bytes, response_bytes, metrics_, authenticator_);
+      "ListProblems", context, *request_bytes, response_bytes, metrics_, *Authenticator());
   if (!start.proceed) return start.reactor;
   absl::StatusOr<v1::ListProblemsResponse> result = engine_->ListProblems(start.messages->request);
   FinishUnary(start.state, start.reactor, ToGrpcStatus(result.status()),
@@ -634,7 +647,7 @@ grpc::ServerUnaryReactor* KernelEvalService::GetProblem(grpc::CallbackServerCont
                                                         const grpc::ByteBuffer* request_bytes,
                                                         grpc::ByteBuffer* response_bytes) {
   const auto start = BeginUnary<v1::GetProblemRequest, v1::GetProblemResponse>(
-      "GetProblem", context, *request_bytes, response_bytes, metrics_, authenticator_,
+      "GetProblem", context, *request_bytes, response_bytes, metrics_, *Authenticator(),
       [](const v1::GetProblemRequest& request) { return ValidateGetProblemRequest(request); });
   if (!start.proceed) return start.reactor;
   absl::StatusOr<v1::GetProblemResponse> result = engine_->GetProblem(start.messages->request);
@@ -647,7 +660,7 @@ grpc::ServerUnaryReactor* KernelEvalService::ListDevices(grpc::CallbackServerCon
                                                          const grpc::ByteBuffer* request_bytes,
                                                          grpc::ByteBuffer* response_bytes) {
   const auto start = BeginUnary<v1::ListDevicesRequest, v1::ListDevicesResponse>(
-      "ListDevices", context, *request_bytes, response_bytes, metrics_, authenticator_);
+      "ListDevices", context, *request_bytes, response_bytes, metrics_, *Authenticator());
   if (!start.proceed) return start.reactor;
   v1::ListDevicesResponse devices = engine_->ListDevices();
   FinishUnary(start.state, start.reactor, grpc::Status::OK,

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 
 // <optional> before engine.h: it uses std::optional without including it.
@@ -79,10 +80,19 @@ class KernelEvalService final : public RawKernelEvalService {
                                         const grpc::ByteBuffer* request,
                                         grpc::ByteBuffer* response) override;
 
+  // Replaces the named clients' tokens (the shared token stays): calls
+  // admitted from now on are checked against these; calls already admitted
+  // keep their key. Thread-safe.
+  void SetClientTokens(std::vector<ClientToken> client_tokens);
+
  private:
+  // The tokens as of now (a snapshot a call keeps while it is admitted).
+  [[nodiscard]] std::shared_ptr<const TokenAuthenticator> Authenticator() const;
+
   Engine* engine_;
   ServiceOptions options_;
-  TokenAuthenticator authenticator_;
+  mutable std::mutex authenticator_mutex_;
+  std::shared_ptr<const TokenAuthenticator> authenticator_;
   std::shared_ptr<ServerMetrics> metrics_;
 };
 

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -311,6 +312,50 @@ TEST(ServerBinary, ServesOnTheCpuBackendAndExitsZeroOnSigterm) {
   ASSERT_EQ(kill(process.pid(), SIGTERM), 0);
   EXPECT_EQ(process.WaitForExit(milliseconds(30'000)), 0) << process.Output();
   EXPECT_NE(process.Output().find("graceful shutdown"), std::string::npos) << process.Output();
+}
+
+// SIGHUP re-reads --tokens-file: a new client's token works at once, a
+// removed one is refused, and a bad file keeps the tokens in use.
+TEST(ServerBinary, SighupReadsTheTokensFileAgain) {
+  if (!ServerBuilt()) GTEST_SKIP() << "kerneleval-server not built";
+  const std::string tokens = ::testing::TempDir() + "/kerneleval-binary-tokens";
+  std::ofstream(tokens) << "team-a aaaaaaaaaaaaaaaa1\n";
+  ServerProcess process({KERNELEVAL_SERVER_BINARY, "--backend", "cpu", "--listen", "127.0.0.1:0",
+                         "--problems-dir", std::string(KERNELEVAL_SOURCE_DIR) + "/problems",
+                         "--shutdown-grace-seconds", "1", "--tokens-file", tokens});
+  const int port = process.WaitForPort(milliseconds(60'000));
+  ASSERT_GT(port, 0) << process.Output();
+  auto list_with = [&](const std::string& token) {
+    client::ClientOptions options;
+    options.target = "127.0.0.1:" + std::to_string(port);
+    options.token = token;
+    auto client = client::KernelEvalClient::Create(options);
+    return client.ok() ? (*client)->ListProblems({}).status() : client.status();
+  };
+  auto wait_for_log = [&](const std::string& line) {
+    const auto until = steady_clock::now() + milliseconds(10'000);
+    while (process.Output().find(line) == std::string::npos && steady_clock::now() < until) {
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    return process.Output().find(line) != std::string::npos;
+  };
+  EXPECT_TRUE(list_with("aaaaaaaaaaaaaaaa1").ok());
+  EXPECT_TRUE(absl::IsUnauthenticated(list_with("bbbbbbbbbbbbbbbb2")));
+
+  std::ofstream(tokens) << "team-b bbbbbbbbbbbbbbbb2\n";
+  ASSERT_EQ(kill(process.pid(), SIGHUP), 0);
+  ASSERT_TRUE(wait_for_log("SIGHUP: 1 named clients")) << process.Output();
+  EXPECT_TRUE(list_with("bbbbbbbbbbbbbbbb2").ok());
+  EXPECT_TRUE(absl::IsUnauthenticated(list_with("aaaaaaaaaaaaaaaa1")));
+
+  std::ofstream(tokens) << "team-c\n";  // no token: refused, team-b stays
+  ASSERT_EQ(kill(process.pid(), SIGHUP), 0);
+  ASSERT_TRUE(wait_for_log("the tokens in use stay")) << process.Output();
+  EXPECT_TRUE(list_with("bbbbbbbbbbbbbbbb2").ok());
+
+  ASSERT_EQ(kill(process.pid(), SIGTERM), 0);
+  EXPECT_EQ(process.WaitForExit(milliseconds(30'000)), 0) << process.Output();
+  std::filesystem::remove(tokens);
 }
 
 TEST(ServerBinary, BadFlagIsAUsageError) {
