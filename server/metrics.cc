@@ -2,9 +2,11 @@
 
 #include <prometheus/exposer.h>
 
+#include <algorithm>
 #include <exception>
 
 #include "absl/strings/str_cat.h"
+#include "server/validation.h"
 
 namespace kerneleval::server {
 
@@ -68,7 +70,13 @@ ServerMetrics::ServerMetrics()
                  .Name("kerneleval_ready")
                  .Help("1 when the engine has a ready worker (health SERVING)")
                  .Register(*registry_)
-                 .Add({})) {}
+                 .Add({})),
+      client_device_seconds_(
+          prometheus::BuildCounter()
+              .Name("kerneleval_client_device_seconds_total")
+              .Help("Device time of evaluations [s] by named client (token:<name>, from "
+                    "--tokens-file), the rest as unnamed: who uses the devices")
+              .Register(*registry_)) {}
 
 ServerMetrics::~ServerMetrics() = default;
 
@@ -91,6 +99,14 @@ void ServerMetrics::OnQueueDepth(std::string_view device, int depth) {
 }
 
 void ServerMetrics::OnDeduplicated() { deduplicated_.Increment(); }
+
+void ServerMetrics::OnDeviceSeconds(std::string_view client_id, double seconds) {
+  // Named clients only get a label each: a key a request names itself (or a
+  // peer address) would let callers grow the label set without bound.
+  const bool named = client_id.rfind(kNamedClientKeyPrefix, 0) == 0;
+  client_device_seconds_.Add({{"client", named ? std::string(client_id) : "unnamed"}})
+      .Increment(std::max(0.0, seconds));
+}
 
 void ServerMetrics::OnRequestStarted() { in_flight_.Increment(); }
 

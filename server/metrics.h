@@ -13,6 +13,10 @@
 //   kerneleval_compile_cache_misses_total          counter
 //   kerneleval_deduplicated_total                  counter
 //   kerneleval_ready                               gauge, 1 when Engine::Ready()
+//   kerneleval_client_device_seconds_total{client} counter [s]: device time of
+//                                                  evaluations, by named client
+//                                                  ("token:<name>", --tokens-file)
+//                                                  or "unnamed" (bounded labels)
 #pragma once
 
 #include <prometheus/counter.h>
@@ -51,6 +55,7 @@ class ServerMetrics final : public EngineObserver {
   void OnCompileCache(bool hit) override;
   void OnQueueDepth(std::string_view device, int depth) override;
   void OnDeduplicated() override;
+  void OnDeviceSeconds(std::string_view client_id, double seconds) override;
 
   // Server side.
   void OnRequestStarted();
@@ -73,6 +78,7 @@ class ServerMetrics final : public EngineObserver {
   prometheus::Counter& cache_misses_;
   prometheus::Counter& deduplicated_;
   prometheus::Gauge& ready_;
+  prometheus::Family<prometheus::Counter>& client_device_seconds_;
 };
 
 // The HTTP endpoint GET /metrics in Prometheus text format.

@@ -192,6 +192,9 @@ class Device {
   // only).
   std::deque<double>& recent_single_seconds() { return recent_single_seconds_; }
   static constexpr size_t kRecentSingles = 16;
+  // [s] Jobs served inside other jobs' turns so far (device loop only): what
+  // a job's own device time leaves out.
+  double& served_seconds() { return served_seconds_; }
 
  private:
   std::unique_ptr<Backend> backend_;
@@ -200,6 +203,7 @@ class Device {
   uint64_t restarts_reported_ = 0;
   bool serving_another_ = false;
   std::deque<double> recent_single_seconds_;
+  double served_seconds_ = 0;
 };
 
 class EngineImpl final : public Engine {
@@ -834,11 +838,14 @@ double EngineImpl::ServeAnotherClient(Device* device, const Job& job, double own
   device->serving_another() = true;
   RunQueuedJob(device, **other);
   device->serving_another() = false;
-  return SecondsSince(start);
+  const double served = SecondsSince(start);
+  device->served_seconds() += served;
+  return served;
 }
 
 void EngineImpl::RunJob(Device* device, Job& job, bool on_device_loop) {
   const auto start = Clock::now();
+  const double served_before = on_device_loop ? device->served_seconds() : 0;
   auto finish = [&](absl::StatusOr<v1::EvaluateGroupResponse> response) {
     if (response.ok()) {
       for (auto& verdict : *response->mutable_verdicts()) {
@@ -858,6 +865,12 @@ void EngineImpl::RunJob(Device* device, Job& job, bool on_device_loop) {
       const uint64_t restarts = device->backend().worker_restarts();
       for (; device->restarts_reported() < restarts; ++device->restarts_reported()) {
         if (options_.observer) options_.observer->OnWorkerRestart(device->backend().name());
+      }
+      // The device time this job held, without other clients' jobs served
+      // between its candidates (those report their own).
+      if (job.ran_on_device && options_.observer) {
+        options_.observer->OnDeviceSeconds(
+            job.client_id, SecondsSince(start) - (device->served_seconds() - served_before));
       }
     }
     job.done(std::move(response));

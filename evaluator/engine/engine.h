@@ -39,6 +39,10 @@ class EngineObserver {
   virtual void OnCompileCache(bool hit) {}
   virtual void OnQueueDepth(std::string_view device, int depth) {}
   virtual void OnDeduplicated() {}
+  // A job's time on a device [s] (correctness and timing runs, from the
+  // device taking it to its answer; other clients' jobs served between its
+  // candidates are theirs), by CallContext.client_id: who uses the devices.
+  virtual void OnDeviceSeconds(std::string_view client_id, double seconds) {}
 };
 
 // Per-call context, filled by the caller (server or CLI).

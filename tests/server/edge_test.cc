@@ -2,6 +2,7 @@
 // flags; and the client library's pure parts (exit codes, JSON, flags).
 #include <grpcpp/support/status.h>
 #include <gtest/gtest.h>
+#include <prometheus/text_serializer.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -16,6 +17,7 @@
 #include "cli/command.h"
 #include "server/auth.h"
 #include "server/config.h"
+#include "server/metrics.h"
 #include "server/request_id.h"
 #include "server/service.h"
 #include "server/status.h"
@@ -289,6 +291,22 @@ TEST(ClientTokens, ParsesNamesAndTokensAndNamesTheBadLineNeverTheToken) {
     EXPECT_EQ(result.status().message().find("aaaaaaaaaaaaaaaa1"), std::string::npos)
         << "the error shows a token: " << result.status();
   }
+}
+
+TEST(ServerMetrics, DeviceTimeIsLabelledByNamedClientOnly) {
+  server::ServerMetrics metrics;
+  metrics.OnDeviceSeconds("token:team-a", 1.5);
+  metrics.OnDeviceSeconds("token:team-a", 0.5);
+  metrics.OnDeviceSeconds("worker-17", 2);         // a self-named key
+  metrics.OnDeviceSeconds("ipv4:10.0.0.5", 0.25);  // a peer's
+  const std::string text = prometheus::TextSerializer().Serialize(metrics.registry()->Collect());
+  EXPECT_NE(text.find("kerneleval_client_device_seconds_total{client=\"token:team-a\"} 2"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("kerneleval_client_device_seconds_total{client=\"unnamed\"} 2.25"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("worker-17"), std::string::npos) << text;
 }
 
 TEST(RequestId, NewIdsAreSixteenHexDigitsAndDistinct) {

@@ -306,6 +306,7 @@ class FakeEngine final : public Engine {
     if (observer_) {
       observer_->OnVerdict(script.stage);
       observer_->OnLatency("total", 0.01);
+      observer_->OnDeviceSeconds(context.client_id, 0.25);
       observer_->OnQueueDepth("cpu", in_flight.load());
     }
     return absl::OkStatus();

@@ -834,6 +834,11 @@ TEST(Metrics, EndpointServesRequestAndEngineCounters) {
   EXPECT_NE(text.find("kerneleval_queue_depth{device=\"cpu\"}"), std::string::npos);
   EXPECT_NE(text.find("kerneleval_request_duration_seconds_bucket"), std::string::npos);
   EXPECT_NE(text.find("kerneleval_ready 1"), std::string::npos);
+  // Callers without a named token share one label (the fake engine reports
+  // 0.25 s per evaluation).
+  EXPECT_NE(text.find("kerneleval_client_device_seconds_total{client=\"unnamed\"} 0.5"),
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("kerneleval_requests_in_flight 0"), std::string::npos);
   // Not only in-flight twins: the engine also answers from its recent verdicts.
   EXPECT_NE(text.find("# HELP kerneleval_deduplicated_total Evaluate calls answered without a "

@@ -10,7 +10,9 @@
 #include <chrono>
 #include <cmath>
 #include <future>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string_view>
 #include <thread>
@@ -35,6 +37,16 @@ class CountingObserver : public EngineObserver {
   void OnLatency(std::string_view stage, double seconds) override {
     if (stage == "compile" && seconds >= 1) ++slow_compiles;
   }
+  void OnDeviceSeconds(std::string_view client_id, double seconds) override {
+    std::lock_guard lock(mutex);
+    device_seconds[std::string(client_id)] += seconds;
+  }
+  double DeviceSeconds(const std::string& client_id) {
+    std::lock_guard lock(mutex);
+    return device_seconds[client_id];
+  }
+  std::mutex mutex;
+  std::map<std::string, double> device_seconds;  // [s] by client
   std::atomic<int> restarts{0};
   std::atomic<int> runtime_verdicts{0};
   std::atomic<int> slow_compiles{0};  // compile turns of 1 s or more
@@ -388,6 +400,7 @@ TEST(EngineLimitsTest, AGroupSharesItsOwnLimitOnceAllItsCandidatesDoNotFitInTheM
 // finished, in seconds from the group's start.
 struct GroupAndSingle {
   double group_seconds = 0;
+  double group_wall_seconds = 0;  // its verdicts' wall_seconds: its time on the device
   double single_seconds = 0;
   v1::Verdict single;
 };
@@ -396,6 +409,7 @@ GroupAndSingle GroupThenSingle(Engine* engine, uint64_t seed, absl::Time group_d
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   std::promise<double> group_done;
+  double group_wall = 0;  // written before group_done is set
   std::promise<std::pair<double, v1::Verdict>> single_done;
   CallContext a;
   a.client_id = "client-a";
@@ -403,6 +417,9 @@ GroupAndSingle GroupThenSingle(Engine* engine, uint64_t seed, absl::Time group_d
   engine->EvaluateGroupAsync(
       SpinningGroup(3, seed), a, [&](absl::StatusOr<v1::EvaluateGroupResponse> response) {
         EXPECT_TRUE(response.ok()) << response.status();
+        if (response.ok() && response->verdicts_size() > 0) {
+          group_wall = response->verdicts(0).wall_seconds();
+        }
         group_done.set_value(std::chrono::duration<double>(Clock::now() - start).count());
       });
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
@@ -421,16 +438,28 @@ GroupAndSingle GroupThenSingle(Engine* engine, uint64_t seed, absl::Time group_d
   GroupAndSingle result;
   std::tie(result.single_seconds, result.single) = single_done.get_future().get();
   result.group_seconds = group_done.get_future().get();
+  result.group_wall_seconds = group_wall;
   return result;
 }
 
 TEST_F(EngineTest, AnotherClientIsServedBetweenTheCandidatesOfAGroup) {
+  const double a_before = observer_->DeviceSeconds("client-a");
+  const double b_before = observer_->DeviceSeconds("client-b");
   const GroupAndSingle run =
       GroupThenSingle(engine_, next_seed_, absl::InfiniteFuture(), kVectorAdd);
   next_seed_ += 2;
   EXPECT_TRUE(run.single.correct()) << run.single.error();
   EXPECT_LT(run.single_seconds, run.group_seconds)
       << "the single request waited for the whole group (" << run.single_seconds << " s)";
+  // Each client's device time is its own: the single served inside the
+  // group's turn is not counted twice (the group's would include it).
+  const double a_seconds = observer_->DeviceSeconds("client-a") - a_before;
+  const double b_seconds = observer_->DeviceSeconds("client-b") - b_before;
+  EXPECT_GT(a_seconds, 3 * 0.5);  // three runs cut at the floor, at least
+  EXPECT_GT(b_seconds, 0);
+  EXPECT_LE(a_seconds, run.group_wall_seconds - b_seconds + 0.01)
+      << a_seconds << " s of the group's " << run.group_wall_seconds << " s, " << b_seconds
+      << " s of them the single's";
 }
 
 TEST_F(EngineTest, AnotherClientIsServedWithinAGroupWhoseCallerSetADeadline) {
