@@ -78,7 +78,7 @@ void AddServerFlags(CLI::App& app, ServerConfig* config) {
   app.add_option("--tokens-file", config->tokens_file,
                  "Named clients' own tokens, one 'CLIENT TOKEN' per line (whole-line '#' "
                  "comments): a "
-                 "call with one is that client's, whose name is then its fairness key "
+                 "call with one is that client's, whose key for fairness is then token:<name> "
                  "(its request's client_id is not); with --token or alone")
       ->envname("KERNELEVAL_TOKENS_FILE");
   app.add_flag("--reflection,!--no-reflection", server.reflection,

@@ -91,7 +91,13 @@ int main(int argc, char** argv) {
   }
 
   int signal_number = 0;
-  while (sigwait(&awaited_signals, &signal_number) == 0 && signal_number == SIGHUP) {
+  for (;;) {
+    if (const int error = sigwait(&awaited_signals, &signal_number); error != 0) {
+      spdlog::error("sigwait failed ({}): shutting down", error);
+      signal_number = SIGTERM;
+      break;
+    }
+    if (signal_number != SIGHUP) break;
     if (config.tokens_file.empty()) {
       spdlog::warn("SIGHUP: no --tokens-file to read again");
       continue;

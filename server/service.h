@@ -32,7 +32,7 @@ struct ServiceOptions {
   RequestLimits limits;
   std::string token;  // shared by its callers; empty with no client_tokens: no authentication
   // Named clients' own tokens (--tokens-file): a call with one has that
-  // client's name as its fairness key, whatever its request's client_id says.
+  // fairness key token:<name>, whatever its request's client_id says.
   std::vector<ClientToken> client_tokens;
 };
 

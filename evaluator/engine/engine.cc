@@ -17,6 +17,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <set>
 #include <thread>
 #include <unordered_map>
 
@@ -489,12 +490,17 @@ absl::StatusOr<EngineImpl::Common> EngineImpl::Admit(const Request& request,
     // place in the group.
     const double share_seconds =
         most_seconds / static_cast<double>(std::max<size_t>(submissions, 1));
-    if (share_seconds >= common.settings.run_timeout_seconds ||
-        options_.candidate_run_factor <= 0) {
+    if (share_seconds >= common.settings.run_timeout_seconds) {
       common.settings.candidate_run_factor = 0;
-    } else {
+    } else if (options_.candidate_run_factor > 0) {
       common.settings.candidate_run_floor_seconds =
           std::max(options_.candidate_run_floor_seconds, share_seconds);
+      common.settings.own_limit_shared_by = submissions;
+    } else {
+      // The server cuts at its run limit alone (factor 0): each candidate
+      // gets the larger of that and its share.
+      common.settings.candidate_run_cap_seconds =
+          std::max(options_.run_timeout_seconds, share_seconds);
       common.settings.own_limit_shared_by = submissions;
     }
   }
@@ -727,7 +733,15 @@ void EngineImpl::EvaluateGroupAsync(v1::EvaluateGroupRequest request, CallContex
     const std::string field = absl::StrCat("submissions[", i, "]");
     if (absl::Status s = CheckSubmission(field, request.submissions(i)); !s.ok()) return done(s);
   }
-  absl::StatusOr<Common> common = Admit(request, context, request.submissions_size());
+  // Identical submissions in a group (GRPO repeats itself) are judged once;
+  // the group's size for its limits is what runs.
+  std::vector<std::string> digests;
+  digests.reserve(request.submissions_size());
+  for (const v1::Submission& submission : request.submissions()) {
+    digests.push_back(MessageDigest(submission));
+  }
+  const size_t distinct = std::set<std::string>(digests.begin(), digests.end()).size();
+  absl::StatusOr<Common> common = Admit(request, context, distinct);
   if (!common.ok()) return done(common.status());
   auto job = std::make_shared<Job>();
   job->request_id = context.request_id;
@@ -736,12 +750,11 @@ void EngineImpl::EvaluateGroupAsync(v1::EvaluateGroupRequest request, CallContex
   job->problem = common->problem;
   job->problem_key = common->problem_key;
   job->is_group = true;
-  // Identical submissions in a group (GRPO repeats itself) are judged once.
   std::map<std::string, size_t> unique;  // a submission's digest -> its index in the job
   auto index_of = std::make_shared<std::vector<size_t>>();
-  for (v1::Submission& submission : *request.mutable_submissions()) {
-    auto [it, inserted] = unique.emplace(MessageDigest(submission), job->submissions.size());
-    if (inserted) job->submissions.push_back(std::move(submission));  // not read again
+  for (int i = 0; i < request.submissions_size(); ++i) {
+    auto [it, inserted] = unique.emplace(digests[i], job->submissions.size());
+    if (inserted) job->submissions.push_back(std::move(*request.mutable_submissions(i)));
     index_of->push_back(it->second);
   }
   job->settings = common->settings;
@@ -986,10 +999,12 @@ void EngineImpl::RunJob(Device* device, Job& job, bool on_device_loop) {
 
 absl::StatusOr<v1::CompileResult> EngineImpl::Compile(const v1::CompileRequest& request,
                                                       const CallContext& context) {
-  std::promise<absl::StatusOr<v1::CompileResult>> compiled;
-  std::future<absl::StatusOr<v1::CompileResult>> result = compiled.get_future();
-  CompileAsync(request, context, [&compiled](absl::StatusOr<v1::CompileResult> r) {
-    compiled.set_value(std::move(r));
+  // Shared: the callback's set_value may still touch the promise after the
+  // waiter woke and returned.
+  auto compiled = std::make_shared<std::promise<absl::StatusOr<v1::CompileResult>>>();
+  std::future<absl::StatusOr<v1::CompileResult>> result = compiled->get_future();
+  CompileAsync(request, context, [compiled](absl::StatusOr<v1::CompileResult> r) {
+    compiled->set_value(std::move(r));
   });
   return result.get();
 }
@@ -1036,9 +1051,10 @@ void EngineImpl::CompileAsync(v1::CompileRequest request, CallContext context,
     finish(std::move(result));
   };
   if (absl::Status refused = refusal(context); !refused.ok()) return done(refused);
-  // What needs no worker (a cache hit, a refused option: microseconds) is
-  // answered at once, without a turn on the pool: a client's cached source
-  // does not wait behind its own queued compiles.
+  // What needs no worker (a cache hit: microseconds in memory, one file read
+  // with a cache directory; a refused option) is answered at once, without a
+  // turn on the pool: a client's cached source does not wait behind its own
+  // queued compiles.
   job->without_worker = true;
   if (absl::StatusOr<v1::CompileResult> known = compiler_->Compile(*job);
       !absl::IsNotFound(known.status())) {

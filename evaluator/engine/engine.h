@@ -130,9 +130,11 @@ class Engine {
 
   virtual absl::StatusOr<v1::CompileResult> Compile(const v1::CompileRequest& request,
                                                     const CallContext& context) = 0;
-  // As Compile, calling `done` exactly once, from an engine thread once the
-  // caller's turn on the compile pool came (the gRPC front holds no thread
-  // while it waits). This default compiles on the caller's thread.
+  // As Compile, calling `done` exactly once: on the caller's thread for what
+  // needs no compile (a bad request, a cache hit, a refused option), else
+  // from an engine thread once the caller's turn on the compile pool came
+  // (the gRPC front holds no thread while it waits). This default compiles
+  // on the caller's thread.
   virtual void CompileAsync(v1::CompileRequest request, CallContext context, CompileCallback done) {
     done(Compile(request, context));
   }

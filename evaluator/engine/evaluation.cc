@@ -94,7 +94,10 @@ double BufferBytes(const std::vector<internal::Case>& cases) {
 
 double Evaluation::CandidateRunLimit(const ReferenceRun& reference,
                                      const std::vector<internal::Case>& cases) const {
-  const double limit = settings_.run_timeout_seconds;
+  const double limit =
+      settings_.candidate_run_cap_seconds > 0
+          ? std::min(settings_.run_timeout_seconds, settings_.candidate_run_cap_seconds)
+          : settings_.run_timeout_seconds;
   if (settings_.candidate_run_factor <= 0 || reference.seconds <= 0) return limit;
   const double more_bytes =
       reference.buffer_bytes > 0 ? std::max(1.0, BufferBytes(cases) / reference.buffer_bytes) : 1.0;
@@ -438,7 +441,15 @@ absl::StatusOr<std::optional<v1::Verdict>> Evaluation::CheckCorrectness(
     const internal::RunFailure& failure = result->failure();
     if (absl::Status cut = CutShortByDeadline(failure, timeout, limit); !cut.ok()) return cut;
     std::string error = failure.message();
-    if (failure.stage() == "timeout" && limit < settings_.run_timeout_seconds) {
+    if (failure.stage() == "timeout" && limit < settings_.run_timeout_seconds &&
+        settings_.candidate_run_factor <= 0) {
+      // Only a shared own limit (candidate_run_cap_seconds) cuts it here.
+      absl::StrAppend(&error, " (the limit of this run: ", absl::SixDigits(limit),
+                      " s, this candidate's share of its group's own limits.timeout_seconds: ",
+                      settings_.own_limit_shared_by, " candidates at ",
+                      absl::SixDigits(settings_.run_timeout_seconds),
+                      " s each would take more than the most one request may set)");
+    } else if (failure.stage() == "timeout" && limit < settings_.run_timeout_seconds) {
       absl::StrAppend(&error, " (the limit of this run: ", absl::SixDigits(limit), " s, ",
                       absl::SixDigits(settings_.candidate_run_factor),
                       " x the reference's run on the same cases (",

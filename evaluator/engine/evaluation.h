@@ -71,6 +71,9 @@ struct EvaluationSettings {
   // the server's limit) is shared between them as the floor above, with the
   // server's candidate_run_factor (EngineImpl::Admit). Named in timeouts.
   size_t own_limit_shared_by = 0;
+  // > 0: the most a candidate's correctness run may take [s] (a shared own
+  // limit when the server's candidate_run_factor is 0).
+  double candidate_run_cap_seconds = 0;
   // limits.memory_bytes: the most a candidate's plan may allocate for one
   // case (its buffers: inputs, outputs, scratch) [bytes]; more is a
   // "runtime" verdict before anything runs. 0: the backend's own limits.

@@ -133,6 +133,11 @@ absl::StatusOr<WorkerProcess> WorkerProcess::Start(const WorkerOptions& options)
     SetLimit(RLIMIT_FSIZE, options.max_file_bytes);
     SetLimit(RLIMIT_NOFILE, options.max_open_files);
     ::signal(SIGPIPE, SIG_DFL);
+    // The server blocks the signals it waits for (SIGTERM, SIGINT, SIGHUP);
+    // a worker starts with none blocked, as any process would.
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
     // Not close-on-exec for this exec: the kernel refuses to run a script
     // (a wrapper worker) from a descriptor that would be gone by then.
     ::fcntl(binary_fd, F_SETFD, 0);

@@ -372,25 +372,39 @@ TEST_F(EngineTest, ARequestsOwnLimitIsNotCutToAMultipleOfTheReferencesRun) {
 // of 0.5 s lets one request set 5 s; two candidates at 4 s each would take
 // 8 s, so each is cut at 2.5 s (a group of 64 at 200 s could hold its
 // device 3.6 h).
-TEST(EngineLimitsTest, AGroupSharesItsOwnLimitOnceAllItsCandidatesDoNotFitInTheMost) {
+// The group's size is what runs: a repeated submission (judged once) does
+// not shrink the share. With the server's candidate_run_factor at 0 (runs
+// cut at its limit alone) the share caps each run the same way.
+class EngineLimitsTest : public ::testing::TestWithParam<double> {};
+
+TEST_P(EngineLimitsTest, AGroupSharesItsOwnLimitOnceAllItsCandidatesDoNotFitInTheMost) {
   EngineOptions options = CpuEngineOptions();
   options.run_timeout_seconds = 0.5;
   options.candidate_run_floor_seconds = 0.1;
+  options.candidate_run_factor = GetParam();
   auto created = Engine::Create(options);
   ASSERT_TRUE(created.ok()) << created.status();
   v1::EvaluateGroupRequest group = SpinningGroup(2, 1);
+  *group.add_submissions() = group.submissions(0);  // GRPO repeats itself
   group.mutable_limits()->set_timeout_seconds(4);
   absl::StatusOr<v1::EvaluateGroupResponse> response = (*created)->EvaluateGroup(group, {});
   ASSERT_TRUE(response.ok()) << response.status();
-  ASSERT_EQ(response->verdicts_size(), 2);
+  ASSERT_EQ(response->verdicts_size(), 3);
+  const std::string limit_text = GetParam() > 0
+                                     ? "the limit of this run: 2.5 s, 1 x the reference's run"
+                                     : "the limit of this run: 2.5 s, this candidate's share";
   for (const v1::Verdict& verdict : response->verdicts()) {
     EXPECT_EQ(verdict.stage(), "timeout") << verdict.error();
-    EXPECT_NE(verdict.error().find("at least 2.5 s, within the 4 s limit"), std::string::npos)
-        << verdict.error();
-    EXPECT_NE(verdict.error().find("shared by its 2 candidates"), std::string::npos)
+    EXPECT_NE(verdict.error().find(limit_text), std::string::npos) << verdict.error();
+    EXPECT_NE(verdict.error().find(GetParam() > 0 ? "shared by its 2 candidates" : "2 candidates"),
+              std::string::npos)
         << verdict.error();
   }
 }
+
+// 1 x, not the default 25 x: on a busy machine 25 x the reference's run
+// (0.16 s of it) was above the 4 s limit, and the share never showed.
+INSTANTIATE_TEST_SUITE_P(CandidateRunFactor, EngineLimitsTest, ::testing::Values(1.0, 0.0));
 
 // Another client's request does not wait for a whole group: it is served
 // between two of the group's candidates (each of these spins until cut,

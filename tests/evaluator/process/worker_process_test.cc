@@ -2,10 +2,13 @@
 
 #include <google/protobuf/wrappers.pb.h>
 #include <gtest/gtest.h>
+#include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <string>
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
@@ -133,6 +136,28 @@ TEST(WorkerProcessTest, MissingBinaryIsAClearError) {
   const auto worker = WorkerProcess::Start(options);
   ASSERT_FALSE(worker.ok());
   EXPECT_TRUE(absl::IsFailedPrecondition(worker.status()));
+}
+
+// The server blocks SIGTERM, SIGINT and SIGHUP to wait for them; a worker
+// starts with none blocked.
+TEST(WorkerProcessTest, AWorkerStartsWithNoSignalBlocked) {
+  sigset_t blocked;
+  sigset_t old;
+  sigemptyset(&blocked);
+  sigaddset(&blocked, SIGHUP);
+  sigaddset(&blocked, SIGTERM);
+  ASSERT_EQ(pthread_sigmask(SIG_BLOCK, &blocked, &old), 0);
+  WorkerProcess worker = StartTestWorker();
+  ASSERT_EQ(pthread_sigmask(SIG_SETMASK, &old, nullptr), 0);
+  google::protobuf::StringValue reply;
+  ASSERT_TRUE(worker.Call(Text("a"), &reply, In(20)).ok());  // it has exec'd
+  std::ifstream status(absl::StrCat("/proc/", worker.pid(), "/status"));
+  std::string line;
+  std::string sig_blk;
+  while (std::getline(status, line)) {
+    if (line.rfind("SigBlk:", 0) == 0) sig_blk = line;
+  }
+  EXPECT_EQ(sig_blk, "SigBlk:\t0000000000000000");
 }
 
 TEST(WorkerProcessTest, DestructorKillsTheChild) {
