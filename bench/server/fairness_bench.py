@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""How long one client's evaluation waits behind another client's slow compiles.
+
+Starts the built kerneleval-server (CPU backend) on a free port, then measures, with the
+Python client (clients/python):
+
+  alone    the victim's evaluation (examples/softmax.cu, correctness only) on an idle
+           server, twice (a comment keeps each source distinct: no cache hit);
+  behind   the same, sent 1 s after an "attacker" client's group of N sources that each
+           run NVRTC into the compile limit (30 s), and the attacker's own time.
+
+The victim waiting for a compile thread shows as behind >> alone. Figures are this
+machine's (2 cores here: client, server and compilers share them); compare the two rows
+of one run, not runs on different machines.
+
+    python3 bench/server/fairness_bench.py [--server build/server/kerneleval-server] [--group 4]
+"""
+import argparse
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+try:
+    import kerneleval
+except ImportError:
+    print("the Python client is not installed: pip install ./clients/python")
+    sys.exit(2)
+
+
+def slow_source(variant: int) -> str:
+    """Macro expansion that doubles 23 times: NVRTC runs into the compile limit."""
+    lines = ["#define A0 x+x"] + [f"#define A{k} A{k - 1}+A{k - 1}" for k in range(1, 24)]
+    return "\n".join(lines) + (
+        "\n// @launch add<<<ceil_div(N, 256), 256>>>(a, b, c, N)\n__device__ float x;\n"
+        'extern "C" __global__ void add(const float* a, const float* b, float* c, int n)'
+        f" {{ c[0] = A23; }}\n// variant {variant} {time.time()}\n")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--server", default=os.path.join(REPO, "build", "server", "kerneleval-server"))
+    parser.add_argument("--group", type=int, default=4, help="the attacker's slow sources")
+    args = parser.parse_args()
+    if not os.access(args.server, os.X_OK):
+        print(f"{args.server}: not built (cmake --build build --target kerneleval-server)")
+        return 2
+
+    port = free_port()
+    server = subprocess.Popen(
+        [args.server, "--backend", "cpu", "--listen", f"127.0.0.1:{port}", "--problems-dir",
+         os.path.join(REPO, "problems"), "--log-level", "warn"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        client = kerneleval.Client(f"127.0.0.1:{port}", wait_for_ready=True)
+        victim_source = open(os.path.join(REPO, "examples", "softmax.cu")).read()
+
+        def victim() -> tuple[float, str]:
+            start = time.monotonic()
+            verdict = client.evaluate("softmax", victim_source + f"\n// {time.time()}\n",
+                                      client_id="victim", skip_timing=True, timeout=600)
+            return time.monotonic() - start, verdict.stage
+
+        alone = [victim() for _ in range(2)]
+
+        attacker: dict = {}
+
+        def attack() -> None:
+            start = time.monotonic()
+            result = client.evaluate_group("softmax", [slow_source(i) for i in range(args.group)],
+                                           client_id="attacker", skip_timing=True, timeout=600)
+            attacker["seconds"] = time.monotonic() - start
+            attacker["stages"] = sorted({v.stage for v in result})
+
+        thread = threading.Thread(target=attack)
+        thread.start()
+        time.sleep(1.0)
+        behind = victim()
+        thread.join()
+
+        print(f"kerneleval-server --backend cpu, {os.cpu_count()} cores; attacker: a group of "
+              f"{args.group} sources that each take the compile limit")
+        print(f"{'measure':<44} {'seconds':>8}  verdict")
+        for i, (seconds, stage) in enumerate(alone):
+            print(f"{'victim alone, run ' + str(i + 1):<44} {seconds:8.2f}  {stage}")
+        print(f"{'victim 1 s after the attacker':<44} {behind[0]:8.2f}  {behind[1]}")
+        print(f"{'attacker group':<44} {attacker['seconds']:8.2f}  {','.join(attacker['stages'])}")
+        return 0 if behind[1] == "passed" and all(s == "passed" for _, s in alone) else 1
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        if server.returncode not in (0, -15, None):
+            print(re.sub(r"\n+", "\n", server.stderr.read() if server.stderr else ""))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
