@@ -17,7 +17,6 @@
 #include <mutex>
 #include <optional>
 #include <random>
-#include <set>
 #include <thread>
 #include <unordered_map>
 
@@ -311,7 +310,8 @@ absl::Status EngineImpl::Init() {
   registry_ = *std::move(registry);
 
   compile::CompileServiceOptions compile_options;
-  compile_options.workers = CompileThreads(options_);
+  const int compile_threads = CompileThreads(options_);
+  compile_options.workers = compile_threads;
   compile_options.timeout = absl::Seconds(options_.compile_timeout_seconds);
   compile_options.cache_dir = options_.compile_cache_dir;
   compile_options.cache_dir_bytes = options_.compile_cache_dir_bytes;
@@ -365,8 +365,8 @@ absl::Status EngineImpl::Init() {
                      options_.enable_cpu ? "" : "; the CPU backend is disabled"));
   }
 
-  compile_pool_ =
-      std::make_unique<ThreadPool>(CompileThreads(options_), CompileThreads(options_) - 1);
+  // A client on all threads but one (CompileThreads).
+  compile_pool_ = std::make_unique<ThreadPool>(compile_threads, compile_threads - 1);
   for (auto& device : devices_) {
     device_threads_.emplace_back([this, d = device.get()] { RunDeviceLoop(d); });
   }
@@ -735,13 +735,15 @@ void EngineImpl::EvaluateGroupAsync(v1::EvaluateGroupRequest request, CallContex
   }
   // Identical submissions in a group (GRPO repeats itself) are judged once;
   // the group's size for its limits is what runs.
-  std::vector<std::string> digests;
-  digests.reserve(request.submissions_size());
-  for (const v1::Submission& submission : request.submissions()) {
-    digests.push_back(MessageDigest(submission));
+  std::map<std::string, size_t> unique;  // a submission's digest -> its index in the job
+  std::vector<int> first_of_each;        // request indices of the distinct submissions
+  auto index_of = std::make_shared<std::vector<size_t>>();
+  for (int i = 0; i < request.submissions_size(); ++i) {
+    auto [it, inserted] = unique.emplace(MessageDigest(request.submissions(i)), unique.size());
+    if (inserted) first_of_each.push_back(i);
+    index_of->push_back(it->second);
   }
-  const size_t distinct = std::set<std::string>(digests.begin(), digests.end()).size();
-  absl::StatusOr<Common> common = Admit(request, context, distinct);
+  absl::StatusOr<Common> common = Admit(request, context, first_of_each.size());
   if (!common.ok()) return done(common.status());
   auto job = std::make_shared<Job>();
   job->request_id = context.request_id;
@@ -750,12 +752,8 @@ void EngineImpl::EvaluateGroupAsync(v1::EvaluateGroupRequest request, CallContex
   job->problem = common->problem;
   job->problem_key = common->problem_key;
   job->is_group = true;
-  std::map<std::string, size_t> unique;  // a submission's digest -> its index in the job
-  auto index_of = std::make_shared<std::vector<size_t>>();
-  for (int i = 0; i < request.submissions_size(); ++i) {
-    auto [it, inserted] = unique.emplace(digests[i], job->submissions.size());
-    if (inserted) job->submissions.push_back(std::move(*request.mutable_submissions(i)));
-    index_of->push_back(it->second);
+  for (const int i : first_of_each) {
+    job->submissions.push_back(std::move(*request.mutable_submissions(i)));  // not read again
   }
   job->settings = common->settings;
   job->settings.skip_timing = request.skip_timing();

@@ -107,6 +107,21 @@ extern "C" __global__ void add(const float* a, const float* b, float* c, int n) 
 }
 )";
 
+// The built-in vector_add sent inline as a custom problem, kVectorAdd as the
+// submission, correctness only, seed `seed`.
+v1::EvaluateRequest InlineVectorAddRequest(Engine& engine, uint64_t seed) {
+  v1::GetProblemRequest get;
+  get.set_problem_id("vector_add");
+  auto problem = engine.GetProblem(get);
+  EXPECT_TRUE(problem.ok()) << problem.status();
+  v1::EvaluateRequest request;
+  if (problem.ok()) *request.mutable_problem() = problem->problem();
+  request.mutable_submission()->set_source(kVectorAdd);
+  request.set_skip_timing(true);
+  request.set_seed(seed);
+  return request;
+}
+
 TEST_F(EngineTest, EveryProblemsReferencePassesAsASubmission) {
   auto problems = engine_->ListProblems({});
   ASSERT_TRUE(problems.ok());
@@ -696,17 +711,9 @@ extern "C" __global__ void add(const float* a, const float* b, float* c, int n) 
 // the field; the server's limit would be a FAILED_PRECONDITION). The
 // reference here (an inline vector_add) takes 3 s; the limit is 0.3 s.
 TEST_F(EngineTest, ARequestsLimitTooShortForTheReferenceIsAnInvalidArgument) {
-  v1::GetProblemRequest get;
-  get.set_problem_id("vector_add");
-  auto problem = engine_->GetProblem(get);
-  ASSERT_TRUE(problem.ok()) << problem.status();
-  v1::EvaluateRequest request;
-  *request.mutable_problem() = problem->problem();
+  v1::EvaluateRequest request = InlineVectorAddRequest(*engine_, next_seed_++);
   request.mutable_problem()->clear_reference_plan();
   request.mutable_problem()->set_reference_source(kSlowVectorAdd);
-  request.mutable_submission()->set_source(kVectorAdd);
-  request.set_skip_timing(true);
-  request.set_seed(next_seed_++);
   request.mutable_limits()->set_timeout_seconds(0.3);
   absl::StatusOr<v1::Verdict> verdict = engine_->Evaluate(request, CallContext{});
   EXPECT_TRUE(absl::IsInvalidArgument(verdict.status())) << verdict.status();
@@ -1083,15 +1090,8 @@ TEST_F(EngineFairnessTest, CompilesQueuedAtShutdownAreAnsweredUnavailable) {
 }
 
 TEST_F(EngineTest, ACustomProblemsVerdictsAreFlaggedAndItsOtherFieldsBounded) {
-  v1::GetProblemRequest get;
-  get.set_problem_id("vector_add");
-  auto problem = engine_->GetProblem(get);
-  ASSERT_TRUE(problem.ok()) << problem.status();
-  v1::EvaluateRequest request;
-  *request.mutable_problem() = problem->problem();  // the built-in id, sent inline
-  request.mutable_submission()->set_source(kVectorAdd);
-  request.set_skip_timing(true);
-  request.set_seed(next_seed_++);
+  // The built-in id, sent inline.
+  v1::EvaluateRequest request = InlineVectorAddRequest(*engine_, next_seed_++);
   absl::StatusOr<v1::Verdict> custom = engine_->Evaluate(request, CallContext{});
   ASSERT_TRUE(custom.ok()) << custom.status();
   EXPECT_TRUE(custom->correct()) << custom->error();
