@@ -7,6 +7,8 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 
 namespace kerneleval::server {
 
@@ -30,9 +32,6 @@ bool IsClientNameChar(char c) {
          c == '_' || c == '-';
 }
 
-// Separates a tokens file's fields ('\r' too: a file written on Windows).
-bool IsBlank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
-
 }  // namespace
 
 absl::StatusOr<std::vector<ClientToken>> ParseClientTokens(std::string_view text) {
@@ -43,24 +42,13 @@ absl::StatusOr<std::vector<ClientToken>> ParseClientTokens(std::string_view text
   if (text.substr(0, kUtf8Bom.size()) == kUtf8Bom) text.remove_prefix(kUtf8Bom.size());
   std::vector<ClientToken> tokens;
   int line_number = 0;
-  size_t line_start = 0;
-  while (line_start <= text.size()) {
-    size_t line_end = text.find('\n', line_start);
-    if (line_end == std::string_view::npos) line_end = text.size();
-    const std::string_view line = text.substr(line_start, line_end - line_start);
-    line_start = line_end + 1;
+  // absl::string_view: this absl's StrSplit does not take std::string_view.
+  for (const absl::string_view line :
+       absl::StrSplit(absl::string_view(text.data(), text.size()), '\n')) {
     ++line_number;
-    std::vector<std::string> fields;  // separated by blanks
-    for (size_t i = 0; i < line.size();) {
-      if (IsBlank(line[i])) {
-        ++i;
-        continue;
-      }
-      size_t end = i;
-      while (end < line.size() && !IsBlank(line[end])) ++end;
-      fields.emplace_back(line.substr(i, end - i));
-      i = end;
-    }
+    // Separated by blanks ('\r' too: a file written on Windows).
+    const std::vector<std::string> fields =
+        absl::StrSplit(line, absl::ByAnyChar(" \t\r"), absl::SkipEmpty());
     if (fields.empty() || fields[0].front() == '#') continue;
     const std::string where = absl::StrCat("line ", line_number, ": ");
     if (fields.size() != 2) {
