@@ -61,6 +61,12 @@ void AddServerFlags(CLI::App& app, ServerConfig* config) {
                "custom_problem); --no-custom-problems: PERMISSION_DENIED, only the built-in "
                "problems, for servers whose verdicts others read by problem id")
       ->capture_default_str();
+  app.add_flag("--fixed-seeds,!--no-fixed-seeds", engine.allow_fixed_seeds,
+               "Evaluate requests that fix their inputs' seed (to reproduce a verdict; flagged "
+               "fixed_seed); --no-fixed-seeds: PERMISSION_DENIED, every evaluation on inputs the "
+               "server draws, for servers grading training rollouts (a kernel can be fitted to "
+               "inputs that do not change)")
+      ->capture_default_str();
   app.add_option("--log-level", config->log_level,
                  "trace, debug, info, warn, error, critical or off")
       ->envname("KERNELEVAL_LOG_LEVEL")

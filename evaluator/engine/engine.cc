@@ -463,6 +463,11 @@ absl::StatusOr<EngineImpl::Common> EngineImpl::Admit(const Request& request,
   common.settings.reward_settings.set_partial_credit(common.settings.reward.partial_credit);
 
   if (request.has_seed()) {
+    if (!options_.allow_fixed_seeds) {
+      return absl::PermissionDeniedError(
+          "seed: this server draws every evaluation's inputs itself; leave seed unset (inputs "
+          "that do not change can be fitted)");
+    }
     common.settings.seed = request.seed();
     common.settings.seed_fixed = true;
   } else {

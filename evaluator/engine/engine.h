@@ -94,6 +94,13 @@ struct EngineOptions {
   // and reference the caller's). false: PERMISSION_DENIED, for servers whose
   // verdicts others read by problem id (CI, leaderboards).
   bool allow_custom_problems = true;
+  // Requests that fix their inputs' seed (to reproduce a verdict). Their
+  // verdicts carry the flag "fixed_seed": a kernel can be fitted to inputs
+  // that do not change (a policy that sees a failing check's expected value
+  // can hard-code it next time). false: PERMISSION_DENIED, for servers that
+  // grade training rollouts, whose clients may pass a framework's episode
+  // seed without meaning to fix the inputs.
+  bool allow_fixed_seeds = true;
   bool calibrate = false;  // measure device bandwidth/FLOP/s at start
   // Default reward settings (KERNEL_ENV_REWARD / KERNEL_ENV_PARTIAL_CREDIT
   // when empty / unset, as the seed reads them).

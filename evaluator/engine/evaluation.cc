@@ -933,7 +933,10 @@ void Evaluation::Finish(v1::Verdict* verdict) const {
   verdict->set_backend(std::string(backend_.name()));
   *verdict->mutable_device() = backend_.device();
   *verdict->mutable_reward_settings() = settings_.reward_settings;
-  if (settings_.seed_fixed) verdict->set_seed(settings_.seed);
+  if (settings_.seed_fixed) {
+    verdict->set_seed(settings_.seed);
+    verdict->add_flags("fixed_seed");
+  }
   if (settings_.custom_problem) verdict->add_flags("custom_problem");
   if (verdict->stage().empty()) verdict->set_stage(verdict->correct() ? "passed" : "runtime");
   rubric::Observation observation;

@@ -397,6 +397,13 @@ TEST(ServerConfig, DefaultsAndMapping) {
   EXPECT_EQ(parsed.config.engine.queue_capacity, 4u);
   EXPECT_EQ(parsed.config.server.listen_address, "127.0.0.1:0");
 
+  EXPECT_TRUE(Parse({}).config.engine.allow_fixed_seeds);
+  EXPECT_TRUE(Parse({}).config.engine.allow_custom_problems);
+  parsed = Parse({"--no-fixed-seeds", "--no-custom-problems"});
+  ASSERT_TRUE(parsed.status.ok()) << parsed.status;
+  EXPECT_FALSE(parsed.config.engine.allow_fixed_seeds);
+  EXPECT_FALSE(parsed.config.engine.allow_custom_problems);
+
   EXPECT_EQ(Parse({}).config.engine.candidate_run_factor, 25);
   parsed = Parse({"--candidate-run-factor", "0", "--candidate-run-floor-seconds", "1.5"});
   ASSERT_TRUE(parsed.status.ok()) << parsed.status;

@@ -89,12 +89,22 @@ def test_keep_optimizing_after_correct(fake):
     assert env.step(KernelAction(source=VECTOR_ADD)).done
 
 
-def test_seed_passes_through_and_empty_source(env, fake):
+def test_an_episode_seed_fixes_the_inputs_only_when_asked_and_empty_source(env, fake):
+    # Frameworks pass episode seeds routinely: by default the server still draws the inputs.
     env.reset(problem_id="vector_add", seed=42)
     observation = env.step(KernelAction(source="   "))
     assert observation.error == "no kernel source in the action" and observation.reward == 0.0
     env.step(KernelAction(source=VECTOR_ADD))
+    assert not fake.servicer.calls_to("Evaluate")[-1].request.HasField("seed")
+
+    reproducing = KernelEvalEnvironment(Client(fake.target), fix_inputs=True)
+    reproducing.reset(problem_id="vector_add", seed=42)
+    reproducing.step(KernelAction(source=VECTOR_ADD))
     assert fake.servicer.calls_to("Evaluate")[-1].request.seed == 42
+    reproducing.reset(problem_id="vector_add")
+    reproducing.step(KernelAction(source=VECTOR_ADD))
+    assert not fake.servicer.calls_to("Evaluate")[-1].request.HasField("seed")
+    reproducing.close()
 
 
 def test_server_errors_become_observations(env, fake):

@@ -1133,9 +1133,10 @@ TEST_F(EngineTest, ASubmissionsPlanAndOptionsAreBounded) {
       << response.status();
 }
 
-TEST(EngineOptionsTest, CustomProblemsCanBeRefusedAndFollowersAreBounded) {
+TEST(EngineOptionsTest, CustomProblemsAndFixedSeedsCanBeRefusedAndFollowersAreBounded) {
   EngineOptions options = CpuEngineOptions();
   options.allow_custom_problems = false;
+  options.allow_fixed_seeds = false;
   options.queue_capacity = 1;
   auto created = Engine::Create(options);
   ASSERT_TRUE(created.ok()) << created.status();
@@ -1149,6 +1150,21 @@ TEST(EngineOptionsTest, CustomProblemsCanBeRefusedAndFollowersAreBounded) {
   *custom.mutable_problem() = problem->problem();
   custom.mutable_submission()->set_source(kVectorAdd);
   EXPECT_TRUE(absl::IsPermissionDenied(engine.Evaluate(custom, CallContext{}).status()));
+
+  // A fixed seed, single or group: refused before anything runs.
+  v1::EvaluateRequest seeded;
+  seeded.set_problem_id("vector_add");
+  seeded.mutable_submission()->set_source(kVectorAdd);
+  seeded.set_seed(42);
+  absl::StatusOr<v1::Verdict> refused_seed = engine.Evaluate(seeded, CallContext{});
+  EXPECT_TRUE(absl::IsPermissionDenied(refused_seed.status())) << refused_seed.status();
+  EXPECT_NE(refused_seed.status().message().find("seed: this server draws"), std::string::npos)
+      << refused_seed.status();
+  v1::EvaluateGroupRequest seeded_group;
+  seeded_group.set_problem_id("vector_add");
+  seeded_group.add_submissions()->set_source(kVectorAdd);
+  seeded_group.set_seed(42);
+  EXPECT_TRUE(absl::IsPermissionDenied(engine.EvaluateGroup(seeded_group, CallContext{}).status()));
 
   // Identical requests wait for the first one's evaluation, each holding its
   // request: as many as the queue would hold (1), then RESOURCE_EXHAUSTED,

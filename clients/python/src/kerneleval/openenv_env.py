@@ -194,6 +194,7 @@ class KernelEvalEnvironment(Environment[KernelAction, KernelObservation, KernelS
         timeout: Optional[float] = None,
         extract_code: bool = True,
         feedback_chars: int = DEFAULT_FEEDBACK_CHARS,
+        fix_inputs: bool = False,
         rubric: Any = None,
         transform: Any = None,
     ):
@@ -204,6 +205,11 @@ class KernelEvalEnvironment(Environment[KernelAction, KernelObservation, KernelS
         reward_mode, partial_credit, backend, limits: sent with every evaluation.
         timeout: deadline of each call [s]; a step's timeout_s overrides it; None:
             the client's default.
+        fix_inputs: reset(seed=...) fixes the evaluation inputs of the episode (to
+            reproduce one). Off by default: frameworks pass episode seeds routinely, and on
+            inputs that do not change a policy can fit its answers to the expected values
+            its feedback shows (four turns sufficed for mse_loss without doing the work).
+            Off, the server draws secret inputs for every step.
         rubric: an OpenEnv Rubric scoring (action, observation); None: the server's reward.
         """
         super().__init__(transform=transform, rubric=rubric)
@@ -219,6 +225,7 @@ class KernelEvalEnvironment(Environment[KernelAction, KernelObservation, KernelS
         self._timeout = timeout
         self._extract_code = extract_code
         self._feedback_chars = feedback_chars
+        self._fix_inputs = fix_inputs
         self._seed: Optional[int] = None
         self._state = KernelState(problem_id=problem_id or "", max_turns=self._max_turns)
 
@@ -238,13 +245,15 @@ class KernelEvalEnvironment(Environment[KernelAction, KernelObservation, KernelS
         **kwargs: Any,
     ) -> KernelObservation:
         """Starts an episode on `problem_id` (else the default problem). A `seed`
-        fixes the evaluation inputs for the whole episode (else the server draws
-        secret ones per evaluation)."""
+        fixes the evaluation inputs for the whole episode only when the environment
+        was made with fix_inputs=True; otherwise the server draws secret ones per
+        evaluation and the seed is not used (the environment has no randomness of
+        its own)."""
         self._reset_rubric()
         problem_id = problem_id or self._default_problem
         if not problem_id:
             raise ValueError("kerneleval: reset needs a problem_id (or a default problem_id for the environment)")
-        self._seed = seed
+        self._seed = seed if self._fix_inputs else None
         info = self._client.problem(problem_id, **self._timeout_kwargs(None))
         self._state = KernelState(
             episode_id=episode_id,
@@ -410,6 +419,11 @@ def main(argv: Optional[list[str]] = None) -> None:
     parser.add_argument("--reward-mode", choices=["speedup", "roofline"], default=None)
     parser.add_argument("--partial-credit", action=argparse.BooleanOptionalAction, default=None)
     parser.add_argument("--max-concurrent-envs", type=int, default=None)
+    parser.add_argument(
+        "--fix-inputs",
+        action="store_true",
+        help="reset's seed fixes the episode's evaluation inputs (to reproduce one; not for training)",
+    )
     args = parser.parse_args(argv)
 
     import uvicorn
@@ -417,6 +431,8 @@ def main(argv: Optional[list[str]] = None) -> None:
     env_kwargs: dict[str, Any] = {"max_turns": args.max_turns}
     if args.problem:
         env_kwargs["problem_id"] = args.problem
+    if args.fix_inputs:
+        env_kwargs["fix_inputs"] = True
     app = create_app(
         args.server,
         args.token,
