@@ -129,7 +129,8 @@ void PrintVerdict(const v1::Verdict& v, const VerdictOrigin& origin, FILE* out) 
     // recent verdicts instead of running it again (server/README.md).
     absl::FPrintF(out,
                   "cached    the verdict of an identical submission judged recently, re-scored "
-                  "with this request's reward settings (a different --seed runs it again)\n");
+                  "with this request's reward settings (a different --seed, or any change to the "
+                  "source, runs it again)\n");
     absl::FPrintF(out, "wall      %.3f s  (of that earlier evaluation)\n", v.wall_seconds());
   } else {
     absl::FPrintF(out, "wall      %.3f s\n", v.wall_seconds());

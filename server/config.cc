@@ -28,10 +28,17 @@ void AddServerFlags(CLI::App& app, ServerConfig* config) {
                  "engine's (problems/ next to the install)")
       ->envname("KERNELEVAL_PROBLEMS_DIR");
   app.add_option("--compile-workers", engine.compile_workers,
-                 "Concurrent compiles of one client; 0 = one per core (one more runs for "
-                 "other clients while one client fills these)")
+                 "Concurrent compiles of one client (the compile pool's general threads); 0 = "
+                 "one per core")
       ->envname("KERNELEVAL_COMPILE_WORKERS")
       ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--compile-reserve-threads", engine.compile_reserve_threads,
+                 "Compile threads beyond --compile-workers, each for a client with no compile "
+                 "running: while other clients' slow sources hold the general threads, this "
+                 "many more clients start at once")
+      ->envname("KERNELEVAL_COMPILE_RESERVE_THREADS")
+      ->check(CLI::Range(0, 64))
       ->capture_default_str();
   app.add_option("--compile-cache-dir", engine.compile_cache_dir,
                  "On-disk compile cache directory; empty = in-memory cache only")

@@ -73,9 +73,10 @@ int main(int argc, char** argv) {
   config.engine.observer = metrics;
   spdlog::info(
       "engine: backend={} reward={} partial_credit={} queue_capacity={} "
-      "compile_workers={}",
+      "compile_workers={} compile_reserve_threads={} custom_problems={} fixed_seeds={}",
       config.backend, config.reward_mode, config.partial_credit, config.engine.queue_capacity,
-      config.engine.compile_workers);
+      config.engine.compile_workers, config.engine.compile_reserve_threads,
+      config.engine.allow_custom_problems, config.engine.allow_fixed_seeds);
   auto engine = kerneleval::Engine::Create(config.engine);
   if (!engine.ok()) {
     spdlog::critical("cannot start the engine: {}", engine.status().ToString());

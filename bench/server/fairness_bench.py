@@ -6,14 +6,17 @@ Python client (clients/python):
 
   alone    the victim's evaluation (examples/softmax.cu, correctness only) on an idle
            server, twice (a comment keeps each source distinct: no cache hit);
-  behind   the same, sent 1 s after an "attacker" client's group of N sources that each
-           run NVRTC into the compile limit (30 s), and the attacker's own time.
+  behind   the same, sent 1 s after --attackers "attacker" clients (0.5 s apart) each sent
+           a group of --group sources that each run NVRTC into the compile limit (30 s),
+           and the attackers' own times.
 
 The victim waiting for a compile thread shows as behind >> alone. Figures are this
-machine's (2 cores here: client, server and compilers share them); compare the two rows
-of one run, not runs on different machines.
+machine's (2 cores here: client, server and compilers share them); compare the rows of
+one run, not runs on different machines. Server flags after `--` go to the server (e.g.
+`-- --compile-reserve-threads 1`).
 
-    python3 bench/server/fairness_bench.py [--server build/server/kerneleval-server] [--group 4]
+    python3 bench/server/fairness_bench.py [--server build/server/kerneleval-server] \
+        [--group 4] [--attackers 2] [-- SERVER_FLAGS...]
 """
 import argparse
 import os
@@ -50,7 +53,9 @@ def free_port() -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--server", default=os.path.join(REPO, "build", "server", "kerneleval-server"))
-    parser.add_argument("--group", type=int, default=4, help="the attacker's slow sources")
+    parser.add_argument("--group", type=int, default=4, help="each attacker's slow sources")
+    parser.add_argument("--attackers", type=int, default=2, help="attacking clients")
+    parser.add_argument("server_flags", nargs="*", help="more kerneleval-server flags (after --)")
     args = parser.parse_args()
     if not os.access(args.server, os.X_OK):
         print(f"{args.server}: not built (cmake --build build --target kerneleval-server)")
@@ -59,7 +64,7 @@ def main() -> int:
     port = free_port()
     server = subprocess.Popen(
         [args.server, "--backend", "cpu", "--listen", f"127.0.0.1:{port}", "--problems-dir",
-         os.path.join(REPO, "problems"), "--log-level", "warn"],
+         os.path.join(REPO, "problems"), "--log-level", "warn", *args.server_flags],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         client = kerneleval.Client(f"127.0.0.1:{port}", wait_for_ready=True)
@@ -73,28 +78,36 @@ def main() -> int:
 
         alone = [victim() for _ in range(2)]
 
-        attacker: dict = {}
+        attackers: list[dict] = [{} for _ in range(args.attackers)]
 
-        def attack() -> None:
+        def attack(index: int) -> None:
             start = time.monotonic()
-            result = client.evaluate_group("softmax", [slow_source(i) for i in range(args.group)],
-                                           client_id="attacker", skip_timing=True, timeout=600)
-            attacker["seconds"] = time.monotonic() - start
-            attacker["stages"] = sorted({v.stage for v in result})
+            sources = [slow_source(index * 1000 + i) for i in range(args.group)]
+            result = client.evaluate_group("softmax", sources, client_id=f"attacker-{index}",
+                                           skip_timing=True, timeout=600)
+            attackers[index]["seconds"] = time.monotonic() - start
+            attackers[index]["stages"] = sorted({v.stage for v in result})
 
-        thread = threading.Thread(target=attack)
-        thread.start()
-        time.sleep(1.0)
+        threads = []
+        for index in range(args.attackers):
+            threads.append(threading.Thread(target=attack, args=(index,)))
+            threads[-1].start()
+            time.sleep(0.5)
+        time.sleep(max(0.0, 1.0 - 0.5 * args.attackers))
         behind = victim()
-        thread.join()
+        for thread in threads:
+            thread.join()
 
-        print(f"kerneleval-server --backend cpu, {os.cpu_count()} cores; attacker: a group of "
-              f"{args.group} sources that each take the compile limit")
+        flags = " ".join(args.server_flags)
+        print(f"kerneleval-server --backend cpu {flags}, {os.cpu_count()} cores; {args.attackers} "
+              f"attacker(s), each a group of {args.group} sources that each take the compile limit")
         print(f"{'measure':<44} {'seconds':>8}  verdict")
         for i, (seconds, stage) in enumerate(alone):
             print(f"{'victim alone, run ' + str(i + 1):<44} {seconds:8.2f}  {stage}")
-        print(f"{'victim 1 s after the attacker':<44} {behind[0]:8.2f}  {behind[1]}")
-        print(f"{'attacker group':<44} {attacker['seconds']:8.2f}  {','.join(attacker['stages'])}")
+        print(f"{'victim after the attackers':<44} {behind[0]:8.2f}  {behind[1]}")
+        for index, attacker in enumerate(attackers):
+            print(f"{'attacker ' + str(index) + ' group':<44} {attacker['seconds']:8.2f}  "
+                  f"{','.join(attacker['stages'])}")
         return 0 if behind[1] == "passed" and all(s == "passed" for _, s in alone) else 1
     finally:
         server.terminate()

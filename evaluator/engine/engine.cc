@@ -64,16 +64,17 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Compile threads (and compile service workers): compile_workers for any one
-// client (one per core by default), plus one that only another client can
-// take. One client's group of slow sources (up to the compile limit each)
-// then never leaves a second client waiting for a thread: its compile
-// shares the cores at once (a 3 s evaluation waited 36.5 s on 2 cores).
-int CompileThreads(const EngineOptions& options) {
-  const int per_client = options.compile_workers > 0
-                             ? options.compile_workers
-                             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return per_client + 1;
+// Compile threads: compile_workers general ones (one per core by default),
+// the most any one client uses, plus compile_reserve_threads that only a
+// client with no compile running takes (ThreadPool). One client's group of
+// slow sources (up to the compile limit each) then never leaves another
+// client waiting for a thread: its compile shares the cores at once (a 3 s
+// evaluation waited 36.5 s on 2 cores), and with two reserve threads the
+// same holds beside two such clients.
+int GeneralCompileThreads(const EngineOptions& options) {
+  return options.compile_workers > 0
+             ? options.compile_workers
+             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 // Everything that makes two evaluations the same evaluation, as a SHA-256
@@ -310,8 +311,10 @@ absl::Status EngineImpl::Init() {
   registry_ = *std::move(registry);
 
   compile::CompileServiceOptions compile_options;
-  const int compile_threads = CompileThreads(options_);
-  compile_options.workers = compile_threads;
+  const int general_compile_threads = GeneralCompileThreads(options_);
+  const int reserve_compile_threads = std::max(0, options_.compile_reserve_threads);
+  // A compile worker per thread (started when first needed).
+  compile_options.workers = general_compile_threads + reserve_compile_threads;
   compile_options.timeout = absl::Seconds(options_.compile_timeout_seconds);
   compile_options.cache_dir = options_.compile_cache_dir;
   compile_options.cache_dir_bytes = options_.compile_cache_dir_bytes;
@@ -365,8 +368,8 @@ absl::Status EngineImpl::Init() {
                      options_.enable_cpu ? "" : "; the CPU backend is disabled"));
   }
 
-  // A client on all threads but one (CompileThreads).
-  compile_pool_ = std::make_unique<ThreadPool>(compile_threads, compile_threads - 1);
+  compile_pool_ = std::make_unique<ThreadPool>(general_compile_threads, general_compile_threads,
+                                               reserve_compile_threads);
   for (auto& device : devices_) {
     device_threads_.emplace_back([this, d = device.get()] { RunDeviceLoop(d); });
   }

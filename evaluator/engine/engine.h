@@ -63,9 +63,15 @@ struct EngineOptions {
   v1::Backend default_backend = v1::BACKEND_AUTO;
   bool enable_cuda = true;  // probe for GPUs at start
   bool enable_cpu = true;
-  // Concurrent compiles of one client (0: one per core); the pool has one
-  // thread more, which only other clients take (CompileThreads).
+  // Concurrent compiles of one client (0: one per core), on the compile
+  // pool's general threads (as many).
   int compile_workers = 0;
+  // Compile threads beyond those, each taking only a compile of a client
+  // with none running: while other clients' slow sources (up to the compile
+  // limit each) hold the general threads, this many more clients start at
+  // once (one thread each) instead of waiting. At most this many compiles
+  // beyond compile_workers run at once.
+  int compile_reserve_threads = 2;
   double compile_timeout_seconds = 30;
   std::string compile_cache_dir;  // empty: in-memory cache only
   // Bound on compile_cache_dir [bytes]; least recently used entries go first.

@@ -29,7 +29,10 @@ class FairQueue {
     if (tasks.empty()) ready_.push_back(client);
     tasks.push_back(std::move(task));
     const size_t ahead = size_++;
-    ready_cv_.notify_one();
+    // Every waiter: they may take different tasks (ThreadPool's reserve
+    // threads take fewer than its general ones), and one woken that cannot
+    // take this task would leave it to wait for the next event.
+    ready_cv_.notify_all();
     return ahead;
   }
 

@@ -3,11 +3,13 @@
 // engine's compile stage keys them by client, so one client's group of 128
 // slow compiles does not hold every other client's compile behind it, and
 // the Compile RPC takes the same turns). With a cap per key, one key's
-// tasks run on at most that many threads at once: the engine's compile pool
-// has one thread more than the cap, so a client arriving while another's
-// slow compiles fill the cap starts at once instead of waiting up to the
-// compile limit (30 s) for a thread. The destructor runs the tasks already
-// queued, then joins; it never throws.
+// tasks run on at most that many threads at once. Reserve threads, beyond
+// those, run only a task whose key has nothing running: a client arriving
+// while other clients' slow compiles hold every general thread starts at
+// once instead of waiting up to the compile limit (30 s) for one, and one
+// client holds at most one reserve thread, so R reserve threads serve R
+// such clients at once. The destructor runs the tasks already queued, then
+// joins; it never throws.
 #pragma once
 
 #include <functional>
@@ -24,11 +26,17 @@ namespace kerneleval {
 
 class ThreadPool {
  public:
-  // `threads` threads; `max_per_key` > 0: at most that many run one key's
-  // tasks at once (0: no cap).
-  explicit ThreadPool(int threads, int max_per_key = 0)
-      : max_per_key_(max_per_key), tasks_(std::numeric_limits<size_t>::max()) {
-    for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Loop(); });
+  // `threads` general threads; `max_per_key` > 0: at most that many run one
+  // key's tasks at once (0: no cap); `reserve_threads` more, each taking only
+  // a task of a key with no task running.
+  explicit ThreadPool(int threads, int max_per_key = 0, int reserve_threads = 0)
+      : max_per_key_(max_per_key),
+        idle_general_(threads),  // idle until they take a task, started or not yet
+        tasks_(std::numeric_limits<size_t>::max()) {
+    for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Loop(/*reserve=*/false); });
+    for (int i = 0; i < reserve_threads; ++i) {
+      threads_.emplace_back([this] { Loop(/*reserve=*/true); });
+    }
   }
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -65,28 +73,43 @@ class ThreadPool {
     std::function<void()> run;
   };
 
-  void Loop() {
+  void Loop(bool reserve) {
     for (;;) {
       // The queue accepts a task under its lock and takes it at once, so a
       // key's count rises in the same step as its task leaves the queue (two
-      // threads cannot both see room for the key's last slot). After Close()
-      // tasks are taken without asking: `claimed` stays false.
+      // threads cannot both see room for the key's last slot, or both take
+      // reserve threads for one key). After Close() tasks are taken without
+      // asking: `claimed` stays false.
       bool claimed = false;
       std::optional<KeyedTask> task = tasks_.Pop([&](const KeyedTask& next) {
-        if (max_per_key_ <= 0) return true;
+        // Counted with no cap too: reserve threads read the counts.
         std::lock_guard lock(running_mutex_);
         int& running = running_[next.key];
-        if (running >= max_per_key_) return false;
+        if (reserve) {
+          // Only beside busy general threads (an idle one takes any key
+          // with nothing running): a key given a reserve thread while a
+          // general one was free would take that one too, for its next task.
+          if (running > 0 || idle_general_ > 0) return false;
+        } else if (max_per_key_ > 0 && running >= max_per_key_) {
+          return false;
+        }
         ++running;
+        if (!reserve) --idle_general_;
         claimed = true;
         return true;
       });
       if (!task) return;
+      // One general thread fewer idle: a reserve thread may now take a task
+      // it left to this one.
+      if (!reserve && claimed) tasks_.Notify();
       task->run();
       if (claimed) {
         {
           std::lock_guard lock(running_mutex_);
           if (--running_[task->key] == 0) running_.erase(task->key);
+          // Idle again in the same step: a reserve thread woken below does
+          // not take a task this thread is about to look for.
+          if (!reserve) ++idle_general_;
         }
         tasks_.Notify();  // the key's next task may start now
       }
@@ -96,6 +119,8 @@ class ThreadPool {
   const int max_per_key_;
   mutable std::mutex running_mutex_;  // taken inside the queue's lock, never around it
   std::map<std::string, int> running_;
+  // General threads not running a claimed task (running_mutex_).
+  int idle_general_;
   FairQueue<KeyedTask> tasks_;
   std::mutex join_mutex_;  // one Join at a time
   std::vector<std::thread> threads_;

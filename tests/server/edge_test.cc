@@ -397,6 +397,9 @@ TEST(ServerConfig, DefaultsAndMapping) {
   EXPECT_EQ(parsed.config.engine.queue_capacity, 4u);
   EXPECT_EQ(parsed.config.server.listen_address, "127.0.0.1:0");
 
+  EXPECT_EQ(Parse({}).config.engine.compile_reserve_threads, 2);
+  EXPECT_EQ(Parse({"--compile-reserve-threads", "0"}).config.engine.compile_reserve_threads, 0);
+  EXPECT_THROW(Parse({"--compile-reserve-threads", "-1"}), CLI::ValidationError);
   EXPECT_TRUE(Parse({}).config.engine.allow_fixed_seeds);
   EXPECT_TRUE(Parse({}).config.engine.allow_custom_problems);
   parsed = Parse({"--no-fixed-seeds", "--no-custom-problems"});

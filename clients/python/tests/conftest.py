@@ -85,9 +85,9 @@ def _no_ambient_server_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 class RealServer:
-    """kerneleval-server --listen 127.0.0.1:PORT --backend cpu [--token T]."""
+    """kerneleval-server --listen 127.0.0.1:PORT --backend cpu [--token T] [FLAGS...]."""
 
-    def __init__(self, log_path: Path, token: Optional[str] = None):
+    def __init__(self, log_path: Path, token: Optional[str] = None, flags: tuple[str, ...] = ()):
         self.token = token
         self.log_path = log_path
         env = {k: v for k, v in os.environ.items()
@@ -99,6 +99,7 @@ class RealServer:
             args = [str(SERVER_BINARY), "--listen", self.target, "--backend", "cpu"]
             if token:
                 args += ["--token", token]
+            args += list(flags)
             self._log = open(log_path, "ab")
             self.process = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, env=env)
             last_error = self._wait_ready()
@@ -166,7 +167,9 @@ def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealServer
 @pytest.fixture(scope="session")
 def real_server_with_token(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealServer]:
     _require_server_binary()
-    server = RealServer(tmp_path_factory.mktemp("server-token") / "kerneleval-server.log", token="s3cret-token")
+    # Also a server for training rollouts: fixed seeds refused.
+    server = RealServer(tmp_path_factory.mktemp("server-token") / "kerneleval-server.log", token="s3cret-token",
+                        flags=("--no-fixed-seeds",))
     yield server
     server.stop()
 

@@ -97,14 +97,14 @@ def test_an_episode_seed_fixes_the_inputs_only_when_asked_and_empty_source(env, 
     env.step(KernelAction(source=VECTOR_ADD))
     assert not fake.servicer.calls_to("Evaluate")[-1].request.HasField("seed")
 
-    reproducing = KernelEvalEnvironment(Client(fake.target), fix_inputs=True)
-    reproducing.reset(problem_id="vector_add", seed=42)
-    reproducing.step(KernelAction(source=VECTOR_ADD))
-    assert fake.servicer.calls_to("Evaluate")[-1].request.seed == 42
-    reproducing.reset(problem_id="vector_add")
-    reproducing.step(KernelAction(source=VECTOR_ADD))
-    assert not fake.servicer.calls_to("Evaluate")[-1].request.HasField("seed")
-    reproducing.close()
+    with Client(fake.target) as client:
+        reproducing = KernelEvalEnvironment(client, fix_inputs=True)
+        reproducing.reset(problem_id="vector_add", seed=42)
+        reproducing.step(KernelAction(source=VECTOR_ADD))
+        assert fake.servicer.calls_to("Evaluate")[-1].request.seed == 42
+        reproducing.reset(problem_id="vector_add")
+        reproducing.step(KernelAction(source=VECTOR_ADD))
+        assert not fake.servicer.calls_to("Evaluate")[-1].request.HasField("seed")
 
 
 def test_server_errors_become_observations(env, fake):

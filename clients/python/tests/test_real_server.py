@@ -19,6 +19,7 @@ from kerneleval import (
     Client,
     InvalidArgument,
     NotFound,
+    PermissionDenied,
     Unauthenticated,
     Verdict,
 )
@@ -214,6 +215,19 @@ def test_token(real_server_with_token):
         assert client.health() == "SERVING"  # health needs no token
     with Client(target, token="") as client, pytest.raises(Unauthenticated):
         client.evaluate("vector_add", VECTOR_ADD)
+
+
+def test_a_server_for_training_refuses_fixed_seeds(real_server_with_token, real):
+    # Started with --no-fixed-seeds: a seed is refused, not silently fixed.
+    with Client(real_server_with_token.target, token="s3cret-token", timeout=RPC_TIMEOUT) as client:
+        with pytest.raises(PermissionDenied, match="leave seed unset"):
+            client.evaluate("vector_add", VECTOR_ADD, seed=7)
+        verdict = client.evaluate("vector_add", VECTOR_ADD, skip_timing=True)
+        assert verdict.correct and "fixed_seed" not in verdict.flags
+    # The default server takes a seed and flags the verdict.
+    with Client(real.target, timeout=RPC_TIMEOUT) as client:
+        verdict = client.evaluate("vector_add", VECTOR_ADD, seed=7, skip_timing=True)
+        assert verdict.correct and verdict.seed == 7 and "fixed_seed" in verdict.flags
 
 
 # ---------------------------------------------------------------- OpenEnv

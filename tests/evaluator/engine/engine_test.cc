@@ -938,7 +938,8 @@ std::string SlowToCompile(int variant) {
 }
 
 // An engine where one client compiles one source at a time (the order is
-// the engine's), a compile limit of 3 s (SlowToCompile reaches it) and an
+// the engine's; two reserve threads, the default, for clients with none
+// running), a compile limit of 3 s (SlowToCompile reaches it) and an
 // observer counting the compiles that took 1 s or more.
 class EngineFairnessTest : public ::testing::Test {
  protected:
@@ -955,7 +956,8 @@ class EngineFairnessTest : public ::testing::Test {
   // Starts "client-a"'s group of `count` SlowToCompile sources (every
   // verdict a compile failure) and waits until its first compile has begun;
   // `done` runs when the group is answered.
-  void StartSlowGroup(int count, int first_variant, std::function<void()> done) {
+  void StartSlowGroup(int count, int first_variant, std::function<void()> done,
+                      const std::string& client_id = "client-a") {
     v1::EvaluateGroupRequest group;
     group.set_problem_id("vector_add");
     group.set_skip_timing(true);
@@ -963,7 +965,7 @@ class EngineFairnessTest : public ::testing::Test {
       group.add_submissions()->set_source(SlowToCompile(first_variant + i));
     }
     CallContext a;
-    a.client_id = "client-a";
+    a.client_id = client_id;
     engine_->EvaluateGroupAsync(
         group, a, [done = std::move(done)](absl::StatusOr<v1::EvaluateGroupResponse> response) {
           EXPECT_TRUE(response.ok()) << response.status();
@@ -977,6 +979,26 @@ class EngineFairnessTest : public ::testing::Test {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
 
+  // A vector_add evaluation (correctness only) run once first, so that the
+  // reference and the compiled candidate are at hand (compile caches): a
+  // race between it and slow compiles is between the compile turns alone,
+  // whatever the machine's load does to the compilers' speed. Returned with
+  // another seed (not the verdict cache's).
+  v1::EvaluateRequest WarmedSingle() {
+    v1::EvaluateRequest single;
+    single.set_problem_id("vector_add");
+    single.set_skip_timing(true);
+    single.mutable_submission()->set_source(kVectorAdd);
+    single.set_seed(1);
+    absl::StatusOr<v1::Verdict> warm = engine_->Evaluate(single, CallContext{});
+    EXPECT_TRUE(warm.ok()) << warm.status();
+    if (warm.ok()) {
+      EXPECT_TRUE(warm->correct()) << warm->error();
+    }
+    single.set_seed(2);
+    return single;
+  }
+
   std::shared_ptr<CountingObserver> observer_ = std::make_shared<CountingObserver>();
   std::unique_ptr<Engine> engine_;
 };
@@ -984,18 +1006,8 @@ class EngineFairnessTest : public ::testing::Test {
 TEST_F(EngineFairnessTest, OneClientsSlowCompilesDoNotHoldAnotherClientsEvaluation) {
   Engine& engine = *engine_;
   CountingObserver* observer = observer_.get();
-  v1::EvaluateRequest single;
-  single.set_problem_id("vector_add");
-  single.set_skip_timing(true);
-  single.mutable_submission()->set_source(kVectorAdd);
-  // Once first, so that the reference and the compiled candidate are at hand
-  // (compile caches): the race below is between the compile turns alone,
-  // whatever the machine's load does to the compilers' speed.
-  single.set_seed(1);
-  absl::StatusOr<v1::Verdict> warm = engine.Evaluate(single, CallContext{});
-  ASSERT_TRUE(warm.ok()) << warm.status();
-  ASSERT_TRUE(warm->correct()) << warm->error();
-  single.set_seed(2);
+  const v1::EvaluateRequest single = WarmedSingle();
+  if (HasFailure()) return;
 
   std::atomic<int> finished{0};
   std::promise<int> group_done;
@@ -1019,10 +1031,45 @@ TEST_F(EngineFairnessTest, OneClientsSlowCompilesDoNotHoldAnotherClientsEvaluati
   // second was next in line when it came) and runs while the rest compile.
   EXPECT_EQ(single_done.get_future().get(), 1) << "the single evaluation waited for the group";
   EXPECT_EQ(group_done.get_future().get(), 2);
-  // And with the spare compile thread it did not wait for the group's first
+  // And with a reserve compile thread it did not wait for the group's first
   // compile (3 s) to give up a thread: its own compile (cached) ran beside it.
   EXPECT_EQ(slow_compiles_before_single.load(), 0)
       << "the single evaluation waited for a slow compile to end";
+  EXPECT_EQ(observer->slow_compiles.load(), 4);
+}
+
+// Two clients' slow sources hold the general compile thread and one reserve
+// thread; a third client's evaluation compiles on the other reserve thread
+// at once (with one reserve thread, the one spare of before, it waited for a
+// slow compile to end).
+TEST_F(EngineFairnessTest, TwoClientsSlowCompilesDoNotHoldAThirdClientsEvaluation) {
+  Engine& engine = *engine_;
+  CountingObserver* observer = observer_.get();
+  const v1::EvaluateRequest single = WarmedSingle();
+  if (HasFailure()) return;
+
+  std::promise<void> a_done, b_done;
+  StartSlowGroup(
+      2, 40, [&] { a_done.set_value(); }, "client-a");
+  StartSlowGroup(
+      2, 50, [&] { b_done.set_value(); }, "client-b");
+  CallContext c;
+  c.client_id = "client-c";
+  std::promise<void> single_done;
+  std::atomic<int> slow_compiles_before_single{-1};
+  engine.EvaluateAsync(single, c, [&](absl::StatusOr<v1::Verdict> verdict) {
+    slow_compiles_before_single = observer->slow_compiles.load();
+    EXPECT_TRUE(verdict.ok()) << verdict.status();
+    if (verdict.ok()) {
+      EXPECT_TRUE(verdict->correct()) << verdict->error();
+    }
+    single_done.set_value();
+  });
+  single_done.get_future().wait();
+  a_done.get_future().wait();
+  b_done.get_future().wait();
+  EXPECT_EQ(slow_compiles_before_single.load(), 0)
+      << "the third client's evaluation waited for a slow compile to end";
   EXPECT_EQ(observer->slow_compiles.load(), 4);
 }
 

@@ -84,6 +84,9 @@ TEST(ThreadPoolTest, AKeyRunsOnAtMostItsCapAndAnotherKeyTakesTheThreadLeft) {
   // threads took "slow" tasks and this waited for the release).
   ASSERT_TRUE(pool.Submit("other", [&] { other_ran.set_value(); }));
   EXPECT_EQ(other_ran.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  // The second slow task may have been taken and not yet begun.
+  while (slow_started.load() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_EQ(slow_started.load(), 2);
   release.set_value();
   // The rest ran once the first two ended (the pool not stopped: the cap
@@ -92,6 +95,64 @@ TEST(ThreadPoolTest, AKeyRunsOnAtMostItsCapAndAnotherKeyTakesTheThreadLeft) {
   pool.Join();
   EXPECT_EQ(slow_started.load(), 4);
   EXPECT_LE(most_running.load(), 2);
+}
+
+// Two keys' slow tasks hold both general threads and one reserve thread; a
+// third key starts at once on the other reserve thread, a fourth waits. One
+// key never holds two reserve threads (with one reserve thread, the
+// one-spare rule before, the third key waited for a release).
+TEST(ThreadPoolTest, ReserveThreadsTakeOnlyKeysWithNothingRunning) {
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> started{0};
+  std::promise<void> third_ran;  // before the pool: its tasks may outlive a failed wait
+  ThreadPool pool(2, /*max_per_key=*/2, /*reserve_threads=*/2);
+  auto blocking = [&] {
+    ++started;
+    released.wait();
+  };
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(pool.Submit("a", blocking));
+  while (started.load() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(pool.Submit("b", blocking));
+  while (started.load() < 3) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(pool.Submit("c", [&] { third_ran.set_value(); }));
+  EXPECT_EQ(third_ran.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  // "c" done: its reserve thread is free again, but not for "a" or "b",
+  // which have tasks running.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(pool.running("a"), 2);
+  EXPECT_EQ(pool.running("b"), 1);
+  EXPECT_EQ(started.load(), 3);
+  ASSERT_TRUE(pool.Submit("d", blocking));
+  ASSERT_TRUE(pool.Submit("e", blocking));
+  while (started.load() < 4) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(started.load(), 4) << "a fifth thread ran";
+  EXPECT_EQ(pool.running("d"), 1);
+  EXPECT_EQ(pool.running("e"), 0);
+  release.set_value();
+  pool.Join();
+  EXPECT_EQ(started.load(), 8);
+}
+
+// A task that only a general thread may take is not left waiting when a
+// reserve thread is woken for it (the queue wakes every waiter).
+TEST(ThreadPoolTest, AKeysSecondTaskFindsTheIdleGeneralThread) {
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> started{0};
+  std::promise<void> second_ran;  // before the pool, as above
+  ThreadPool pool(2, /*max_per_key=*/2, /*reserve_threads=*/4);
+  ASSERT_TRUE(pool.Submit("a", [&] {
+    ++started;
+    released.wait();
+  }));
+  while (started.load() < 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // every other thread waits
+  ASSERT_TRUE(pool.Submit("a", [&] { second_ran.set_value(); }));
+  EXPECT_EQ(second_ran.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  release.set_value();
+  pool.Join();
 }
 
 TEST(ThreadPoolTest, WithoutACapOneKeyTakesEveryThread) {
