@@ -118,10 +118,12 @@ extern "C" __global__ void ke_copy16(const uint4* __restrict__ src, uint4* __res
 // memset that flushes): the memset leaves L2 full of dirty lines, whose
 // write-back the timed plan's first misses would otherwise pay (up to an L2's
 // worth at DRAM bandwidth); after this pass L2 holds clean lines only. The
-// XOR of what was read goes to `sink` only if it equals a value it never has,
-// so the loads cannot be optimised away.
+// XOR of what was read goes to `sink` only if it equals `never`, which the
+// host passes above 2^32 (so it never does) and the compiler cannot know: the
+// loads cannot be optimised away. (A constant compared under `n16 == 1` left
+// a compiler free to drop the loop for every other size.)
 extern "C" __global__ void ke_read_flush(const uint4* __restrict__ src, unsigned long long n16,
-                                         unsigned long long* sink) {
+                                         unsigned long long* sink, unsigned long long never) {
   const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
   unsigned int acc = 0;
   for (unsigned long long i =
@@ -130,7 +132,7 @@ extern "C" __global__ void ke_read_flush(const uint4* __restrict__ src, unsigned
     const uint4 v = src[i];
     acc ^= v.x ^ v.y ^ v.z ^ v.w;
   }
-  if (acc == 0x9E3779B9u && n16 == 1) *sink = acc;  // n16 is never 1: the flush is >= 1 MiB
+  if (acc == never) *sink = acc;
 }
 
 // FP32 FMA throughput (calibration): 8 independent chains per thread, each

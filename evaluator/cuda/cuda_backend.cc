@@ -51,9 +51,16 @@ absl::Status CudaBackend::StartWorker() {
                                "--malloc-heap-bytes",
                                absl::StrCat(options_.malloc_heap_bytes)};
   if (options_.calibrate) worker_options.extra_args.push_back("--calibrate");
-  // An inherited CUDA_LAUNCH_BLOCKING=1 would make every launch wait for
-  // the stream-holding kernel: every sample's hold would time out.
-  worker_options.extra_env = {"CUDA_LAUNCH_BLOCKING=0"};
+  // Whatever the server inherited (the options' own entries still win): with
+  // CUDA_LAUNCH_BLOCKING=1 every launch would wait for the stream-holding
+  // kernel, and every sample's hold would time out; with
+  // CUDA_DEVICE_WAITS_ON_EXCEPTION=1 a kernel's fault would hang until the
+  // time limit (a "timeout" instead of "runtime"); with
+  // CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1 each fault would write a GPU core
+  // dump.
+  worker_options.extra_env = {"CUDA_LAUNCH_BLOCKING=0", "CUDA_DEVICE_WAITS_ON_EXCEPTION",
+                              "CUDA_ENABLE_COREDUMP_ON_EXCEPTION",
+                              "CUDA_ENABLE_USER_TRIGGERED_COREDUMP"};
   worker_options.extra_env.insert(worker_options.extra_env.end(), options_.extra_env.begin(),
                                   options_.extra_env.end());
   worker_options.address_space_bytes = 0;  // the driver reserves huge virtual ranges

@@ -612,6 +612,17 @@ absl::Status CudaWorker::PoisonWritable(const BufferSet& set) {
 
 absl::Status CudaWorker::LaunchPlan(LoadedProgram& program, const internal::ResolvedPlan& plan,
                                     const BufferSet& buffers) {
+  // Every launch is resolved and checked before the first is queued: a plan
+  // refused at its third launch would otherwise leave the first two running,
+  // and the clean-up would wait on them with no deadline if they hang.
+  struct Ready {
+    const KernelFunction* function;
+    PackedArgs args;
+    std::array<uint32_t, 3> grid, block;
+    uint32_t dynamic_shared;
+  };
+  std::vector<Ready> ready;
+  ready.reserve(static_cast<size_t>(plan.launches_size()));
   for (const internal::ResolvedLaunch& launch : plan.launches()) {
     auto found = program.functions.find(launch.symbol());
     if (found == program.functions.end()) {
@@ -644,14 +655,19 @@ absl::Status CudaWorker::LaunchPlan(LoadedProgram& program, const internal::Reso
     absl::StatusOr<PackedArgs> args = PackKernelArgs(
         launch.args(), [&](absl::string_view name) { return buffers.Address(name); });
     if (!args.ok()) return args.status();  // the engine's plan is wrong: infrastructure
-    const std::array<uint32_t, 3> grid = Dim3(launch.grid());
-    const std::array<uint32_t, 3> block = Dim3(launch.block());
+    ready.push_back(
+        {&function, *std::move(args), Dim3(launch.grid()), Dim3(launch.block()), dynamic_shared});
+  }
+  for (size_t i = 0; i < ready.size(); ++i) {
+    Ready& launch = ready[i];
     const CUresult result =
-        api_.cuLaunchKernel(function.handle, grid[0], grid[1], grid[2], block[0], block[1],
-                            block[2], dynamic_shared, stream_.get(), args->params(), nullptr);
+        api_.cuLaunchKernel(launch.function->handle, launch.grid[0], launch.grid[1], launch.grid[2],
+                            launch.block[0], launch.block[1], launch.block[2],
+                            launch.dynamic_shared, stream_.get(), launch.args.params(), nullptr);
     if (result != CUDA_SUCCESS) {
-      return FaultFrom(CuError(result, absl::StrCat("cuLaunchKernel(", launch.kernel(), ")"),
-                               __FILE__, __LINE__));
+      return FaultFrom(CuError(
+          result, absl::StrCat("cuLaunchKernel(", plan.launches(static_cast<int>(i)).kernel(), ")"),
+          __FILE__, __LINE__));
     }
   }
   return absl::OkStatus();
@@ -788,6 +804,10 @@ absl::StatusOr<WorkerOutcome<internal::RunResult>> CudaWorker::Run(
         status.ok() ? Collect(*buffers) : absl::StatusOr<internal::CaseResult>(status);
     if (!case_result.ok()) {
       const absl::Status fault = FaultFrom(case_result.status());
+      // Launches queued before a failed one may still run: the scrub below
+      // waits for the whole context, so first wait for them within the
+      // deadline (past it the context is lost and nothing is scrubbed).
+      if (!ContextLost()) (void)WaitFor(nullptr, deadline);
       if (!ContextLost()) {
         (void)buffers->ScrubAndFree();
         (void)ZeroGlobals(*program);
@@ -830,7 +850,8 @@ absl::StatusOr<CudaWorker::Sample> CudaWorker::TimeOnce(LoadedProgram& program,
     // Then read it all back, so that L2 holds clean lines (ke_read_flush).
     CUdeviceptr flush_ptr = l2_flush_.ptr(), sink_ptr = flush_sink_.ptr();
     uint64_t n16 = l2_flush_.bytes() / 16;
-    void* args[] = {&flush_ptr, &n16, &sink_ptr};
+    uint64_t never = uint64_t{1} << 32;  // above any 32-bit XOR: the sink is never written
+    void* args[] = {&flush_ptr, &n16, &sink_ptr, &never};
     KE_CU_RETURN_IF_ERROR(api_.cuLaunchKernel(read_flush_kernel_.handle,
                                               static_cast<unsigned>(properties_.sm_count) * 4, 1, 1,
                                               512, 1, 1, 0, stream_.get(), args, nullptr));
@@ -970,6 +991,9 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
   // (Once the context is lost, every handle is dropped without a device
   // call: MarkContextLost.)
   auto release_all = [&]() {
+    // As in Run: what is still queued finishes within the deadline, or the
+    // context is lost and the scrubs (which wait for the whole context) skip.
+    if (!ContextLost()) (void)WaitFor(nullptr, deadline);
     (void)input_check_.ScrubAndFree();
     for (auto& per_program : buffers) {
       for (BufferSet& set : per_program) (void)set.ScrubAndFree();

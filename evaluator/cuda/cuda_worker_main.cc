@@ -6,17 +6,30 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "evaluator/cuda/cuda_worker.h"
 #include "evaluator/cuda/cuda_worker.pb.h"
+#include "evaluator/cuda/driver.h"
 #include "evaluator/cuda/resources.h"
 #include "evaluator/process/framing.h"
 
 namespace kerneleval::cuda {
 namespace {
+
+// Whether the worker must leave after a request that failed: a sticky error
+// or a hang marked the context lost, or a sticky error came back on a path
+// that does not mark it (an allocation or a fill between a candidate's
+// launches, an ECC fault between requests): every later request would fail
+// the same way on this context, and the backend starts a fresh worker.
+bool ExitingAfter(const absl::Status& failed) {
+  const std::optional<CUresult> result = CuResultOf(failed);
+  if (result.has_value() && IsStickyError(*result)) MarkContextLost();
+  return ContextLost();
+}
 
 absl::Status ParseOptions(int argc, char** argv, CudaWorkerOptions* options) {
   // argv[0] is the executable, argv[1] the mode ("cuda").
@@ -108,7 +121,7 @@ int CudaWorkerMain(int fd, int argc, char** argv) {
         auto outcome = (*worker)->Run(request.run());
         if (!outcome.ok()) {
           SetError(outcome.status(), &reply);
-          reply.set_worker_exiting(ContextLost());  // a sticky error or a hang
+          reply.set_worker_exiting(ExitingAfter(outcome.status()));
         } else {
           *reply.mutable_run() = std::move(outcome->result);
           reply.set_worker_exiting(outcome->worker_exiting);
@@ -120,7 +133,7 @@ int CudaWorkerMain(int fd, int argc, char** argv) {
         auto outcome = (*worker)->Time(request.time());
         if (!outcome.ok()) {
           SetError(outcome.status(), &reply);
-          reply.set_worker_exiting(ContextLost());  // a sticky error or a hang
+          reply.set_worker_exiting(ExitingAfter(outcome.status()));
         } else {
           *reply.mutable_time() = std::move(outcome->result);
           reply.set_worker_exiting(outcome->worker_exiting);

@@ -128,21 +128,22 @@ absl::StatusOr<const DriverApi*> Load(const std::string& library) {
     }
     return close_on_error(CuError(result, "cuDriverGetVersion", __FILE__, __LINE__));
   }
-  // What this toolkit builds (the worker's own kernels as PTX ISA 9.0,
-  // NVRTC's CUBINs) needs a driver of the same major version or newer: a
-  // CUDA 12 driver would refuse the first module with
-  // CUDA_ERROR_UNSUPPORTED_PTX_VERSION. Said plainly here instead.
+  // What this toolkit builds (the worker's own kernels as PTX of its ISA,
+  // 9.0 for CUDA 13.0) needs a driver of the same CUDA version or newer,
+  // minor included: a CUDA 12 driver, or a 13.0 one under a 13.1 build,
+  // would refuse the first module with CUDA_ERROR_UNSUPPORTED_PTX_VERSION.
+  // Said plainly here instead.
   // KERNELEVAL_CUDA_ALLOW_OLDER_DRIVER=1 tries anyway (what fails then fails
   // at its first module).
   const char* allow_older = std::getenv("KERNELEVAL_CUDA_ALLOW_OLDER_DRIVER");
   const bool older_allowed = allow_older != nullptr && std::string_view(allow_older) == "1";
-  if (api->driver_version / 1000 < CUDA_VERSION / 1000 && !older_allowed) {
+  if (api->driver_version < CUDA_VERSION && !older_allowed) {
     return close_on_error(absl::FailedPreconditionError(absl::StrCat(
         "the CUDA driver (", library, ") supports CUDA ", api->driver_version / 1000, ".",
         api->driver_version % 1000 / 10, ", older than the CUDA ", CUDA_VERSION / 1000, ".",
         CUDA_VERSION % 1000 / 10, " toolkit kerneleval was built with: install a driver for CUDA ",
-        CUDA_VERSION / 1000,
-        " or newer (R580 or later for CUDA 13), or set KERNELEVAL_CUDA_ALLOW_OLDER_DRIVER=1 to "
+        CUDA_VERSION / 1000, ".", CUDA_VERSION % 1000 / 10,
+        " or newer (R580 or later for CUDA 13.0), or set KERNELEVAL_CUDA_ALLOW_OLDER_DRIVER=1 to "
         "try anyway")));
   }
   // Past cuInit the driver may have started threads: never unload it again.

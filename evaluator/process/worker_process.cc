@@ -8,11 +8,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <string_view>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -108,9 +110,26 @@ absl::StatusOr<WorkerProcess> WorkerProcess::Start(const WorkerOptions& options)
   argv.reserve(args.size() + 1);
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
+  // extra_env replaces inherited variables of its names (getenv returns the
+  // first match: an inherited CUDA_LAUNCH_BLOCKING=1 ahead of the backend's
+  // =0 would have won); a bare NAME removes the variable.
+  auto name_of = [](std::string_view entry) { return entry.substr(0, entry.find('=')); };
   std::vector<std::string> env_strings;
-  for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
-  env_strings.insert(env_strings.end(), options.extra_env.begin(), options.extra_env.end());
+  for (char** e = environ; *e; ++e) {
+    const std::string_view inherited(*e);
+    const bool replaced =
+        std::any_of(options.extra_env.begin(), options.extra_env.end(),
+                    [&](const std::string& extra) { return name_of(extra) == name_of(inherited); });
+    if (!replaced) env_strings.emplace_back(inherited);
+  }
+  for (size_t i = 0; i < options.extra_env.size(); ++i) {
+    const std::string& extra = options.extra_env[i];
+    // The last entry of a name wins.
+    const bool overridden = std::any_of(
+        options.extra_env.begin() + static_cast<std::ptrdiff_t>(i) + 1, options.extra_env.end(),
+        [&](const std::string& later) { return name_of(later) == name_of(extra); });
+    if (!overridden && extra.find('=') != std::string::npos) env_strings.push_back(extra);
+  }
   std::vector<char*> envp;
   envp.reserve(env_strings.size() + 1);
   for (auto& e : env_strings) envp.push_back(e.data());

@@ -22,7 +22,9 @@ struct WorkerOptions {
   std::string binary;  // empty: DefaultWorkerBinary()
   std::string mode;    // first argument, e.g. "compile", "cpu", "cuda"
   std::vector<std::string> extra_args;
-  std::vector<std::string> extra_env;  // "NAME=VALUE", added to the inherited environment
+  // "NAME=VALUE" replaces the inherited NAME (or adds it); "NAME" removes it;
+  // of two entries of one name, the later wins.
+  std::vector<std::string> extra_env;
   // Address-space limit [bytes]; 0 = none (the CUDA driver reserves huge
   // virtual ranges, so CUDA workers run without one).
   uint64_t address_space_bytes = 0;

@@ -587,6 +587,30 @@ TEST_F(CudaBackendGpuTest, LaunchOverTheLimitIsARuntimeFailureWithoutRestart) {
   ExpectVectorAddPasses();
 }
 
+// A plan refused at its second launch queues nothing: the first (a kernel
+// that never ends) used to be running already, and the clean-up waited on it
+// with no deadline until the backend killed the worker ("did not answer").
+TEST_F(CudaBackendGpuTest, APlanRefusedAtALaterLaunchRunsNoneOfIt) {
+  internal::RunRequest request = Request("spin_forever", 256);
+  internal::ResolvedLaunch* over_the_limit =
+      request.mutable_cases(0)->mutable_plan()->add_launches();
+  *over_the_limit = Request("add", 4096).cases(0).plan().launches(0);
+  over_the_limit->set_block(0, 2048);
+  request.set_timeout_seconds(3);
+  const int restarts = backend_->restarts();
+  const absl::Time start = absl::Now();
+  absl::StatusOr<internal::RunResult> result = backend_->Run(request);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_TRUE(result->has_failure());
+  EXPECT_EQ(result->failure().stage(), "runtime") << result->failure().message();
+  EXPECT_NE(result->failure().message().find("block.x = 2048 exceeds the device's limit of 1024"),
+            std::string::npos)
+      << result->failure().message();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2)) << "the first launch ran";
+  EXPECT_EQ(backend_->restarts(), restarts);
+  ExpectVectorAddPasses();
+}
+
 TEST_F(CudaBackendGpuTest, LargeDynamicSharedMemoryIsOptedIn) {
   // 256 threads x 64 floats x 4 bytes = 64 KiB > 48 KiB.
   const internal::RunRequest request = Request("add_via_smem", 4096, 5, 64 * 1024);
@@ -918,6 +942,42 @@ TEST_F(CudaFakeDriverTest, SamplesWhoseHoldTimedOutAreDropped) {
   EXPECT_FALSE(result->throttled());
   EXPECT_TRUE(HasNote(*result, "samples whose stream hold timed out dropped"));
   EXPECT_GE(result->programs(0).samples_us_size(), 10);
+}
+
+// A sticky error at a call that launches nothing (an allocation for a case:
+// an ECC fault, or a fault of an earlier launch surfacing there) ends the
+// worker, which a fresh one replaces: it stayed on the lost context before,
+// and every later request on the device failed the same way.
+TEST_F(CudaFakeDriverTest, AStickyErrorAtAnAllocationReplacesTheWorker) {
+  constexpr int kElements = 777777;  // buffers of a size no other allocation has
+  // The worker's allocation: a 4096-byte guard on each side, the data
+  // rounded up to 256 bytes.
+  const size_t allocation = 4096 + (kElements * sizeof(float) + 255) / 256 * 256 + 4096;
+  std::unique_ptr<CudaBackend> backend = StartBackend(
+      false, "KERNELEVAL_FAKE_CUDA_STICKY_ALLOC_BYTES", absl::StrCat(allocation).c_str());
+  ASSERT_NE(backend, nullptr);
+  const std::string module = CompileCubin(kVectorAdd, backend->target_arch());
+  internal::RunRequest request;
+  request.mutable_program()->set_label("add");
+  request.mutable_program()->mutable_compiled()->set_success(true);
+  request.mutable_program()->mutable_compiled()->set_arch(backend->target_arch());
+  request.mutable_program()->mutable_compiled()->set_cubin(module);
+  internal::Case* test_case = request.add_cases();
+  test_case->set_label("n=777777");
+  test_case->set_input_seed(7);
+  *test_case->mutable_plan() = CudaBackendGpuTest::PlanFor("add", kElements);
+  request.set_timeout_seconds(20);
+  const int restarts = backend->restarts();
+  absl::StatusOr<internal::RunResult> failed = backend->Run(request);
+  ASSERT_FALSE(failed.ok() && !failed->has_failure()) << "the injected fault never happened";
+  const std::string message =
+      failed.ok() ? failed->failure().message() : std::string(failed.status().message());
+  EXPECT_NE(message.find("CUDA_ERROR_ECC_UNCORRECTABLE"), std::string::npos) << message;
+  EXPECT_EQ(backend->restarts(), restarts + 1) << "the worker stayed on a lost context";
+  // The fresh worker (which does not see the knob) serves the same request.
+  absl::StatusOr<internal::RunResult> next = backend->Run(request);
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_FALSE(next->has_failure()) << next->failure().message();
 }
 
 TEST_F(CudaFakeDriverTest, EveryHoldThrottledKeepsEverySampleAndSaysSo) {

@@ -10,6 +10,8 @@
 #include <sstream>
 #include <string>
 
+#include "absl/strings/str_cat.h"
+
 namespace kerneleval::cuda {
 namespace {
 
@@ -52,6 +54,22 @@ TEST(DriverLoadTest, ADriverOlderThanTheToolkitIsAClearPrecondition) {
       << api.status();
   EXPECT_NE(api.status().message().find("KERNELEVAL_CUDA_ALLOW_OLDER_DRIVER=1"), std::string::npos)
       << api.status();
+}
+
+TEST(DriverLoadTest, AnOlderMinorVersionIsRefusedAndTheSameOrNewerLoads) {
+  // The minor version counts: PTX of a 13.1 toolkit does not load on a 13.0
+  // driver. One minor below this build's toolkit (on a 13.0 build that is
+  // 12.9, which the major version alone refused too), then its own version.
+  const int older = CUDA_VERSION % 1000 >= 10 ? CUDA_VERSION - 10 : CUDA_VERSION - 1000 + 90;
+  ::setenv("KERNELEVAL_FAKE_CUDA_DRIVER_VERSION", absl::StrCat(older).c_str(), 1);
+  absl::StatusOr<const DriverApi*> refused = LoadDriverFrom(KERNELEVAL_FAKE_CUDA_LIBRARY);
+  ::setenv("KERNELEVAL_FAKE_CUDA_DRIVER_VERSION", absl::StrCat(CUDA_VERSION).c_str(), 1);
+  absl::StatusOr<const DriverApi*> same = LoadDriverFrom(KERNELEVAL_FAKE_CUDA_LIBRARY);
+  ::unsetenv("KERNELEVAL_FAKE_CUDA_DRIVER_VERSION");
+  EXPECT_TRUE(absl::IsFailedPrecondition(refused.status())) << refused.status();
+  EXPECT_NE(refused.status().message().find("older than the CUDA"), std::string::npos)
+      << refused.status();
+  EXPECT_TRUE(same.ok()) << same.status();
 }
 
 TEST(DriverLoadTest, TheProcessDriverLoadsOrFailsCleanly) {

@@ -6,10 +6,12 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
@@ -158,6 +160,36 @@ TEST(WorkerProcessTest, AWorkerStartsWithNoSignalBlocked) {
     if (line.rfind("SigBlk:", 0) == 0) sig_blk = line;
   }
   EXPECT_EQ(sig_blk, "SigBlk:\t0000000000000000");
+}
+
+// The backend's settings win over what the server inherited (an inherited
+// CUDA_LAUNCH_BLOCKING=1 came first and won: getenv returns the first).
+TEST(WorkerProcessTest, ExtraEnvironmentReplacesOrRemovesInheritedVariables) {
+  ASSERT_EQ(::setenv("KERNELEVAL_TEST_REPLACED", "inherited", 1), 0);
+  ASSERT_EQ(::setenv("KERNELEVAL_TEST_REMOVED", "inherited", 1), 0);
+  ASSERT_EQ(::setenv("KERNELEVAL_TEST_KEPT", "inherited", 1), 0);
+  IgnoreSigpipe();
+  WorkerOptions options;
+  options.binary = KERNELEVAL_TEST_WORKER;
+  options.mode = "test";
+  options.extra_env = {"KERNELEVAL_TEST_REPLACED=given", "KERNELEVAL_TEST_REMOVED",
+                       "KERNELEVAL_TEST_ADDED=given"};
+  auto worker = WorkerProcess::Start(options);
+  ::unsetenv("KERNELEVAL_TEST_REPLACED");
+  ::unsetenv("KERNELEVAL_TEST_REMOVED");
+  ::unsetenv("KERNELEVAL_TEST_KEPT");
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  google::protobuf::StringValue reply;
+  ASSERT_TRUE(worker->Call(Text("a"), &reply, In(20)).ok());  // it has exec'd
+  std::ifstream environ_file(absl::StrCat("/proc/", worker->pid(), "/environ"));
+  std::vector<std::string> ours;
+  for (std::string entry; std::getline(environ_file, entry, '\0');) {
+    if (entry.rfind("KERNELEVAL_TEST_", 0) == 0) ours.push_back(entry);
+  }
+  std::sort(ours.begin(), ours.end());
+  EXPECT_EQ(ours, (std::vector<std::string>{"KERNELEVAL_TEST_ADDED=given",
+                                            "KERNELEVAL_TEST_KEPT=inherited",
+                                            "KERNELEVAL_TEST_REPLACED=given"}));
 }
 
 TEST(WorkerProcessTest, DestructorKillsTheChild) {

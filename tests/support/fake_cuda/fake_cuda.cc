@@ -37,6 +37,8 @@
 // it timed out; KERNELEVAL_FAKE_CUDA_PUBLISH_HOLD_REPORT=1 puts the address of
 // each hold's report in the environment, for a test kernel to overwrite),
 // occupancy, timing of anything but the host.
+// KERNELEVAL_FAKE_CUDA_STICKY_ALLOC_BYTES=B: the first cuMemAlloc of B bytes
+// fails with a sticky CUDA_ERROR_ECC_UNCORRECTABLE.
 // KERNELEVAL_FAKE_CUDA_DEVICES sets the device count (default 1, at most 8);
 // KERNELEVAL_FAKE_CUDA_DRIVER_VERSION the version cuDriverGetVersion reports
 // (default: the toolkit's CUDA_VERSION).
@@ -725,9 +727,11 @@ void RunReadFlush(const std::vector<std::vector<uint8_t>>& params) {
   std::memcpy(&src, params[0].data(), 8);
   std::memcpy(&n16, params[1].data(), 8);
   std::memcpy(&sink, params[2].data(), 8);
+  uint64_t never = 0;
+  std::memcpy(&never, params[3].data(), 8);
   uint32_t acc = 0;
   for (uint64_t i = 0; i < 4 * n16; ++i) acc ^= src[i];
-  if (acc == 0x9E3779B9u && n16 == 1) *sink = acc;
+  if (acc == never) *sink = acc;
 }
 
 // Only one thread per block does the arithmetic: the host would take
@@ -1003,7 +1007,7 @@ CUresult FakeModuleGetFunction(CUfunction* function, CUmodule module_handle, con
         made->param_sizes = {8, 8, 8};
       } else if (symbol == "ke_read_flush") {
         made->kind = KernelKind::kReadFlush;
-        made->param_sizes = {8, 8, 8};
+        made->param_sizes = {8, 8, 8, 8};
       } else if (symbol == "ke_stash_xor") {
         made->kind = KernelKind::kStashXor;
         made->param_sizes = {8, 8, 8, 8, 8};
@@ -1077,6 +1081,17 @@ CUresult FakeMemAlloc(CUdeviceptr* ptr, size_t bytes) {
   FAKE_API_ENTRY();
   if (CUresult r = Sticky(); r != CUDA_SUCCESS) return r;
   if (ptr == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  // KERNELEVAL_FAKE_CUDA_STICKY_ALLOC_BYTES=B: the first allocation of B
+  // bytes meets an uncorrectable ECC error, sticky as on a GPU (the fault
+  // shows at a call that launches nothing).
+  static const size_t sticky_alloc_bytes = [] {
+    const char* value = std::getenv("KERNELEVAL_FAKE_CUDA_STICKY_ALLOC_BYTES");
+    return value == nullptr ? size_t{0} : static_cast<size_t>(std::strtoull(value, nullptr, 10));
+  }();
+  if (sticky_alloc_bytes != 0 && bytes == sticky_alloc_bytes) {
+    SetSticky(CUDA_ERROR_ECC_UNCORRECTABLE);
+    return CUDA_ERROR_ECC_UNCORRECTABLE;
+  }
   std::lock_guard<std::mutex> lock(memory_mutex);
   if (allocated_bytes + bytes > kTotalMemoryBytes) return CUDA_ERROR_OUT_OF_MEMORY;
   void* memory = AllocatePages(bytes);
