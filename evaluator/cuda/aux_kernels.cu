@@ -95,10 +95,18 @@ extern "C" __global__ void ke_stash_xor(const unsigned long long* src, unsigned 
 // of a program with the opt-in maximum of dynamic shared memory, the largest
 // carveout and one block per SM, as a cooperative launch: every block is
 // resident at once, and each fills an SM, so every SM runs exactly one.
-extern "C" __global__ void ke_clear_shared(unsigned long long n16) {
+// The zeros are read back to `sink` if `n16` equals `never`, which the host
+// passes as ~0 (so they never are) and the compiler cannot know: stores a
+// kernel never reads could legally be dropped as dead.
+extern "C" __global__ void ke_clear_shared(unsigned long long n16, unsigned long long* sink,
+                                           unsigned long long never) {
   extern __shared__ uint4 shared_words[];
   for (unsigned long long i = threadIdx.x; i < n16; i += blockDim.x) {
     shared_words[i] = make_uint4(0, 0, 0, 0);
+  }
+  if (n16 == never) {  // uniform across the block: the barrier is safe
+    __syncthreads();
+    *sink = shared_words[threadIdx.x % n16].x;
   }
 }
 

@@ -482,7 +482,9 @@ absl::Status CudaWorker::XorGlobalsStash(const LoadedProgram& program) {
 absl::Status CudaWorker::ClearSharedMemory() {
   if (clear_shared_bytes_ == 0) return absl::OkStatus();
   uint64_t n16 = clear_shared_bytes_ / 16;
-  void* args[] = {&n16};
+  CUdeviceptr sink = flush_sink_.ptr();
+  uint64_t never = ~uint64_t{0};  // n16 never is: nothing is read back
+  void* args[] = {&n16, &sink, &never};
   // Cooperative: every block resident at once, and with the whole of an
   // SM's shared memory each, exactly one on every SM (a plain launch leaves
   // the spread to the block scheduler).

@@ -1289,8 +1289,8 @@ extern "C" __global__ void probe_shared(unsigned long long* out, unsigned long l
                                    write_args, nullptr),
               CUDA_SUCCESS);
     if (cleared) {
-      uint64_t n16 = kSharedBytes / 16;
-      void* clear_args[] = {&n16};
+      uint64_t n16 = kSharedBytes / 16, never = ~uint64_t{0};
+      void* clear_args[] = {&n16, &dst_ptr, &never};
       EXPECT_EQ(api_->cuLaunchKernel(clear->handle, 1, 1, 1, 96, 1, 1, kSharedBytes, nullptr,
                                      clear_args, nullptr),
                 CUDA_SUCCESS);

@@ -1013,7 +1013,7 @@ CUresult FakeModuleGetFunction(CUfunction* function, CUmodule module_handle, con
         made->param_sizes = {8, 8, 8, 8, 8};
       } else if (symbol == "ke_clear_shared") {
         made->kind = KernelKind::kClearShared;
-        made->param_sizes = {8};
+        made->param_sizes = {8, 8, 8};
       } else if (symbol == "ke_generate_input") {
         made->kind = KernelKind::kGenerate;
         made->param_sizes = {8, 8, 8, 8, sizeof(kerneleval::data::ElementSampler)};
