@@ -15,8 +15,35 @@ std::optional<double> PeakFlopsPerSecond(const v1::GpuPeaks& gpu, v1::ComputeTyp
   return std::nullopt;
 }
 
-absl::StatusOr<double> RooflineMinSeconds(const v1::GpuPeaks& gpu, v1::ComputeType compute_type,
-                                          double flops, double bytes) {
+std::optional<double> FastestAccuratePeakFlopsPerSecond(const v1::GpuPeaks& gpu,
+                                                        v1::ComputeType compute_type) {
+  const std::optional<double> own = PeakFlopsPerSecond(gpu, compute_type);
+  if (!own.has_value()) return std::nullopt;
+  // [FLOP/s] of the tensor-core path that matches the type's accuracy, 0 if none.
+  double matching = 0.0;
+  switch (compute_type) {
+    case v1::COMPUTE_TYPE_FP64:
+      matching = PeakFlopsPerSecond(gpu, v1::COMPUTE_TYPE_FP64_TC).value_or(0.0);
+      break;
+    case v1::COMPUTE_TYPE_FP32:
+      // Each fp32 product as three TF32 products (big x big, big x small, small x big).
+      matching = PeakFlopsPerSecond(gpu, v1::COMPUTE_TYPE_TF32_TC).value_or(0.0) / 3.0;
+      break;
+    case v1::COMPUTE_TYPE_FP16:
+      matching = PeakFlopsPerSecond(gpu, v1::COMPUTE_TYPE_FP16_TC).value_or(0.0);
+      break;
+    default:
+      break;
+  }
+  return std::max(*own, matching);
+}
+
+namespace {
+
+// max(flops / peak, bytes / bandwidth) with `peak` the one `peak_of` gives.
+template <class PeakOf>
+absl::StatusOr<double> BoundSeconds(const v1::GpuPeaks& gpu, v1::ComputeType compute_type,
+                                    double flops, double bytes, PeakOf peak_of) {
   if (!std::isfinite(flops) || flops < 0.0) {
     return absl::InvalidArgumentError(absl::StrCat("flops must be finite and >= 0, got ", flops));
   }
@@ -31,7 +58,7 @@ absl::StatusOr<double> RooflineMinSeconds(const v1::GpuPeaks& gpu, v1::ComputeTy
   const double memory_seconds = bytes / bandwidth;
   if (flops == 0.0) return memory_seconds;  // a copy needs no arithmetic peak
 
-  const std::optional<double> peak = PeakFlopsPerSecond(gpu, compute_type);  // [FLOP/s]
+  const std::optional<double> peak = peak_of(gpu, compute_type);  // [FLOP/s]
   if (!peak.has_value()) {
     return absl::NotFoundError(absl::StrCat(gpu.name(), " has no ",
                                             v1::ComputeType_Name(compute_type),
@@ -42,6 +69,18 @@ absl::StatusOr<double> RooflineMinSeconds(const v1::GpuPeaks& gpu, v1::ComputeTy
                                                       v1::ComputeType_Name(compute_type), " peak"));
   }
   return std::max(flops / *peak, memory_seconds);
+}
+
+}  // namespace
+
+absl::StatusOr<double> RooflineMinSeconds(const v1::GpuPeaks& gpu, v1::ComputeType compute_type,
+                                          double flops, double bytes) {
+  return BoundSeconds(gpu, compute_type, flops, bytes, PeakFlopsPerSecond);
+}
+
+absl::StatusOr<double> RooflineFloorSeconds(const v1::GpuPeaks& gpu, v1::ComputeType compute_type,
+                                            double flops, double bytes) {
+  return BoundSeconds(gpu, compute_type, flops, bytes, FastestAccuratePeakFlopsPerSecond);
 }
 
 absl::StatusOr<double> RooflineFraction(double t_min_seconds, double t_measured_seconds) {

@@ -348,6 +348,16 @@ absl::StatusOr<double> EvalBytes(const v1::Problem& problem, const plan::ParamMa
   return total;
 }
 
+absl::StatusOr<double> EvalOutputBytes(const v1::Problem& problem, const plan::ParamMap& params) {
+  double total = 0.0;
+  for (const auto& tensor : problem.outputs()) {
+    absl::StatusOr<uint64_t> elements = ElementCount(tensor, params);
+    if (!elements.ok()) return elements.status();
+    total += static_cast<double>(*elements) * data::DTypeSize(tensor.dtype());
+  }
+  return total;
+}
+
 // -------------------------------------------------------------- validation
 
 absl::Status ValidateProblem(const v1::Problem& problem) {

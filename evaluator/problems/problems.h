@@ -117,4 +117,7 @@ absl::StatusOr<double> EvalFlops(const v1::Problem& problem, const plan::ParamMa
 // plus every output written once ([bytes] elements * dtype size).
 absl::StatusOr<double> EvalBytes(const v1::Problem& problem, const plan::ParamMap& params);
 
+// [bytes] The outputs' sizes at `params` (what a kernel writes at least).
+absl::StatusOr<double> EvalOutputBytes(const v1::Problem& problem, const plan::ParamMap& params);
+
 }  // namespace kerneleval::problems

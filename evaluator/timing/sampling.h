@@ -85,8 +85,9 @@ class StoppingRule {
 // 0 when either median is not positive (no valid measurement).
 double Speedup(const SampleStats& reference, const SampleStats& candidate);
 
-// True when `t_us` is below `factor` times the roofline minimum `t_min_us`
-// (bytes / bandwidth, flops / peak): physically impossible, so a failed check
+// True when `t_us` is below `factor` times `t_min_us`, the least time the
+// work can take (the engine passes gpu_peaks::RooflineFloorSeconds: bytes that
+// must move / bandwidth, flops / fastest accurate peak): physically impossible, so a failed check
 // rather than a record. The factor leaves room for peak tables that are a
 // little pessimistic. False when t_min_us is not positive (floor unknown).
 bool BelowRooflineFloor(double t_us, double t_min_us, double factor = 0.9);

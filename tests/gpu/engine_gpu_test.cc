@@ -583,6 +583,66 @@ TEST(EngineFakeDriverTest, ThrottlingReachesEachVerdictWithItsOwnNotes) {
   }
 }
 
+// The impossibility floor on a device the peak table knows (the test driver
+// named as an H100): vector_add given, as an inline problem, an FP32 flop
+// count whose roofline is twice the kernel's measured time passes (3xTF32
+// would make such a time possible: the floor is 0.81 x the time; the
+// roofline alone failed it), and one whose floor is ten times the time fails
+// at "correctness", saying why.
+TEST(EngineFakeDriverTest, TheFloorAllowsFasterAccurateArithmeticAndNoMore) {
+  ::setenv("KERNELEVAL_FAKE_CUDA_DEVICE_NAME", "NVIDIA H100 80GB HBM3", 1);
+  absl::StatusOr<std::unique_ptr<Engine>> engine = FakeDriverEngine();
+  ::unsetenv("KERNELEVAL_FAKE_CUDA_DEVICE_NAME");
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  absl::StatusOr<v1::Problem> problem = SmallVectorAdd(**engine);
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  problem->set_compute_type(v1::COMPUTE_TYPE_FP32);
+  uint64_t seed = 1;
+  auto evaluate = [&](double flops) -> v1::Verdict {
+    problem->set_flops(absl::StrCat(static_cast<int64_t>(flops)));
+    v1::EvaluateRequest request;
+    *request.mutable_problem() = *problem;
+    request.set_backend(v1::BACKEND_CUDA);
+    request.mutable_submission()->set_source(kVectorAdd);
+    request.set_seed(seed++);
+    absl::StatusOr<v1::Verdict> verdict = (*engine)->Evaluate(request, {});
+    EXPECT_TRUE(verdict.ok()) << verdict.status();
+    return verdict.ok() ? *verdict : v1::Verdict{};
+  };
+  // A measurement, then the same kernel under an FP32 flop count whose
+  // roofline (67e12 FLOP/s on CUDA cores) is twice that time: its floor (3xTF32
+  // at 494.7e12 / 3) is 0.81 x. The second run's time decides where it lands
+  // (a loaded machine's times vary): between the floor and the roofline
+  // (roofline_frac from 1 to ~2.7) it must pass, and above 1.11 the roofline
+  // alone failed it; tried until one lands in (1.2, 2.4).
+  double most_s = 0;
+  bool landed_between = false;
+  for (int attempt = 0; attempt < 5 && !landed_between; ++attempt) {
+    const v1::Verdict measured = evaluate(0);
+    ASSERT_TRUE(measured.correct()) << measured.error();
+    ASSERT_TRUE(measured.device().roofline_known()) << measured.device().name();
+    const double median_s = measured.timing().candidate().median_us() * 1e-6;
+    ASSERT_GT(median_s, 0);
+    most_s = std::max(most_s, median_s);
+    const v1::Verdict between = evaluate(2 * median_s * 67e12);
+    const double fraction = between.roofline_frac();
+    if (fraction > 1.2 && fraction < 2.4) {
+      landed_between = true;
+      EXPECT_TRUE(between.correct()) << "roofline_frac " << fraction << ": " << between.error();
+    }
+  }
+  EXPECT_TRUE(landed_between) << "no run landed between the floor and the roofline";
+
+  // Floor 10 x the time (3xTF32 at 494.7e12 / 3 FLOP/s): impossible.
+  const v1::Verdict impossible = evaluate(10 * most_s * 494.7e12 / 3);
+  EXPECT_FALSE(impossible.correct());
+  EXPECT_EQ(impossible.stage(), "correctness");
+  EXPECT_NE(impossible.error().find("least time this work can take"), std::string::npos)
+      << impossible.error();
+  EXPECT_NE(std::find(impossible.flags().begin(), impossible.flags().end(), "below_roofline_floor"),
+            impossible.flags().end());
+}
+
 // A CUBIN the device cannot load (built for another architecture): the worker
 // JIT-compiles the PTX instead and the verdict's correctness notes say so.
 TEST(EngineFakeDriverTest, PtxJitFallbackIsNotedInTheVerdict) {

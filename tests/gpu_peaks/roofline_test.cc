@@ -55,6 +55,40 @@ TEST_F(RooflineTest, Fp32GemmOnH100IsComputeBound) {
   EXPECT_GT(*t_min, 30 * (bytes / 3.35e12));
 }
 
+// The floor of that GEMM: a 3xTF32 kernel (CUTLASS's split, fp32-accurate) runs on TF32
+// tensor cores at 494.7e12 / 3 = 164.9e12 FLOP/s, so 0.83 ms is possible where the FP32
+// roofline says 2.05 ms. A V100 has no TF32 tensor cores: its floor is its FP32 roofline.
+TEST_F(RooflineTest, TheFloorOfAnFp32GemmAllowsThreeTf32Passes) {
+  const double flops = 2.0 * 4096.0 * 4096.0 * 4096.0;
+  const double bytes = 3.0 * 4096.0 * 4096.0 * 4.0;
+  absl::StatusOr<double> floor =
+      RooflineFloorSeconds(Gpu("H100 SXM"), v1::COMPUTE_TYPE_FP32, flops, bytes);
+  ASSERT_TRUE(floor.ok()) << floor.status();
+  ExpectRelativelyNear(*floor, flops / (494.7e12 / 3.0));  // 0.8335 ms
+  absl::StatusOr<double> v100_floor =
+      RooflineFloorSeconds(Gpu("V100 SXM2 16GB"), v1::COMPUTE_TYPE_FP32, flops, bytes);
+  absl::StatusOr<double> v100_min =
+      RooflineMinSeconds(Gpu("V100 SXM2 16GB"), v1::COMPUTE_TYPE_FP32, flops, bytes);
+  ASSERT_TRUE(v100_floor.ok() && v100_min.ok());
+  ExpectRelativelyNear(*v100_floor, *v100_min);
+}
+
+// FP64 on FP64 tensor cores (67e12 on an H100, twice the CUDA cores' 34e12), FP16 on
+// FP16 tensor cores; a tensor-core type and a copy keep their roofline.
+TEST_F(RooflineTest, TheFastestAccuratePeakPerComputeType) {
+  const v1::GpuPeaks h100 = Gpu("H100 SXM");
+  EXPECT_EQ(FastestAccuratePeakFlopsPerSecond(h100, v1::COMPUTE_TYPE_FP64), 67e12);
+  EXPECT_EQ(FastestAccuratePeakFlopsPerSecond(h100, v1::COMPUTE_TYPE_FP32), 494.7e12 / 3.0);
+  EXPECT_EQ(FastestAccuratePeakFlopsPerSecond(h100, v1::COMPUTE_TYPE_FP16), 989.4e12);
+  EXPECT_EQ(FastestAccuratePeakFlopsPerSecond(h100, v1::COMPUTE_TYPE_BF16_TC), 989.4e12);
+  EXPECT_EQ(FastestAccuratePeakFlopsPerSecond(h100, v1::COMPUTE_TYPE_UNSPECIFIED), std::nullopt);
+  const double bytes = 2.0 * 1073741824.0;
+  absl::StatusOr<double> copy =
+      RooflineFloorSeconds(h100, v1::COMPUTE_TYPE_UNSPECIFIED, 0.0, bytes);
+  ASSERT_TRUE(copy.ok()) << copy.status();
+  ExpectRelativelyNear(*copy, bytes / 3.35e12);
+}
+
 // The same GEMM in bf16 on tensor cores: 989.4e12 FLOP/s dense, not the 1979 with sparsity.
 TEST_F(RooflineTest, Bf16GemmUsesTheDenseTensorPeak) {
   const double flops = 2.0 * 4096.0 * 4096.0 * 4096.0;

@@ -245,6 +245,7 @@ TEST(ShapeTest, EvalShapeElementsFlopsBytes) {
   const plan::ParamMap timed = ShapeParams(matmul.timed_shape());
   EXPECT_EQ(*EvalFlops(matmul, timed), 137438953472.0);
   EXPECT_EQ(*EvalBytes(matmul, timed), 3.0 * 4096 * 4096 * 4);
+  EXPECT_EQ(*EvalOutputBytes(matmul, mnk), 4.0 * 3 * 5);  // C only
 
   const v1::Problem& layernorm = *registry->Find("layernorm");
   const plan::ParamMap rc = {{"ROWS", 10}, {"COLS", 6}};

@@ -37,6 +37,7 @@
 // it timed out; KERNELEVAL_FAKE_CUDA_PUBLISH_HOLD_REPORT=1 puts the address of
 // each hold's report in the environment, for a test kernel to overwrite),
 // occupancy, timing of anything but the host.
+// KERNELEVAL_FAKE_CUDA_DEVICE_NAME: the name cuDeviceGetName reports.
 // KERNELEVAL_FAKE_CUDA_STICKY_ALLOC_BYTES=B: the first cuMemAlloc of B bytes
 // fails with a sticky CUDA_ERROR_ECC_UNCORRECTABLE.
 // KERNELEVAL_FAKE_CUDA_DEVICES sets the device count (default 1, at most 8);
@@ -805,7 +806,11 @@ CUresult FakeDeviceGetName(char* name, int length, CUdevice device) {
   FAKE_API_ENTRY();
   if (name == nullptr || length <= 0) return CUDA_ERROR_INVALID_VALUE;
   if (!IsDevice(device)) return CUDA_ERROR_INVALID_DEVICE;
-  std::snprintf(name, static_cast<size_t>(length), "%s", kDeviceName);
+  // KERNELEVAL_FAKE_CUDA_DEVICE_NAME: another name (e.g. a GPU of the peak
+  // table, so that the engine knows a roofline for this device).
+  const char* claimed = std::getenv("KERNELEVAL_FAKE_CUDA_DEVICE_NAME");
+  std::snprintf(name, static_cast<size_t>(length), "%s",
+                claimed != nullptr && *claimed != '\0' ? claimed : kDeviceName);
   return CUDA_SUCCESS;
 }
 
