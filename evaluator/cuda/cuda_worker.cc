@@ -299,8 +299,7 @@ absl::Status CudaWorker::Initialise() {
 
 absl::Status CudaWorker::FaultFrom(const absl::Status& status) {
   if (FaultStage(status).has_value()) return status;
-  std::optional<CUresult> result = CuResultOf(status);
-  if (result.has_value() && IsStickyError(*result)) MarkContextLost();
+  if (IsStickyError(status)) MarkContextLost();
   return MakeFault("runtime", status.message());
 }
 
@@ -395,8 +394,7 @@ absl::Status CudaWorker::FindGlobals(const internal::Program& program, LoadedPro
     if (!global.ok()) {
       // Only a broken context stops the program; a name the driver does not
       // know (or refuses) is left out, and said so.
-      const std::optional<CUresult> result = CuResultOf(global.status());
-      if (result.has_value() && IsStickyError(*result)) return FaultFrom(global.status());
+      if (IsStickyError(global.status())) return FaultFrom(global.status());
       missing.push_back(name);
       continue;
     }

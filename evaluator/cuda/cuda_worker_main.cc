@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
-#include <optional>
 #include <string>
 
 #include "absl/strings/numbers.h"
@@ -26,8 +25,7 @@ namespace {
 // launches, an ECC fault between requests): every later request would fail
 // the same way on this context, and the backend starts a fresh worker.
 bool ExitingAfter(const absl::Status& failed) {
-  const std::optional<CUresult> result = CuResultOf(failed);
-  if (result.has_value() && IsStickyError(*result)) MarkContextLost();
+  if (IsStickyError(failed)) MarkContextLost();
   return ContextLost();
 }
 

@@ -234,6 +234,11 @@ std::optional<CUresult> CuResultOf(const absl::Status& status) {
   return static_cast<CUresult>(value);
 }
 
+bool IsStickyError(const absl::Status& status) {
+  const std::optional<CUresult> result = CuResultOf(status);
+  return result.has_value() && IsStickyError(*result);
+}
+
 void LogCuError(CUresult result, const char* call, const char* file, int line) noexcept {
   // No allocation: this runs in destructors, possibly after a sticky error.
   const CuResultEntry* entry = FindCuResult(result);

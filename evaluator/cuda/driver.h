@@ -134,6 +134,8 @@ absl::Status CuError(CUresult result, absl::string_view call, const char* file, 
 inline constexpr char kCuResultPayloadUrl[] = "type.kerneleval/cuda.CUresult";
 // The CUresult a CuError status carries; nullopt for other statuses.
 std::optional<CUresult> CuResultOf(const absl::Status& status);
+// A CuError status whose CUresult is sticky (false for other statuses).
+bool IsStickyError(const absl::Status& status);
 // For destructors: writes the same text to stderr, never throws.
 void LogCuError(CUresult result, const char* call, const char* file, int line) noexcept;
 

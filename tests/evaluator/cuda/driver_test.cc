@@ -142,6 +142,10 @@ TEST(CuResultTableTest, StickyErrors) {
         CUDA_ERROR_NOT_READY, CUDA_ERROR_NOT_FOUND}) {
     EXPECT_FALSE(IsStickyError(recoverable)) << CuResultName(recoverable);
   }
+  // A status: by the CUresult it carries; a status without one is not sticky.
+  EXPECT_TRUE(IsStickyError(CuError(CUDA_ERROR_ILLEGAL_ADDRESS, "call", __FILE__, __LINE__)));
+  EXPECT_FALSE(IsStickyError(CuError(CUDA_ERROR_OUT_OF_MEMORY, "call", __FILE__, __LINE__)));
+  EXPECT_FALSE(IsStickyError(absl::InternalError("no CUresult")));
 }
 
 CUresult Fake(CUresult result) { return result; }
