@@ -3,9 +3,11 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "rubric/rubric.h"
 #include "server/auth.h"
 
 namespace kerneleval::server {
@@ -181,21 +183,20 @@ absl::Status FinalizeServerConfig(const CLI::App& app, ServerConfig* config) {
     engine.default_backend = v1::BACKEND_AUTO;
   }
 
-  if (config->reward_mode.empty()) {
-    const char* env = std::getenv("KERNEL_ENV_REWARD");
-    config->reward_mode = (env != nullptr && *env != '\0') ? env : "speedup";
-  }
-  if (config->reward_mode != "speedup" && config->reward_mode != "roofline") {
-    return absl::InvalidArgumentError(absl::StrCat("--reward-mode (or KERNEL_ENV_REWARD): \"",
-                                                   config->reward_mode,
-                                                   "\" is not speedup or roofline"));
-  }
-  engine.reward_mode = config->reward_mode;
+  // The seed's kernel_rubric defaults, read by the rubric's own function: a
+  // KERNEL_ENV_REWARD that is set but empty is an unknown mode there (the
+  // seed's KeyError), not the default.
   config->partial_credit_given = app.count("--partial-credit") > 0;
-  if (!config->partial_credit_given) {
-    const char* env = std::getenv("KERNEL_ENV_PARTIAL_CREDIT");
-    config->partial_credit = env != nullptr && std::string_view(env) == "1";
+  absl::StatusOr<rubric::RewardConfig> reward = rubric::RewardConfigFromEnv(
+      config->reward_mode,
+      config->partial_credit_given ? std::optional<bool>(config->partial_credit) : std::nullopt);
+  if (!reward.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--reward-mode (or KERNEL_ENV_REWARD): ", reward.status().message()));
   }
+  config->reward_mode = rubric::RewardModeName(reward->mode);
+  config->partial_credit = reward->partial_credit;
+  engine.reward_mode = config->reward_mode;
   engine.partial_credit = config->partial_credit;
 
   if (config->server.tls_cert_path.empty() != config->server.tls_key_path.empty()) {

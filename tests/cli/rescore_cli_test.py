@@ -2,7 +2,8 @@
 """End-to-end test of `kerneleval rescore` (cli/rescore_command.cc).
 
 Usage: rescore_cli_test.py PATH/TO/kerneleval. Expected rewards are computed by
-hand from the seed's formulas (rubric/README.md); exit 0 on success.
+hand from the seed's formulas (rubric/README.md), then taken from the seed itself
+(tests/rubric/golden_rewards.jsonl) for every row of the golden; exit 0 on success.
 """
 
 import json
@@ -135,6 +136,64 @@ with tempfile.TemporaryDirectory() as tmp:
               needle in result.stderr, repr(result.stderr))
         check(f"malformed {bad} prints good lines", result.stdout.count("\n") == 1,
               repr(result.stdout))
+
+# Parity with the seed, through the CLI: every row of the rubric's golden file
+# (tests/rubric/make_golden.py: the seed's rewards for ~13k observations, edge
+# cases included), rescored in each of the four settings. rescore reports the
+# sanitized reward (rubric/README.md "NaN policy": a non-finite reward is 0).
+GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "rubric",
+                      "golden_rewards.jsonl")
+NON_FINITE = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}
+with open(GOLDEN) as f:
+    golden = [json.loads(line) for line in f if line.strip()]
+configs = [row for row in golden if "config" in row]
+golden = [row for row in golden if "meta" not in row and "config" not in row]
+check("golden rows", len(golden) > 1000, f"{len(golden)} rows in {GOLDEN}")
+golden_text = "".join(
+    json.dumps({k: v for k, v in row.items() if k != "reward"}) + "\n" for row in golden)
+for column, args in [("speedup", ["--mode", "speedup", "--no-partial"]),
+                     ("speedup+partial", ["--mode", "speedup", "--partial"]),
+                     ("roofline", ["--mode", "roofline", "--no-partial"]),
+                     ("roofline+partial", ["--mode", "roofline", "--partial"])]:
+    result = run([*args, "-"], stdin=golden_text)
+    check(f"golden {column} exit", result.returncode == 0,
+          f"rc={result.returncode} {result.stderr[:500]}")
+    lines = result.stdout.splitlines()
+    check(f"golden {column} lines", len(lines) == len(golden), f"{len(lines)} of {len(golden)}")
+    mismatches = []
+    for line, row in zip(lines, golden):
+        seed = row["reward"][column]
+        seed = NON_FINITE.get(seed, seed) if isinstance(seed, str) else float(seed)
+        want = seed if seed == seed and abs(seed) != float("inf") else 0.0
+        got = json.loads(line)["reward"]
+        if not (got == want or abs(got - want) <= 1e-12 * max(1.0, abs(want))):
+            mismatches.append(f"{ {k: v for k, v in row.items() if k != 'reward'} } -> {got}, "
+                              f"seed {row['reward'][column]}")
+    check(f"golden {column}", not mismatches,
+          f"{len(mismatches)} of {len(golden)} differ, e.g. {mismatches[:3]}")
+
+# The seed's settings resolution (kernel_rubric(mode, partial) and its two
+# variables): rescore's --mode / --partial / --no-partial stand for the
+# arguments; a KeyError there is exit 2 here, else both probes score alike.
+PROBES = ('{"correct": true, "stage": "passed", "speedup": 2.0, "roofline_frac": 0.5}\n'
+          '{"correct": false, "stage": "correctness", "speedup": null, "roofline_frac": null}\n')
+check("golden configs", len(configs) > 100, f"{len(configs)} config rows")
+for row in configs:
+    config = row["config"]
+    args = ["--mode", config["mode_arg"]] if config["mode_arg"] else []
+    if config["partial_arg"] is not None:
+        args.append("--partial" if config["partial_arg"] else "--no-partial")
+    env = {name: config[key] for name, key in (("KERNEL_ENV_REWARD", "env_reward"),
+                                                ("KERNEL_ENV_PARTIAL_CREDIT", "env_partial"))
+           if config[key] is not None}
+    result = run([*args, "-"], stdin=PROBES, env=env)
+    if "error" in row:
+        check(f"config {config}", result.returncode == 2,
+              f"the seed raises {row['error']}; rescore rc={result.returncode}")
+        continue
+    got = [json.loads(line)["reward"] for line in result.stdout.splitlines()]
+    check(f"config {config}", result.returncode == 0 and got == row["probe_rewards"],
+          f"rc={result.returncode} rewards {got}, seed {row['probe_rewards']} {result.stderr}")
 
 if failures:
     print("\n".join(failures), file=sys.stderr)

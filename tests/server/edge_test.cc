@@ -491,6 +491,17 @@ TEST(ServerConfig, RewardDefaultsComeFromTheSeedsEnvironment) {
     EXPECT_EQ(parsed.status.code(), absl::StatusCode::kInvalidArgument);
     EXPECT_NE(parsed.status.message().find("KERNEL_ENV_REWARD"), std::string_view::npos);
   }
+  {
+    // Set but empty is the seed's KeyError, not its default, and the mode is
+    // matched exactly (no case folding, no trimming).
+    for (const char* mode : {"", "Roofline", " speedup"}) {
+      ScopedEnv reward("KERNEL_ENV_REWARD", mode);
+      auto parsed = Parse({});
+      EXPECT_EQ(parsed.status.code(), absl::StatusCode::kInvalidArgument) << "'" << mode << "'";
+      // A flag still wins over the environment.
+      EXPECT_TRUE(Parse({"--reward-mode", "roofline"}).status.ok()) << "'" << mode << "'";
+    }
+  }
 }
 
 TEST(ServerConfig, TlsNeedsBothFilesAndBadValuesAreRefused) {

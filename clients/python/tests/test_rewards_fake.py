@@ -173,6 +173,9 @@ def test_default_kernel_reward_reads_the_rubrics_variables(fake_factory, monkeyp
         ({"KERNEL_ENV_PARTIAL_CREDIT": "true"}, (None, False)),
         ({"KERNEL_ENV_REWARD": "roofline"}, ("roofline", None)),
         ({"KERNELEVAL_REWARD_MODE": "speedup", "KERNEL_ENV_REWARD": "roofline"}, ("speedup", None)),
+        # Ours takes any case; it also overrides a rubric variable the seed refuses.
+        ({"KERNELEVAL_REWARD_MODE": " Roofline"}, ("roofline", None)),
+        ({"KERNELEVAL_REWARD_MODE": "speedup", "KERNEL_ENV_REWARD": ""}, ("speedup", None)),
     ],
 )
 def test_reward_settings_from_env(monkeypatch, env, expected):
@@ -185,6 +188,37 @@ def test_reward_settings_from_env_refuses_an_unknown_boolean(monkeypatch):
     monkeypatch.setenv("KERNELEVAL_PARTIAL_CREDIT", "maybe")
     with pytest.raises(ValueError, match="KERNELEVAL_PARTIAL_CREDIT"):
         rewards_module.reward_settings_from_env()
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        # The seed's rubric raises KeyError for each: the mode is looked up exactly.
+        {"KERNEL_ENV_REWARD": ""},
+        {"KERNEL_ENV_REWARD": "Roofline"},
+        {"KERNEL_ENV_REWARD": "speedup "},
+        {"KERNEL_ENV_REWARD": "fastest"},
+        {"KERNELEVAL_REWARD_MODE": "fastest"},
+    ],
+)
+def test_an_unknown_reward_mode_raises_rather_than_scoring_zeros(fake, monkeypatch, env):
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(ValueError, match="REWARD"):
+        rewards_module.reward_settings_from_env()
+    monkeypatch.setenv("KERNELEVAL_SERVER", fake.target)
+    monkeypatch.setattr(rewards_module, "_default", None)
+    with pytest.raises(ValueError):
+        kernel_reward([], [fenced(VECTOR_ADD)], problem_id=["vector_add"])
+    assert not fake.servicer.calls_to("EvaluateGroup")
+    monkeypatch.setattr(rewards_module, "_default", None)
+
+
+def test_make_kernel_reward_refuses_bad_settings_when_made(fake):
+    with pytest.raises(ValueError, match="reward mode"):
+        make_kernel_reward(client=Client(fake.target), reward_mode="fastest")
+    with pytest.raises(ValueError, match="backend"):
+        make_kernel_reward(client=Client(fake.target), backend="tpu")
 
 
 def test_reward_function_is_safe_to_call_from_threads(fake):

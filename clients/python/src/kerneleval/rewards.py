@@ -46,6 +46,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import grpc
 
+from kerneleval import _requests
 from kerneleval._requests import utf8_problem
 from kerneleval.client import Client
 from kerneleval.errors import KernelEvalError, ResourceExhausted
@@ -172,6 +173,10 @@ def make_kernel_reward(
         failure_reward without being sent; the server's default limit
         (DEFAULT_MAX_SOURCE_BYTES); None: leave it to the server.
     """
+    # Bad settings raise here, at once: inside the reward function they would
+    # only score every completion failure_reward.
+    _requests.reward_settings(reward_mode, partial_credit)
+    _requests.backend_value(backend)
     lock = threading.Lock()
     state: dict[str, Any] = {"client": client}
 
@@ -330,7 +335,20 @@ def reward_settings_from_env() -> tuple[Optional[str], Optional[bool]]:
     any case; anything else raises ValueError), else the rubric's
     $KERNEL_ENV_PARTIAL_CREDIT, on iff exactly "1" (the seed's rule, which the
     server and the CLI apply to that variable too)."""
-    mode = os.environ.get("KERNELEVAL_REWARD_MODE") or os.environ.get("KERNEL_ENV_REWARD") or None
+    mode = os.environ.get("KERNELEVAL_REWARD_MODE") or None
+    if mode is not None:
+        # Ours: any case, as reward_settings() takes it; anything else raises
+        # here, not on the first request (where it would score every
+        # completion failure_reward).
+        if mode.strip().lower() not in ("speedup", "roofline"):
+            raise ValueError(f"KERNELEVAL_REWARD_MODE={mode!r}: expected speedup or roofline")
+        mode = mode.strip().lower()
+    elif "KERNEL_ENV_REWARD" in os.environ:
+        # The seed's: matched exactly; set but empty, another case or spaces
+        # are the seed's KeyError, as on the server and the CLI.
+        mode = os.environ["KERNEL_ENV_REWARD"]
+        if mode not in ("speedup", "roofline"):
+            raise ValueError(f"KERNEL_ENV_REWARD={mode!r}: the rubric knows only 'speedup' and 'roofline'")
     own = os.environ.get("KERNELEVAL_PARTIAL_CREDIT")
     if own not in (None, ""):
         value = own.strip().lower()
