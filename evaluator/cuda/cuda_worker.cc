@@ -35,6 +35,10 @@ constexpr size_t kReleaseOffset = 0;      // int, host writes, hold kernel reads
 constexpr size_t kHoldReportOffset = 64;  // 4 x uint64: cycles, ns, timed out, seal
 constexpr size_t kControlBytes = 4096;
 
+// Timed runs whose outputs are checked per input set besides the last: each
+// drawn at random (Time), fewer where their kept copies do not fit.
+constexpr int kMaxDrawnRunsPerSet = 4;
+
 // More launches than this queued behind the hold kernel risk filling the
 // launch queue while the host is blocked in cuLaunchKernel (the hold would
 // then time out): such plans are timed without the hold.
@@ -123,12 +127,12 @@ struct CudaWorker::Buffer {
   uint64_t round_seed = 0;
   bool timed_round = false;
   // Timing only, outputs: the latest run's outputs under pads (StashOutputs)
-  // and the keys of those pads; and a copy of the stash of the run chosen
-  // for the check (KeepStash), with its keys.
+  // and the keys of those pads; and per draw, a copy of the stash of the run
+  // it chose for the check (KeepStash), with its keys.
   DeviceBuffer stash;
   uint64_t stash_keys[2] = {0, 0};
-  DeviceBuffer kept;
-  uint64_t kept_keys[2] = {0, 0};
+  std::vector<DeviceBuffer> kept;
+  std::vector<std::array<uint64_t, 2>> kept_keys;
 };
 
 struct CudaWorker::BufferSet {
@@ -144,7 +148,9 @@ struct CudaWorker::BufferSet {
   absl::Status ScrubAndFree() {
     absl::Status first;
     for (Buffer& buffer : buffers) {
-      for (DeviceBuffer* memory : {&buffer.memory, &buffer.stash, &buffer.kept}) {
+      std::vector<DeviceBuffer*> memories = {&buffer.memory, &buffer.stash};
+      for (DeviceBuffer& kept : buffer.kept) memories.push_back(&kept);
+      for (DeviceBuffer* memory : memories) {
         if (memory->empty()) continue;
         if (absl::Status status = memory->ScrubAndFree(); !status.ok() && first.ok()) {
           first = status;
@@ -200,6 +206,7 @@ absl::Status CudaWorker::Initialise() {
   // any launch: the driver fixes them when the first kernel runs.
   KE_CU_RETURN_IF_ERROR(api_.cuCtxSetLimit(CU_LIMIT_PRINTF_FIFO_SIZE, options_.printf_fifo_bytes));
   KE_CU_RETURN_IF_ERROR(api_.cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, options_.malloc_heap_bytes));
+  KE_CU_RETURN_IF_ERROR(api_.cuCtxGetLimit(&initial_stack_bytes_, CU_LIMIT_STACK_SIZE));
   if (properties_.max_persisting_l2_bytes > 0) {
     // No L2 set-aside: a persisting carve-out once made a kernel look 4x
     // faster than the memory system allows. Some partitions (MIG, vGPU)
@@ -237,6 +244,13 @@ absl::Status CudaWorker::Initialise() {
     if (!loaded.ok()) return loaded.status();
     *function = *std::move(loaded);
   }
+  // Where ke_read_flush and ke_clear_shared would write what they read (they
+  // never do: the condition is a host-passed value no data equals); the
+  // trial launch below passes it too.
+  absl::StatusOr<DeviceBuffer> sink = DeviceBuffer::Allocate(api_, 256);
+  if (!sink.ok()) return sink.status();
+  flush_sink_ = *std::move(sink);
+
   // ke_clear_shared: the opt-in maximum of dynamic shared memory per block
   // and the largest shared-memory carveout, tried once here. Should a device
   // refuse (no cooperative launch, or an MPS share with fewer SMs), programs
@@ -277,9 +291,6 @@ absl::Status CudaWorker::Initialise() {
   absl::StatusOr<DeviceBuffer> flush = DeviceBuffer::Allocate(api_, flush_bytes);
   if (!flush.ok()) return flush.status();
   l2_flush_ = *std::move(flush);
-  absl::StatusOr<DeviceBuffer> sink = DeviceBuffer::Allocate(api_, 256);
-  if (!sink.ok()) return sink.status();
-  flush_sink_ = *std::move(sink);
 
   device_info_ = ToDeviceInfo(properties_);
   if (options_.calibrate) {
@@ -501,7 +512,7 @@ absl::Status CudaWorker::ZeroGlobals(const LoadedProgram& program) {
 }
 
 absl::StatusOr<CudaWorker::BufferSet> CudaWorker::AllocateBuffers(
-    const internal::ResolvedPlan& plan, uint64_t seed, data::GeneratedInputs* inputs) {
+    const internal::ResolvedPlan& plan, uint64_t seed, data::GeneratedInputs* inputs, int draws) {
   const bool timed = inputs == nullptr;
   BufferSet set;
   set.buffers.reserve(plan.buffers_size());
@@ -540,9 +551,12 @@ absl::StatusOr<CudaWorker::BufferSet> CudaWorker::AllocateBuffers(
       absl::StatusOr<DeviceBuffer> stash = DeviceBuffer::Allocate(api_, RoundUp(buffer.bytes, 8));
       if (!stash.ok()) return stash.status();
       buffer.stash = *std::move(stash);
-      absl::StatusOr<DeviceBuffer> kept = DeviceBuffer::Allocate(api_, RoundUp(buffer.bytes, 8));
-      if (!kept.ok()) return kept.status();
-      buffer.kept = *std::move(kept);
+      for (int d = 0; d < draws; ++d) {
+        absl::StatusOr<DeviceBuffer> kept = DeviceBuffer::Allocate(api_, RoundUp(buffer.bytes, 8));
+        if (!kept.ok()) return kept.status();
+        buffer.kept.push_back(*std::move(kept));
+        buffer.kept_keys.push_back({0, 0});
+      }
     }
     set.buffers.push_back(std::move(buffer));
   }
@@ -685,17 +699,27 @@ absl::Status CudaWorker::StashOutputs(BufferSet& set) {
   return absl::OkStatus();
 }
 
-absl::Status CudaWorker::KeepStash(BufferSet& set, bool restore) {
+absl::Status CudaWorker::KeepStash(BufferSet& set, int draw, bool restore) {
   for (Buffer& buffer : set.buffers) {
     if (buffer.stash.empty()) continue;
-    DeviceBuffer& from = restore ? buffer.kept : buffer.stash;
-    DeviceBuffer& to = restore ? buffer.stash : buffer.kept;
+    const auto d = static_cast<size_t>(draw);
+    if (d >= buffer.kept.size()) return absl::InternalError("no kept copy for that draw");
+    DeviceBuffer& from = restore ? buffer.kept[d] : buffer.stash;
+    DeviceBuffer& to = restore ? buffer.stash : buffer.kept[d];
     KE_CU_RETURN_IF_ERROR(
         api_.cuMemcpyDtoDAsync(to.ptr(), from.ptr(), from.bytes(), stream_.get()));
-    uint64_t* from_keys = restore ? buffer.kept_keys : buffer.stash_keys;
-    uint64_t* to_keys = restore ? buffer.stash_keys : buffer.kept_keys;
+    uint64_t* from_keys = restore ? buffer.kept_keys[d].data() : buffer.stash_keys;
+    uint64_t* to_keys = restore ? buffer.stash_keys : buffer.kept_keys[d].data();
     std::copy(from_keys, from_keys + 2, to_keys);
   }
+  return absl::OkStatus();
+}
+
+absl::Status CudaWorker::GiveBackStack() {
+  size_t stack_bytes = 0;
+  KE_CU_RETURN_IF_ERROR(api_.cuCtxGetLimit(&stack_bytes, CU_LIMIT_STACK_SIZE));
+  if (stack_bytes <= initial_stack_bytes_) return absl::OkStatus();
+  KE_CU_RETURN_IF_ERROR(api_.cuCtxSetLimit(CU_LIMIT_STACK_SIZE, initial_stack_bytes_));
   return absl::OkStatus();
 }
 
@@ -952,17 +976,21 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
     }
   }
 
-  // Input sets: as many as asked for that fit in 90 % of free memory.
+  // Input sets: as many as asked for that fit in 90 % of free memory, each
+  // with kMaxDrawnRunsPerSet kept copies of its outputs (fewer first, down
+  // to one, where they do not fit).
   int sets = static_cast<int>(
       std::min<uint64_t>(std::max<uint32_t>(config.input_sets(), 1), request.input_seeds_size()));
-  uint64_t bytes_per_set = 0;
+  uint64_t bytes_per_set_but_kept = 0;  // [bytes] one set of every program, no kept copies
+  uint64_t output_bytes_per_set = 0;    // [bytes] one kept copy of its outputs
   uint64_t largest_input = 0;
   for (const internal::TimedProgram& timed : request.programs()) {
     for (const internal::BufferSpec& spec : timed.plan().buffers()) {
       const uint64_t payload = RoundUp(spec.elements() * data::DTypeSize(spec.dtype()), 256);
-      // Outputs three times: the payload, the stash and the kept stash.
-      bytes_per_set += payload + 2 * options_.guard_bytes +
-                       (spec.role() == internal::BUFFER_ROLE_OUTPUT ? 2 * payload : 0);
+      // Outputs also in the stash, and in each draw's kept copy.
+      bytes_per_set_but_kept += payload + 2 * options_.guard_bytes +
+                                (spec.role() == internal::BUFFER_ROLE_OUTPUT ? payload : 0);
+      if (spec.role() == internal::BUFFER_ROLE_OUTPUT) output_bytes_per_set += payload;
       if (spec.role() == internal::BUFFER_ROLE_INPUT) {
         largest_input = std::max(largest_input, payload);
       }
@@ -972,7 +1000,14 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
   KE_CU_RETURN_IF_ERROR(api_.cuMemGetInfo(&free_bytes, &total_bytes));
   // Less the input check buffer, allocated below.
   free_bytes -= std::min<size_t>(free_bytes, largest_input);
-  while (sets > 1 && bytes_per_set * sets > free_bytes / 10 * 9) --sets;
+  int draws = kMaxDrawnRunsPerSet;
+  auto fits = [&] {
+    return (bytes_per_set_but_kept + static_cast<uint64_t>(draws) * output_bytes_per_set) *
+               static_cast<uint64_t>(sets) <=
+           free_bytes / 10 * 9;
+  };
+  while (draws > 1 && !fits()) --draws;
+  while (sets > 1 && !fits()) --sets;
   if (sets <
       static_cast<int>(std::min<uint64_t>(config.input_sets(), request.input_seeds_size()))) {
     outcome.notes.push_back(absl::StrCat("timing with ", sets, " input set(s): more do not fit"));
@@ -1003,7 +1038,7 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
   for (int p = 0; p < program_count; ++p) {
     for (int s = 0; s < sets; ++s) {
       absl::StatusOr<BufferSet> set =
-          AllocateBuffers(request.programs(p).plan(), /*seed=*/0, /*inputs=*/nullptr);
+          AllocateBuffers(request.programs(p).plan(), /*seed=*/0, /*inputs=*/nullptr, draws);
       if (!set.ok()) {
         release_all();
         return set.status();
@@ -1049,32 +1084,55 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
   // other's check.
   //
   // Besides the last round's, the outputs checked per input set are those of
-  // one round drawn at random among every round run on it (reservoir
-  // sampling: the k-th round on a set replaces the choice with probability
-  // 1/k; its stash is copied aside, KeepStash): a kernel that knows when
-  // timing ends (the time cap, read from %globaltimer) could otherwise skip
-  // the work in every round but the last. The draws come from the OS, in
-  // this process. chosen_round[s]: the round drawn for set s.
-  std::vector<uint64_t> chosen_round(static_cast<size_t>(sets), 0);
+  // `draws` rounds drawn at random among every round run on it, each by a
+  // reservoir of its own (the k-th round on a set replaces a draw's choice
+  // with probability 1/k; its stash is copied into that draw's kept copy,
+  // KeepStash): a kernel that knows when timing ends (the time cap, read
+  // from %globaltimer) could otherwise skip the work in every round but the
+  // last, and with one draw a kernel honest in half of its runs passed 1
+  // time in 4 on 2 sets (h^(d s) with d draws on s sets; the CPU backend's
+  // red-team figures: evaluator/cpu/README.md). The draws come from the
+  // OS, in this process. chosen_round[s][d]: the round draw d chose on s.
+  std::vector<std::vector<uint64_t>> chosen_round(
+      static_cast<size_t>(sets), std::vector<uint64_t>(static_cast<size_t>(draws), 0));
   std::vector<uint64_t> last_round(static_cast<size_t>(sets), 0);
   std::vector<uint64_t> rounds_on_set(static_cast<size_t>(sets), 0);
+  // The draws that chose `round` (on set s).
   auto draw_check = [&](int s, uint64_t round) {
     last_round[static_cast<size_t>(s)] = round;
-    const bool chosen = DrawKey() % ++rounds_on_set[static_cast<size_t>(s)] == 0;
-    if (chosen) chosen_round[static_cast<size_t>(s)] = round;
-    return chosen;
+    const uint64_t k = ++rounds_on_set[static_cast<size_t>(s)];
+    std::vector<int> chose;
+    for (int d = 0; d < draws; ++d) {
+      if (DrawKey() % k != 0) continue;
+      chosen_round[static_cast<size_t>(s)][static_cast<size_t>(d)] = round;
+      chose.push_back(d);
+    }
+    return chose;
   };
   for (uint32_t w = 0; w < config.warmup_runs(); ++w) {
     const int s = static_cast<int>(w % sets);
-    const bool check = draw_check(s, w);
+    const std::vector<int> check = draw_check(s, w);
     for (int p = 0; p < program_count; ++p) {
       failed_program = p;
       absl::Status status = bounded_run([&](absl::Time run_deadline) {
         return RunUntimed(programs[p], request.programs(p).plan(), buffers[p][s],
                           request.input_seeds(s), w, p, run_deadline);
       });
-      if (status.ok() && check) status = KeepStash(buffers[p][s]);
       if (!status.ok()) return program_failed(status);
+    }
+    // The kept copies are made once the whole round has run (here and in
+    // time_round): made after each program's run, the copy of the
+    // reference's outputs in a drawn round came before the candidates'
+    // runs, and a candidate that watched the reference's kept buffer (or
+    // the gap the copies add) knew which rounds are checked before it ran.
+    // Each stash holds until its program's next run on the set.
+    for (const int d : check) {
+      for (int p = 0; p < program_count; ++p) {
+        failed_program = p;
+        if (absl::Status status = KeepStash(buffers[p][s], d); !status.ok()) {
+          return program_failed(status);
+        }
+      }
     }
   }
 
@@ -1105,7 +1163,7 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
   // looks checked to a program that reads the clock between its launches.
   auto time_round = [&](uint64_t round) -> absl::Status {
     const int s = static_cast<int>(round % sets);
-    const bool check = draw_check(s, config.warmup_runs() + round);
+    const std::vector<int> check = draw_check(s, config.warmup_runs() + round);
     for (int p = 0; p < program_count; ++p) {
       failed_program = p;
       BufferSet& set = buffers[p][s];
@@ -1132,8 +1190,11 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
       reports_overwritten[p] += sample->report_overwritten;
       if (sample->clock_mhz > 0) all_clocks.push_back(sample->clock_mhz);
       if (absl::Status cleared = ClearAfterRun(programs[p], set); !cleared.ok()) return cleared;
-      if (check) {
-        if (absl::Status stashed = KeepStash(set); !stashed.ok()) return stashed;
+    }
+    for (const int d : check) {
+      for (int p = 0; p < program_count; ++p) {
+        failed_program = p;
+        if (absl::Status stashed = KeepStash(buffers[p][s], d); !stashed.ok()) return stashed;
       }
     }
     return absl::OkStatus();
@@ -1222,32 +1283,45 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
     }
     return program_failed(status);
   };
-  // The drawn runs' outputs go back into the stash, which Collect reads.
+  // The drawn runs' outputs go back into the stash, which Collect reads;
+  // set-major (set * draws + d), as TimingResult.drawn_outputs says.
   for (int p = 0; p < program_count; ++p) {
     for (int s = 0; s < ran; ++s) {
-      failed_program = p;
-      absl::Status status = KeepStash(buffers[p][s], /*restore=*/true);
-      if (status.ok()) status = WaitFor(nullptr, deadline);
-      absl::StatusOr<internal::CaseResult> outputs =
-          status.ok() ? Collect(buffers[p][s], /*stashed_outputs_only=*/true)
-                      : absl::StatusOr<internal::CaseResult>(status);
-      if (!outputs.ok()) return checking_failed(outputs.status());
-      *result.mutable_programs(p)->add_drawn_outputs() = *std::move(outputs);
+      for (int d = 0; d < draws; ++d) {
+        failed_program = p;
+        absl::Status status = KeepStash(buffers[p][s], d, /*restore=*/true);
+        if (status.ok()) status = WaitFor(nullptr, deadline);
+        absl::StatusOr<internal::CaseResult> outputs =
+            status.ok() ? Collect(buffers[p][s], /*stashed_outputs_only=*/true)
+                        : absl::StatusOr<internal::CaseResult>(status);
+        if (!outputs.ok()) return checking_failed(outputs.status());
+        *result.mutable_programs(p)->add_drawn_outputs() = *std::move(outputs);
+      }
     }
   }
   // Each candidate's last and drawn runs on a set saw inputs of its own:
   // the reference's outputs on those very inputs, to check them against.
   // After every candidate has run for the last time (nothing it does can
   // reach these runs); the reference's own outputs are collected above.
+  // A round several draws chose (or the last) is run once.
   for (int p = 1; p < program_count; ++p) {
     internal::ProgramTiming* timing = result.mutable_programs(p);
     for (int s = 0; s < ran; ++s) {
-      for (const bool drawn : {false, true}) {
-        const uint64_t round = (drawn ? chosen_round : last_round)[static_cast<size_t>(s)];
+      for (int d = -1; d < draws; ++d) {  // -1: the last round
+        const bool drawn = d >= 0;
+        const uint64_t round = drawn ? chosen_round[static_cast<size_t>(s)][static_cast<size_t>(d)]
+                                     : last_round[static_cast<size_t>(s)];
         if (drawn && round == last_round[static_cast<size_t>(s)]) {
           *timing->add_reference_drawn_outputs() = timing->reference_outputs(s);
           continue;
         }
+        bool earlier_draw = false;
+        for (int e = 0; e < d && !earlier_draw; ++e) {
+          if (chosen_round[static_cast<size_t>(s)][static_cast<size_t>(e)] != round) continue;
+          *timing->add_reference_drawn_outputs() = timing->reference_drawn_outputs(s * draws + e);
+          earlier_draw = true;
+        }
+        if (earlier_draw) continue;
         failed_program = 0;
         BufferSet& set = buffers[0][static_cast<size_t>(s)];
         absl::Status status = RunUntimed(programs[0], request.programs(0).plan(), set,

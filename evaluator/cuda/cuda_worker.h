@@ -19,6 +19,7 @@
 
 #include <cuda.h>
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -87,6 +88,13 @@ class CudaWorker {
   absl::StatusOr<WorkerOutcome<internal::RunResult>> Run(const internal::RunRequest& request);
   absl::StatusOr<WorkerOutcome<internal::TimingResult>> Time(
       const internal::TimingRequest& request);
+  // After a request: the context's per-thread stack back to its start-up
+  // size. The driver grows it for a kernel with a larger frame (a
+  // reservation of frame x resident threads on every SM: 200 KiB x 2048 x
+  // 132 is ~54 GB of an H100, by that rule) and never shrinks it, so one
+  // request's kernel would hold it for every later request (free memory,
+  // input-set sizing). Non-OK: the context is in doubt (the worker leaves).
+  absl::Status GiveBackStack();
 
   // Calibration. Device-to-device copy of `bytes` with the worker's 16-byte
   // copy kernel, median of 10 [bytes/s, read + written]; FP32 FMA chains on
@@ -131,8 +139,9 @@ class CudaWorker {
   // (kept in `inputs` for the next Run) and uploaded. A timing set
   // (`inputs` null): its inputs are generated on the device before every
   // run (GenerateInputs), and its outputs get stashes.
+  // `draws`: the kept copies of each timed output (KeepStash).
   absl::StatusOr<BufferSet> AllocateBuffers(const internal::ResolvedPlan& plan, uint64_t seed,
-                                            data::GeneratedInputs* inputs);
+                                            data::GeneratedInputs* inputs, int draws = 0);
   // Queues ke_generate_input on the stream: `buffer`'s elements generated
   // from `seed` into `out` (its payload, or input_check_).
   absl::Status LaunchGenerate(CUdeviceptr out, const Buffer& buffer, uint64_t seed);
@@ -161,10 +170,10 @@ class CudaWorker {
   // Copies each output of a timing set into its stash under fresh pads
   // (ke_stash_xor), on the stream.
   absl::Status StashOutputs(BufferSet& set);
-  // Queues the copy of each output's stash (and its keys) aside: the run
-  // chosen for the check. `restore`: the copy back into the stash, for
-  // Collect.
-  absl::Status KeepStash(BufferSet& set, bool restore = false);
+  // Queues the copy of each output's stash (and its keys) into its kept copy
+  // for `draw`: the run that draw chose for the check. `restore`: the copy
+  // back into the stash, for Collect.
+  absl::Status KeepStash(BufferSet& set, int draw, bool restore = false);
   // After every timed or warm-up run, on the stream: StashOutputs, outputs
   // and scratch poisoned, StashGlobals.
   absl::Status ClearAfterRun(LoadedProgram& program, BufferSet& set);
@@ -194,6 +203,7 @@ class CudaWorker {
   KernelFunction clear_shared_kernel_;
   KernelFunction generate_kernel_;
   uint32_t clear_shared_bytes_ = 0;  // dynamic shared memory it zeros per block; 0: off
+  size_t initial_stack_bytes_ = 0;   // [bytes per thread] CU_LIMIT_STACK_SIZE at start-up
   PinnedHostBuffer control_;         // [0] release flag (int); [64..96) hold kernel's report
   // Where the keys of keyed_mix.h come from: the OS (a seeded generator's
   // 32-bit seed could be searched for from what a program can read).

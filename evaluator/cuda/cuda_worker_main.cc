@@ -143,6 +143,14 @@ int CudaWorkerMain(int fd, int argc, char** argv) {
         SetError(absl::InvalidArgumentError("empty WorkerRequest"), &reply);
         break;
     }
+    // A stack reservation one request's kernel grew stays with the context
+    // (CudaWorker::GiveBackStack): given back before the next request.
+    if ((request.has_run() || request.has_time()) && !reply.worker_exiting()) {
+      if (absl::Status given_back = (*worker)->GiveBackStack(); !given_back.ok()) {
+        (void)ExitingAfter(given_back);
+        reply.set_worker_exiting(true);
+      }
+    }
     RecycleAfterDeviceMalloc(request, &reply);
     if (absl::Status written = process::WriteMessage(fd, reply); !written.ok()) return 1;
     if (reply.worker_exiting()) {

@@ -26,6 +26,37 @@
 namespace kerneleval::engine {
 namespace {
 
+// [bytes] What the CUDA backend packs for an argument (evaluator/cuda/launch.cc).
+uint32_t PackedArgumentBytes(const internal::KernelArg& arg) {
+  return arg.has_buffer() ? uint32_t{8} : arg.size_bytes();
+}
+
+// "8, 8, 4": the compiled parameters' sizes.
+std::string ParameterSizes(const v1::KernelInfo& kernel) {
+  std::vector<uint32_t> sizes;
+  for (const v1::KernelParam& param : kernel.params()) sizes.push_back(param.size_bytes());
+  return sizes.empty() ? "no" : absl::StrJoin(sizes, ", ");
+}
+
+std::string ArgumentSizes(const internal::ResolvedLaunch& launch) {
+  std::vector<uint32_t> sizes;
+  for (const internal::KernelArg& arg : launch.args()) sizes.push_back(PackedArgumentBytes(arg));
+  return sizes.empty() ? "no" : absl::StrJoin(sizes, ", ");
+}
+
+// Whether `launch`'s arguments fill `kernel`'s compiled parameters one for
+// one, size for size. A kernel whose layout is unknown (no parameters
+// reported, or a size of 0) is taken as it is.
+bool ParameterLayoutMatches(const v1::KernelInfo& kernel, const internal::ResolvedLaunch& launch) {
+  if (kernel.params().empty()) return true;
+  if (kernel.params_size() != launch.args_size()) return false;
+  for (int i = 0; i < launch.args_size(); ++i) {
+    const uint32_t compiled = kernel.params(i).size_bytes();
+    if (compiled != 0 && compiled != PackedArgumentBytes(launch.args(i))) return false;
+  }
+  return true;
+}
+
 // Failing checks kept in a verdict beyond the first: enough to see a pattern.
 constexpr int kMaxFailingChecksReported = 4;
 // A speedup above this is flagged for a human to look at.
@@ -262,18 +293,39 @@ absl::StatusOr<internal::ResolvedPlan> Evaluation::Resolve(const PreparedProgram
   absl::StatusOr<internal::ResolvedPlan> resolved =
       plan::ResolvePlan(program.plan, problem_, ParamsOf(shape), program.parsed, limits);
   if (!resolved.ok()) return resolved.status();
-  // The symbol to load: NVRTC's mangled name for the kernel the plan names.
-  for (auto& launch : *resolved->mutable_launches()) {
+  // The symbol to load: NVRTC's mangled name for the kernel the plan names,
+  // whose compiled parameter layout (CUBIN, else PTX) must be the one the
+  // arguments are packed for. The plan is bound to the signature the source
+  // parser saw, and the driver takes each parameter's size from the image:
+  // with a kernel declared where the parser does not look (through a macro),
+  // one argument too few had cuLaunchKernel read past the argument array,
+  // and a parameter larger than its argument copied worker memory (secret
+  // keys among it) into the kernel's parameters.
+  for (int l = 0; l < resolved->launches_size(); ++l) {
+    internal::ResolvedLaunch& launch = *resolved->mutable_launches(l);
     launch.set_symbol(launch.kernel());
+    const v1::KernelInfo* mismatched = nullptr;
     for (const auto& kernel : program.program.compiled().kernels()) {
       const std::string& name = kernel.name();
       if (name == launch.kernel() ||
           (name.size() > launch.kernel().size() &&
            name.compare(0, launch.kernel().size(), launch.kernel()) == 0 &&
            name[launch.kernel().size()] == '(')) {
+        if (!ParameterLayoutMatches(kernel, launch)) {
+          mismatched = &kernel;
+          continue;  // an overload may match
+        }
         launch.set_symbol(kernel.mangled_name().empty() ? name : kernel.mangled_name());
+        mismatched = nullptr;
         break;
       }
+    }
+    if (mismatched != nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "launch ", l + 1, " (", launch.kernel(), "): the compiled kernel takes ",
+          mismatched->params_size(), " parameters of ", ParameterSizes(*mismatched),
+          " bytes, the plan passes ", launch.args_size(), " of ", ArgumentSizes(launch),
+          " (is the kernel declared where the source's signature is not?)"));
     }
   }
   return resolved;
@@ -846,7 +898,11 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
     const auto& expected_drawn = timing.reference_drawn_outputs_size() > 0
                                      ? timing.reference_drawn_outputs()
                                      : ref_timing.drawn_outputs();
-    const int drawn_sets = std::min(timing.drawn_outputs_size(), expected_drawn.size());
+    const int drawn_count = std::min(timing.drawn_outputs_size(), expected_drawn.size());
+    // Several runs may be drawn per set (up to 4), set-major:
+    // drawn_outputs(set * per_set + d).
+    const int drawn_per_set =
+        sets > 0 && drawn_count > sets && drawn_count % sets == 0 ? drawn_count / sets : 1;
     // The sets whose outputs came back (the time cap may end timing first).
     report->set_input_sets(static_cast<uint32_t>(sets));
     // The backend's notes on this candidate, the reference, or the whole
@@ -873,12 +929,13 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
       bool drawn;
     };
     std::vector<TimedCheck> timed_checks;
-    timed_checks.reserve(static_cast<size_t>(sets) + static_cast<size_t>(drawn_sets));
+    timed_checks.reserve(static_cast<size_t>(sets) + static_cast<size_t>(drawn_count));
     for (int set = 0; set < sets; ++set) {
       timed_checks.push_back({&expected.Get(set), &timing.last_outputs(set), set, false});
     }
-    for (int set = 0; set < drawn_sets; ++set) {
-      timed_checks.push_back({&expected_drawn.Get(set), &timing.drawn_outputs(set), set, true});
+    for (int i = 0; i < drawn_count; ++i) {
+      timed_checks.push_back(
+          {&expected_drawn.Get(i), &timing.drawn_outputs(i), i / drawn_per_set, true});
     }
     for (const TimedCheck& timed : timed_checks) {
       if (!error.empty()) break;

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -1007,10 +1008,10 @@ TEST_F(CpuBackendTest, TimeInterleavesProgramsAndReturnsLastOutputs) {
 }
 
 // Besides the last round's, the outputs checked per input set come from a
-// round drawn at random among every round run on it: a kernel that knows when
-// timing ends (the time cap) must not get away with working only then. Each run of
-// this kernel writes its run count: over 4 sets of ~10 rounds each, that all
-// four checked rounds are the last ones has odds of ~1e-4.
+// few rounds drawn at random among every round run on it: a kernel that knows
+// when timing ends (the time cap) must not get away with working only then.
+// Each run of this kernel writes its run count: over 4 sets of ~10 rounds each,
+// that all sixteen checked rounds are the last ones has odds of ~1e-16.
 TEST_F(CpuBackendTest, TheCheckedRoundOfAnInputSetIsDrawnAmongAllOfItsRounds) {
   const char* counting = R"(
 __device__ int runs;
@@ -1037,19 +1038,36 @@ __global__ void vector_add(const float* a, const float* b, float* c, int n) {
   const internal::ProgramTiming& candidate = result->programs(1);
   const int total_runs = 1 + candidate.samples_us_size();  // the warm-up, then one per round
   ASSERT_GE(total_runs, 40);
-  ASSERT_EQ(candidate.drawn_outputs_size(), 4);
+  // Four draws per set, set-major, each by a reservoir of its own (one draw
+  // let a kernel writing zeros in ~72 % of its runs pass 5 times in 20).
+  constexpr int kDraws = 4;
+  ASSERT_EQ(candidate.drawn_outputs_size(), 4 * kDraws);
+  ASSERT_EQ(result->programs(0).drawn_outputs_size(), 4 * kDraws);
   int before_the_last_rounds = 0;
+  int sets_with_distinct_draws = 0;
   for (int set = 0; set < 4; ++set) {
-    const std::vector<float> c = Values<float>(candidate.drawn_outputs(set).outputs(0));
-    ASSERT_EQ(c.size(), static_cast<size_t>(n));
-    const int run = static_cast<int>(c[0]);
-    EXPECT_GE(run, 1);
-    EXPECT_LE(run, total_runs);
-    before_the_last_rounds += run <= total_runs - 4;
+    std::set<int> drawn_runs;
+    for (int d = 0; d < kDraws; ++d) {
+      const std::vector<float> c =
+          Values<float>(candidate.drawn_outputs(set * kDraws + d).outputs(0));
+      ASSERT_EQ(c.size(), static_cast<size_t>(n));
+      const int run = static_cast<int>(c[0]);
+      EXPECT_GE(run, 1);
+      EXPECT_LE(run, total_runs);
+      // Run 1 is the warm-up (set 0), run r > 1 timed round r - 2 (set (r - 2) % 4).
+      EXPECT_EQ(run == 1 ? 0 : (run - 2) % 4, set)
+          << "draw " << d << " of set " << set << " is run " << run;
+      before_the_last_rounds += run <= total_runs - 4;
+      drawn_runs.insert(run);
+    }
+    sets_with_distinct_draws += drawn_runs.size() > 1;
     // The last round is checked as well.
     EXPECT_GT(Values<float>(candidate.last_outputs(set).outputs(0))[0], total_runs - 4);
   }
   EXPECT_GT(before_the_last_rounds, 0) << "every set was checked on its last round";
+  // Independent draws: ~10 rounds per set, so all four draws of every set
+  // landing on one round has odds of ~1e-12.
+  EXPECT_GT(sets_with_distinct_draws, 0) << "the draws of each set are one round";
 }
 
 TEST_F(CpuBackendTest, AKernelHangingWhileTimedIsCutAtItsRunsBound) {

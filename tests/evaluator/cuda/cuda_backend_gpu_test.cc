@@ -536,18 +536,33 @@ TEST_F(CudaBackendGpuTest, TheCheckedRoundOfAnInputSetIsDrawnAmongAllOfItsRounds
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_FALSE(result->has_failure()) << result->failure().message();
   const internal::ProgramTiming& counter = result->programs(1);
-  ASSERT_EQ(counter.drawn_outputs_size(), 4);
+  // Four draws per set, set-major, each by a reservoir of its own (one let
+  // a kernel honest in half of its runs pass 1 time in 4 on 2 sets); the
+  // reference's outputs on each candidate's drawn inputs come with them.
+  constexpr int kDraws = 4;
+  ASSERT_EQ(counter.drawn_outputs_size(), 4 * kDraws);
+  ASSERT_EQ(counter.reference_drawn_outputs_size(), 4 * kDraws);
+  ASSERT_EQ(result->programs(0).drawn_outputs_size(), 4 * kDraws);
   ASSERT_GE(counter.samples_us_size(), 40);
   std::vector<float> runs_before;
+  int sets_with_distinct_draws = 0;
   for (int set = 0; set < 4; ++set) {
-    const std::string& bytes = counter.drawn_outputs(set).outputs(0).data();
-    ASSERT_GE(bytes.size(), 4u);
-    float first = 0;
-    std::memcpy(&first, bytes.data(), 4);
-    runs_before.push_back((first - 3.f) / 1000.f);
+    std::set<float> drawn;
+    for (int d = 0; d < kDraws; ++d) {
+      const std::string& bytes = counter.drawn_outputs(set * kDraws + d).outputs(0).data();
+      ASSERT_GE(bytes.size(), 4u);
+      float first = 0;
+      std::memcpy(&first, bytes.data(), 4);
+      runs_before.push_back((first - 3.f) / 1000.f);
+      drawn.insert(first);
+    }
+    sets_with_distinct_draws += drawn.size() > 1;
   }
   const auto [fewest, most] = std::minmax_element(runs_before.begin(), runs_before.end());
   EXPECT_GT(*most - *fewest, 3.f) << "every set was checked on its last round";
+  // Independent draws: ~10 rounds a set; all four of every set on one round
+  // has odds of ~1e-12.
+  EXPECT_GT(sets_with_distinct_draws, 0) << "the draws of each set are one round";
 }
 
 TEST_F(CudaBackendGpuTest, ModifiedInputIsReported) {
@@ -837,6 +852,22 @@ TEST(AuxKernelPtxTest, GenerateInputWritesTheHostGeneratorsBytes) {
 // the test set.
 class CudaFakeDriverTest : public testing::Test {
  protected:
+  // One case of vector add ("add" of `module`) on `elements` floats.
+  static internal::RunRequest AddRequest(const CudaBackend& backend, const std::string& module,
+                                         int elements, uint64_t seed) {
+    internal::RunRequest request;
+    request.mutable_program()->set_label("add");
+    request.mutable_program()->mutable_compiled()->set_success(true);
+    request.mutable_program()->mutable_compiled()->set_arch(backend.target_arch());
+    request.mutable_program()->mutable_compiled()->set_cubin(module);
+    internal::Case* test_case = request.add_cases();
+    test_case->set_label(absl::StrCat("n=", elements));
+    test_case->set_input_seed(seed);
+    *test_case->mutable_plan() = CudaBackendGpuTest::PlanFor("add", elements);
+    request.set_timeout_seconds(20);
+    return request;
+  }
+
   // A backend whose worker sees `variable`=`value` (empty: none) at start.
   static std::unique_ptr<CudaBackend> StartBackend(bool calibrate = false,
                                                    const char* variable = nullptr,
@@ -957,16 +988,7 @@ TEST_F(CudaFakeDriverTest, AStickyErrorAtAnAllocationReplacesTheWorker) {
       false, "KERNELEVAL_FAKE_CUDA_STICKY_ALLOC_BYTES", absl::StrCat(allocation).c_str());
   ASSERT_NE(backend, nullptr);
   const std::string module = CompileCubin(kVectorAdd, backend->target_arch());
-  internal::RunRequest request;
-  request.mutable_program()->set_label("add");
-  request.mutable_program()->mutable_compiled()->set_success(true);
-  request.mutable_program()->mutable_compiled()->set_arch(backend->target_arch());
-  request.mutable_program()->mutable_compiled()->set_cubin(module);
-  internal::Case* test_case = request.add_cases();
-  test_case->set_label("n=777777");
-  test_case->set_input_seed(7);
-  *test_case->mutable_plan() = CudaBackendGpuTest::PlanFor("add", kElements);
-  request.set_timeout_seconds(20);
+  const internal::RunRequest request = AddRequest(*backend, module, kElements, 7);
   const int restarts = backend->restarts();
   absl::StatusOr<internal::RunResult> failed = backend->Run(request);
   ASSERT_FALSE(failed.ok() && !failed->has_failure()) << "the injected fault never happened";
@@ -1721,6 +1743,37 @@ TEST_F(CudaFakeDriverTest, TheWorkerGivesBackEveryDriverResourceARequestTook) {
   backend.reset();
   std::filesystem::remove_all(dir);
 }
+TEST_F(CudaFakeDriverTest, AStackAKernelGrewIsGivenBackAfterTheRequest) {
+  // The driver grows the context's stack reservation for a kernel with a
+  // large frame and never shrinks it: one request's kernel held it for
+  // every later request. The worker sets it back after each request. Here
+  // every launch grows it to 1 MiB per thread.
+  char dir_template[] = "/tmp/kerneleval-fake-cuda-stack-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  ::setenv("KERNELEVAL_FAKE_CUDA_LAUNCH_STACK_BYTES", "1048576", 1);
+  std::unique_ptr<CudaBackend> backend =
+      StartBackend(false, "KERNELEVAL_FAKE_CUDA_STATS_DIR", dir.c_str());
+  ::unsetenv("KERNELEVAL_FAKE_CUDA_LAUNCH_STACK_BYTES");
+  ASSERT_NE(backend, nullptr);
+  const std::string module = CompileCubin(kVectorAdd, backend->target_arch());
+  const internal::RunRequest request = AddRequest(*backend, module, 4096, 4096);
+  for (int round = 0; round < 2; ++round) {
+    absl::StatusOr<internal::RunResult> result = backend->Run(request);
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_FALSE(result->has_failure()) << result->failure().message();
+    absl::StatusOr<internal::TimingResult> timed = TimeAdd(*backend, {"reference", "candidate"});
+    ASSERT_TRUE(timed.ok()) << timed.status();
+    const std::optional<fake_cuda::DriverStats> stats = WorkerDriverStats(dir);
+    ASSERT_TRUE(stats.has_value());
+    EXPECT_GE((*stats)[fake_cuda::kStackLimitPeakBytes], 1048576) << "the launches grew no stack";
+    EXPECT_EQ((*stats)[fake_cuda::kStackLimitBytes], 1024) << "round " << round;
+  }
+  EXPECT_EQ(backend->restarts(), 0);
+  backend.reset();
+  std::filesystem::remove_all(dir);
+}
+
 #endif  // KERNELEVAL_TEST_FAKE_DRIVER
 
 }  // namespace

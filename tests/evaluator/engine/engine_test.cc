@@ -627,6 +627,42 @@ TEST_F(EngineTest, BadLaunchPlanIsACompileVerdictNamingTheLine) {
   EXPECT_NE(no_plan.error().find("problems show vector_add"), std::string::npos) << no_plan.error();
 }
 
+// The plan is bound to the signature the source parser sees; the compiled
+// kernel's parameters (NVRTC's layout) must be the ones the arguments fill,
+// one for one and size for size: on a GPU the driver takes the sizes from
+// the image, and read past the argument array (or copied worker memory into
+// a larger parameter) when a macro declared the kernel the parser missed.
+TEST_F(EngineTest, APlanMustFitTheCompiledKernelsParameters) {
+  const char* source = R"(
+// @launch add<<<ceil_div(N, 256), 256>>>(a, b, c, N)
+#if 0
+extern "C" __global__ void add(const float* a, const float* b, float* c, int n) {}
+#else
+#define KERNEL(name) extern "C" __global__ void name(const float* a, const float* b, float* c, \
+                                                     int n, double secret_keys[8])
+KERNEL(add) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+}
+#endif
+)";
+  v1::Verdict verdict = Evaluate("vector_add", source);
+  EXPECT_EQ(verdict.stage(), "compile") << verdict.ShortDebugString();
+  EXPECT_NE(verdict.error().find("the compiled kernel takes 5 parameters of 8, 8, 8, 4, 8 bytes, "
+                                 "the plan passes 4 of 8, 8, 8, 4"),
+            std::string::npos)
+      << verdict.error();
+  // A plan that fits is judged as before.
+  v1::Verdict fits = Evaluate("vector_add", R"(
+// @launch add<<<ceil_div(N, 256), 256>>>(a, b, c, N)
+extern "C" __global__ void add(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+}
+)");
+  EXPECT_TRUE(fits.correct()) << fits.error();
+}
+
 // A correct kernel whose first launch in a run sleeps 3 s (one runner
 // process runs every case of a correctness run).
 constexpr char kSlowVectorAdd[] = R"(

@@ -38,6 +38,9 @@
 // each hold's report in the environment, for a test kernel to overwrite),
 // occupancy, timing of anything but the host.
 // KERNELEVAL_FAKE_CUDA_DEVICE_NAME: the name cuDeviceGetName reports.
+// KERNELEVAL_FAKE_CUDA_LAUNCH_STACK_BYTES=B: every launch grows
+// CU_LIMIT_STACK_SIZE to at least B, as the driver does for a kernel whose
+// frame needs more, and never shrinks it.
 // KERNELEVAL_FAKE_CUDA_STICKY_ALLOC_BYTES=B: the first cuMemAlloc of B bytes
 // fails with a sticky CUDA_ERROR_ECC_UNCORRECTABLE.
 // KERNELEVAL_FAKE_CUDA_DEVICES sets the device count (default 1, at most 8);
@@ -161,6 +164,11 @@ using kerneleval::fake_cuda::DriverStats;
 // (nothing counted) unless KERNELEVAL_FAKE_CUDA_STATS_DIR is set.
 int64_t* stats_counters = nullptr;
 
+// [bytes per thread] CU_LIMIT_STACK_SIZE of a new context.
+constexpr size_t kInitialStackBytes = 1024;
+
+void RecordStackLimit(size_t bytes);
+
 void OpenStats() {
   const char* dir = std::getenv("KERNELEVAL_FAKE_CUDA_STATS_DIR");
   if (dir == nullptr || *dir == '\0') return;
@@ -172,11 +180,24 @@ void OpenStats() {
     if (mapped != MAP_FAILED) stats_counters = static_cast<int64_t*>(mapped);
   }
   ::close(fd);
+  RecordStackLimit(kInitialStackBytes);
 }
 
 void Count(DriverStat stat, int64_t delta = 1) {
   if (stats_counters == nullptr) return;
   std::atomic_ref<int64_t>(stats_counters[stat]).fetch_add(delta, std::memory_order_relaxed);
+}
+
+// A gauge: the stack limit now, and the most it has been.
+void RecordStackLimit(size_t bytes) {
+  if (stats_counters == nullptr) return;
+  std::atomic_ref<int64_t>(stats_counters[DriverStat::kStackLimitBytes])
+      .store(static_cast<int64_t>(bytes), std::memory_order_relaxed);
+  std::atomic_ref<int64_t> peak(stats_counters[DriverStat::kStackLimitPeakBytes]);
+  int64_t seen = peak.load(std::memory_order_relaxed);
+  while (seen < static_cast<int64_t>(bytes) &&
+         !peak.compare_exchange_weak(seen, static_cast<int64_t>(bytes))) {
+  }
 }
 
 // ------------------------------------------------------------ sticky errors
@@ -868,7 +889,7 @@ std::mutex limits_mutex;
 std::map<int, size_t> limits = {{CU_LIMIT_PRINTF_FIFO_SIZE, size_t{1} << 20},
                                 {CU_LIMIT_MALLOC_HEAP_SIZE, size_t{8} << 20},
                                 {CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0},
-                                {CU_LIMIT_STACK_SIZE, 1024}};
+                                {CU_LIMIT_STACK_SIZE, kInitialStackBytes}};
 
 CUresult FakeCtxSetLimit(CUlimit limit, size_t value) {
   FAKE_API_ENTRY();
@@ -879,7 +900,22 @@ CUresult FakeCtxSetLimit(CUlimit limit, size_t value) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   limits[limit] = value;
+  if (limit == CU_LIMIT_STACK_SIZE) RecordStackLimit(value);
   return CUDA_SUCCESS;
+}
+
+// KERNELEVAL_FAKE_CUDA_LAUNCH_STACK_BYTES: what a launch grows the stack to.
+void GrowStackForLaunch() {
+  static const size_t launch_stack_bytes = [] {
+    const char* value = std::getenv("KERNELEVAL_FAKE_CUDA_LAUNCH_STACK_BYTES");
+    return value == nullptr ? size_t{0} : static_cast<size_t>(std::strtoull(value, nullptr, 10));
+  }();
+  if (launch_stack_bytes == 0) return;
+  std::lock_guard<std::mutex> lock(limits_mutex);
+  size_t& stack = limits[CU_LIMIT_STACK_SIZE];
+  if (stack >= launch_stack_bytes) return;
+  stack = launch_stack_bytes;
+  RecordStackLimit(stack);
 }
 
 CUresult FakeCtxGetLimit(size_t* value, CUlimit limit) {
@@ -1355,6 +1391,7 @@ CUresult FakeLaunchKernel(CUfunction function_handle, unsigned int grid_x, unsig
   }
   const uint64_t grid_blocks = uint64_t{grid_x} * grid_y * grid_z;
   Count(DriverStat::kLaunchesTotal);
+  GrowStackForLaunch();
   switch (function->kind) {
     case KernelKind::kHold:
       return Submit(stream, [copies] { RunHold(copies); });

@@ -25,8 +25,10 @@ enum DriverStat : int {
   kLiveStreams,            // cuStreamCreate minus cuStreamDestroy
   kLiveEvents,             // cuEventCreate minus cuEventDestroy
   kRetainedContexts,       // cuDevicePrimaryCtxRetain minus ...Release
+  kStackLimitBytes,        // [bytes per thread] CU_LIMIT_STACK_SIZE now
   kModuleLoadsTotal,       // every successful module load
   kLaunchesTotal,          // every accepted cuLaunchKernel
+  kStackLimitPeakBytes,    // [bytes per thread] the most CU_LIMIT_STACK_SIZE has been
   kDriverStatCount,
 };
 
@@ -37,8 +39,10 @@ inline constexpr const char* kDriverStatNames[kDriverStatCount] = {"live device 
                                                                    "live streams",
                                                                    "live events",
                                                                    "retained contexts",
+                                                                   "stack limit bytes",
                                                                    "module loads",
-                                                                   "launches"};
+                                                                   "launches",
+                                                                   "stack limit peak bytes"};
 
 using DriverStats = std::array<int64_t, kDriverStatCount>;
 
