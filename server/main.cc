@@ -19,7 +19,7 @@
 
 namespace {
 
-void LogDevices(kerneleval::Engine& engine) {
+void LogDevices(kerneleval::Engine& engine, bool reward_emulated_speed) {
   const auto devices = engine.ListDevices();
   if (devices.devices_size() == 0) spdlog::warn("no devices: every evaluation will fail");
   for (const auto& device : devices.devices()) {
@@ -32,6 +32,13 @@ void LogDevices(kerneleval::Engine& engine) {
     } else {
       spdlog::info("device {} [{}] {}{}", device.id(), device.backend(), device.name(),
                    device.ready() ? "" : " (not ready)");
+      if (device.backend() == "cpu" && reward_emulated_speed) {
+        spdlog::warn(
+            "device {}: rewards include the CPU emulation's speedups, which are not a GPU's (a "
+            "kernel serialised to one thread per row earns 3.3); for training, "
+            "--no-emulated-speed-reward",
+            device.id());
+      }
     }
   }
 }
@@ -73,16 +80,18 @@ int main(int argc, char** argv) {
   config.engine.observer = metrics;
   spdlog::info(
       "engine: backend={} reward={} partial_credit={} queue_capacity={} "
-      "compile_workers={} compile_reserve_threads={} custom_problems={} fixed_seeds={}",
+      "compile_workers={} compile_reserve_threads={} custom_problems={} fixed_seeds={} "
+      "emulated_speed_reward={}",
       config.backend, config.reward_mode, config.partial_credit, config.engine.queue_capacity,
       config.engine.compile_workers, config.engine.compile_reserve_threads,
-      config.engine.allow_custom_problems, config.engine.allow_fixed_seeds);
+      config.engine.allow_custom_problems, config.engine.allow_fixed_seeds,
+      config.engine.reward_emulated_speed);
   auto engine = kerneleval::Engine::Create(config.engine);
   if (!engine.ok()) {
     spdlog::critical("cannot start the engine: {}", engine.status().ToString());
     return 1;
   }
-  LogDevices(**engine);
+  LogDevices(**engine, config.engine.reward_emulated_speed);
 
   auto server = ks::KernelEvalServer::Start(engine->get(), config.server, metrics);
   if (!server.ok()) {

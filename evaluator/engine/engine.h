@@ -107,6 +107,15 @@ struct EngineOptions {
   // grade training rollouts, whose clients may pass a framework's episode
   // seed without meaning to fix the inputs.
   bool allow_fixed_seeds = true;
+  // Emulated timing (the CPU backend) in the reward's speed score. The
+  // emulator's costs are not a GPU's: threads without barriers run as a
+  // plain loop there, so row_sum serialised to one thread per row ran
+  // 160-190x faster than the parallel reference (reward 3.3) and would be
+  // far slower on a GPU. false: a passing verdict with emulated timing is
+  // rewarded at speedup 1 (0.3, as if it ran at the reference's speed),
+  // `speedup` says 1 and the flag "emulated_speed_not_rewarded" says why;
+  // the measured times stay in `timing`. For training without a GPU.
+  bool reward_emulated_speed = true;
   bool calibrate = false;  // measure device bandwidth/FLOP/s at start
   // Default reward settings (KERNEL_ENV_REWARD / KERNEL_ENV_PARTIAL_CREDIT
   // when empty / unset, as the seed reads them).

@@ -992,10 +992,17 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
     verdict.set_correct(true);
     verdict.set_stage("passed");
     verdict.clear_error();
-    if (std::isfinite(speedup) && speedup > 0) verdict.set_speedup(speedup);
-    if (t_min_us > 0 && stats.median > 0) verdict.set_roofline_frac(t_min_us / stats.median);
+    const bool emulated = backend_.name() == "cpu";
+    if (emulated && !settings_.reward_emulated_speed) {
+      // The reward's observation: as fast as the reference (EngineOptions).
+      verdict.set_speedup(1.0);
+      verdict.add_flags("emulated_speed_not_rewarded");
+    } else {
+      if (std::isfinite(speedup) && speedup > 0) verdict.set_speedup(speedup);
+      if (t_min_us > 0 && stats.median > 0) verdict.set_roofline_frac(t_min_us / stats.median);
+    }
     if (speedup > kSuspiciousSpeedup) verdict.add_flags("speedup_above_10x");
-    if (backend_.name() == "cpu") verdict.add_flags("emulated_timing");
+    if (emulated) verdict.add_flags("emulated_timing");
     if (result->throttled()) verdict.add_flags("clock_throttled");
     if (!result->converged()) verdict.add_flags("timing_not_converged");
   }

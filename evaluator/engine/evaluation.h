@@ -54,6 +54,8 @@ struct EvaluationSettings {
   // verdicts carry the flag "custom_problem".
   bool custom_problem = false;
   bool skip_timing = false;
+  // EngineOptions::reward_emulated_speed.
+  bool reward_emulated_speed = true;
   double run_timeout_seconds = 20;
   // run_timeout_seconds is the request's limits.timeout_seconds: a
   // reference that cannot finish within it is the request's bad input.

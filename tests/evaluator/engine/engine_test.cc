@@ -1216,6 +1216,51 @@ TEST_F(EngineTest, ASubmissionsPlanAndOptionsAreBounded) {
       << response.status();
 }
 
+// The CPU backend's costs are not a GPU's: threads without barriers run as a
+// plain loop, so row_sum serialised to one thread per row (slow on a GPU)
+// beat the parallel reference 160-190x there and earned 3.3 (red team,
+// 2026-12-04). With reward_emulated_speed off, it is rewarded at speedup 1.
+TEST(EngineOptionsTest, EmulatedSpeedupsCanBeLeftOutOfTheReward) {
+  const char* serial_rows = R"(
+// @launch rs<<<ROWS, 1>>>(x, y, ROWS, COLS)
+__global__ void rs(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {
+  const float* in = x + (long long)blockIdx.x * cols;
+  float s = 0.f;
+  for (int c = 0; c < cols; ++c) s += in[c];
+  y[blockIdx.x] = s;
+}
+)";
+  for (const bool rewarded : {true, false}) {
+    EngineOptions options = CpuEngineOptions();
+    options.reward_emulated_speed = rewarded;
+    auto created = Engine::Create(options);
+    ASSERT_TRUE(created.ok()) << created.status();
+    v1::EvaluateRequest request;
+    request.set_problem_id("row_sum");
+    request.mutable_submission()->set_source(serial_rows);
+    absl::StatusOr<v1::Verdict> verdict = (*created)->Evaluate(request, CallContext{});
+    ASSERT_TRUE(verdict.ok()) << verdict.status();
+    ASSERT_TRUE(verdict->correct()) << verdict->error();
+    const auto& flags = verdict->flags();
+    EXPECT_NE(std::find(flags.begin(), flags.end(), "emulated_timing"), flags.end());
+    const bool flagged =
+        std::find(flags.begin(), flags.end(), "emulated_speed_not_rewarded") != flags.end();
+    // What was measured stays in the timing report either way.
+    const double measured =
+        verdict->timing().reference().median_us() / verdict->timing().candidate().median_us();
+    EXPECT_GT(measured, 3) << "the emulator no longer favours serial code this much";
+    if (rewarded) {
+      EXPECT_FALSE(flagged);
+      EXPECT_NEAR(verdict->speedup(), measured, 1e-9 * measured);
+      EXPECT_GT(verdict->reward(), 1.8);  // 0.3 + log2(speedup), speedup > 3
+    } else {
+      EXPECT_TRUE(flagged);
+      EXPECT_EQ(verdict->speedup(), 1.0);
+      EXPECT_DOUBLE_EQ(verdict->reward(), 0.3);
+    }
+  }
+}
+
 TEST(EngineOptionsTest, CustomProblemsAndFixedSeedsCanBeRefusedAndFollowersAreBounded) {
   EngineOptions options = CpuEngineOptions();
   options.allow_custom_problems = false;
