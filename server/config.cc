@@ -76,11 +76,15 @@ void AddServerFlags(CLI::App& app, ServerConfig* config) {
                "server draws, for servers grading training rollouts (a kernel can be fitted to "
                "inputs that do not change)")
       ->capture_default_str();
+  // Off by default here, unlike the engine's (and the CLI's) default: a
+  // server grades training rollouts, whose policies would learn the
+  // emulator's costs.
+  engine.reward_emulated_speed = false;
   app.add_flag("--emulated-speed-reward,!--no-emulated-speed-reward", engine.reward_emulated_speed,
-               "Reward the speedup the CPU backend's emulation measures; "
-               "--no-emulated-speed-reward: correct kernels on emulated timing are rewarded at "
-               "speedup 1 (flag emulated_speed_not_rewarded), for training without a GPU (the "
-               "emulator's costs are not a GPU's: a serialised kernel earns 3.3 there)")
+               "Reward the speedups the CPU backend's emulation measures (the emulator's costs "
+               "are not a GPU's: a kernel serialised to one thread per row earns 3.3 there); "
+               "off: correct kernels on emulated timing are rewarded at speedup 1 (flag "
+               "emulated_speed_not_rewarded)")
       ->capture_default_str();
   app.add_option("--log-level", config->log_level,
                  "trace, debug, info, warn, error, critical or off")

@@ -35,8 +35,7 @@ void LogDevices(kerneleval::Engine& engine, bool reward_emulated_speed) {
       if (device.backend() == "cpu" && reward_emulated_speed) {
         spdlog::warn(
             "device {}: rewards include the CPU emulation's speedups, which are not a GPU's (a "
-            "kernel serialised to one thread per row earns 3.3); for training, "
-            "--no-emulated-speed-reward",
+            "kernel serialised to one thread per row earns 3.3): not for training",
             device.id());
       }
     }

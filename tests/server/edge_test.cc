@@ -402,12 +402,13 @@ TEST(ServerConfig, DefaultsAndMapping) {
   EXPECT_THROW(Parse({"--compile-reserve-threads", "-1"}), CLI::ValidationError);
   EXPECT_TRUE(Parse({}).config.engine.allow_fixed_seeds);
   EXPECT_TRUE(Parse({}).config.engine.allow_custom_problems);
-  EXPECT_TRUE(Parse({}).config.engine.reward_emulated_speed);
-  parsed = Parse({"--no-fixed-seeds", "--no-custom-problems", "--no-emulated-speed-reward"});
+  // A server leaves emulated speedups out of the reward unless asked.
+  EXPECT_FALSE(Parse({}).config.engine.reward_emulated_speed);
+  EXPECT_TRUE(Parse({"--emulated-speed-reward"}).config.engine.reward_emulated_speed);
+  parsed = Parse({"--no-fixed-seeds", "--no-custom-problems"});
   ASSERT_TRUE(parsed.status.ok()) << parsed.status;
   EXPECT_FALSE(parsed.config.engine.allow_fixed_seeds);
   EXPECT_FALSE(parsed.config.engine.allow_custom_problems);
-  EXPECT_FALSE(parsed.config.engine.reward_emulated_speed);
 
   EXPECT_EQ(Parse({}).config.engine.candidate_run_factor, 25);
   parsed = Parse({"--candidate-run-factor", "0", "--candidate-run-floor-seconds", "1.5"});
