@@ -92,6 +92,16 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
   // below it the edge validation names the offending field.
   builder.SetMaxReceiveMessageSize(MaxRequestMessageBytes(opts.service.limits));
   builder.RegisterService(server->service_.get());
+  // Keepalive: a client that vanished (host down, partitioned) is dropped
+  // within ~80 s, its calls cancelled (their evaluations end at once).
+  // Clients may ping every 20 s while a call waits with no data, which an
+  // evaluation in a queue does for minutes (gRPC's default allows one ping
+  // in 5 minutes and closes the connection of a client pinging more):
+  // the Python client pings every 60 s to learn of a frozen server.
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60'000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20'000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 20'000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   if (opts.transport_memory_bytes > 0) {
     grpc::ResourceQuota quota("kerneleval-transport");
     quota.Resize(static_cast<size_t>(opts.transport_memory_bytes));

@@ -12,12 +12,21 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "server/log_throttle.h"
 #include "server/metrics.h"
 #include "server/request_id.h"
 #include "server/status.h"
 
 namespace kerneleval::server {
 namespace {
+
+// Log lines a second for finished calls, all clients together.
+constexpr int kCallLogLinesPerSecond = 50;
+
+LogThrottle& CallLogThrottle() {
+  static LogThrottle throttle(kCallLogLinesPerSecond);
+  return throttle;
+}
 
 std::string_view CodeName(grpc::StatusCode code) {
   switch (code) {
@@ -130,10 +139,17 @@ struct CallState {
   // write its response). Until then the reactor and response are alive.
   [[nodiscard]] bool Claim() { return !finished.exchange(true); }
 
-  // Metrics and the log line of a finished call.
+  // Metrics and the log line of a finished call (at most
+  // kCallLogLinesPerSecond a second; metrics count every call).
   void Record(const grpc::Status& status, std::string_view detail = {}) const {
     const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
     if (metrics) metrics->OnRequestFinished(rpc, CodeName(status.error_code()), seconds);
+    const LogThrottle::Decision decision = CallLogThrottle().Admit(absl::Now());
+    if (!decision.log) return;
+    if (decision.left_out_before > 0) {
+      spdlog::warn("{} call log lines left out (more than {} a second)", decision.left_out_before,
+                   kCallLogLinesPerSecond);
+    }
     if (status.ok()) {
       const bool evaluation = rpc.rfind("Evaluate", 0) == 0;
       spdlog::log(evaluation ? spdlog::level::info : spdlog::level::debug, "[{}] {} OK{}{} {:.3f}s",

@@ -173,11 +173,16 @@ struct Job {
 
 class Device;
 
+// The most jobs one client may have queued on a device: half of it, so one
+// client's burst leaves room for others (who are admitted past a full queue
+// while they have nothing queued: FairQueue).
+size_t ClientShareOf(size_t capacity) { return std::max<size_t>(1, capacity / 2); }
+
 // Serialises every evaluation on one device: exclusive timing.
 class Device {
  public:
   Device(std::unique_ptr<Backend> backend, size_t capacity)
-      : backend_(std::move(backend)), queue_(capacity) {}
+      : backend_(std::move(backend)), queue_(capacity, ClientShareOf(capacity)) {}
 
   Backend& backend() { return *backend_; }
   FairQueue<std::shared_ptr<Job>>& queue() { return queue_; }
@@ -557,8 +562,13 @@ void EngineImpl::Enqueue(const std::shared_ptr<Job>& job, Device* device) {
   job->preparations.resize(job->submissions.size(), absl::UnknownError("not compiled"));
   const std::optional<size_t> ahead = device->queue().Push(job->client_id, job);
   if (!ahead) {
+    const size_t queued = device->queue().QueuedFor(job->client_id);
     job->done(absl::ResourceExhaustedError(
-        absl::StrCat("the queue of ", device->id(), " is full; retry later")));
+        queued >= device->queue().client_share()
+            ? absl::StrCat("this client has ", queued, " requests queued for ", device->id(),
+                           ", its share of the queue (", device->queue().capacity(),
+                           "); retry when one is answered")
+            : absl::StrCat("the queue of ", device->id(), " is full; retry later")));
     return;
   }
   device->in_flight()++;

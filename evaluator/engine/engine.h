@@ -90,7 +90,10 @@ struct EngineOptions {
   double candidate_run_factor = 25;
   double candidate_run_floor_seconds = 5;
   uint64_t worker_memory_bytes = uint64_t{4} << 30;
-  size_t queue_capacity = 256;  // per device; beyond it RESOURCE_EXHAUSTED
+  // Per device; beyond it RESOURCE_EXHAUSTED. One client (client_id, or a
+  // named token's client) may hold half of it; a client with nothing queued
+  // is admitted past it, up to twice it in all.
+  size_t queue_capacity = 256;
   // [bytes] Per submitted source (Evaluate, EvaluateGroup, Compile); not the
   // problems' own reference sources.
   size_t max_source_bytes = 1 << 20;

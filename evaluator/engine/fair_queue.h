@@ -18,13 +18,26 @@ namespace kerneleval {
 template <class Task>
 class FairQueue {
  public:
-  explicit FairQueue(size_t capacity) : capacity_(capacity) {}
+  // `capacity`: tasks queued in all. `client_share`: the most one client
+  // may have queued (0: capacity). A client with nothing queued is admitted
+  // even when the queue is full, up to twice `capacity` in all: one client
+  // that kept the queue full (a task sent again for every one answered)
+  // locked every other out, 20 tries of 20 refused.
+  explicit FairQueue(size_t capacity, size_t client_share = 0)
+      : capacity_(capacity), client_share_(client_share == 0 ? capacity : client_share) {}
 
   // Adds a task for `client`. Returns the number of tasks ahead of it, or
-  // nullopt when the queue is full or closed (the caller answers at once).
+  // nullopt when the queue is full, or `client` holds its share of it, or
+  // the queue is closed (the caller answers at once).
   std::optional<size_t> Push(const std::string& client, Task task) {
     std::lock_guard lock(mutex_);
-    if (closed_ || size_ >= capacity_) return std::nullopt;
+    if (closed_) return std::nullopt;
+    auto found = by_client_.find(client);
+    const size_t queued = found == by_client_.end() ? 0 : found->second.size();
+    if (queued >= client_share_) return std::nullopt;
+    if (size_ >= capacity_ && (queued > 0 || size_ - capacity_ >= capacity_)) {
+      return std::nullopt;
+    }
     auto& tasks = by_client_[client];
     if (tasks.empty()) ready_.push_back(client);
     tasks.push_back(std::move(task));
@@ -121,6 +134,13 @@ class FairQueue {
     return size_;
   }
   size_t capacity() const { return capacity_; }
+  size_t client_share() const { return client_share_; }
+  // Tasks `client` has queued now.
+  size_t QueuedFor(const std::string& client) const {
+    std::lock_guard lock(mutex_);
+    auto found = by_client_.find(client);
+    return found == by_client_.end() ? 0 : found->second.size();
+  }
 
  private:
   // The first client in service order whose first task `eligible(client,
@@ -155,6 +175,7 @@ class FairQueue {
   }
 
   const size_t capacity_;
+  const size_t client_share_;
   mutable std::mutex mutex_;
   std::condition_variable ready_cv_;
   std::map<std::string, std::deque<Task>> by_client_;

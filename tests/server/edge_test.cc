@@ -17,6 +17,7 @@
 #include "cli/command.h"
 #include "server/auth.h"
 #include "server/config.h"
+#include "server/log_throttle.h"
 #include "server/metrics.h"
 #include "server/request_id.h"
 #include "server/service.h"
@@ -26,6 +27,7 @@
 namespace kerneleval {
 namespace {
 
+using server::LogThrottle;
 using server::RequestLimits;
 
 // ------------------------------------------------------------ status mapping
@@ -467,6 +469,22 @@ TEST(ServerConfig, ATokensFileIsReadAtStartAndABadOneStopsIt) {
   std::filesystem::remove(good);
   std::filesystem::remove(empty);
   std::filesystem::remove(bad);
+}
+
+// Every finished call is logged, and clients choose how many calls they make
+// (one without a token wrote 8.5k lines, 2 MB, a second): at most N lines a
+// second, then a count of those left out.
+TEST(LogThrottle, AdmitsNLinesASecondAndCountsTheRest) {
+  LogThrottle throttle(3);
+  const absl::Time t0 = absl::FromUnixSeconds(1'000'000);
+  int logged = 0;
+  for (int i = 0; i < 10; ++i) logged += throttle.Admit(t0 + absl::Milliseconds(i)).log;
+  EXPECT_EQ(logged, 3);
+  // The next second: admitted again, and the first line says 7 were left out.
+  LogThrottle::Decision next = throttle.Admit(t0 + absl::Seconds(1));
+  EXPECT_TRUE(next.log);
+  EXPECT_EQ(next.left_out_before, 7u);
+  EXPECT_EQ(throttle.Admit(t0 + absl::Seconds(1) + absl::Milliseconds(1)).left_out_before, 0u);
 }
 
 TEST(ServerConfig, RewardDefaultsComeFromTheSeedsEnvironment) {

@@ -247,6 +247,23 @@ def test_the_clients_default_deadline_applies(fake, caplog):
     assert patient(None, [fenced(VECTOR_ADD)], problem_id=["vector_add"]) == pytest.approx([1.3])
 
 
+def test_a_client_the_reward_function_makes_has_a_deadline_and_keepalive(fake, monkeypatch):
+    # A server that stops answering must not stall the trainer: a deadline on
+    # the group, and keepalive pings that fail the call of a frozen server.
+    monkeypatch.setenv("KERNELEVAL_SERVER", fake.target)
+    reward = make_kernel_reward()
+    assert reward(None, [fenced(VECTOR_ADD)], problem_id=["vector_add"]) == pytest.approx([1.3])
+    client = reward.get_client()
+    assert client.timeout == rewards_module.DEFAULT_GROUP_TIMEOUT_SECONDS
+    from kerneleval import _channel
+
+    options = dict(_channel.channel_options(_channel.plan_channels(fake.target)[0], 4, 1 << 20))
+    assert options["grpc.keepalive_time_ms"] == 60_000
+    assert options["grpc.keepalive_timeout_ms"] == 20_000
+    assert options["grpc.http2.max_pings_without_data"] == 0
+    client.close()
+
+
 def test_a_full_queue_is_asked_again(fake, caplog):
     full = Abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "the queue of cpu is full; retry later", headers=True)
     fake.servicer.script("EvaluateGroup", full, full)

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -35,9 +36,37 @@ TEST(FairQueueTest, RefusesWhenFullAndReportsPosition) {
   FairQueue<int> queue(2);
   EXPECT_EQ(queue.Push("a", 1), 0u);
   EXPECT_EQ(queue.Push("b", 2), 1u);
-  EXPECT_EQ(queue.Push("c", 3), std::nullopt);
-  queue.Pop();
-  EXPECT_EQ(queue.Push("c", 3), 1u);
+  // Full: clients with something queued wait their turn.
+  EXPECT_EQ(queue.Push("a", 3), std::nullopt);
+  EXPECT_EQ(queue.Push("b", 3), std::nullopt);
+  queue.Pop();  // a's
+  EXPECT_EQ(queue.Push("a", 3), 1u);
+}
+
+// One client that keeps the queue full (a request sent again for every one
+// answered) locked every other client out: a client may hold its share, and
+// one with nothing queued is admitted past a full queue, up to twice its
+// capacity in all.
+TEST(FairQueueTest, OneClientCannotLockTheOthersOut) {
+  FairQueue<int> queue(4, /*client_share=*/2);
+  EXPECT_EQ(queue.client_share(), 2u);
+  EXPECT_EQ(queue.Push("greedy", 1), 0u);
+  EXPECT_EQ(queue.Push("greedy", 2), 1u);
+  EXPECT_EQ(queue.Push("greedy", 3), std::nullopt) << "past its share";
+  EXPECT_EQ(queue.QueuedFor("greedy"), 2u);
+  EXPECT_EQ(queue.Push("b", 4), 2u);
+  EXPECT_EQ(queue.Push("b", 5), 3u);  // full now
+  EXPECT_EQ(queue.Push("b", 6), std::nullopt);
+  // Newcomers still get in, one task each, until twice the capacity.
+  for (int client = 0; client < 4; ++client) {
+    EXPECT_EQ(queue.Push("new" + std::to_string(client), 10 + client), 4u + client);
+  }
+  EXPECT_EQ(queue.Push("late", 20), std::nullopt);
+  EXPECT_EQ(queue.size(), 8u);
+  // Round-robin serves the newcomers before the greedy client's second task.
+  std::vector<int> served;
+  for (int i = 0; i < 8; ++i) served.push_back(*queue.Pop());
+  EXPECT_EQ(served, (std::vector<int>{1, 4, 10, 11, 12, 13, 2, 5}));
 }
 
 TEST(FairQueueTest, TryPopOtherThanSkipsOneClientAndKeepsTheRoundRobin) {

@@ -138,6 +138,14 @@ def channel_options(
         ("grpc.enable_retries", 1 if max_attempts > 1 else 0),
         ("grpc.max_receive_message_length", max_message_bytes),
         ("grpc.max_send_message_length", max_message_bytes),
+        # Keepalive: a frozen or unreachable server fails the calls waiting on
+        # it (UNAVAILABLE) within ~80 s instead of never. An evaluation waits
+        # minutes with no data, so pings continue without data; the server
+        # accepts one every 20 s (server/server.cc).
+        ("grpc.keepalive_time_ms", 60_000),
+        ("grpc.keepalive_timeout_ms", 20_000),
+        ("grpc.http2.max_pings_without_data", 0),
+        ("grpc.keepalive_permit_without_calls", 0),
     ]
     if extra:
         overridden = {name for name, _ in extra}

@@ -128,6 +128,10 @@ def _runs(
     return chunked
 
 
+# [s] Deadline of a group's evaluation for a client make_kernel_reward makes.
+DEFAULT_GROUP_TIMEOUT_SECONDS = 1800.0
+
+
 def make_kernel_reward(
     client: Optional[Client] = None,
     *,
@@ -164,7 +168,11 @@ def make_kernel_reward(
     pick: "last" | "largest" code block (kerneleval.extract).
     max_group_size: split longer runs (the server's --max-group-size, 128).
     max_concurrency: problems' groups in flight at once.
-    timeout: deadline of each EvaluateGroup call [s] (None: the client's default).
+    timeout: deadline of each EvaluateGroup call [s]; past it the group scores
+        failure_reward. None: the client's default; a client made here has
+        DEFAULT_GROUP_TIMEOUT_SECONDS (30 min), so a server that stops
+        answering cannot stall the trainer (one that froze or vanished fails
+        the call within ~80 s by keepalive anyway).
     limits: EvaluationLimits as a dict, e.g. {"timeout_seconds": 20}.
     busy_retry_seconds: how long to keep asking again, with backoff, when a
         server's queue is full (RESOURCE_EXHAUSTED) before scoring the group
@@ -183,7 +191,7 @@ def make_kernel_reward(
     def get_client() -> Client:
         with lock:
             if state["client"] is None:
-                state["client"] = Client(target, token=token, tls=tls)
+                state["client"] = Client(target, token=token, tls=tls, timeout=DEFAULT_GROUP_TIMEOUT_SECONDS)
             return state["client"]
 
     def evaluate_run(problem_id: str, sources: list[str], give_up: float) -> list[Verdict]:
