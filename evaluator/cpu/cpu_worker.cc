@@ -474,16 +474,16 @@ class Worker {
       outputs_once += *bytes * seeds.size();
     }
     const uint64_t output_bytes = 2 * outputs_once;
-    // Runs drawn per input set, each by a reservoir of its own, as many as
-    // the output limit holds (up to kMaxDrawnRunsPerSet).
-    const size_t draws = static_cast<size_t>(
-        std::clamp<uint64_t>(settings_.max_output_bytes / std::max<uint64_t>(outputs_once, 1) - 1,
-                             1, kMaxDrawnRunsPerSet));
     if (output_bytes > settings_.max_output_bytes) {
       return absl::ResourceExhaustedError(absl::StrCat("the timed outputs (", output_bytes,
                                                        " bytes) exceed the CPU backend's limit of ",
                                                        settings_.max_output_bytes, " bytes"));
     }
+    // Runs drawn per input set, each by a reservoir of its own, as many as
+    // the output limit holds (up to kMaxDrawnRunsPerSet).
+    const size_t draws = static_cast<size_t>(
+        std::clamp<uint64_t>(settings_.max_output_bytes / std::max<uint64_t>(outputs_once, 1) - 1,
+                             1, kMaxDrawnRunsPerSet));
     const double timeout = request.timeout_seconds() > 0 ? request.timeout_seconds()
                                                          : settings_.default_timeout_seconds;
     // Compile everything first: compile time is not the kernels' time.

@@ -1,6 +1,7 @@
 #include "evaluator/cuda/cuda_worker.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -131,8 +132,11 @@ struct CudaWorker::Buffer {
   // it chose for the check (KeepStash), with its keys.
   DeviceBuffer stash;
   uint64_t stash_keys[2] = {0, 0};
-  std::vector<DeviceBuffer> kept;
-  std::vector<std::array<uint64_t, 2>> kept_keys;
+  struct Kept {
+    DeviceBuffer copy;
+    uint64_t keys[2] = {0, 0};
+  };
+  std::vector<Kept> kept;  // one per draw
 };
 
 struct CudaWorker::BufferSet {
@@ -149,7 +153,7 @@ struct CudaWorker::BufferSet {
     absl::Status first;
     for (Buffer& buffer : buffers) {
       std::vector<DeviceBuffer*> memories = {&buffer.memory, &buffer.stash};
-      for (DeviceBuffer& kept : buffer.kept) memories.push_back(&kept);
+      for (Buffer::Kept& kept : buffer.kept) memories.push_back(&kept.copy);
       for (DeviceBuffer* memory : memories) {
         if (memory->empty()) continue;
         if (absl::Status status = memory->ScrubAndFree(); !status.ok() && first.ok()) {
@@ -554,8 +558,7 @@ absl::StatusOr<CudaWorker::BufferSet> CudaWorker::AllocateBuffers(
       for (int d = 0; d < draws; ++d) {
         absl::StatusOr<DeviceBuffer> kept = DeviceBuffer::Allocate(api_, RoundUp(buffer.bytes, 8));
         if (!kept.ok()) return kept.status();
-        buffer.kept.push_back(*std::move(kept));
-        buffer.kept_keys.push_back({0, 0});
+        buffer.kept.push_back({.copy = *std::move(kept)});
       }
     }
     set.buffers.push_back(std::move(buffer));
@@ -704,12 +707,13 @@ absl::Status CudaWorker::KeepStash(BufferSet& set, int draw, bool restore) {
     if (buffer.stash.empty()) continue;
     const auto d = static_cast<size_t>(draw);
     if (d >= buffer.kept.size()) return absl::InternalError("no kept copy for that draw");
-    DeviceBuffer& from = restore ? buffer.kept[d] : buffer.stash;
-    DeviceBuffer& to = restore ? buffer.stash : buffer.kept[d];
+    Buffer::Kept& kept = buffer.kept[d];
+    DeviceBuffer& from = restore ? kept.copy : buffer.stash;
+    DeviceBuffer& to = restore ? buffer.stash : kept.copy;
     KE_CU_RETURN_IF_ERROR(
         api_.cuMemcpyDtoDAsync(to.ptr(), from.ptr(), from.bytes(), stream_.get()));
-    uint64_t* from_keys = restore ? buffer.kept_keys[d].data() : buffer.stash_keys;
-    uint64_t* to_keys = restore ? buffer.stash_keys : buffer.kept_keys[d].data();
+    uint64_t* from_keys = restore ? kept.keys : buffer.stash_keys;
+    uint64_t* to_keys = restore ? buffer.stash_keys : kept.keys;
     std::copy(from_keys, from_keys + 2, to_keys);
   }
   return absl::OkStatus();
@@ -1109,6 +1113,21 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
     }
     return chose;
   };
+  // The kept copies of set s for the draws that chose its round, made once
+  // the whole round has run: made after each program's run, the copy of
+  // the reference's outputs in a drawn round came before the candidates'
+  // runs, and a candidate that watched the reference's kept buffer (or the
+  // gap the copies add) knew which rounds are checked before it ran. Each
+  // stash holds until its program's next run on the set.
+  auto keep_drawn = [&](int s, const std::vector<int>& chose) -> absl::Status {
+    for (const int d : chose) {
+      for (int p = 0; p < program_count; ++p) {
+        failed_program = p;
+        if (absl::Status kept = KeepStash(buffers[p][s], d); !kept.ok()) return kept;
+      }
+    }
+    return absl::OkStatus();
+  };
   for (uint32_t w = 0; w < config.warmup_runs(); ++w) {
     const int s = static_cast<int>(w % sets);
     const std::vector<int> check = draw_check(s, w);
@@ -1120,20 +1139,7 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
       });
       if (!status.ok()) return program_failed(status);
     }
-    // The kept copies are made once the whole round has run (here and in
-    // time_round): made after each program's run, the copy of the
-    // reference's outputs in a drawn round came before the candidates'
-    // runs, and a candidate that watched the reference's kept buffer (or
-    // the gap the copies add) knew which rounds are checked before it ran.
-    // Each stash holds until its program's next run on the set.
-    for (const int d : check) {
-      for (int p = 0; p < program_count; ++p) {
-        failed_program = p;
-        if (absl::Status status = KeepStash(buffers[p][s], d); !status.ok()) {
-          return program_failed(status);
-        }
-      }
-    }
+    if (absl::Status kept = keep_drawn(s, check); !kept.ok()) return program_failed(kept);
   }
 
   // Samples, interleaved A B A B ... so that drifts hit every program alike;
@@ -1191,13 +1197,7 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
       if (sample->clock_mhz > 0) all_clocks.push_back(sample->clock_mhz);
       if (absl::Status cleared = ClearAfterRun(programs[p], set); !cleared.ok()) return cleared;
     }
-    for (const int d : check) {
-      for (int p = 0; p < program_count; ++p) {
-        failed_program = p;
-        if (absl::Status stashed = KeepStash(buffers[p][s], d); !stashed.ok()) return stashed;
-      }
-    }
-    return absl::OkStatus();
+    return keep_drawn(s, check);
   };
   const absl::Time start = absl::Now();
   // Checking the rule sorts every program's samples: check at geometrically

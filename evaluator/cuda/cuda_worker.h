@@ -19,7 +19,6 @@
 
 #include <cuda.h>
 
-#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>

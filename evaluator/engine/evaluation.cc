@@ -31,17 +31,14 @@ uint32_t PackedArgumentBytes(const internal::KernelArg& arg) {
   return arg.has_buffer() ? uint32_t{8} : arg.size_bytes();
 }
 
-// "8, 8, 4": the compiled parameters' sizes.
-std::string ParameterSizes(const v1::KernelInfo& kernel) {
-  std::vector<uint32_t> sizes;
-  for (const v1::KernelParam& param : kernel.params()) sizes.push_back(param.size_bytes());
-  return sizes.empty() ? "no" : absl::StrJoin(sizes, ", ");
-}
-
-std::string ArgumentSizes(const internal::ResolvedLaunch& launch) {
-  std::vector<uint32_t> sizes;
-  for (const internal::KernelArg& arg : launch.args()) sizes.push_back(PackedArgumentBytes(arg));
-  return sizes.empty() ? "no" : absl::StrJoin(sizes, ", ");
+// "8, 8, 4": the sizes of `items` (compiled parameters, packed arguments)
+// as `size_of` gives them; "no" for none.
+template <class Items, class SizeOf>
+std::string JoinedSizes(const Items& items, SizeOf size_of) {
+  if (items.empty()) return "no";
+  return absl::StrJoin(items, ", ", [&](std::string* out, const auto& item) {
+    absl::StrAppend(out, size_of(item));
+  });
 }
 
 // Whether `launch`'s arguments fill `kernel`'s compiled parameters one for
@@ -321,11 +318,14 @@ absl::StatusOr<internal::ResolvedPlan> Evaluation::Resolve(const PreparedProgram
       }
     }
     if (mismatched != nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "launch ", l + 1, " (", launch.kernel(), "): the compiled kernel takes ",
-          mismatched->params_size(), " parameters of ", ParameterSizes(*mismatched),
-          " bytes, the plan passes ", launch.args_size(), " of ", ArgumentSizes(launch),
-          " (is the kernel declared where the source's signature is not?)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("launch ", l + 1, " (", launch.kernel(), "): the compiled kernel takes ",
+                       mismatched->params_size(), " parameters of ",
+                       JoinedSizes(mismatched->params(),
+                                   [](const v1::KernelParam& param) { return param.size_bytes(); }),
+                       " bytes, the plan passes ", launch.args_size(), " of ",
+                       JoinedSizes(launch.args(), PackedArgumentBytes),
+                       " (is the kernel declared where the source's signature is not?)"));
     }
   }
   return resolved;

@@ -32,8 +32,7 @@ class FairQueue {
   std::optional<size_t> Push(const std::string& client, Task task) {
     std::lock_guard lock(mutex_);
     if (closed_) return std::nullopt;
-    auto found = by_client_.find(client);
-    const size_t queued = found == by_client_.end() ? 0 : found->second.size();
+    const size_t queued = QueuedLocked(client);
     if (queued >= client_share_) return std::nullopt;
     if (size_ >= capacity_ && (queued > 0 || size_ - capacity_ >= capacity_)) {
       return std::nullopt;
@@ -138,11 +137,16 @@ class FairQueue {
   // Tasks `client` has queued now.
   size_t QueuedFor(const std::string& client) const {
     std::lock_guard lock(mutex_);
+    return QueuedLocked(client);
+  }
+
+ private:
+  // Tasks `client` has queued. mutex_ held.
+  size_t QueuedLocked(const std::string& client) const {
     auto found = by_client_.find(client);
     return found == by_client_.end() ? 0 : found->second.size();
   }
 
- private:
   // The first client in service order whose first task `eligible(client,
   // task)` accepts, or ready_.end(). mutex_ held.
   template <class Eligible>
