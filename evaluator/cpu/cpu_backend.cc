@@ -54,6 +54,7 @@ CpuWorkerSettings SettingsFor(const CpuBackendOptions& o) {
   s.heap_bytes = o.heap_bytes;
   s.max_output_bytes = o.max_output_bytes;
   s.precompiled_prelude = o.precompiled_prelude;
+  s.interleaved_runs = o.interleaved_runs;
   return s;
 }
 

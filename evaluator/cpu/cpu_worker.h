@@ -29,6 +29,9 @@ struct CpuWorkerSettings {
   uint64_t heap_bytes = 8 << 20;
   uint64_t max_output_bytes = uint64_t{1} << 30;  // [bytes] of outputs in one reply
   bool precompiled_prelude = true;
+  // Correctness runs (Run) use the interleaved build, where a block's
+  // threads run store by store (host_compiler.h); timing uses the plain one.
+  bool interleaved_runs = true;
 
   // As command-line arguments of the worker ("--name=value") and back.
   [[nodiscard]] std::vector<std::string> ToArgs() const;

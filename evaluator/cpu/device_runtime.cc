@@ -289,6 +289,12 @@ class BlockExecutor {
     Suspend();
   }
 
+  // A store point of an interleaved build: like Yield, but only on a
+  // block's thread (static initialisers and launchers store too).
+  void Interleave() {
+    if (on_thread_) Yield();
+  }
+
   void* DynamicShared() const { return dynamic_shared_; }
 
  private:
@@ -307,6 +313,7 @@ class BlockExecutor {
   // After a fiber switched back: a suspended thread keeps its fiber; an
   // ended fiber has nothing to keep.
   void AfterSwitch(boost::context::fiber&& fiber) {
+    on_thread_ = false;
     if (!fiber) return;
     threads_[current_].fiber = std::move(fiber);
     if (current_ == active_runner_) active_runner_ = kNone;  // it now belongs to that thread
@@ -323,6 +330,7 @@ class BlockExecutor {
                                   job_->fn(job_->closure, &info_, first);
                                   return std::move(scheduler_);
                                 });
+    on_thread_ = true;
     AfterSwitch(std::move(fiber).resume());
   }
 
@@ -345,6 +353,7 @@ class BlockExecutor {
   void Resume(uint32_t t) {
     current_ = t;
     threads_[t].state = kRunning;
+    on_thread_ = true;
     AfterSwitch(std::move(threads_[t].fiber).resume());
   }
 
@@ -566,7 +575,8 @@ class BlockExecutor {
   std::vector<uint32_t> warp_required_;   // per warp: union of the waiting lanes' masks
   std::vector<uint32_t> warp_live_;       // per warp: lanes that exist and have not exited
   std::vector<uint32_t> complete_warps_;  // warps whose waiting lanes may be released
-  std::vector<uint32_t> yielded_;         // threads in __nanosleep
+  std::vector<uint32_t> yielded_;         // threads in __nanosleep or at a store point
+  bool on_thread_ = false;                // a block's thread runs (not the scheduler)
   std::vector<uint32_t> ready_;
   size_t ready_head_ = 0;
   const GridJob* job_ = nullptr;
@@ -707,6 +717,9 @@ int32_t AbiBarrier(uint32_t kind, int32_t predicate) {
 uint64_t AbiWarp(const kerneleval_cpu_warp_op* op) { return tls_executor->Warp(*op); }
 uint32_t AbiActiveMask() { return tls_executor->ActiveMask(); }
 void AbiYield() { tls_executor->Yield(); }
+void AbiInterleave() {
+  if (tls_executor) tls_executor->Interleave();
+}
 void* AbiDynamicShared() { return Executor().DynamicShared(); }
 
 size_t AbiPrintBudget() {
@@ -776,6 +789,7 @@ const kerneleval_cpu_runtime* InstallDeviceRuntime(const DeviceRuntimeOptions& o
   t.heap_alloc = AbiHeapAlloc;
   t.heap_free = AbiHeapFree;
   t.trap = AbiTrap;
+  t.interleave = AbiInterleave;
   return &globals->table;
 }
 

@@ -31,7 +31,7 @@ namespace kerneleval::cpu {
 inline constexpr uint32_t kMaxDynamicSharedBytes = 227 * 1024;
 // [bytes] Address space for the stacks of GPU threads, and one stack's cap.
 inline constexpr size_t kFiberStackBudgetBytes = size_t{512} << 20;
-inline constexpr size_t kMaxFiberStackBytes = size_t{1} << 20;
+inline constexpr size_t kMaxFiberStackBytes = KERNELEVAL_CPU_MAX_FIBER_STACK_BYTES;
 
 struct DeviceRuntimeOptions {
   unsigned threads = 1;  // OS threads running blocks

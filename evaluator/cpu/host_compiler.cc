@@ -158,19 +158,23 @@ absl::StatusOr<HostCompiler> HostCompiler::Create(HostCompilerOptions options) {
 }
 
 std::vector<std::string> HostCompiler::CommonFlags() const {
-  return {"-std=c++20",
-          options_.optimization,
-          "-fPIC",
-          "-fvisibility=hidden",
-          "-fno-exceptions",
-          "-fno-rtti",
-          "-fno-math-errno",
-          "-fdiagnostics-color=never",
-          "-fno-diagnostics-show-caret",
-          "-fmax-errors=20",
-          "-w",
-          "-isystem",
-          options_.cuda_include_dir};
+  std::vector<std::string> flags = {"-std=c++20",
+                                    options_.optimization,
+                                    "-fPIC",
+                                    "-fvisibility=hidden",
+                                    "-fno-exceptions",
+                                    "-fno-rtti",
+                                    "-fno-math-errno",
+                                    "-fdiagnostics-color=never",
+                                    "-fno-diagnostics-show-caret",
+                                    "-fmax-errors=20",
+                                    "-w",
+                                    "-isystem",
+                                    options_.cuda_include_dir};
+  if (options_.interleave_stores) {
+    flags.insert(flags.end(), {"-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0"});
+  }
+  return flags;
 }
 
 std::vector<std::string> HostCompiler::ReadablePaths() const {
@@ -347,9 +351,23 @@ absl::StatusOr<HostCompileResult> HostCompiler::Compile(std::string_view transla
     args.insert(args.end(), {"-I", pch_dir_});
     readable.push_back(pch_dir_);
   }
-  args.insert(args.end(),
-              {"-I", options_.prelude_dir, "-shared", "-Wl,-z,defs", "tu.cc", "-o", "lib.so"});
+  args.insert(args.end(), {"-I", options_.prelude_dir});
+  // g++ links ThreadSanitizer's runtime whenever -fsanitize=thread is given
+  // (unconditionally, --no-as-needed): the interleaved build compiles and
+  // links in two steps, its hooks being defined by the prelude.
+  const std::vector<std::string> link = {"-shared", "-Wl,-z,defs", "-o", "lib.so"};
+  if (options_.interleave_stores) {
+    args.insert(args.end(), {"-c", "tu.cc", "-o", "tu.o"});
+  } else {
+    args.insert(args.end(), {"tu.cc"});
+    args.insert(args.end(), link.begin(), link.end());
+  }
   absl::StatusOr<Outcome> outcome = RunSandboxed(args, work, readable, options_.max_library_bytes);
+  if (outcome.ok() && outcome->exit_status == 0 && options_.interleave_stores) {
+    std::vector<std::string> link_args = {"tu.o"};
+    link_args.insert(link_args.end(), link.begin(), link.end());
+    outcome = RunSandboxed(link_args, work, readable, options_.max_library_bytes);
+  }
   if (!outcome.ok()) {
     fs::remove_all(work, ec);
     return outcome.status();

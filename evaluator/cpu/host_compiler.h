@@ -26,6 +26,11 @@ struct HostCompilerOptions {
   double timeout_seconds = 60;   // [s] wall clock per compile
   bool precompiled_prelude = true;
   std::string optimization = "-O2";
+  // The interleaved build (correctness runs): -fsanitize=thread for its
+  // instrumentation only, so that every store is a store point where the
+  // block's other threads run (the prelude's "Store points"). Compiled, then
+  // linked without the flag: ThreadSanitizer's runtime is never linked.
+  bool interleave_stores = false;
   size_t max_log_bytes = 16 << 10;  // [bytes] of compiler messages kept
   size_t max_cache_entries = 512;   // shared objects kept, oldest removed first
   // [bytes] Shared objects kept in all; the oldest go first.

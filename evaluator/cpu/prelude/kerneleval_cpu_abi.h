@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KERNELEVAL_CPU_ABI_VERSION 1u
+#define KERNELEVAL_CPU_ABI_VERSION 2u
 
 #ifdef __cplusplus
 extern "C" {
@@ -63,6 +63,11 @@ typedef struct kerneleval_cpu_launch {
 // visibility, so a symbol is matched by its demangled name) and the size of
 // each declared parameter [bytes].
 #define KERNELEVAL_CPU_MAX_PARAMS 64u
+
+// [bytes] Largest stack of one GPU thread (a fiber's; the runtime's
+// kMaxFiberStackBytes): an interleaved build takes a store within this
+// distance above the storing frame for one to the thread's own locals.
+#define KERNELEVAL_CPU_MAX_FIBER_STACK_BYTES (1u << 20)
 typedef struct kerneleval_cpu_kernel_info {
   const char* name;
   uint32_t param_count;  // more than KERNELEVAL_CPU_MAX_PARAMS: sizes not given
@@ -142,6 +147,11 @@ typedef struct kerneleval_cpu_runtime {
   void* (*heap_alloc)(size_t bytes);  // device malloc, bounded; nullptr when full
   void (*heap_free)(void* pointer);
   void (*trap)(const char* message);  // __trap, assert: ends the run (does not return)
+  // A store point of an interleaved build (the prelude's store hooks): the
+  // block's other threads run up to their own next store point before this
+  // one stores, as a warp's lanes do in lock-step. Nothing outside a block's
+  // thread (static initialisers, launchers).
+  void (*interleave)(void);
 } kerneleval_cpu_runtime;
 
 // NOLINTEND(readability-identifier-naming)

@@ -117,13 +117,30 @@ inline const kerneleval_cpu_runtime* runtime = nullptr;
 
 inline const kerneleval_cpu_runtime& rt() { return *runtime; }
 
+// The prelude's own stores to the built-in variables are no store points of
+// an interleaved build (see "Store points" below): they are this OS thread's
+// bookkeeping, not memory of the kernel's.
+#if defined(__SANITIZE_THREAD__)
+#define KERNELEVAL_CPU_BOOKKEEPING __attribute__((no_sanitize_thread, noinline)) inline
+#else
+#define KERNELEVAL_CPU_BOOKKEEPING inline
+#endif
+
+KERNELEVAL_CPU_BOOKKEEPING void SetThreadIdx(uint3 index) { threadIdx = index; }
+
+KERNELEVAL_CPU_BOOKKEEPING void SetBlock(const kerneleval_cpu_block_info* info) {
+  blockIdx = uint3{info->block_idx.x, info->block_idx.y, info->block_idx.z};
+  blockDim = dim3(info->block_dim.x, info->block_dim.y, info->block_dim.z);
+  gridDim = dim3(info->grid_dim.x, info->grid_dim.y, info->grid_dim.z);
+}
+
 // Every call that may switch fibers goes through this: the other fibers of the
 // block overwrite threadIdx while this one waits.
 template <class F>
 __attribute__((always_inline)) inline auto Suspending(F&& call) {
   const uint3 saved = threadIdx;
   auto result = call();
-  threadIdx = saved;
+  SetThreadIdx(saved);
   return result;
 }
 
@@ -255,6 +272,129 @@ inline void __nanosleep(unsigned) {
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 inline void __threadfence_system() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 inline void __threadfence_block() { std::atomic_signal_fence(std::memory_order_seq_cst); }
+
+// ---- 5b. Store points (the interleaved build). The threads of a block run
+// one after another between barriers, so a plain read-modify-write of memory
+// other threads share (a histogram without atomics) loses no update here,
+// where on a GPU concurrent lanes overwrite each other's. The build that runs
+// correctness cases is therefore compiled with -fsanitize=thread for its
+// instrumentation alone: g++ calls __tsan_write4(address) before every store
+// and __tsan_atomic32_fetch_add(...) for every atomic, and the definitions
+// below stand in for ThreadSanitizer's runtime, which is never linked. Before
+// each store to memory other than the thread's own stack, the thread lets the
+// block's other threads run up to their own next store point: the block
+// advances store by store, like a warp's lanes in lock-step, and racy updates
+// are lost as on a GPU. An atomic compare-and-swap that fails, or an exchange
+// that changes nothing (a spin lock's try), is a store point too, so that a
+// lock's holder gets to run. Loads are not store points (a thread spinning
+// on a plain load of another's store hangs, as before).
+#if defined(__SANITIZE_THREAD__)
+namespace kerneleval_cpu::detail {
+
+__attribute__((no_sanitize_thread, noinline)) inline void Interleave() {
+  if (!runtime) return;  // a static initialiser, before kerneleval_cpu_init
+  const uint3 saved = threadIdx;
+  runtime->interleave();
+  threadIdx = saved;
+}
+
+__attribute__((no_sanitize_thread, noinline)) inline void StorePoint(const volatile void* address) {
+  // The storing frame's caller and its locals lie above this frame on the
+  // same stack (a thread's stack is at most this large): no other thread
+  // shares them.
+  const auto frame = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  if (reinterpret_cast<uintptr_t>(address) - frame < KERNELEVAL_CPU_MAX_FIBER_STACK_BYTES) return;
+  Interleave();
+}
+
+}  // namespace kerneleval_cpu::detail
+
+// NOLINTBEGIN(readability-identifier-naming, bugprone-reserved-identifier)
+#define KERNELEVAL_CPU_HOOK extern "C" __attribute__((no_sanitize_thread))
+KERNELEVAL_CPU_HOOK void __tsan_init(void) {}
+KERNELEVAL_CPU_HOOK void __tsan_func_entry(void*) {}
+KERNELEVAL_CPU_HOOK void __tsan_func_exit(void) {}
+KERNELEVAL_CPU_HOOK void __tsan_vptr_update(void**, void*) {}
+KERNELEVAL_CPU_HOOK void __tsan_vptr_read(void**) {}
+KERNELEVAL_CPU_HOOK void __tsan_read_range(void*, unsigned long) {}
+KERNELEVAL_CPU_HOOK void __tsan_write_range(void* address, unsigned long) {
+  kerneleval_cpu::detail::StorePoint(address);
+}
+#define KERNELEVAL_CPU_ACCESS_HOOKS(n)                                \
+  KERNELEVAL_CPU_HOOK void __tsan_read##n(void*) {}                   \
+  KERNELEVAL_CPU_HOOK void __tsan_unaligned_read##n(void*) {}         \
+  KERNELEVAL_CPU_HOOK void __tsan_volatile_read##n(void*) {}          \
+  KERNELEVAL_CPU_HOOK void __tsan_write##n(void* address) {           \
+    kerneleval_cpu::detail::StorePoint(address);                      \
+  }                                                                   \
+  KERNELEVAL_CPU_HOOK void __tsan_unaligned_write##n(void* address) { \
+    kerneleval_cpu::detail::StorePoint(address);                      \
+  }                                                                   \
+  KERNELEVAL_CPU_HOOK void __tsan_volatile_write##n(void* address) {  \
+    kerneleval_cpu::detail::StorePoint(address);                      \
+  }
+KERNELEVAL_CPU_ACCESS_HOOKS(1)
+KERNELEVAL_CPU_ACCESS_HOOKS(2)
+KERNELEVAL_CPU_ACCESS_HOOKS(4)
+KERNELEVAL_CPU_ACCESS_HOOKS(8)
+KERNELEVAL_CPU_ACCESS_HOOKS(16)
+#undef KERNELEVAL_CPU_ACCESS_HOOKS
+
+// Every memory order is served as sequentially consistent (stronger is
+// allowed). The size suffix is in bits.
+#define KERNELEVAL_CPU_FETCH_HOOK(n, T, op)                                      \
+  KERNELEVAL_CPU_HOOK T __tsan_atomic##n##_fetch_##op(volatile T* a, T v, int) { \
+    return __atomic_fetch_##op(a, v, __ATOMIC_SEQ_CST);                          \
+  }
+#define KERNELEVAL_CPU_ATOMIC_HOOKS(n, T)                                                        \
+  KERNELEVAL_CPU_HOOK T __tsan_atomic##n##_load(const volatile T* a, int) {                      \
+    return __atomic_load_n(a, __ATOMIC_SEQ_CST);                                                 \
+  }                                                                                              \
+  KERNELEVAL_CPU_HOOK void __tsan_atomic##n##_store(volatile T* a, T v, int) {                   \
+    __atomic_store_n(a, v, __ATOMIC_SEQ_CST);                                                    \
+  }                                                                                              \
+  KERNELEVAL_CPU_HOOK T __tsan_atomic##n##_exchange(volatile T* a, T v, int) {                   \
+    const T old = __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST);                                   \
+    if (old == v) kerneleval_cpu::detail::Interleave();                                          \
+    return old;                                                                                  \
+  }                                                                                              \
+  KERNELEVAL_CPU_FETCH_HOOK(n, T, add)                                                           \
+  KERNELEVAL_CPU_FETCH_HOOK(n, T, sub)                                                           \
+  KERNELEVAL_CPU_FETCH_HOOK(n, T, and)                                                           \
+  KERNELEVAL_CPU_FETCH_HOOK(n, T, or)                                                            \
+  KERNELEVAL_CPU_FETCH_HOOK(n, T, xor)                                                           \
+  KERNELEVAL_CPU_FETCH_HOOK(n, T, nand)                                                          \
+  KERNELEVAL_CPU_HOOK int __tsan_atomic##n##_compare_exchange_strong(volatile T* a, T* c, T v,   \
+                                                                     int, int) {                 \
+    const bool swapped =                                                                         \
+        __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);         \
+    if (!swapped) kerneleval_cpu::detail::Interleave();                                          \
+    return swapped;                                                                              \
+  }                                                                                              \
+  KERNELEVAL_CPU_HOOK int __tsan_atomic##n##_compare_exchange_weak(volatile T* a, T* c, T v,     \
+                                                                   int mo, int fail_mo) {        \
+    return __tsan_atomic##n##_compare_exchange_strong(a, c, v, mo, fail_mo);                     \
+  }                                                                                              \
+  KERNELEVAL_CPU_HOOK T __tsan_atomic##n##_compare_exchange_val(volatile T* a, T c, T v, int mo, \
+                                                                int fail_mo) {                   \
+    __tsan_atomic##n##_compare_exchange_strong(a, &c, v, mo, fail_mo);                           \
+    return c;                                                                                    \
+  }
+KERNELEVAL_CPU_ATOMIC_HOOKS(8, unsigned char)
+KERNELEVAL_CPU_ATOMIC_HOOKS(16, unsigned short)
+KERNELEVAL_CPU_ATOMIC_HOOKS(32, unsigned int)
+KERNELEVAL_CPU_ATOMIC_HOOKS(64, unsigned long long)
+#undef KERNELEVAL_CPU_ATOMIC_HOOKS
+#undef KERNELEVAL_CPU_FETCH_HOOK
+KERNELEVAL_CPU_HOOK void __tsan_atomic_thread_fence(int) {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+KERNELEVAL_CPU_HOOK void __tsan_atomic_signal_fence(int) {
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+#undef KERNELEVAL_CPU_HOOK
+// NOLINTEND(readability-identifier-naming, bugprone-reserved-identifier)
+#endif  // __SANITIZE_THREAD__
 
 // ---- 6. Atomics (std::atomic_ref: the blocks run in parallel).
 namespace kerneleval_cpu::detail {
@@ -950,13 +1090,11 @@ inline const char* ConvertArg(const kerneleval_cpu_arg& arg, P* out) {
 template <auto Kernel, class Tuple>
 void RunThreads(void* closure, const kerneleval_cpu_block_info* info, uint32_t first) {
   const Tuple& args = *static_cast<const Tuple*>(closure);
-  blockIdx = uint3{info->block_idx.x, info->block_idx.y, info->block_idx.z};
-  blockDim = dim3(info->block_dim.x, info->block_dim.y, info->block_dim.z);
-  gridDim = dim3(info->grid_dim.x, info->grid_dim.y, info->grid_dim.z);
+  SetBlock(info);
   const uint32_t bx = info->block_dim.x;
   const uint32_t bxy = bx * info->block_dim.y;
   for (uint32_t t = first; t != UINT32_MAX; t = rt().next_thread()) {
-    threadIdx = uint3{t % bx, (t % bxy) / bx, t / bxy};
+    SetThreadIdx(uint3{t % bx, (t % bxy) / bx, t / bxy});
     // Parameters are passed by value: a kernel that changes its copy changes
     // nothing for the other threads.
     std::apply([](auto... a) { Kernel(a...); }, args);

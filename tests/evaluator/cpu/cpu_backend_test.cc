@@ -400,6 +400,70 @@ __global__ void zero(unsigned long long* total, int* bins, unsigned* maxv) {
   EXPECT_EQ(Values<uint32_t>(result.cases(0).outputs(2))[0], maxv);
 }
 
+// Correctness runs use the interleaved build: a block's threads advance
+// store by store, so plain read-modify-writes of data they share lose
+// updates as on a GPU (one after another between barriers they lost none),
+// while atomics and a lock built from atomicCAS stay exact.
+TEST_F(CpuBackendTest, CorrectnessRunsInterleaveABlocksThreadsAtEveryStore) {
+  const char* source = R"(
+__global__ void zero(int* counts) { counts[threadIdx.x] = 0; }
+// Every thread adds its element's bin in shared memory, without atomics.
+__global__ void racy_shared(const int* x, int* counts, int n) {
+  __shared__ int bins[8];
+  if (threadIdx.x < 8) bins[threadIdx.x] = 0;
+  __syncthreads();
+  for (int i = threadIdx.x; i < n; i += blockDim.x) bins[x[i] % 8] = bins[x[i] % 8] + 1;
+  __syncthreads();
+  if (threadIdx.x < 8) counts[threadIdx.x] = bins[threadIdx.x];
+}
+__global__ void atomic_shared(const int* x, int* counts, int n) {
+  __shared__ int bins[8];
+  if (threadIdx.x < 8) bins[threadIdx.x] = 0;
+  __syncthreads();
+  for (int i = threadIdx.x; i < n; i += blockDim.x) atomicAdd(&bins[x[i] % 8], 1);
+  __syncthreads();
+  if (threadIdx.x < 8) counts[threadIdx.x] = bins[threadIdx.x];
+}
+// Every thread of every block increments one global counter.
+__global__ void racy_global(int* counts) { counts[0] = counts[0] + 1; }
+// The same under a spin lock: a failed atomicCAS lets the holder run.
+__global__ void locked_global(int* counts) {
+  while (atomicCAS(&counts[1], 0, 1) != 0) {}
+  counts[0] = counts[0] + 1;
+  __threadfence();
+  atomicExch(&counts[1], 0);
+}
+)";
+  const int n = 4096;
+  const BufferSpec x = IntInput("x", v1::DTYPE_I32, n, 0, 1000);
+  auto histogram_case = [&](const std::string& kernel) {
+    return MakeCase(kernel, 3, {x, Output("counts", v1::DTYPE_I32, 8)},
+                    {Launch(kernel, {1}, {256}, {Buf("x"), Buf("counts"), Int(n)})});
+  };
+  auto counter_case = [&](const std::string& kernel) {
+    return MakeCase(
+        kernel, 4, {Output("counts", v1::DTYPE_I32, 8)},
+        {Launch("zero", {1}, {8}, {Buf("counts")}), Launch(kernel, {4}, {64}, {Buf("counts")})});
+  };
+  const internal::RunResult result =
+      RunOk(MakeRequest(source, {histogram_case("racy_shared"), histogram_case("atomic_shared"),
+                                 counter_case("racy_global"), counter_case("locked_global")}));
+  ASSERT_EQ(result.cases_size(), 4);
+  int expected[8] = {};
+  for (int v : Generated<int32_t>(x, 3)) ++expected[v % 8];
+  const auto racy = Values<int32_t>(result.cases(0).outputs(0));
+  const auto atomic = Values<int32_t>(result.cases(1).outputs(0));
+  int racy_total = 0;
+  for (int b = 0; b < 8; ++b) {
+    EXPECT_EQ(atomic[b], expected[b]) << b;
+    racy_total += racy[b];
+  }
+  EXPECT_LT(racy_total, n / 2) << "updates of a racy shared histogram were not lost";
+  EXPECT_LT(Values<int32_t>(result.cases(2).outputs(0))[0], 4 * 64 / 2)
+      << "updates of a racy global counter were not lost";
+  EXPECT_EQ(Values<int32_t>(result.cases(3).outputs(0))[0], 4 * 64);
+}
+
 TEST_F(CpuBackendTest, HalfAndVectorTypes) {
   const char* source = R"(
 #include <cuda_fp16.h>
