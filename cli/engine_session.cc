@@ -104,6 +104,10 @@ void AddEngineSessionFlags(CLI::App* app, EngineSessionFlags* flags) {
   app->add_option("--problems-dir", flags->problems_dir,
                   "Problem definitions (embedded engine; default: the installed problems/)")
       ->envname("KERNELEVAL_PROBLEMS_DIR");
+  app->add_flag("--cpu-interleaved-runs,!--cpu-plain-runs", flags->cpu_interleaved_runs,
+                "CPU backend (embedded engine): check correctness on the build whose threads "
+                "interleave at every store, so racy read-modify-writes lose updates as on a GPU "
+                "(default); --cpu-plain-runs: the faster plain build, where they pass");
 }
 
 absl::StatusOr<std::unique_ptr<EngineSession>> OpenEngineSession(const EngineSessionFlags& flags) {
@@ -116,6 +120,7 @@ absl::StatusOr<std::unique_ptr<EngineSession>> OpenEngineSession(const EngineSes
   EngineOptions options;
   options.problems_dir = flags.problems_dir;
   options.enable_cuda = flags.backend != "cpu";
+  options.cpu_interleaved_runs = flags.cpu_interleaved_runs;
   absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(options);
   if (!engine.ok()) return engine.status();
   return std::make_unique<EmbeddedSession>(*std::move(engine));

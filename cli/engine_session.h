@@ -15,8 +15,9 @@ namespace kerneleval::cli {
 
 struct EngineSessionFlags {
   client::ServerFlags server;
-  std::string problems_dir;  // embedded engine only
-  std::string backend;       // embedded engine only: "cpu" skips probing for GPUs
+  std::string problems_dir;          // embedded engine only
+  std::string backend;               // embedded engine only: "cpu" skips probing for GPUs
+  bool cpu_interleaved_runs = true;  // embedded engine only (EngineOptions)
 };
 
 // Adds --server/--token/--tls-ca/... and --problems-dir to a subcommand.

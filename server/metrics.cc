@@ -60,6 +60,11 @@ ServerMetrics::ServerMetrics()
                         .Help("Compile cache misses")
                         .Register(*registry_)
                         .Add({})),
+      reference_cache_(prometheus::BuildCounter()
+                           .Name("kerneleval_reference_cache_total")
+                           .Help("Prepared references (problem, device) found (hit) or "
+                                 "compiled (miss)")
+                           .Register(*registry_)),
       deduplicated_(prometheus::BuildCounter()
                         .Name("kerneleval_deduplicated_total")
                         .Help("Evaluate calls answered without a run: the verdict of an identical "
@@ -93,6 +98,10 @@ void ServerMetrics::OnWorkerRestart(std::string_view backend) {
 }
 
 void ServerMetrics::OnCompileCache(bool hit) { (hit ? cache_hits_ : cache_misses_).Increment(); }
+
+void ServerMetrics::OnReferenceCache(bool hit) {
+  reference_cache_.Add({{"result", hit ? "hit" : "miss"}}).Increment();
+}
 
 void ServerMetrics::OnQueueDepth(std::string_view device, int depth) {
   queue_depth_.Add({{"device", std::string(device)}}).Set(depth);

@@ -11,6 +11,8 @@
 //   kerneleval_worker_restarts_total{backend}      counter
 //   kerneleval_compile_cache_hits_total            counter
 //   kerneleval_compile_cache_misses_total          counter
+//   kerneleval_reference_cache_total{result}       counter: "hit", "miss" (prepared
+//                                                  references by problem and device)
 //   kerneleval_deduplicated_total                  counter
 //   kerneleval_ready                               gauge, 1 when Engine::Ready()
 //   kerneleval_client_device_seconds_total{client} counter [s]: device time of
@@ -53,6 +55,7 @@ class ServerMetrics final : public EngineObserver {
   void OnVerdict(std::string_view stage) override;
   void OnWorkerRestart(std::string_view backend) override;
   void OnCompileCache(bool hit) override;
+  void OnReferenceCache(bool hit) override;
   void OnQueueDepth(std::string_view device, int depth) override;
   void OnDeduplicated() override;
   void OnDeviceSeconds(std::string_view client_id, double seconds) override;
@@ -76,6 +79,7 @@ class ServerMetrics final : public EngineObserver {
   prometheus::Family<prometheus::Counter>& worker_restarts_;
   prometheus::Counter& cache_hits_;
   prometheus::Counter& cache_misses_;
+  prometheus::Family<prometheus::Counter>& reference_cache_;
   prometheus::Counter& deduplicated_;
   prometheus::Gauge& ready_;
   prometheus::Family<prometheus::Counter>& client_device_seconds_;

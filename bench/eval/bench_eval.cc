@@ -140,6 +140,7 @@ struct Options {
   std::string json_path;
   std::string problems_dir;
   double run_timeout_seconds = 20;
+  bool cpu_interleaved_runs = true;
 };
 
 struct EngineWithBackend {
@@ -170,6 +171,7 @@ absl::StatusOr<EngineWithBackend> CreateEngine(const Options& options,
   engine_options.observer = std::move(observer);
   engine_options.reward_mode = "speedup";
   engine_options.partial_credit = false;
+  engine_options.cpu_interleaved_runs = options.cpu_interleaved_runs;
   std::string cuda_error = "not tried";
   if (options.backend != "cpu") {
     EngineOptions cuda_options = engine_options;
@@ -389,6 +391,9 @@ int Main(int argc, char** argv) {
   app.add_option("--run-timeout", options.run_timeout_seconds,
                  "engine's limit per backend call [s]")
       ->check(CLI::PositiveNumber);
+  app.add_flag("!--cpu-plain-runs", options.cpu_interleaved_runs,
+               "CPU backend: check correctness on the plain build, not the one whose threads "
+               "interleave at every store (to measure what the interleaving costs)");
   CLI11_PARSE(app, argc, argv);
   if (!problems_list.empty()) {
     options.problems = absl::StrSplit(problems_list, ',', absl::SkipWhitespace());

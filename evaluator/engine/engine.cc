@@ -282,9 +282,17 @@ class EngineImpl final : public Engine {
   std::atomic<bool> shut_down_{false};
   std::mutex shutdown_mutex_;
 
-  // Prepared references per (problem, device): compiled once, reused.
+  // Prepared references per (problem, device): compiled once, reused, the
+  // least recently used going first past options_.reference_cache_*.
+  struct CachedReference {
+    std::shared_ptr<const PreparedProgram> program;
+    uint64_t bytes = 0;                        // [bytes] its program and plan
+    std::list<std::string>::iterator recency;  // in reference_recency_
+  };
   std::mutex reference_mutex_;
-  std::map<std::string, std::shared_ptr<PreparedProgram>> references_;
+  std::unordered_map<std::string, CachedReference> references_;
+  std::list<std::string> reference_recency_;  // keys, most recently used first
+  uint64_t reference_bytes_ = 0;              // [bytes] of references_
 
   // De-duplication of single evaluations: in flight and recently judged.
   std::mutex dedup_mutex_;
@@ -363,6 +371,7 @@ absl::Status EngineImpl::Init() {
     if (!options_.worker_binary.empty()) cpu_options.worker_binary = options_.worker_binary;
     cpu_options.memory_bytes = options_.worker_memory_bytes;
     cpu_options.cache_dir = CpuCacheDir(options_.cpu_cache_dir);
+    cpu_options.interleaved_runs = options_.cpu_interleaved_runs;
     absl::StatusOr<std::unique_ptr<cpu::CpuBackend>> backend = cpu::CpuBackend::Create(cpu_options);
     if (!backend.ok()) return backend.status();
     devices_.push_back(std::make_unique<Device>(*std::move(backend), options_.queue_capacity));
@@ -797,13 +806,32 @@ absl::StatusOr<PreparedProgram> EngineImpl::ReferenceFor(Evaluation& evaluation,
       absl::StrCat(job.problem_key, absl::string_view("\0", 1), evaluation.backend().device().id());
   {
     std::lock_guard lock(reference_mutex_);
-    if (auto it = references_.find(key); it != references_.end()) return *it->second;
+    if (auto it = references_.find(key); it != references_.end()) {
+      reference_recency_.splice(reference_recency_.begin(), reference_recency_, it->second.recency);
+      if (options_.observer) options_.observer->OnReferenceCache(true);
+      return *it->second.program;
+    }
   }
+  if (options_.observer) options_.observer->OnReferenceCache(false);
   absl::StatusOr<PreparedProgram> reference = evaluation.PrepareReference(job.context);
   if (!reference.ok()) return reference.status();
+  const uint64_t bytes = reference->program.ByteSizeLong() + reference->plan.ByteSizeLong();
   std::lock_guard lock(reference_mutex_);
-  if (references_.size() > 1024) references_.clear();  // custom problems: bounded
-  references_[key] = std::make_shared<PreparedProgram>(*reference);
+  if (references_.contains(key) || bytes > options_.reference_cache_bytes ||
+      options_.reference_cache_entries == 0) {
+    return reference;  // prepared meanwhile by another job, or too large to keep
+  }
+  while (!references_.empty() && (references_.size() >= options_.reference_cache_entries ||
+                                  reference_bytes_ + bytes > options_.reference_cache_bytes)) {
+    auto oldest = references_.find(reference_recency_.back());
+    reference_bytes_ -= oldest->second.bytes;
+    references_.erase(oldest);
+    reference_recency_.pop_back();
+  }
+  reference_recency_.push_front(key);
+  references_[key] = {std::make_shared<const PreparedProgram>(*reference), bytes,
+                      reference_recency_.begin()};
+  reference_bytes_ += bytes;
   return reference;
 }
 

@@ -37,6 +37,8 @@ class EngineObserver {
   virtual void OnVerdict(std::string_view stage) {}
   virtual void OnWorkerRestart(std::string_view backend) {}
   virtual void OnCompileCache(bool hit) {}
+  // A prepared reference (problem and device) found or compiled.
+  virtual void OnReferenceCache(bool hit) {}
   virtual void OnQueueDepth(std::string_view device, int depth) {}
   virtual void OnDeduplicated() {}
   // A job's time on a device [s] (correctness and timing runs, from the
@@ -80,6 +82,10 @@ struct EngineOptions {
   // engines of this user. Empty: $KERNELEVAL_CPU_CACHE_DIR, else
   // $XDG_CACHE_HOME/kerneleval/cpu, else ~/.cache/kerneleval/cpu.
   std::string cpu_cache_dir;
+  // CPU backend: correctness runs on the build whose threads interleave at
+  // every store (plain read-modify-writes of shared data lose updates, as on
+  // a GPU; evaluator/cpu/README.md). Off: the plain build, where they pass.
+  bool cpu_interleaved_runs = true;
   std::string default_arch = "sm_90";
   double run_timeout_seconds = 20;  // per backend call (correctness or timing)
   // A candidate's correctness run: at most this many times the reference's
@@ -103,6 +109,12 @@ struct EngineOptions {
   // and reference the caller's). false: PERMISSION_DENIED, for servers whose
   // verdicts others read by problem id (CI, leaderboards).
   bool allow_custom_problems = true;
+  // Prepared references (compiled reference source and plan) kept per
+  // problem and device; past either bound the least recently used go.
+  // Custom problems each bring one: a client sending new ones keeps built-in
+  // problems' references only as long as it does not evict them.
+  size_t reference_cache_entries = 1024;
+  uint64_t reference_cache_bytes = uint64_t{256} << 20;
   // Requests that fix their inputs' seed (to reproduce a verdict). Their
   // verdicts carry the flag "fixed_seed": a kernel can be fitted to inputs
   // that do not change (a policy that sees a failing check's expected value

@@ -363,6 +363,15 @@ absl::Status Evaluation::LimitTooShort(absl::string_view message) const {
   return absl::FailedPreconditionError(message);
 }
 
+absl::Status Evaluation::ReferenceCannotRun(absl::string_view message) const {
+  // A custom problem's reference and shapes are the caller's: a permanent
+  // error of its request (RESOURCE_EXHAUSTED, which clients retry, would
+  // come back every time). A built-in problem's: how the server is set up.
+  if (settings_.custom_problem)
+    return absl::InvalidArgumentError(absl::StrCat("problem: ", message));
+  return absl::FailedPreconditionError(message);
+}
+
 absl::StatusOr<ReferenceRun> Evaluation::RunReference(PreparedProgram reference) {
   const uint32_t trials = problem_.correctness_trials() ? problem_.correctness_trials() : 3;
   std::vector<internal::Case> base;
@@ -391,6 +400,11 @@ absl::StatusOr<ReferenceRun> Evaluation::RunReference(PreparedProgram reference)
   const absl::Time started = absl::Now();
   absl::StatusOr<internal::RunResult> result = backend_.Run(request);
   run.seconds = absl::ToDoubleSeconds(absl::Now() - started);
+  if (absl::IsResourceExhausted(result.status())) {
+    return ReferenceCannotRun(
+        absl::StrCat("the correctness cases of ", problem_.id(),
+                     " do not fit this backend: ", result.status().message()));
+  }
   if (!result.ok()) return result.status();
   if (result->has_failure()) {
     if (absl::Status cut =
@@ -404,9 +418,11 @@ absl::StatusOr<ReferenceRun> Evaluation::RunReference(PreparedProgram reference)
           absl::SixDigits(timeout), " s: the limit is too short for this problem (",
           result->failure().message(), ")"));
     }
-    return absl::InternalError(absl::StrCat("the reference of ", problem_.id(), " failed (",
-                                            result->failure().stage(),
-                                            "): ", result->failure().message()));
+    const std::string message =
+        absl::StrCat("the reference of ", problem_.id(), " failed (", result->failure().stage(),
+                     "): ", result->failure().message());
+    if (settings_.custom_problem) return ReferenceCannotRun(message);
+    return absl::InternalError(message);
   }
   run.program = std::move(reference);
   run.cases = *std::move(cases);
@@ -716,6 +732,12 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
       twin.mutable_programs(1)->mutable_program()->set_label("reference twin");
       twin.set_timeout_seconds(WithinDeadline(limit));
       absl::StatusOr<internal::TimingResult> twin_result = backend_.Time(twin);
+      if (absl::IsResourceExhausted(first) && absl::IsResourceExhausted(twin_result.status())) {
+        return ReferenceCannotRun(absl::StrCat("the timed shape of ", problem_.id(),
+                                               " does not fit this backend twice (the reference "
+                                               "and a candidate): ",
+                                               first.message()));
+      }
       if (!twin_result.ok() || twin_result->has_failure()) return first;
       fail(0, "runtime",
            absl::IsUnavailable(first)

@@ -143,6 +143,10 @@ class Evaluation {
   // A reference that could not finish within the run limit: INVALID_ARGUMENT
   // when the request set the limit, FAILED_PRECONDITION when the server did.
   absl::Status LimitTooShort(absl::string_view message) const;
+  // A reference that cannot run on this backend (its buffers too large, or a
+  // custom problem's reference failing): INVALID_ARGUMENT for a custom
+  // problem, FAILED_PRECONDITION for a built-in one; never a retryable code.
+  absl::Status ReferenceCannotRun(absl::string_view message) const;
   // What one backend run of TimeAndScore leaves to do.
   struct TimingRun {
     enum class Next {

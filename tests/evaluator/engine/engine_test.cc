@@ -37,6 +37,7 @@ class CountingObserver : public EngineObserver {
   void OnLatency(std::string_view stage, double seconds) override {
     if (stage == "compile" && seconds >= 1) ++slow_compiles;
   }
+  void OnReferenceCache(bool hit) override { ++(hit ? reference_hits : reference_misses); }
   void OnDeviceSeconds(std::string_view client_id, double seconds) override {
     std::lock_guard lock(mutex);
     device_seconds[std::string(client_id)] += seconds;
@@ -50,6 +51,8 @@ class CountingObserver : public EngineObserver {
   std::atomic<int> restarts{0};
   std::atomic<int> runtime_verdicts{0};
   std::atomic<int> slow_compiles{0};  // compile turns of 1 s or more
+  std::atomic<int> reference_hits{0};
+  std::atomic<int> reference_misses{0};
 };
 
 // An engine on the CPU backend, reward in speedup mode without partial credit.
@@ -1193,6 +1196,26 @@ TEST_F(EngineTest, ACustomProblemsVerdictsAreFlaggedAndItsOtherFieldsBounded) {
       << padded.status();
 }
 
+TEST_F(EngineTest, ACustomProblemTooLargeForTheBackendIsAPermanentError) {
+  // Correctness outputs of 2 x 1.2 GB, over the CPU backend's 1 GiB: the
+  // caller's problem cannot run here, whenever it is retried (it was
+  // RESOURCE_EXHAUSTED, a code clients retry).
+  v1::EvaluateRequest request = InlineVectorAddRequest(*engine_, next_seed_++);
+  v1::Problem& problem = *request.mutable_problem();
+  problem.clear_correctness_shapes();
+  v1::ShapeBinding* huge = problem.add_correctness_shapes();
+  huge->set_label("huge");
+  (*huge->mutable_values())["N"] = 300'000'000;
+  problem.set_correctness_trials(2);
+  absl::StatusOr<v1::Verdict> verdict = engine_->Evaluate(request, CallContext{});
+  ASSERT_FALSE(verdict.ok()) << verdict->ShortDebugString();
+  EXPECT_TRUE(absl::IsInvalidArgument(verdict.status())) << verdict.status();
+  EXPECT_NE(verdict.status().message().find("do not fit this backend"), std::string::npos)
+      << verdict.status();
+  // The engine goes on.
+  EXPECT_TRUE(Evaluate("vector_add", kVectorAdd).correct());
+}
+
 TEST_F(EngineTest, ASubmissionsPlanAndOptionsAreBounded) {
   v1::EvaluateRequest request;
   request.set_problem_id("vector_add");
@@ -1259,6 +1282,37 @@ __global__ void rs(const float* __restrict__ x, float* __restrict__ y, int rows,
       EXPECT_DOUBLE_EQ(verdict->reward(), 0.3);
     }
   }
+}
+
+TEST(EngineOptionsTest, PreparedReferencesAreKeptLeastRecentlyUsedFirstOut) {
+  // Each custom problem brings a reference of its own; past the bound the
+  // one used longest ago goes, not every one (they were all dropped at once
+  // past 1,024 before, built-in problems' too).
+  EngineOptions options = CpuEngineOptions();
+  options.reference_cache_entries = 2;
+  auto observer = std::make_shared<CountingObserver>();
+  options.observer = observer;
+  auto created = Engine::Create(options);
+  ASSERT_TRUE(created.ok()) << created.status();
+  Engine& engine = **created;
+  uint64_t seed = 1;
+  auto evaluate = [&](const std::string& title) {
+    v1::EvaluateRequest request = InlineVectorAddRequest(engine, seed++);
+    request.mutable_problem()->set_title(title);  // another problem, another reference
+    absl::StatusOr<v1::Verdict> verdict = engine.Evaluate(request, CallContext{});
+    ASSERT_TRUE(verdict.ok()) << verdict.status();
+    EXPECT_TRUE(verdict->correct()) << verdict->error();
+  };
+  evaluate("a");
+  evaluate("b");
+  evaluate("a");  // hit: a is now the most recent
+  evaluate("c");  // evicts b
+  evaluate("a");  // hit
+  EXPECT_EQ(observer->reference_hits.load(), 2);
+  EXPECT_EQ(observer->reference_misses.load(), 3);
+  evaluate("b");  // prepared again
+  EXPECT_EQ(observer->reference_misses.load(), 4);
+  EXPECT_EQ(observer->reference_hits.load(), 2);
 }
 
 TEST(EngineOptionsTest, CustomProblemsAndFixedSeedsCanBeRefusedAndFollowersAreBounded) {
