@@ -61,6 +61,13 @@ void AddServerFlags(CLI::App& app, ServerConfig* config) {
       ->envname("KERNELEVAL_MAX_SOURCE_BYTES")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--max-admitted-bytes", engine.max_admitted_bytes,
+                 "Bytes of sources (with plans, options and custom problems) that admitted "
+                 "Evaluate, EvaluateGroup and Compile calls may hold in all until answered; "
+                 "beyond it RESOURCE_EXHAUSTED (a call arriving when none is held is admitted)")
+      ->envname("KERNELEVAL_MAX_ADMITTED_BYTES")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--max-group-size", engine.max_group_size, "Most submissions in one EvaluateGroup")
       ->envname("KERNELEVAL_MAX_GROUP_SIZE")
       ->check(CLI::PositiveNumber)

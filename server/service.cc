@@ -634,7 +634,7 @@ grpc::ServerUnaryReactor* KernelEvalService::Compile(grpc::CallbackServerContext
   // engine answers once the caller's turn on its compile pool came; no
   // thread of the front waits for it.
   v1::CompileResponse* response = &start.messages->response;
-  CallContext call = MakeCallContext(*context, state, /*client_id=*/"");
+  CallContext call = MakeCallContext(*context, state, start.messages->request.client_id());
   engine_->CompileAsync(std::move(start.messages->request), std::move(call),
                         [state, reactor, response](absl::StatusOr<v1::CompileResult> result) {
                           if (!result.ok()) {

@@ -104,7 +104,8 @@ absl::Status ValidateEvaluateGroupRequest(const v1::EvaluateGroupRequest& reques
 
 absl::Status ValidateCompileRequest(const v1::CompileRequest& request,
                                     const RequestLimits& limits) {
-  return CheckSource(request.source(), "source", limits);
+  if (auto status = CheckSource(request.source(), "source", limits); !status.ok()) return status;
+  return CheckClientId(request.client_id());
 }
 
 absl::Status ValidateGetProblemRequest(const v1::GetProblemRequest& request) {

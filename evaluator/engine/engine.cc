@@ -25,6 +25,7 @@
 #include "evaluator/compile/sha256.h"
 #include "evaluator/cpu/cpu_backend.h"
 #include "evaluator/cuda/cuda_backend.h"
+#include "evaluator/engine/byte_budget.h"
 #include "evaluator/engine/evaluation.h"
 #include "evaluator/engine/fair_queue.h"
 #include "evaluator/engine/thread_pool.h"
@@ -164,6 +165,7 @@ struct Job {
   // other client's compiles in the compile service (a 3 s evaluation took
   // 63 s behind a group whose sources each took the 30 s compile limit).
   std::vector<absl::StatusOr<Preparation>> preparations;
+  std::optional<ByteBudget::Hold> held_bytes;  // its share of max_admitted_bytes
   std::once_flag reference_once;
   std::optional<absl::StatusOr<PreparedProgram>> reference;
   std::shared_future<void> prepared;
@@ -214,7 +216,8 @@ class Device {
 
 class EngineImpl final : public Engine {
  public:
-  explicit EngineImpl(const EngineOptions& options) : options_(options) {}
+  explicit EngineImpl(const EngineOptions& options)
+      : options_(options), admitted_bytes_(options.max_admitted_bytes) {}
   EngineImpl(const EngineImpl&) = delete;
   EngineImpl& operator=(const EngineImpl&) = delete;
   EngineImpl(EngineImpl&&) = delete;
@@ -271,7 +274,11 @@ class EngineImpl final : public Engine {
     if (options_.observer) options_.observer->OnLatency(stage, seconds);
   }
 
+  // What admitted requests hold, and the refusal past the bound.
+  std::optional<ByteBudget::Hold> HoldAdmittedBytes(uint64_t bytes, absl::Status* refusal);
+
   EngineOptions options_;
+  ByteBudget admitted_bytes_;
   rubric::RewardConfig default_reward_;
   problems::ProblemRegistry registry_;
   std::unique_ptr<compile::CompileService> compiler_;
@@ -563,12 +570,36 @@ absl::Status EngineImpl::CheckSource(std::string_view field, const std::string& 
   return absl::OkStatus();
 }
 
+std::optional<ByteBudget::Hold> EngineImpl::HoldAdmittedBytes(uint64_t bytes,
+                                                              absl::Status* refusal) {
+  std::optional<ByteBudget::Hold> hold = admitted_bytes_.TryHold(bytes);
+  if (!hold) {
+    *refusal = absl::ResourceExhaustedError(absl::StrCat(
+        "the requests admitted hold ", admitted_bytes_.held() >> 10, " KiB of sources; this one's ",
+        bytes >> 10, " KiB would pass the server's bound (", admitted_bytes_.limit() >> 10,
+        " KiB); retry when some are answered"));
+  }
+  return hold;
+}
+
 void EngineImpl::Enqueue(const std::shared_ptr<Job>& job, Device* device) {
   // Admission first: a full queue answers at once, before any compile.
   auto remaining = std::make_shared<std::atomic<size_t>>(job->submissions.size());
   auto all_prepared = std::make_shared<std::promise<void>>();
   job->prepared = all_prepared->get_future().share();
   job->preparations.resize(job->submissions.size(), absl::UnknownError("not compiled"));
+  uint64_t bytes = job->settings.custom_problem ? job->problem->ByteSizeLong() : 0;
+  for (const v1::Submission& submission : job->submissions) bytes += submission.ByteSizeLong();
+  absl::Status refusal;
+  job->held_bytes = HoldAdmittedBytes(bytes, &refusal);
+  if (!job->held_bytes) return job->done(refusal);
+  // Released as the answer goes out, not when the last reference to the job
+  // goes: a caller's next request right after must find them free.
+  job->done = [held = &job->held_bytes,
+               answer = std::move(job->done)](absl::StatusOr<v1::EvaluateGroupResponse> response) {
+    held->reset();
+    answer(std::move(response));
+  };
   const std::optional<size_t> ahead = device->queue().Push(job->client_id, job);
   if (!ahead) {
     const size_t queued = device->queue().QueuedFor(job->client_id);
@@ -1109,12 +1140,21 @@ void EngineImpl::CompileAsync(v1::CompileRequest request, CallContext context,
   // The rest on the compile pool, in the caller's turn among the clients
   // compiling (a Compile call took a compile worker outside that rotation).
   const std::string key = context.client_id;
+  absl::Status refused;
+  auto held = std::make_shared<std::optional<ByteBudget::Hold>>(
+      HoldAdmittedBytes(job->source.size(), &refused));
+  if (!*held) return done(refused);
   auto shared_done = std::make_shared<CompileCallback>(std::move(done));
   const bool queued = compile_pool_->Submit(
-      key, [this, job, context = std::move(context), shared_done, refusal, answer] {
+      key, [this, job, context = std::move(context), shared_done, refusal, answer, held] {
         const CompileCallback& finish = *shared_done;
-        if (absl::Status refused = refusal(context); !refused.ok()) return finish(refused);
-        answer(compiler_->Compile(*job), finish);
+        if (absl::Status refused = refusal(context); !refused.ok()) {
+          held->reset();
+          return finish(refused);
+        }
+        absl::StatusOr<v1::CompileResult> result = compiler_->Compile(*job);
+        held->reset();  // before the answer: the caller's next request finds it free
+        answer(std::move(result), finish);
       });
   if (!queued) (*shared_done)(absl::UnavailableError("the engine is shutting down"));
 }

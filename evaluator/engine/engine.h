@@ -104,6 +104,12 @@ struct EngineOptions {
   // problems' own reference sources.
   size_t max_source_bytes = 1 << 20;
   size_t max_group_size = 128;
+  // [bytes] Held by admitted requests in all (submissions with their plans
+  // and options, custom problems, Compile sources) until answered; past it
+  // RESOURCE_EXHAUSTED, unless nothing is held. The server's memory for
+  // them is about 2.5x this (copies, compiled programs): 6 groups of 128
+  // distinct 1 MiB sources took it to 1.9 GiB before this bound.
+  uint64_t max_admitted_bytes = uint64_t{512} << 20;
   // Problems sent in the request (problem_ref.problem). Their verdicts carry
   // the flag "custom_problem" (the id may be a built-in one's, the tolerance
   // and reference the caller's). false: PERMISSION_DENIED, for servers whose

@@ -679,6 +679,11 @@ TEST(Auth, ANamedClientsTokenIsItsFairnessKeyWhateverItsRequestSays) {
   shared.token = "shared-token-0123456789";
   ASSERT_TRUE(server.Client(shared)->Evaluate(request).ok());
   EXPECT_EQ(server.engine().last_context().client_id, "made-up-3");
+  // Compiles too (they keyed on the peer address, which clients behind one
+  // host share).
+  compile.set_client_id("compiler-7");
+  ASSERT_TRUE(server.Client(shared)->Compile(compile).ok());
+  EXPECT_EQ(server.engine().last_context().client_id, "compiler-7");
 
   // Nor may it claim a named client's key.
   request.set_client_id("token:team-a");
@@ -690,6 +695,9 @@ TEST(Auth, ANamedClientsTokenIsItsFairnessKeyWhateverItsRequestSays) {
   auto group = GroupRequestWith({"pass"});
   group.set_client_id("token:team-b");
   EXPECT_EQ(server.Client(shared)->EvaluateGroup(group).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  compile.set_client_id("token:team-a");
+  EXPECT_EQ(server.Client(shared)->Compile(compile).status().code(),
             absl::StatusCode::kInvalidArgument);
 
   client::ClientOptions wrong;

@@ -1077,6 +1077,59 @@ TEST_F(EngineFairnessTest, OneClientsSlowCompilesDoNotHoldAnotherClientsEvaluati
   EXPECT_EQ(observer->slow_compiles.load(), 4);
 }
 
+TEST(EngineAdmissionTest, RequestsAreAdmittedWhileTheBytesTheyHoldFitTheBound) {
+  EngineOptions options = CpuEngineOptions();
+  options.compile_workers = 1;
+  options.compile_timeout_seconds = 3;
+  options.max_admitted_bytes = 96 << 10;
+  auto created = Engine::Create(options);
+  ASSERT_TRUE(created.ok()) << created.status();
+  Engine& engine = **created;
+  const std::string padding = "// " + std::string(60 << 10, 'p') + "\n";
+
+  // Client a's 60 KiB source, held while it compiles (3 s, the limit).
+  v1::EvaluateRequest slow;
+  slow.set_problem_id("vector_add");
+  slow.set_skip_timing(true);
+  slow.mutable_submission()->set_source(padding + SlowToCompile(0));
+  CallContext a;
+  a.client_id = "client-a";
+  std::promise<void> slow_done;
+  engine.EvaluateAsync(slow, a, [&](absl::StatusOr<v1::Verdict> verdict) {
+    EXPECT_TRUE(verdict.ok()) << verdict.status();
+    slow_done.set_value();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+
+  // Client b's 60 KiB would pass the 96 KiB bound: refused, a code to retry.
+  CallContext b;
+  b.client_id = "client-b";
+  v1::EvaluateRequest padded;
+  padded.set_problem_id("vector_add");
+  padded.set_skip_timing(true);
+  padded.mutable_submission()->set_source(padding + kVectorAdd);
+  absl::StatusOr<v1::Verdict> refused = engine.Evaluate(padded, b);
+  EXPECT_TRUE(absl::IsResourceExhausted(refused.status())) << refused.status();
+  EXPECT_NE(refused.status().message().find("would pass the server's bound"), std::string::npos)
+      << refused.status();
+  v1::CompileRequest compile;
+  compile.set_source(padding + kVectorAdd + "// not cached\n");
+  EXPECT_TRUE(absl::IsResourceExhausted(engine.Compile(compile, b).status()));
+  // A small request still fits beside client a's.
+  v1::EvaluateRequest small = padded;
+  small.mutable_submission()->set_source(kVectorAdd);
+  absl::StatusOr<v1::Verdict> fits = engine.Evaluate(small, b);
+  ASSERT_TRUE(fits.ok()) << fits.status();
+  EXPECT_TRUE(fits->correct()) << fits->error();
+
+  // Once client a is answered, its bytes are free again.
+  slow_done.get_future().get();
+  absl::StatusOr<v1::Verdict> admitted = engine.Evaluate(padded, b);
+  ASSERT_TRUE(admitted.ok()) << admitted.status();
+  EXPECT_TRUE(admitted->correct()) << admitted->error();
+  EXPECT_TRUE(engine.Compile(compile, b).ok());
+}
+
 // Two clients' slow sources hold the general compile thread and one reserve
 // thread; a third client's evaluation compiles on the other reserve thread
 // at once (with one reserve thread, the one spare of before, it waited for a

@@ -215,6 +215,7 @@ def compile_request(
     arch: Optional[str] = None,
     include_ptx: bool = False,
     include_cubin: bool = False,
+    client_id: Optional[str] = None,
 ) -> Message:
     check_utf8(source, "source")
     return pb.CompileRequest(
@@ -222,4 +223,5 @@ def compile_request(
         options=compile_options(options, arch),
         include_ptx=include_ptx,
         include_cubin=include_cubin,
+        client_id=client_id or "",
     )

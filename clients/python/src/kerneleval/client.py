@@ -68,7 +68,7 @@ class _ClientBase:
         wait_for_ready: queue calls while no connection is ready (until the
             deadline) instead of failing fast with UNAVAILABLE.
         options: extra gRPC channel arguments, e.g. [("grpc.ssl_target_name_override", "kerneleval")].
-        client_id: default fairness key sent with evaluations (empty: the peer address).
+        client_id: default fairness key sent with evaluations and compiles (empty: the peer address).
             A server with --tokens-file ignores it for a named client's token: the
             token's client name is the key.
         """
@@ -262,10 +262,12 @@ class Client(_ClientBase):
         include_cubin: bool = False,
         timeout: Any = _UNSET,
         request_id: Optional[str] = None,
+        client_id: Optional[str] = None,
     ) -> CompileResult:
         """Compiles without running: the log, diagnostics and per-kernel resources."""
         request = _requests.compile_request(
-            source, options=options, arch=arch, include_ptx=include_ptx, include_cubin=include_cubin
+            source, options=options, arch=arch, include_ptx=include_ptx, include_cubin=include_cubin,
+            client_id=client_id or self.client_id,
         )
         return CompileResult.from_proto(self._unary("Compile", request, timeout, request_id).result)
 
@@ -384,10 +386,11 @@ class AsyncClient(_ClientBase):
 
     async def compile(self, source: str, *, options: Optional[Sequence[str]] = None, arch: Optional[str] = None,
                       include_ptx: bool = False, include_cubin: bool = False, timeout: Any = _UNSET,
-                      request_id: Optional[str] = None) -> CompileResult:
+                      request_id: Optional[str] = None, client_id: Optional[str] = None) -> CompileResult:
         """See Client.compile."""
         request = _requests.compile_request(
-            source, options=options, arch=arch, include_ptx=include_ptx, include_cubin=include_cubin
+            source, options=options, arch=arch, include_ptx=include_ptx, include_cubin=include_cubin,
+            client_id=client_id or self.client_id,
         )
         response = await self._unary("Compile", request, timeout, request_id)
         return CompileResult.from_proto(response.result)
