@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -201,6 +202,7 @@ class BlockExecutor {
     if (n_ % 32) warp_live_[warps - 1] = (1u << (n_ % 32)) - 1;
     complete_warps_.clear();
     yielded_.clear();
+    spinning_.clear();
     next_unstarted_ = 0;
     done_ = 0;
     at_barrier_ = 0;
@@ -230,6 +232,9 @@ class BlockExecutor {
       } else if (!yielded_.empty()) {
         for (uint32_t t : yielded_) ready_.push_back(t);
         yielded_.clear();
+      } else if (!spinning_.empty()) {
+        ready_.push_back(spinning_.front());
+        spinning_.pop_front();
       } else if (!Release()) {
         Fatal(DeadlockMessage());
       }
@@ -289,10 +294,17 @@ class BlockExecutor {
     Suspend();
   }
 
-  // A store point of an interleaved build: like Yield, but only on a
-  // block's thread (static initialisers and launchers store too).
-  void Interleave() {
-    if (on_thread_) Yield();
+  // A store or spin point of an interleaved build, only on a block's thread
+  // (static initialisers and launchers store too). A spinner runs again
+  // when nothing else can, one at a time: a lock's holder held at a store
+  // point goes on before every waiter has retried (with 1,024 threads on
+  // one lock, each critical section cost a round of 1,023 failed tries).
+  void Interleave(uint32_t kind) {
+    if (!on_thread_) return;
+    if (kind != KERNELEVAL_CPU_INTERLEAVE_SPIN) return Yield();
+    threads_[current_].state = kReady;
+    spinning_.push_back(current_);
+    Suspend();
   }
 
   void* DynamicShared() const { return dynamic_shared_; }
@@ -576,6 +588,7 @@ class BlockExecutor {
   std::vector<uint32_t> warp_live_;       // per warp: lanes that exist and have not exited
   std::vector<uint32_t> complete_warps_;  // warps whose waiting lanes may be released
   std::vector<uint32_t> yielded_;         // threads in __nanosleep or at a store point
+  std::deque<uint32_t> spinning_;         // threads at a spin point, oldest first
   bool on_thread_ = false;                // a block's thread runs (not the scheduler)
   std::vector<uint32_t> ready_;
   size_t ready_head_ = 0;
@@ -593,6 +606,9 @@ class BlockExecutor {
 };
 
 thread_local std::unique_ptr<BlockExecutor> tls_executor;
+// The interleaved build's per-thread state (kerneleval_cpu_abi.h): static
+// TLS of the process, at a fixed offset from every thread's pointer.
+thread_local kerneleval_cpu_thread_state tls_interleave_state{.epoch = 1};
 
 BlockExecutor& Executor() {
   if (!tls_executor) tls_executor = std::make_unique<BlockExecutor>();
@@ -717,8 +733,8 @@ int32_t AbiBarrier(uint32_t kind, int32_t predicate) {
 uint64_t AbiWarp(const kerneleval_cpu_warp_op* op) { return tls_executor->Warp(*op); }
 uint32_t AbiActiveMask() { return tls_executor->ActiveMask(); }
 void AbiYield() { tls_executor->Yield(); }
-void AbiInterleave() {
-  if (tls_executor) tls_executor->Interleave();
+void AbiInterleave(uint32_t kind) {
+  if (tls_executor) tls_executor->Interleave(kind);
 }
 void* AbiDynamicShared() { return Executor().DynamicShared(); }
 
@@ -790,6 +806,8 @@ const kerneleval_cpu_runtime* InstallDeviceRuntime(const DeviceRuntimeOptions& o
   t.heap_free = AbiHeapFree;
   t.trap = AbiTrap;
   t.interleave = AbiInterleave;
+  t.thread_state_offset = reinterpret_cast<char*>(&tls_interleave_state) -
+                          static_cast<char*>(__builtin_thread_pointer());
   return &globals->table;
 }
 

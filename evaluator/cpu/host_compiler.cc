@@ -172,7 +172,8 @@ std::vector<std::string> HostCompiler::CommonFlags() const {
                                     "-isystem",
                                     options_.cuda_include_dir};
   if (options_.interleave_stores) {
-    flags.insert(flags.end(), {"-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0"});
+    flags.insert(flags.end(), {"-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0",
+                               "--param=tsan-distinguish-volatile=1"});
   }
   return flags;
 }

@@ -125,6 +125,27 @@ enum kerneleval_cpu_barrier_kind {
   KERNELEVAL_CPU_BARRIER_OR = 3,
 };
 
+// Per OS thread, for an interleaved build's hooks, kept by the runtime in its
+// static thread-local storage: the submission's own thread-locals are
+// dynamic (a __tls_get_addr call per access), and its hooks run at every
+// load. Found at runtime->thread_state_offset from the thread pointer.
+#define KERNELEVAL_CPU_RECENT_LOAD_SLOTS 64u
+typedef struct kerneleval_cpu_thread_state {
+  // The running thread's loads since it last let others run, by 8-byte
+  // granule: a slot counts when filled in the current epoch.
+  uint64_t epoch;
+  uint64_t granule[KERNELEVAL_CPU_RECENT_LOAD_SLOTS];
+  uint64_t filled_in[KERNELEVAL_CPU_RECENT_LOAD_SLOTS];
+  // [address] The running thread's stack ends here (its first frame).
+  uintptr_t stack_top;
+} kerneleval_cpu_thread_state;
+enum kerneleval_cpu_interleave_kind {
+  // The others run up to their own next point, all in turn.
+  KERNELEVAL_CPU_INTERLEAVE_STORE = 0,
+  // Runs again once nothing else can, one spinner at a time (a lock's
+  // waiters let its holder finish first).
+  KERNELEVAL_CPU_INTERLEAVE_SPIN = 1,
+};
 typedef struct kerneleval_cpu_runtime {
   uint32_t abi_version;  // KERNELEVAL_CPU_ABI_VERSION
   uint32_t size;         // sizeof(kerneleval_cpu_runtime)
@@ -147,11 +168,15 @@ typedef struct kerneleval_cpu_runtime {
   void* (*heap_alloc)(size_t bytes);  // device malloc, bounded; nullptr when full
   void (*heap_free)(void* pointer);
   void (*trap)(const char* message);  // __trap, assert: ends the run (does not return)
-  // A store point of an interleaved build (the prelude's store hooks): the
-  // block's other threads run up to their own next store point before this
-  // one stores, as a warp's lanes do in lock-step. Nothing outside a block's
-  // thread (static initialisers, launchers).
-  void (*interleave)(void);
+  // A store or spin point of an interleaved build (the prelude's "Store
+  // points"; kerneleval_cpu_interleave_kind): the block's other threads run
+  // before this one goes on. Nothing outside a block's thread (static
+  // initialisers, launchers).
+  void (*interleave)(uint32_t kind);
+  // [bytes] This OS thread's kerneleval_cpu_thread_state lies this far from
+  // the thread pointer (__builtin_thread_pointer()), the same on every
+  // thread (static TLS).
+  int64_t thread_state_offset;
 } kerneleval_cpu_runtime;
 
 // NOLINTEND(readability-identifier-naming)

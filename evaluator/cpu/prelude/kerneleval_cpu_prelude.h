@@ -117,16 +117,56 @@ inline const kerneleval_cpu_runtime* runtime = nullptr;
 
 inline const kerneleval_cpu_runtime& rt() { return *runtime; }
 
-// The prelude's own stores to the built-in variables are no store points of
-// an interleaved build (see "Store points" below): they are this OS thread's
-// bookkeeping, not memory of the kernel's.
+// The prelude's own accesses to the built-in variables are not instrumented
+// in an interleaved build (see "Store points" below): they are this OS
+// thread's bookkeeping, not memory of the kernel's.
 #if defined(__SANITIZE_THREAD__)
 #define KERNELEVAL_CPU_BOOKKEEPING __attribute__((no_sanitize_thread, noinline)) inline
+// This OS thread's state for the store hooks (kerneleval_cpu_abi.h): the
+// running thread's loads since it last let others run (a store or an
+// atomic to one of them is the write of a read-modify-write) and its
+// stack's top. nullptr before kerneleval_cpu_init (static initialisers).
+__attribute__((no_sanitize_thread)) inline kerneleval_cpu_thread_state* ThreadState() {
+  if (!runtime) return nullptr;
+  return reinterpret_cast<kerneleval_cpu_thread_state*>(
+      static_cast<char*>(__builtin_thread_pointer()) + runtime->thread_state_offset);
+}
 #else
 #define KERNELEVAL_CPU_BOOKKEEPING inline
 #endif
 
-KERNELEVAL_CPU_BOOKKEEPING void SetThreadIdx(uint3 index) { threadIdx = index; }
+// Another thread starts or resumes on this OS thread.
+KERNELEVAL_CPU_BOOKKEEPING void SetThreadIdx(uint3 index) {
+  threadIdx = index;
+#if defined(__SANITIZE_THREAD__)
+  if (kerneleval_cpu_thread_state* state = ThreadState()) {
+    ++state->epoch;  // loads before a switch are another turn's
+  }
+#endif
+}
+
+// What a fiber switch overwrites: the running thread's built-in index (and
+// its stack top in an interleaved build).
+struct SwitchState {
+  uint3 thread_idx;
+  uintptr_t stack_top;
+};
+
+KERNELEVAL_CPU_BOOKKEEPING SwitchState SaveSwitchState() {
+#if defined(__SANITIZE_THREAD__)
+  const kerneleval_cpu_thread_state* state = ThreadState();
+  return {threadIdx, state ? state->stack_top : 0};
+#else
+  return {threadIdx, 0};
+#endif
+}
+
+KERNELEVAL_CPU_BOOKKEEPING void RestoreSwitchState(const SwitchState& saved) {
+  SetThreadIdx(saved.thread_idx);
+#if defined(__SANITIZE_THREAD__)
+  if (kerneleval_cpu_thread_state* state = ThreadState()) state->stack_top = saved.stack_top;
+#endif
+}
 
 KERNELEVAL_CPU_BOOKKEEPING void SetBlock(const kerneleval_cpu_block_info* info) {
   blockIdx = uint3{info->block_idx.x, info->block_idx.y, info->block_idx.z};
@@ -138,9 +178,9 @@ KERNELEVAL_CPU_BOOKKEEPING void SetBlock(const kerneleval_cpu_block_info* info) 
 // block overwrite threadIdx while this one waits.
 template <class F>
 __attribute__((always_inline)) inline auto Suspending(F&& call) {
-  const uint3 saved = threadIdx;
+  const SwitchState saved = SaveSwitchState();
   auto result = call();
-  SetThreadIdx(saved);
+  RestoreSwitchState(saved);
   return result;
 }
 
@@ -276,35 +316,74 @@ inline void __threadfence_block() { std::atomic_signal_fence(std::memory_order_s
 // ---- 5b. Store points (the interleaved build). The threads of a block run
 // one after another between barriers, so a plain read-modify-write of memory
 // other threads share (a histogram without atomics) loses no update here,
-// where on a GPU concurrent lanes overwrite each other's. The build that runs
-// correctness cases is therefore compiled with -fsanitize=thread for its
-// instrumentation alone: g++ calls __tsan_write4(address) before every store
-// and __tsan_atomic32_fetch_add(...) for every atomic, and the definitions
-// below stand in for ThreadSanitizer's runtime, which is never linked. Before
-// each store to memory other than the thread's own stack, the thread lets the
-// block's other threads run up to their own next store point: the block
-// advances store by store, like a warp's lanes in lock-step, and racy updates
-// are lost as on a GPU. An atomic compare-and-swap that fails, or an exchange
-// that changes nothing (a spin lock's try), is a store point too, so that a
-// lock's holder gets to run. Loads are not store points (a thread spinning
-// on a plain load of another's store hangs, as before).
+// where on a GPU concurrent lanes load the same value and overwrite each
+// other's. The build that runs correctness cases is therefore compiled with
+// -fsanitize=thread for its instrumentation alone: g++ calls
+// __tsan_read4(address) before every load, __tsan_write4(address) before
+// every store and __tsan_atomic32_fetch_add(...) for every atomic, and the
+// definitions below stand in for ThreadSanitizer's runtime, which is never
+// linked. A store (or an atomic) to memory the thread loaded since it last
+// let others run, other than its own stack, is a store point: first the
+// block's other threads run up to their own next one, so a racy update is
+// lost as on a GPU. A plain store without that load is not (outputs, and
+// initialisers that publish a value after setting their guard, run as
+// before). Spin points let the others run too, at a lower priority (one
+// spinner at a time, when nothing else can run), so a lock's holder held
+// at a store point finishes before every waiter retries: a volatile load,
+// a compare-and-swap that fails, an atomic that changes nothing.
 #if defined(__SANITIZE_THREAD__)
 namespace kerneleval_cpu::detail {
 
-__attribute__((no_sanitize_thread, noinline)) inline void Interleave() {
+KERNELEVAL_CPU_BOOKKEEPING void SetFiberStackTop(uintptr_t top) {
+  if (kerneleval_cpu_thread_state* state = ThreadState()) state->stack_top = top;
+}
+
+inline unsigned LoadSlot(uint64_t granule) {
+  static_assert(KERNELEVAL_CPU_RECENT_LOAD_SLOTS == 64);
+  return static_cast<unsigned>((granule * 0x9E3779B97F4A7C15ull) >> 58);
+}
+
+__attribute__((no_sanitize_thread)) inline void NoteLoad(const volatile void* address) {
+  kerneleval_cpu_thread_state* state = ThreadState();
+  if (!state) return;
+  const uint64_t granule = reinterpret_cast<uintptr_t>(address) >> 3;
+  const unsigned slot = LoadSlot(granule);
+  state->granule[slot] = granule;
+  state->filled_in[slot] = state->epoch;
+}
+
+__attribute__((no_sanitize_thread)) inline bool LoadedInThisTurn(const volatile void* address) {
+  const kerneleval_cpu_thread_state* state = ThreadState();
+  if (!state) return false;
+  const uint64_t granule = reinterpret_cast<uintptr_t>(address) >> 3;
+  const unsigned slot = LoadSlot(granule);
+  return state->granule[slot] == granule && state->filled_in[slot] == state->epoch;
+}
+
+__attribute__((no_sanitize_thread, noinline)) inline void Interleave(uint32_t kind) {
   if (!runtime) return;  // a static initialiser, before kerneleval_cpu_init
-  const uint3 saved = threadIdx;
-  runtime->interleave();
-  threadIdx = saved;
+  const SwitchState saved = SaveSwitchState();
+  runtime->interleave(kind);
+  RestoreSwitchState(saved);
 }
 
 __attribute__((no_sanitize_thread, noinline)) inline void StorePoint(const volatile void* address) {
-  // The storing frame's caller and its locals lie above this frame on the
-  // same stack (a thread's stack is at most this large): no other thread
-  // shares them.
-  const auto frame = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
-  if (reinterpret_cast<uintptr_t>(address) - frame < KERNELEVAL_CPU_MAX_FIBER_STACK_BYTES) return;
-  Interleave();
+  if (!LoadedInThisTurn(address)) return;
+  // The thread's own locals lie between this frame and its stack's top.
+  const auto a = reinterpret_cast<uintptr_t>(address);
+  if (a >= reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) &&
+      a < ThreadState()->stack_top) {
+    return;
+  }
+  Interleave(KERNELEVAL_CPU_INTERLEAVE_STORE);
+}
+
+__attribute__((no_sanitize_thread)) inline void AtomicPoint(const volatile void* address) {
+  if (LoadedInThisTurn(address)) Interleave(KERNELEVAL_CPU_INTERLEAVE_STORE);
+}
+
+__attribute__((no_sanitize_thread)) inline void SpinPoint() {
+  Interleave(KERNELEVAL_CPU_INTERLEAVE_SPIN);
 }
 
 }  // namespace kerneleval_cpu::detail
@@ -316,14 +395,26 @@ KERNELEVAL_CPU_HOOK void __tsan_func_entry(void*) {}
 KERNELEVAL_CPU_HOOK void __tsan_func_exit(void) {}
 KERNELEVAL_CPU_HOOK void __tsan_vptr_update(void**, void*) {}
 KERNELEVAL_CPU_HOOK void __tsan_vptr_read(void**) {}
-KERNELEVAL_CPU_HOOK void __tsan_read_range(void*, unsigned long) {}
+KERNELEVAL_CPU_HOOK void __tsan_read_range(void* address, unsigned long) {
+  kerneleval_cpu::detail::NoteLoad(address);
+}
 KERNELEVAL_CPU_HOOK void __tsan_write_range(void* address, unsigned long) {
   kerneleval_cpu::detail::StorePoint(address);
 }
+// Volatile accesses come apart from plain ones
+// (--param=tsan-distinguish-volatile=1): a volatile load is also a spin
+// point, taken before the load so that it reads what the others stored.
 #define KERNELEVAL_CPU_ACCESS_HOOKS(n)                                \
-  KERNELEVAL_CPU_HOOK void __tsan_read##n(void*) {}                   \
-  KERNELEVAL_CPU_HOOK void __tsan_unaligned_read##n(void*) {}         \
-  KERNELEVAL_CPU_HOOK void __tsan_volatile_read##n(void*) {}          \
+  KERNELEVAL_CPU_HOOK void __tsan_read##n(void* address) {            \
+    kerneleval_cpu::detail::NoteLoad(address);                        \
+  }                                                                   \
+  KERNELEVAL_CPU_HOOK void __tsan_unaligned_read##n(void* address) {  \
+    kerneleval_cpu::detail::NoteLoad(address);                        \
+  }                                                                   \
+  KERNELEVAL_CPU_HOOK void __tsan_volatile_read##n(void* address) {   \
+    kerneleval_cpu::detail::SpinPoint();                              \
+    kerneleval_cpu::detail::NoteLoad(address);                        \
+  }                                                                   \
   KERNELEVAL_CPU_HOOK void __tsan_write##n(void* address) {           \
     kerneleval_cpu::detail::StorePoint(address);                      \
   }                                                                   \
@@ -341,34 +432,45 @@ KERNELEVAL_CPU_ACCESS_HOOKS(16)
 #undef KERNELEVAL_CPU_ACCESS_HOOKS
 
 // Every memory order is served as sequentially consistent (stronger is
-// allowed). The size suffix is in bits.
-#define KERNELEVAL_CPU_FETCH_HOOK(n, T, op)                                      \
+// allowed). The size suffix is in bits. An atomic that writes is a store
+// point when the thread loaded its address plainly in this turn (`v =
+// h[b]; atomicExch(&h[b], v + 1)` loses updates on a GPU); one that leaves
+// the memory as it was (a fetch-add of 0, a failed compare-and-swap, an
+// exchange for the same value) is a spin point after it. Atomic loads are
+// neither (the first step of every compare-and-swap loop).
+#define KERNELEVAL_CPU_FETCH_HOOK(n, T, op, updated)                             \
   KERNELEVAL_CPU_HOOK T __tsan_atomic##n##_fetch_##op(volatile T* a, T v, int) { \
-    return __atomic_fetch_##op(a, v, __ATOMIC_SEQ_CST);                          \
+    kerneleval_cpu::detail::AtomicPoint(a);                                      \
+    const T old = __atomic_fetch_##op(a, v, __ATOMIC_SEQ_CST);                   \
+    if (static_cast<T>(updated) == old) kerneleval_cpu::detail::SpinPoint();     \
+    return old;                                                                  \
   }
 #define KERNELEVAL_CPU_ATOMIC_HOOKS(n, T)                                                        \
   KERNELEVAL_CPU_HOOK T __tsan_atomic##n##_load(const volatile T* a, int) {                      \
     return __atomic_load_n(a, __ATOMIC_SEQ_CST);                                                 \
   }                                                                                              \
   KERNELEVAL_CPU_HOOK void __tsan_atomic##n##_store(volatile T* a, T v, int) {                   \
+    kerneleval_cpu::detail::AtomicPoint(a);                                                      \
     __atomic_store_n(a, v, __ATOMIC_SEQ_CST);                                                    \
   }                                                                                              \
   KERNELEVAL_CPU_HOOK T __tsan_atomic##n##_exchange(volatile T* a, T v, int) {                   \
+    kerneleval_cpu::detail::AtomicPoint(a);                                                      \
     const T old = __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST);                                   \
-    if (old == v) kerneleval_cpu::detail::Interleave();                                          \
+    if (old == v) kerneleval_cpu::detail::SpinPoint();                                           \
     return old;                                                                                  \
   }                                                                                              \
-  KERNELEVAL_CPU_FETCH_HOOK(n, T, add)                                                           \
-  KERNELEVAL_CPU_FETCH_HOOK(n, T, sub)                                                           \
-  KERNELEVAL_CPU_FETCH_HOOK(n, T, and)                                                           \
-  KERNELEVAL_CPU_FETCH_HOOK(n, T, or)                                                            \
-  KERNELEVAL_CPU_FETCH_HOOK(n, T, xor)                                                           \
-  KERNELEVAL_CPU_FETCH_HOOK(n, T, nand)                                                          \
+  KERNELEVAL_CPU_FETCH_HOOK(n, T, add, old + v)                                                  \
+  KERNELEVAL_CPU_FETCH_HOOK(n, T, sub, old - v)                                                  \
+  KERNELEVAL_CPU_FETCH_HOOK(n, T, and, old& v)                                                   \
+  KERNELEVAL_CPU_FETCH_HOOK(n, T, or, old | v)                                                   \
+  KERNELEVAL_CPU_FETCH_HOOK(n, T, xor, old ^ v)                                                  \
+  KERNELEVAL_CPU_FETCH_HOOK(n, T, nand, ~(old & v))                                              \
   KERNELEVAL_CPU_HOOK int __tsan_atomic##n##_compare_exchange_strong(volatile T* a, T* c, T v,   \
                                                                      int, int) {                 \
+    kerneleval_cpu::detail::AtomicPoint(a);                                                      \
     const bool swapped =                                                                         \
         __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);         \
-    if (!swapped) kerneleval_cpu::detail::Interleave();                                          \
+    if (!swapped) kerneleval_cpu::detail::SpinPoint();                                           \
     return swapped;                                                                              \
   }                                                                                              \
   KERNELEVAL_CPU_HOOK int __tsan_atomic##n##_compare_exchange_weak(volatile T* a, T* c, T v,     \
@@ -1091,6 +1193,9 @@ template <auto Kernel, class Tuple>
 void RunThreads(void* closure, const kerneleval_cpu_block_info* info, uint32_t first) {
   const Tuple& args = *static_cast<const Tuple*>(closure);
   SetBlock(info);
+#if defined(__SANITIZE_THREAD__)
+  SetFiberStackTop(reinterpret_cast<uintptr_t>(__builtin_frame_address(0)));
+#endif
   const uint32_t bx = info->block_dim.x;
   const uint32_t bxy = bx * info->block_dim.y;
   for (uint32_t t = first; t != UINT32_MAX; t = rt().next_thread()) {

@@ -400,11 +400,12 @@ __global__ void zero(unsigned long long* total, int* bins, unsigned* maxv) {
   EXPECT_EQ(Values<uint32_t>(result.cases(0).outputs(2))[0], maxv);
 }
 
-// Correctness runs use the interleaved build: a block's threads advance
-// store by store, so plain read-modify-writes of data they share lose
-// updates as on a GPU (one after another between barriers they lost none),
-// while atomics and a lock built from atomicCAS stay exact.
-TEST_F(CpuBackendTest, CorrectnessRunsInterleaveABlocksThreadsAtEveryStore) {
+// Correctness runs use the interleaved build: a thread that stores to (or
+// updates atomically) what it loaded lets the block's others run first, so
+// plain read-modify-writes of data they share lose updates as on a GPU (one
+// after another between barriers they lost none), while atomics and a lock
+// built from atomicCAS stay exact.
+TEST_F(CpuBackendTest, CorrectnessRunsInterleaveABlocksThreadsAtReadModifyWrites) {
   const char* source = R"(
 __global__ void zero(int* counts) { counts[threadIdx.x] = 0; }
 // Every thread adds its element's bin in shared memory, without atomics.
@@ -426,6 +427,8 @@ __global__ void atomic_shared(const int* x, int* counts, int n) {
 }
 // Every thread of every block increments one global counter.
 __global__ void racy_global(int* counts) { counts[0] = counts[0] + 1; }
+// The same through a plain load and an atomic exchange: still racy.
+__global__ void racy_exchange(int* counts) { atomicExch(&counts[0], counts[0] + 1); }
 // The same under a spin lock: a failed atomicCAS lets the holder run.
 __global__ void locked_global(int* counts) {
   while (atomicCAS(&counts[1], 0, 1) != 0) {}
@@ -447,8 +450,9 @@ __global__ void locked_global(int* counts) {
   };
   const internal::RunResult result =
       RunOk(MakeRequest(source, {histogram_case("racy_shared"), histogram_case("atomic_shared"),
-                                 counter_case("racy_global"), counter_case("locked_global")}));
-  ASSERT_EQ(result.cases_size(), 4);
+                                 counter_case("racy_global"), counter_case("locked_global"),
+                                 counter_case("racy_exchange")}));
+  ASSERT_EQ(result.cases_size(), 5);
   int expected[8] = {};
   for (int v : Generated<int32_t>(x, 3)) ++expected[v % 8];
   const auto racy = Values<int32_t>(result.cases(0).outputs(0));
@@ -462,6 +466,68 @@ __global__ void locked_global(int* counts) {
   EXPECT_LT(Values<int32_t>(result.cases(2).outputs(0))[0], 4 * 64 / 2)
       << "updates of a racy global counter were not lost";
   EXPECT_EQ(Values<int32_t>(result.cases(3).outputs(0))[0], 4 * 64);
+  EXPECT_LT(Values<int32_t>(result.cases(4).outputs(0))[0], 4 * 64 / 2)
+      << "updates through a plain load and atomicExch were not lost";
+}
+
+// What is correct on a GPU stays correct there (red team, 2026-12-04: with a
+// yield before every store, each of these hung or crashed): locks whose
+// waiters spin on a volatile load or on atomicAdd(x, 0) while the holder
+// waits at a store point, 1,024 threads on one lock (a round of failed
+// tries per critical section before), and a namespace-scope extern
+// __shared__ array whose thread-local pointer was read as null by threads
+// that found its initialisation guard set before the pointer.
+TEST_F(CpuBackendTest, CorrectnessRunsKeepLocksSpinsAndSharedMemoryInitialisationWorking) {
+  const char* source = R"(
+extern __shared__ int dynamic_sums[];
+__global__ void zero(int* out) { out[threadIdx.x] = 0; }
+__global__ void ttas_lock(int* out) {
+  __shared__ int lock, total;
+  if (threadIdx.x == 0) { lock = 0; total = 0; }
+  __syncthreads();
+  for (;;) {
+    while (*(volatile int*)&lock != 0) {}
+    if (atomicCAS(&lock, 0, 1) == 0) break;
+  }
+  total = total + 1;
+  __threadfence_block();
+  atomicExch(&lock, 0);
+  __syncthreads();
+  if (threadIdx.x == 0) atomicAdd(&out[0], total);
+}
+__global__ void ticket_lock(int* out) {
+  unsigned mine = atomicAdd((unsigned*)&out[2], 1u);
+  while (atomicAdd((unsigned*)&out[3], 0u) != mine) {}
+  out[1] = out[1] + 1;
+  __threadfence();
+  atomicAdd((unsigned*)&out[3], 1u);
+}
+__global__ void namespace_scope_dynamic_shared(int* out) {
+  if (threadIdx.x == 0) out[4] = 0;  // a store before the array's first use
+  dynamic_sums[threadIdx.x] = 1;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int sum = 0;
+    for (int t = 0; t < blockDim.x; ++t) sum += dynamic_sums[t];
+    out[4] = sum;
+  }
+}
+)";
+  internal::Case c = MakeCase(
+      "c", 5, {Output("out", v1::DTYPE_I32, 8)},
+      {Launch("zero", {1}, {8}, {Buf("out")}), Launch("ttas_lock", {3}, {1024}, {Buf("out")}),
+       Launch("ticket_lock", {2}, {64}, {Buf("out")}),
+       Launch("namespace_scope_dynamic_shared", {1}, {256}, {Buf("out")}, 256 * sizeof(int))});
+  const auto start = std::chrono::steady_clock::now();
+  const internal::RunResult result = RunOk(MakeRequest(source, {c}));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(result.cases_size(), 1);
+  const auto out = Values<int32_t>(result.cases(0).outputs(0));
+  EXPECT_EQ(out[0], 3 * 1024);
+  EXPECT_EQ(out[1], 2 * 64);
+  EXPECT_EQ(out[4], 256);
+  EXPECT_LT(seconds, 10) << "1,024 threads on one lock took a round of retries per holder";
 }
 
 TEST_F(CpuBackendTest, HalfAndVectorTypes) {
