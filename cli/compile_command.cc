@@ -6,11 +6,13 @@
 // off the allow-list, an architecture NVRTC does not know), 3 the compile
 // service could not start (worker binary, toolkit or sandbox) or the server
 // was unreachable or refused.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cli/client/client.h"
@@ -48,13 +50,22 @@ bool WriteFile(const std::string& path, const std::string& bytes) {
 
 // The author's device globals: kerneleval's prelude constants (INFINITY,
 // FLT_MAX, ...) are in every module and say nothing about this one.
+// The source's own globals: not the prelude's, nor the constants that
+// libcu++ and cooperative groups headers define (<cooperative_groups.h>
+// alone brings ~400: cuda::std traits, chrono constants, tile masks).
 std::vector<std::string> AuthorsGlobals(const v1::CompileResult& r) {
   std::vector<std::string> globals;
   for (const std::string& name : r.device_globals()) {
-    if (!compile::IsPreludeGlobal(name)) globals.push_back(name);
+    if (compile::IsPreludeGlobal(name) || absl::StartsWith(name, "_ZN4cuda") ||
+        absl::StrContains(name, "18cooperative_groups")) {
+      continue;
+    }
+    globals.push_back(name);
   }
   return globals;
 }
+
+constexpr size_t kGlobalsShown = 16;
 
 void PrintText(const v1::CompileResult& r, const std::string& path, FILE* out) {
   // "(NVRTC 13.0, --use_fast_math)"; a result refused before NVRTC ran has no
@@ -86,8 +97,12 @@ void PrintText(const v1::CompileResult& r, const std::string& path, FILE* out) {
   if (!globals.empty()) {
     absl::FPrintF(out,
                   "device globals (hidden from other programs while timed, zeroed when "
-                  "unloaded): %s\n",
-                  absl::StrJoin(globals, ", "));
+                  "unloaded): %s%s\n",
+                  absl::StrJoin(globals.begin(),
+                                globals.begin() + std::min(globals.size(), kGlobalsShown), ", "),
+                  globals.size() > kGlobalsShown
+                      ? absl::StrCat(" and ", globals.size() - kGlobalsShown, " more (--json)")
+                      : "");
   }
   if (r.kernels().empty()) return;
   absl::FPrintF(out, "\n%-40s %5s %9s %9s %13s %8s %7s %6s  %s\n", "kernel", "regs", "smem [B]",

@@ -17,7 +17,8 @@ namespace kerneleval::compile {
 
 // Bump when anything that changes compile output changes on kerneleval's side
 // (NVRTC arguments, prelude handling, result post-processing).
-inline constexpr std::string_view kCompileSettingsVersion = "kerneleval-compile-5";
+inline constexpr std::string_view kCompileSettingsVersion =
+    "kerneleval-compile-6";  // 6: no --no-source-include
 
 struct CacheKeyInputs {
   std::string_view source;

@@ -78,7 +78,11 @@ std::vector<std::string> NvrtcArguments(const std::vector<std::string>& user_opt
   // An absolute path: NVRTC would first look for a relative one in the
   // current directory.
   args.push_back(absl::StrCat("--pre-include=", t.prelude));
-  args.push_back("--no-source-include");
+  // Not --no-source-include: it also drops each header's own directory
+  // from its quoted includes, and the toolkit's headers rely on it
+  // (<cooperative_groups.h> failed: details/driver_abi.h could not open
+  // "info.h" beside it). The submission's own directory is the compile
+  // worker's current one, kept empty (compile_worker_mode.cc).
   if (!settings.pch_dir.empty()) {
     args.push_back("--pch");
     args.push_back(absl::StrCat("--pch-dir=", settings.pch_dir));

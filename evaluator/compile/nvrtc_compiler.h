@@ -59,8 +59,8 @@ struct NvrtcSettings {
 
 // The NVRTC arguments for already-checked user options (CheckUserOptions):
 // the user's, then -arch, --ptxas-options=-v (sm_XX only), the include
-// directories (toolkit, CCCL, kerneleval), --pre-include of the prelude,
-// --no-source-include and, with a PCH directory, --pch --pch-dir=...
+// directories (toolkit, CCCL, kerneleval), --pre-include of the prelude
+// and, with a PCH directory, --pch --pch-dir=...
 std::vector<std::string> NvrtcArguments(const std::vector<std::string>& user_options,
                                         const std::string& arch, const NvrtcSettings& settings);
 

@@ -273,6 +273,23 @@ TEST_F(NvrtcCompilerTest, TemplatesStructsAndHalfTypes) {
   EXPECT_EQ(r.toolkit_version(), NvrtcVersionString());
 }
 
+TEST_F(NvrtcCompilerTest, CooperativeGroupsHeadersCompile) {
+  // Their details/driver_abi.h includes "info.h" beside it, which
+  // --no-source-include hid ("cannot open source file", red team 2026-12-04).
+  const v1::CompileResult r = Compile(
+      "#include <cooperative_groups.h>\n"
+      "#include <cooperative_groups/reduce.h>\n"
+      "namespace cg = cooperative_groups;\n"
+      "__global__ void row_sum(const float* x, float* y) {\n"
+      "  cg::thread_block block = cg::this_thread_block();\n"
+      "  auto warp = cg::tiled_partition<32>(block);\n"
+      "  float v = cg::reduce(warp, x[threadIdx.x], cg::plus<float>());\n"
+      "  block.sync();\n"
+      "  if (warp.thread_rank() == 0) atomicAdd(y, v);\n"
+      "}\n");
+  EXPECT_TRUE(r.success()) << r.log();
+}
+
 TEST_F(NvrtcCompilerTest, VirtualArchGivesPtxOnly) {
   const v1::CompileResult r =
       Compile("__global__ void k(float* x) { x[0] = 1.f; }\n", {}, "compute_90");
@@ -297,7 +314,8 @@ TEST_F(NvrtcCompilerTest, ArgumentsCarryTheServersSettings) {
   const std::vector<std::string> args = NvrtcArguments({"--use_fast_math"}, "sm_90", settings);
   EXPECT_EQ(args.front(), "--use_fast_math");
   EXPECT_THAT(args, ::testing::Contains("--ptxas-options=-v"));
-  EXPECT_THAT(args, ::testing::Contains("--no-source-include"));
+  // Headers find their neighbours (<cooperative_groups.h> needs it).
+  EXPECT_THAT(args, ::testing::Not(::testing::Contains("--no-source-include")));
   EXPECT_THAT(args, ::testing::Contains("--pch-dir=/tmp/pch-test"));
   EXPECT_THAT(args, ::testing::Contains("--pre-include=" + settings.toolkit.prelude));
   EXPECT_THAT(NvrtcArguments({}, "compute_90", settings),
