@@ -138,6 +138,13 @@ typedef struct kerneleval_cpu_thread_state {
   uint64_t filled_in[KERNELEVAL_CPU_RECENT_LOAD_SLOTS];
   // [address] The running thread's stack ends here (its first frame).
   uintptr_t stack_top;
+  // The running thread's last compare-and-swap that failed in this turn:
+  // a second one alike (same address, expected and found values) is a
+  // spinner's, not a compare-and-swap loop's (which retries with the value
+  // it found). address 0: none.
+  uintptr_t failed_cas_address;
+  uint64_t failed_cas_expected;
+  uint64_t failed_cas_found;
 } kerneleval_cpu_thread_state;
 enum kerneleval_cpu_interleave_kind {
   // The others run up to their own next point, all in turn.
