@@ -21,6 +21,7 @@
 #include "evaluator/data/dtype.h"
 #include "evaluator/data/poison.h"
 #include "evaluator/data/prng.h"
+#include "evaluator/plan/binding.h"
 #include "evaluator/timing/sampling.h"
 
 namespace kerneleval::cuda {
@@ -44,6 +45,10 @@ constexpr int kMaxDrawnRunsPerSet = 4;
 // launch queue while the host is blocked in cuLaunchKernel (the hold would
 // then time out): such plans are timed without the hold.
 constexpr int kMaxHeldLaunches = 256;
+// Every plan the binder accepts is timed behind the hold (a plan past it
+// would have its first launch's latency in the sample).
+static_assert(kMaxHeldLaunches >= plan::PlanLimits{}.max_launches,
+              "plans the binder accepts must fit behind the stream hold");
 
 // Default deadline of a request without one [s].
 constexpr double kDefaultTimeoutSeconds = 60;
