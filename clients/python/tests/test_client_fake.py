@@ -71,6 +71,15 @@ def test_evaluate_sends_every_setting(fake):
     assert verdict.reward == pytest.approx(0.3 + 2.7 * 0.25)  # roofline mode
 
 
+def test_compile_sends_the_clients_fairness_key(fake):
+    # The server's compile pool takes turns by it (it keyed on the peer address).
+    with Client(fake.target, client_id="trainer-1") as client:
+        client.compile(VECTOR_ADD)
+        client.compile(VECTOR_ADD, client_id="trainer-2")
+    first, second = (call.request for call in fake.servicer.calls_to("Compile"))
+    assert first.client_id == "trainer-1" and second.client_id == "trainer-2"
+
+
 def test_unset_settings_leave_the_server_defaults(fake):
     with Client(fake.target) as client:
         verdict = client.evaluate("vector_add", VECTOR_ADD)
