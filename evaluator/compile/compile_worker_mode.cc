@@ -104,14 +104,11 @@ int CompileWorkerMain(int fd, int argc, char** argv) {
   // NVRTC's front end writes (and unlinks) a temporary file in $TMPDIR.
   ::setenv("TMPDIR", args.scratch_dir.c_str(), 1);
   // NVRTC looks for a submission's quoted includes in the directory of its
-  // source name ("kernel.cu": the current one) first: an empty one.
-  const std::string source_dir = args.scratch_dir + "/source";
-  {
-    std::error_code ec;
-    fs::create_directories(source_dir, ec);
-    if (ec) return Fail(fd, absl::StrCat("cannot create ", source_dir, ": ", ec.message()));
-  }
-  if (::chdir(source_dir.c_str()) != 0) return Fail(fd, "cannot enter the source dir");
+  // source name ("kernel.cu": the current one) first: "/", where the
+  // sandbox lets it read only the toolkit's headers (as the mount-namespace
+  // sandbox's new root does). Not a directory inside the scratch dir, whose
+  // PCH files `#include "../pch/..."` would then reach.
+  if (::chdir("/") != 0) return Fail(fd, "cannot enter /");
 
   // Warm-up: loads libnvrtc-builtins and the toolkit's headers NVRTC reads
   // on every compile, while they are still reachable.

@@ -82,7 +82,7 @@ std::vector<std::string> NvrtcArguments(const std::vector<std::string>& user_opt
   // from its quoted includes, and the toolkit's headers rely on it
   // (<cooperative_groups.h> failed: details/driver_abi.h could not open
   // "info.h" beside it). The submission's own directory is the compile
-  // worker's current one, kept empty (compile_worker_mode.cc).
+  // worker's current one, "/" (compile_worker_mode.cc).
   if (!settings.pch_dir.empty()) {
     args.push_back("--pch");
     args.push_back(absl::StrCat("--pch-dir=", settings.pch_dir));

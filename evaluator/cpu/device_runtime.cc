@@ -139,6 +139,10 @@ struct GridJob {
 
 // Runs blocks on one OS thread; the ABI's fiber-side entry points act on the
 // executor of the calling OS thread.
+// The interleaved build's per-thread state (kerneleval_cpu_abi.h): static
+// TLS of the process, at a fixed offset from every thread's pointer.
+thread_local kerneleval_cpu_thread_state tls_interleave_state{.epoch = 1};
+
 class BlockExecutor {
  public:
   BlockExecutor()
@@ -201,6 +205,8 @@ class BlockExecutor {
     warp_live_.assign(warps, 0xffffffffu);
     if (n_ % 32) warp_live_[warps - 1] = (1u << (n_ % 32)) - 1;
     complete_warps_.clear();
+    // The loads an interleaved build noted are another block's.
+    ++tls_interleave_state.epoch;
     yielded_.clear();
     spinning_.clear();
     next_unstarted_ = 0;
@@ -534,6 +540,9 @@ class BlockExecutor {
   }
 
   void CompleteBarrier() {
+    // Every load before the barrier precedes every store after it: an
+    // update across it loses nothing by running one thread at a time.
+    ++tls_interleave_state.epoch;
     int32_t count = 0;
     for (uint32_t t = 0; t < n_; ++t) {
       if (threads_[t].state == kAtBarrier && threads_[t].op.predicate) ++count;
@@ -606,9 +615,6 @@ class BlockExecutor {
 };
 
 thread_local std::unique_ptr<BlockExecutor> tls_executor;
-// The interleaved build's per-thread state (kerneleval_cpu_abi.h): static
-// TLS of the process, at a fixed offset from every thread's pointer.
-thread_local kerneleval_cpu_thread_state tls_interleave_state{.epoch = 1};
 
 BlockExecutor& Executor() {
   if (!tls_executor) tls_executor = std::make_unique<BlockExecutor>();

@@ -8,10 +8,20 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "kerneleval/internal/worker.pb.h"
 #include "kerneleval/v1/kerneleval.pb.h"
 
 namespace kerneleval {
+
+// A RESOURCE_EXHAUSTED that no retry cures: the request's buffers exceed a
+// fixed limit of the backend, as its message says ("... exceed the CPU
+// backend's limit of ..."; a worker's status crosses a process boundary as
+// text). Others (fork, mmap, device memory in use) may pass on a retry.
+inline bool ExceedsBackendLimit(const absl::Status& status) {
+  return absl::IsResourceExhausted(status) &&
+         absl::StrContains(status.message(), "backend's limit");
+}
 
 class Backend {
  public:

@@ -713,11 +713,22 @@ void EngineImpl::EvaluateAsync(v1::EvaluateRequest request, CallContext context,
       return done(absl::ResourceExhaustedError(
           "too many callers wait for identical evaluations already; retry later"));
     }
+    // A follower holds its request (to be evaluated anew if need be): its
+    // bytes count like a job's.
+    absl::Status refusal;
+    auto held = std::make_shared<std::optional<ByteBudget::Hold>>(
+        HoldAdmittedBytes(request.ByteSizeLong(), &refusal));
+    if (!*held) {
+      lock.unlock();
+      return done(refusal);
+    }
     ++followers_;
     // The leader's caller going away (or its deadline passing) ends the
     // leader's run, not this caller's: then it is evaluated anew.
     it->second.push_back(
-        {nullptr, [this, share, done, request, context](absl::StatusOr<v1::Verdict> v) mutable {
+        {nullptr,
+         [this, share, done, request, context, held](absl::StatusOr<v1::Verdict> v) mutable {
+           held->reset();
            if (v.ok()) return done(share(*std::move(v)));
            const bool leader_gone =
                absl::IsCancelled(v.status()) || absl::IsDeadlineExceeded(v.status());

@@ -400,7 +400,7 @@ absl::StatusOr<ReferenceRun> Evaluation::RunReference(PreparedProgram reference)
   const absl::Time started = absl::Now();
   absl::StatusOr<internal::RunResult> result = backend_.Run(request);
   run.seconds = absl::ToDoubleSeconds(absl::Now() - started);
-  if (absl::IsResourceExhausted(result.status())) {
+  if (ExceedsBackendLimit(result.status())) {
     return ReferenceCannotRun(
         absl::StrCat("the correctness cases of ", problem_.id(),
                      " do not fit this backend: ", result.status().message()));
@@ -732,7 +732,7 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
       twin.mutable_programs(1)->mutable_program()->set_label("reference twin");
       twin.set_timeout_seconds(WithinDeadline(limit));
       absl::StatusOr<internal::TimingResult> twin_result = backend_.Time(twin);
-      if (absl::IsResourceExhausted(first) && absl::IsResourceExhausted(twin_result.status())) {
+      if (ExceedsBackendLimit(first) && ExceedsBackendLimit(twin_result.status())) {
         return ReferenceCannotRun(absl::StrCat("the timed shape of ", problem_.id(),
                                                " does not fit this backend twice (the reference "
                                                "and a candidate): ",

@@ -129,10 +129,11 @@ enum kerneleval_cpu_barrier_kind {
 // static thread-local storage: the submission's own thread-locals are
 // dynamic (a __tls_get_addr call per access), and its hooks run at every
 // load. Found at runtime->thread_state_offset from the thread pointer.
-#define KERNELEVAL_CPU_RECENT_LOAD_SLOTS 64u
+#define KERNELEVAL_CPU_RECENT_LOAD_SLOTS 256u
 typedef struct kerneleval_cpu_thread_state {
-  // The running thread's loads since it last let others run, by 8-byte
-  // granule: a slot counts when filled in the current epoch.
+  // Loads of the block's threads since the block started or last passed a
+  // barrier (the runtime starts a new epoch then), by 8-byte granule: a
+  // slot counts when filled in the current epoch.
   uint64_t epoch;
   uint64_t granule[KERNELEVAL_CPU_RECENT_LOAD_SLOTS];
   uint64_t filled_in[KERNELEVAL_CPU_RECENT_LOAD_SLOTS];

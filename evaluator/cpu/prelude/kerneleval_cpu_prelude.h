@@ -123,9 +123,9 @@ inline const kerneleval_cpu_runtime& rt() { return *runtime; }
 #if defined(__SANITIZE_THREAD__)
 #define KERNELEVAL_CPU_BOOKKEEPING __attribute__((no_sanitize_thread, noinline)) inline
 // This OS thread's state for the store hooks (kerneleval_cpu_abi.h): the
-// running thread's loads since it last let others run (a store or an
-// atomic to one of them is the write of a read-modify-write) and its
-// stack's top. nullptr before kerneleval_cpu_init (static initialisers).
+// block's loads since its last barrier (a store or an atomic to one of them
+// may be the write of a read-modify-write) and the running thread's stack
+// top. nullptr before kerneleval_cpu_init (static initialisers).
 __attribute__((no_sanitize_thread)) inline kerneleval_cpu_thread_state* ThreadState() {
   if (!runtime) return nullptr;
   return reinterpret_cast<kerneleval_cpu_thread_state*>(
@@ -139,10 +139,7 @@ __attribute__((no_sanitize_thread)) inline kerneleval_cpu_thread_state* ThreadSt
 KERNELEVAL_CPU_BOOKKEEPING void SetThreadIdx(uint3 index) {
   threadIdx = index;
 #if defined(__SANITIZE_THREAD__)
-  if (kerneleval_cpu_thread_state* state = ThreadState()) {
-    ++state->epoch;  // loads before a switch are another turn's
-    state->failed_cas_address = 0;
-  }
+  if (kerneleval_cpu_thread_state* state = ThreadState()) state->failed_cas_address = 0;
 #endif
 }
 
@@ -323,12 +320,14 @@ inline void __threadfence_block() { std::atomic_signal_fence(std::memory_order_s
 // __tsan_read4(address) before every load, __tsan_write4(address) before
 // every store and __tsan_atomic32_fetch_add(...) for every atomic, and the
 // definitions below stand in for ThreadSanitizer's runtime, which is never
-// linked. A store (or an atomic) to memory the thread loaded since it last
-// let others run, other than its own stack, is a store point: first the
-// block's other threads run up to their own next one, so a racy update is
-// lost as on a GPU. A plain store without that load is not (outputs, and
-// initialisers that publish a value after setting their guard, run as
-// before). Spin points let the others run too, at a lower priority (one
+// linked. A store (or an atomic) to memory that a thread of the block loaded
+// since the block started or last passed a barrier, other than the storing
+// thread's own stack, is a store point: first the block's other threads run
+// up to their own next one, so a racy update is lost as on a GPU (also one
+// whose load and store lie on either side of a warp operation, after which
+// a warp goes on before the next one starts). A plain store without such a
+// load is not (outputs, and initialisers that publish a value after setting
+// their guard, run as before). Spin points let the others run too, at a lower priority (one
 // spinner at a time, when nothing else can run), so a lock's holder held
 // at a store point finishes before every waiter retries: a volatile load,
 // a compare-and-swap that fails, an atomic that changes nothing.
@@ -340,8 +339,8 @@ KERNELEVAL_CPU_BOOKKEEPING void SetFiberStackTop(uintptr_t top) {
 }
 
 inline unsigned LoadSlot(uint64_t granule) {
-  static_assert(KERNELEVAL_CPU_RECENT_LOAD_SLOTS == 64);
-  return static_cast<unsigned>((granule * 0x9E3779B97F4A7C15ull) >> 58);
+  static_assert(KERNELEVAL_CPU_RECENT_LOAD_SLOTS == 256);
+  return static_cast<unsigned>((granule * 0x9E3779B97F4A7C15ull) >> 56);
 }
 
 __attribute__((no_sanitize_thread)) inline void NoteLoad(const volatile void* address) {
@@ -361,7 +360,7 @@ __attribute__((no_sanitize_thread)) inline void NoteLoads(const volatile void* a
   if (bytes > 8) NoteLoad(static_cast<const volatile char*>(address) + bytes - 1);
 }
 
-__attribute__((no_sanitize_thread)) inline bool LoadedInThisTurn(const volatile void* address) {
+__attribute__((no_sanitize_thread)) inline bool LoadedSinceBarrier(const volatile void* address) {
   const kerneleval_cpu_thread_state* state = ThreadState();
   if (!state) return false;
   const uint64_t granule = reinterpret_cast<uintptr_t>(address) >> 3;
@@ -377,7 +376,7 @@ __attribute__((no_sanitize_thread, noinline)) inline void Interleave(uint32_t ki
 }
 
 __attribute__((no_sanitize_thread, noinline)) inline void StorePoint(const volatile void* address) {
-  if (!LoadedInThisTurn(address)) return;
+  if (!LoadedSinceBarrier(address)) return;
   // The thread's own locals lie between this frame and its stack's top.
   const auto a = reinterpret_cast<uintptr_t>(address);
   if (a >= reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) &&
@@ -388,7 +387,7 @@ __attribute__((no_sanitize_thread, noinline)) inline void StorePoint(const volat
 }
 
 __attribute__((no_sanitize_thread)) inline void AtomicPoint(const volatile void* address) {
-  if (LoadedInThisTurn(address)) Interleave(KERNELEVAL_CPU_INTERLEAVE_STORE);
+  if (LoadedSinceBarrier(address)) Interleave(KERNELEVAL_CPU_INTERLEAVE_STORE);
 }
 
 __attribute__((no_sanitize_thread)) inline void SpinPoint() {
@@ -462,7 +461,7 @@ KERNELEVAL_CPU_ACCESS_HOOKS(16)
 
 // Every memory order is served as sequentially consistent (stronger is
 // allowed). The size suffix is in bits. An atomic that writes is a store
-// point when the thread loaded its address plainly in this turn (`v =
+// point when the block loaded its address plainly since its last barrier (`v =
 // h[b]; atomicExch(&h[b], v + 1)` loses updates on a GPU); one that leaves
 // the memory as it was (a fetch-add of 0, a failed compare-and-swap, an
 // exchange for the same value) is a spin point after it. Atomic loads are
