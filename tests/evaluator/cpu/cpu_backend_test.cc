@@ -429,6 +429,15 @@ __global__ void atomic_shared(const int* x, int* counts, int n) {
 __global__ void racy_global(int* counts) { counts[0] = counts[0] + 1; }
 // The same through a plain load and an atomic exchange: still racy.
 __global__ void racy_exchange(int* counts) { atomicExch(&counts[0], counts[0] + 1); }
+// Each warp adds its size to a value loaded before its shuffles: a warp
+// finishes its shuffles before the next one starts, so the load was
+// forgotten at the switch and every warp saw the last one's total.
+__global__ void racy_across_shuffles(int* counts) {
+  const int old = counts[0];
+  int lanes = 1;
+  for (int offset = 16; offset > 0; offset >>= 1) lanes += __shfl_down_sync(~0u, lanes, offset);
+  if (threadIdx.x % 32 == 0) counts[0] = old + lanes;
+}
 // The same under a spin lock: a failed atomicCAS lets the holder run.
 __global__ void locked_global(int* counts) {
   while (atomicCAS(&counts[1], 0, 1) != 0) {}
@@ -443,16 +452,16 @@ __global__ void locked_global(int* counts) {
     return MakeCase(kernel, 3, {x, Output("counts", v1::DTYPE_I32, 8)},
                     {Launch(kernel, {1}, {256}, {Buf("x"), Buf("counts"), Int(n)})});
   };
-  auto counter_case = [&](const std::string& kernel) {
-    return MakeCase(
-        kernel, 4, {Output("counts", v1::DTYPE_I32, 8)},
-        {Launch("zero", {1}, {8}, {Buf("counts")}), Launch(kernel, {4}, {64}, {Buf("counts")})});
+  auto counter_case = [&](const std::string& kernel, uint32_t blocks = 4, uint32_t threads = 64) {
+    return MakeCase(kernel, 4, {Output("counts", v1::DTYPE_I32, 8)},
+                    {Launch("zero", {1}, {8}, {Buf("counts")}),
+                     Launch(kernel, {blocks}, {threads}, {Buf("counts")})});
   };
-  const internal::RunResult result =
-      RunOk(MakeRequest(source, {histogram_case("racy_shared"), histogram_case("atomic_shared"),
-                                 counter_case("racy_global"), counter_case("locked_global"),
-                                 counter_case("racy_exchange")}));
-  ASSERT_EQ(result.cases_size(), 5);
+  const internal::RunResult result = RunOk(MakeRequest(
+      source, {histogram_case("racy_shared"), histogram_case("atomic_shared"),
+               counter_case("racy_global"), counter_case("locked_global"),
+               counter_case("racy_exchange"), counter_case("racy_across_shuffles", 1, 128)}));
+  ASSERT_EQ(result.cases_size(), 6);
   int expected[8] = {};
   for (int v : Generated<int32_t>(x, 3)) ++expected[v % 8];
   const auto racy = Values<int32_t>(result.cases(0).outputs(0));
@@ -468,6 +477,9 @@ __global__ void locked_global(int* counts) {
   EXPECT_EQ(Values<int32_t>(result.cases(3).outputs(0))[0], 4 * 64);
   EXPECT_LT(Values<int32_t>(result.cases(4).outputs(0))[0], 4 * 64 / 2)
       << "updates through a plain load and atomicExch were not lost";
+  // One block (blocks on other OS threads race for real): 4 warps.
+  EXPECT_LT(Values<int32_t>(result.cases(5).outputs(0))[0], 128)
+      << "updates of warps that loaded before their shuffles were not lost";
 }
 
 // What is correct on a GPU stays correct there (red team, 2026-12-04: with a
