@@ -137,12 +137,12 @@ struct GridJob {
   std::atomic<uint64_t> next_block{0};
 };
 
-// Runs blocks on one OS thread; the ABI's fiber-side entry points act on the
-// executor of the calling OS thread.
 // The interleaved build's per-thread state (kerneleval_cpu_abi.h): static
 // TLS of the process, at a fixed offset from every thread's pointer.
 thread_local kerneleval_cpu_thread_state tls_interleave_state{.epoch = 1};
 
+// Runs blocks on one OS thread; the ABI's fiber-side entry points act on the
+// executor of the calling OS thread.
 class BlockExecutor {
  public:
   BlockExecutor()

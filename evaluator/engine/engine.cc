@@ -274,8 +274,8 @@ class EngineImpl final : public Engine {
     if (options_.observer) options_.observer->OnLatency(stage, seconds);
   }
 
-  // What admitted requests hold, and the refusal past the bound.
-  std::optional<ByteBudget::Hold> HoldAdmittedBytes(uint64_t bytes, absl::Status* refusal);
+  // A share of max_admitted_bytes, or RESOURCE_EXHAUSTED past the bound.
+  absl::StatusOr<ByteBudget::Hold> HoldAdmittedBytes(uint64_t bytes);
 
   EngineOptions options_;
   ByteBudget admitted_bytes_;
@@ -570,16 +570,15 @@ absl::Status EngineImpl::CheckSource(std::string_view field, const std::string& 
   return absl::OkStatus();
 }
 
-std::optional<ByteBudget::Hold> EngineImpl::HoldAdmittedBytes(uint64_t bytes,
-                                                              absl::Status* refusal) {
+absl::StatusOr<ByteBudget::Hold> EngineImpl::HoldAdmittedBytes(uint64_t bytes) {
   std::optional<ByteBudget::Hold> hold = admitted_bytes_.TryHold(bytes);
   if (!hold) {
-    *refusal = absl::ResourceExhaustedError(absl::StrCat(
+    return absl::ResourceExhaustedError(absl::StrCat(
         "the requests admitted hold ", admitted_bytes_.held() >> 10, " KiB of sources; this one's ",
         bytes >> 10, " KiB would pass the server's bound (", admitted_bytes_.limit() >> 10,
         " KiB); retry when some are answered"));
   }
-  return hold;
+  return *std::move(hold);
 }
 
 void EngineImpl::Enqueue(const std::shared_ptr<Job>& job, Device* device) {
@@ -590,9 +589,9 @@ void EngineImpl::Enqueue(const std::shared_ptr<Job>& job, Device* device) {
   job->preparations.resize(job->submissions.size(), absl::UnknownError("not compiled"));
   uint64_t bytes = job->settings.custom_problem ? job->problem->ByteSizeLong() : 0;
   for (const v1::Submission& submission : job->submissions) bytes += submission.ByteSizeLong();
-  absl::Status refusal;
-  job->held_bytes = HoldAdmittedBytes(bytes, &refusal);
-  if (!job->held_bytes) return job->done(refusal);
+  absl::StatusOr<ByteBudget::Hold> held = HoldAdmittedBytes(bytes);
+  if (!held.ok()) return job->done(held.status());
+  job->held_bytes = *std::move(held);
   // Released as the answer goes out, not when the last reference to the job
   // goes: a caller's next request right after must find them free.
   job->done = [held = &job->held_bytes,
@@ -715,13 +714,12 @@ void EngineImpl::EvaluateAsync(v1::EvaluateRequest request, CallContext context,
     }
     // A follower holds its request (to be evaluated anew if need be): its
     // bytes count like a job's.
-    absl::Status refusal;
-    auto held = std::make_shared<std::optional<ByteBudget::Hold>>(
-        HoldAdmittedBytes(request.ByteSizeLong(), &refusal));
-    if (!*held) {
+    absl::StatusOr<ByteBudget::Hold> hold = HoldAdmittedBytes(request.ByteSizeLong());
+    if (!hold.ok()) {
       lock.unlock();
-      return done(refusal);
+      return done(hold.status());
     }
+    auto held = std::make_shared<std::optional<ByteBudget::Hold>>(*std::move(hold));
     ++followers_;
     // The leader's caller going away (or its deadline passing) ends the
     // leader's run, not this caller's: then it is evaluated anew.
@@ -1151,10 +1149,9 @@ void EngineImpl::CompileAsync(v1::CompileRequest request, CallContext context,
   // The rest on the compile pool, in the caller's turn among the clients
   // compiling (a Compile call took a compile worker outside that rotation).
   const std::string key = context.client_id;
-  absl::Status refused;
-  auto held = std::make_shared<std::optional<ByteBudget::Hold>>(
-      HoldAdmittedBytes(job->source.size(), &refused));
-  if (!*held) return done(refused);
+  absl::StatusOr<ByteBudget::Hold> hold = HoldAdmittedBytes(job->source.size());
+  if (!hold.ok()) return done(hold.status());
+  auto held = std::make_shared<std::optional<ByteBudget::Hold>>(*std::move(hold));
   auto shared_done = std::make_shared<CompileCallback>(std::move(done));
   const bool queued = compile_pool_->Submit(
       key, [this, job, context = std::move(context), shared_done, refusal, answer, held] {

@@ -327,10 +327,11 @@ inline void __threadfence_block() { std::atomic_signal_fence(std::memory_order_s
 // whose load and store lie on either side of a warp operation, after which
 // a warp goes on before the next one starts). A plain store without such a
 // load is not (outputs, and initialisers that publish a value after setting
-// their guard, run as before). Spin points let the others run too, at a lower priority (one
-// spinner at a time, when nothing else can run), so a lock's holder held
-// at a store point finishes before every waiter retries: a volatile load,
-// a compare-and-swap that fails, an atomic that changes nothing.
+// their guard, run as before). Spin points let the others run too, at a
+// lower priority (one spinner at a time, when nothing else can run), so a
+// lock's holder held at a store point finishes before every waiter
+// retries: a volatile load, a compare-and-swap that fails twice alike
+// (FailedCas), an atomic that changes nothing.
 #if defined(__SANITIZE_THREAD__)
 namespace kerneleval_cpu::detail {
 
