@@ -13,6 +13,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -35,7 +36,8 @@ size_t RoundUp(size_t value, size_t unit) { return (value + unit - 1) / unit * u
 // waits at a barrier or warp operation). A GPU runs them concurrently: code
 // that reads what another thread writes without a barrier between them is
 // wrong there, yet always right here if threads started in index order (a
-// racy scan passed with reward 3.3). Each launch draws one order.
+// racy scan passed with reward 3.3). Each launch draws one order, except in
+// a correctness run's odd cases (SetCaseSchedule), which take them in turn.
 enum class ThreadOrder : uint8_t {
   kForward,              // 0, 1, 2, ...
   kReverse,              // n-1, n-2, ...
@@ -51,6 +53,10 @@ struct Globals {
   // the generator's state, but a kernel that checks which order it got can
   // as well wait for its predecessor properly.
   std::mt19937_64 order_chooser{std::random_device{}()};
+  // SetCaseSchedule: whether store points yield, and the order of every
+  // launch (none: drawn per launch).
+  bool store_points = true;
+  std::optional<ThreadOrder> fixed_order;
   std::atomic<uint64_t> printed{0};
   std::atomic<uint64_t> heap_used{0};
   kerneleval_cpu_runtime table{};
@@ -134,6 +140,7 @@ struct GridJob {
   uint64_t total_blocks = 0;
   size_t stack_bytes = 0;  // [bytes] per fiber
   ThreadOrder thread_order = ThreadOrder::kForward;
+  bool store_points = true;  // an interleaved build's store points yield
   std::atomic<uint64_t> next_block{0};
 };
 
@@ -198,6 +205,7 @@ class BlockExecutor {
                        static_cast<uint32_t>(linear_block / (gx * gy))};
     n_ = launch.block.x * launch.block.y * launch.block.z;
     order_ = job.thread_order;
+    store_points_ = job.store_points;
     for (uint32_t t = 0; t < n_; ++t) threads_[t].state = kUnstarted;
     const uint32_t warps = (n_ + 31) / 32;
     warp_waiting_.assign(warps, 0);
@@ -213,6 +221,7 @@ class BlockExecutor {
     done_ = 0;
     at_barrier_ = 0;
     at_warp_ = 0;
+    at_active_mask_ = 0;
     active_runner_ = kNone;
     ready_.clear();
     ready_head_ = 0;
@@ -238,6 +247,8 @@ class BlockExecutor {
       } else if (!yielded_.empty()) {
         for (uint32_t t : yielded_) ready_.push_back(t);
         yielded_.clear();
+      } else if (at_active_mask_ > 0) {
+        ReleaseActiveMasks();
       } else if (!spinning_.empty()) {
         ready_.push_back(spinning_.front());
         spinning_.pop_front();
@@ -281,6 +292,13 @@ class BlockExecutor {
 
   uint64_t Warp(const kerneleval_cpu_warp_op& op) {
     Thread& thread = threads_[current_];
+    if (op.kind == KERNELEVAL_CPU_WARP_ACTIVE_MASK) {
+      thread.state = kAtActiveMask;
+      thread.op = op;
+      ++at_active_mask_;
+      Suspend();
+      return thread.result;
+    }
     thread.state = kAtWarp;
     thread.op = op;
     const uint32_t w = current_ / 32;
@@ -291,8 +309,6 @@ class BlockExecutor {
     Suspend();
     return thread.result;
   }
-
-  uint32_t ActiveMask() const { return warp_live_[current_ / 32]; }
 
   void Yield() {
     threads_[current_].state = kReady;
@@ -307,7 +323,10 @@ class BlockExecutor {
   // one lock, each critical section cost a round of 1,023 failed tries).
   void Interleave(uint32_t kind) {
     if (!on_thread_) return;
-    if (kind != KERNELEVAL_CPU_INTERLEAVE_SPIN) return Yield();
+    if (kind != KERNELEVAL_CPU_INTERLEAVE_SPIN) {
+      if (store_points_) Yield();
+      return;
+    }
     threads_[current_].state = kReady;
     spinning_.push_back(current_);
     Suspend();
@@ -316,7 +335,7 @@ class BlockExecutor {
   void* DynamicShared() const { return dynamic_shared_; }
 
  private:
-  enum State : uint8_t { kUnstarted, kRunning, kReady, kAtBarrier, kAtWarp, kDone };
+  enum State : uint8_t { kUnstarted, kRunning, kReady, kAtBarrier, kAtWarp, kAtActiveMask, kDone };
 
   struct Thread {
     State state = kUnstarted;
@@ -395,6 +414,34 @@ class BlockExecutor {
       return true;
     }
     return false;
+  }
+
+  // __activemask(), once no thread of the block can run on without a
+  // release: each waiting lane gets the lanes of its warp waiting at the
+  // same call (op.value), the lanes of its branch. Lanes elsewhere wait at
+  // another call, a warp operation or a barrier, or have exited (a GPU
+  // would not count them active either: a lane that left a loop early and
+  // waits at the __syncthreads after it).
+  void ReleaseActiveMasks() {
+    for (uint32_t t = 0; t < n_; ++t) {
+      if (threads_[t].state != kAtActiveMask) continue;
+      const uint32_t base = t / 32 * 32;
+      const uint32_t end = std::min(base + 32, n_);
+      uint32_t mask = 0;
+      for (uint32_t other = base; other < end; ++other) {
+        if (threads_[other].state == kAtActiveMask &&
+            threads_[other].op.value == threads_[t].op.value) {
+          mask |= 1u << (other - base);
+        }
+      }
+      threads_[t].result = mask;
+    }
+    for (uint32_t t = 0; t < n_; ++t) {
+      if (threads_[t].state != kAtActiveMask) continue;
+      threads_[t].state = kReady;
+      ready_.push_back(t);
+    }
+    at_active_mask_ = 0;
   }
 
   void CompleteWarp(uint32_t w) {
@@ -606,9 +653,11 @@ class BlockExecutor {
   uint32_t n_ = 0;
   uint32_t next_unstarted_ = 0;  // threads started so far (ThreadToStart maps them)
   ThreadOrder order_ = ThreadOrder::kForward;
+  bool store_points_ = true;
   uint32_t done_ = 0;
   uint32_t at_barrier_ = 0;
   uint32_t at_warp_ = 0;
+  uint32_t at_active_mask_ = 0;  // threads waiting in __activemask()
   uint32_t current_ = kNone;
   uint32_t active_runner_ = kNone;   // thread being run by the fiber that runs threads in order
   boost::context::fiber scheduler_;  // RunBlock's continuation, while a fiber runs
@@ -718,7 +767,9 @@ const char* AbiRunGrid(const kerneleval_cpu_launch* launch, kerneleval_cpu_threa
   job.closure = closure;
   job.total_blocks = uint64_t{g.x} * g.y * g.z;
   // Launches come one at a time from the runner's thread.
-  job.thread_order = static_cast<ThreadOrder>(globals->order_chooser() % kThreadOrders);
+  job.thread_order = globals->fixed_order.value_or(
+      static_cast<ThreadOrder>(globals->order_chooser() % kThreadOrders));
+  job.store_points = globals->store_points;
   const uint64_t wanted = std::min<uint64_t>(globals->options.threads, job.total_blocks);
   const size_t floor = globals->options.fiber_stack_bytes;
   job.stack_bytes =
@@ -737,7 +788,6 @@ int32_t AbiBarrier(uint32_t kind, int32_t predicate) {
   return tls_executor->Barrier(kind, predicate);
 }
 uint64_t AbiWarp(const kerneleval_cpu_warp_op* op) { return tls_executor->Warp(*op); }
-uint32_t AbiActiveMask() { return tls_executor->ActiveMask(); }
 void AbiYield() { tls_executor->Yield(); }
 void AbiInterleave(uint32_t kind) {
   if (tls_executor) tls_executor->Interleave(kind);
@@ -803,7 +853,6 @@ const kerneleval_cpu_runtime* InstallDeviceRuntime(const DeviceRuntimeOptions& o
   t.next_thread = AbiNextThread;
   t.barrier = AbiBarrier;
   t.warp = AbiWarp;
-  t.active_mask = AbiActiveMask;
   t.yield = AbiYield;
   t.dynamic_shared = AbiDynamicShared;
   t.print_budget = AbiPrintBudget;
@@ -822,6 +871,16 @@ uint64_t DevicePrintedBytes() { return globals ? globals->printed.load() : 0; }
 void ClearDynamicSharedMemory() {
   std::lock_guard<std::mutex> lock(BlockExecutor::ArenasMutex());
   for (const auto& [base, bytes] : BlockExecutor::Arenas()) std::memset(base, 0, bytes);
+}
+
+void SetCaseSchedule(size_t case_index) {
+  if (!globals) return;
+  globals->store_points = case_index % 2 == 0;
+  if (globals->store_points) {
+    globals->fixed_order.reset();
+  } else {
+    globals->fixed_order = static_cast<ThreadOrder>(case_index / 2 % kThreadOrders);
+  }
 }
 
 }  // namespace kerneleval::cpu

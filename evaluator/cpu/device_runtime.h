@@ -66,4 +66,16 @@ uint64_t DevicePrintedBytes();
 // clears shared memory.)
 void ClearDynamicSharedMemory();
 
+// Sets how the launches of correctness case `case_index` of a run schedule
+// a block's threads. Even cases: an interleaved build's store points yield
+// (a thread about to store what the block loaded lets the others run
+// first), in a thread order drawn per launch. Odd cases: store points do
+// not yield and the threads start in order, reversed, then lanes of each
+// warp reversed (cases 1, 3, 5; then again). Neither schedule alone catches
+// every race a GPU shows: with store points every thread loads before any
+// stores, which an in-place scan step `s[t] += s[t - offset]` needs; without
+// them a histogram without atomics loses no update. Timing runs keep the
+// default (store points, drawn order); call between grids.
+void SetCaseSchedule(size_t case_index);
+
 }  // namespace kerneleval::cpu

@@ -548,6 +548,7 @@ int RunCasesInRunner(int channel_fd, RunnerReport* report, const RunnerConfig& c
   const Library library = SandboxAndLoad(config, channel_fd);
   for (size_t c = 0; c < cases.size(); ++c) {
     report->case_index.store(static_cast<int32_t>(c));
+    SetCaseSchedule(c);
     cases[c]->Register(report);
     cases[c]->Run(library, report);
     report->buffer_count = 0;

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KERNELEVAL_CPU_ABI_VERSION 2u
+#define KERNELEVAL_CPU_ABI_VERSION 3u
 
 #ifdef __cplusplus
 extern "C" {
@@ -106,6 +106,9 @@ enum kerneleval_cpu_warp_op_kind {
   KERNELEVAL_CPU_WARP_REDUCE_XOR = 15,
   KERNELEVAL_CPU_WARP_MATCH_ANY = 16,  // value: 8 bytes compared
   KERNELEVAL_CPU_WARP_MATCH_ALL = 17,  // result: mask, or 0 (predicate in bit 32)
+  // __activemask(): value identifies the call (its return address); the
+  // result is the lanes of the warp waiting at the same one.
+  KERNELEVAL_CPU_WARP_ACTIVE_MASK = 18,
 };
 
 typedef struct kerneleval_cpu_warp_op {
@@ -129,14 +132,21 @@ enum kerneleval_cpu_barrier_kind {
 // static thread-local storage: the submission's own thread-locals are
 // dynamic (a __tls_get_addr call per access), and its hooks run at every
 // load. Found at runtime->thread_state_offset from the thread pointer.
-#define KERNELEVAL_CPU_RECENT_LOAD_SLOTS 256u
+#define KERNELEVAL_CPU_LOAD_SETS 512u
+typedef struct kerneleval_cpu_load_slot {
+  uint64_t granule;    // [address / 8]
+  uint64_t filled_in;  // the epoch it was filled in
+} kerneleval_cpu_load_slot;
 typedef struct kerneleval_cpu_thread_state {
   // Loads of the block's threads since the block started or last passed a
   // barrier (the runtime starts a new epoch then), by 8-byte granule: a
-  // slot counts when filled in the current epoch.
+  // slot counts when filled in the current epoch. Two ways per set: the
+  // first load of the epoch to reach the set keeps the first way, the
+  // latest the second, so a value loaded early and stored late (a sum
+  // kept in a register over a long loop) is not pushed out by the loop's
+  // own loads, nor a load just before its store by earlier ones.
   uint64_t epoch;
-  uint64_t granule[KERNELEVAL_CPU_RECENT_LOAD_SLOTS];
-  uint64_t filled_in[KERNELEVAL_CPU_RECENT_LOAD_SLOTS];
+  kerneleval_cpu_load_slot loads[KERNELEVAL_CPU_LOAD_SETS][2];
   // [address] The running thread's stack ends here (its first frame).
   uintptr_t stack_top;
   // The running thread's last compare-and-swap that failed in this turn:
@@ -167,7 +177,6 @@ typedef struct kerneleval_cpu_runtime {
   // Warp rendezvous: all lanes of op->mask that have not exited arrive, then
   // every lane gets its result (shuffled value bits, ballot mask, ...).
   uint64_t (*warp)(const kerneleval_cpu_warp_op* op);
-  uint32_t (*active_mask)(void);
   void (*yield)(void);            // __nanosleep: let the block's other threads run
   void* (*dynamic_shared)(void);  // this OS thread's dynamic shared memory
   // Device printf: bytes still allowed (0: stop formatting), then consume.

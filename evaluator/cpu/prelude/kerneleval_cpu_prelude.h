@@ -267,7 +267,19 @@ inline int __uni_sync(unsigned mask, int predicate) {
   const unsigned votes = __ballot_sync(mask, predicate);
   return votes == 0 || votes == (mask & __ballot_sync(mask, 1));
 }
-inline unsigned __activemask() { return kerneleval_cpu::detail::rt().active_mask(); }
+// The lanes of the caller's warp in its branch: those that reach this same
+// call (its return address) together, before any other warp operation or
+// barrier; the runtime answers once no thread of the block can run on.
+// Every lane that has not exited would count lanes waiting at the barrier
+// after a loop the others are still in, and a __match_any_sync(
+// __activemask(), v) waited for them forever. A device function that calls
+// it and is not inlined makes one call of its callers' (their lanes count
+// together).
+__attribute__((noinline)) inline unsigned __activemask() {
+  return static_cast<unsigned>(kerneleval_cpu::detail::Warp(
+      KERNELEVAL_CPU_WARP_ACTIVE_MASK, 0, reinterpret_cast<uintptr_t>(__builtin_return_address(0)),
+      0, 32, 0));
+}
 
 #define KERNELEVAL_CPU_WARP_REDUCE(name, type, kind)                                        \
   inline type name(unsigned mask, type value) {                                             \
@@ -339,18 +351,22 @@ KERNELEVAL_CPU_BOOKKEEPING void SetFiberStackTop(uintptr_t top) {
   if (kerneleval_cpu_thread_state* state = ThreadState()) state->stack_top = top;
 }
 
-inline unsigned LoadSlot(uint64_t granule) {
-  static_assert(KERNELEVAL_CPU_RECENT_LOAD_SLOTS == 256);
-  return static_cast<unsigned>((granule * 0x9E3779B97F4A7C15ull) >> 56);
+__attribute__((no_sanitize_thread)) inline kerneleval_cpu_load_slot* LoadSet(
+    kerneleval_cpu_thread_state* state, uint64_t granule) {
+  static_assert(KERNELEVAL_CPU_LOAD_SETS == 512);
+  return state->loads[(granule * 0x9E3779B97F4A7C15ull) >> 55];
 }
 
 __attribute__((no_sanitize_thread)) inline void NoteLoad(const volatile void* address) {
   kerneleval_cpu_thread_state* state = ThreadState();
   if (!state) return;
   const uint64_t granule = reinterpret_cast<uintptr_t>(address) >> 3;
-  const unsigned slot = LoadSlot(granule);
-  state->granule[slot] = granule;
-  state->filled_in[slot] = state->epoch;
+  kerneleval_cpu_load_slot* set = LoadSet(state, granule);
+  if (set[0].filled_in != state->epoch) {
+    set[0] = {granule, state->epoch};
+  } else if (set[0].granule != granule) {
+    set[1] = {granule, state->epoch};
+  }
 }
 
 // A load of `bytes` from `address`: its first and last granule (a float4
@@ -362,11 +378,12 @@ __attribute__((no_sanitize_thread)) inline void NoteLoads(const volatile void* a
 }
 
 __attribute__((no_sanitize_thread)) inline bool LoadedSinceBarrier(const volatile void* address) {
-  const kerneleval_cpu_thread_state* state = ThreadState();
+  kerneleval_cpu_thread_state* state = ThreadState();
   if (!state) return false;
   const uint64_t granule = reinterpret_cast<uintptr_t>(address) >> 3;
-  const unsigned slot = LoadSlot(granule);
-  return state->granule[slot] == granule && state->filled_in[slot] == state->epoch;
+  const kerneleval_cpu_load_slot* set = LoadSet(state, granule);
+  return (set[0].granule == granule && set[0].filled_in == state->epoch) ||
+         (set[1].granule == granule && set[1].filled_in == state->epoch);
 }
 
 __attribute__((no_sanitize_thread, noinline)) inline void Interleave(uint32_t kind) {
@@ -1054,8 +1071,8 @@ inline void DeviceFree(void* pointer) { rt().heap_free(pointer); }
 [[noreturn]] inline void __brkpt() { kerneleval_cpu::detail::Trap("__brkpt() called"); }
 inline void __prof_trigger(int) {}
 
-// ---- 11. Cooperative groups: block and warp-tile groups. Grid-wide groups
-// (this_grid, grid sync) are not supported.
+// ---- 11. Cooperative groups: block, warp-tile and coalesced groups.
+// Grid-wide groups (this_grid, grid sync) are not supported.
 namespace cooperative_groups {
 
 class thread_block {
@@ -1122,6 +1139,66 @@ inline thread_block_tile<Size> tiled_partition(const Parent&) {
   return {};
 }
 
+// The lanes of a warp that called coalesced_threads() together (one
+// __activemask()); ranks count its lanes in lane order.
+class coalesced_group {
+ public:
+  explicit coalesced_group(unsigned lanes) : mask_(lanes) {}
+  unsigned num_threads() const { return static_cast<unsigned>(__builtin_popcount(mask_)); }
+  unsigned size() const { return num_threads(); }
+  unsigned thread_rank() const {
+    const unsigned lane = kerneleval_cpu::detail::LinearThreadIndex() & 31u;
+    return static_cast<unsigned>(__builtin_popcount(mask_ & ((1u << lane) - 1u)));
+  }
+  static unsigned meta_group_rank() { return 0; }
+  static unsigned meta_group_size() { return 1; }
+  unsigned get_mask() const { return mask_; }
+  void sync() const { __syncwarp(mask_); }
+  template <class T>
+  T shfl(T value, unsigned rank) const {
+    return __shfl_sync(mask_, value, static_cast<int>(LaneOfRank(rank)));
+  }
+  // A rank past the group's ends gives the caller its own value (CUDA: undefined).
+  template <class T>
+  T shfl_down(T value, unsigned delta) const {
+    const unsigned rank = thread_rank() + delta;
+    const unsigned own = kerneleval_cpu::detail::LinearThreadIndex() & 31u;
+    return __shfl_sync(mask_, value, static_cast<int>(rank < size() ? LaneOfRank(rank) : own));
+  }
+  template <class T>
+  T shfl_up(T value, unsigned delta) const {
+    const unsigned rank = thread_rank();
+    const unsigned own = kerneleval_cpu::detail::LinearThreadIndex() & 31u;
+    return __shfl_sync(mask_, value,
+                       static_cast<int>(rank >= delta ? LaneOfRank(rank - delta) : own));
+  }
+  int any(int predicate) const { return __any_sync(mask_, predicate); }
+  int all(int predicate) const { return __all_sync(mask_, predicate); }
+  // The votes of the group's lanes, packed by rank.
+  unsigned ballot(int predicate) const {
+    const unsigned votes = __ballot_sync(mask_, predicate);
+    unsigned packed = 0, rank = 0;
+    for (unsigned lanes = mask_; lanes; lanes &= lanes - 1, ++rank) {
+      if (votes & (lanes & -lanes)) packed |= 1u << rank;
+    }
+    return packed;
+  }
+
+ private:
+  unsigned LaneOfRank(unsigned rank) const {
+    unsigned lanes = mask_;
+    for (unsigned r = 0; r < rank && lanes; ++r) lanes &= lanes - 1;
+    return lanes ? static_cast<unsigned>(__builtin_ctz(lanes)) : 0u;
+  }
+  unsigned mask_;
+};
+
+// Must be called by every lane that is to be in the group (its branch);
+// always inlined, so that each call site is a call of __activemask.
+__attribute__((always_inline)) inline coalesced_group coalesced_threads() {
+  return coalesced_group(__activemask());
+}
+
 template <class T>
 struct plus {
   T operator()(const T& a, const T& b) const { return a + b; }
@@ -1171,6 +1248,29 @@ inline T exclusive_scan(const thread_block_tile<Size, Parent>& tile, T value, Op
   const T inclusive = inclusive_scan(tile, value, op);
   const T shifted = tile.shfl_up(inclusive, 1);
   return tile.thread_rank() == 0 ? T{} : shifted;
+}
+
+// A coalesced group's, in rank order: every lane gets the result.
+template <class T, class Op>
+inline T inclusive_scan(const coalesced_group& group, T value, Op op) {
+  const unsigned rank = group.thread_rank(), n = group.size();
+  for (unsigned offset = 1; offset < n; offset *= 2) {
+    const T other = group.shfl_up(value, offset);
+    if (rank >= offset) value = op(value, other);
+  }
+  return value;
+}
+
+template <class T, class Op>
+inline T exclusive_scan(const coalesced_group& group, T value, Op op) {
+  const T inclusive = inclusive_scan(group, value, op);
+  const T shifted = group.shfl_up(inclusive, 1);
+  return group.thread_rank() == 0 ? T{} : shifted;
+}
+
+template <class T, class Op>
+inline T reduce(const coalesced_group& group, T value, Op op) {
+  return group.shfl(inclusive_scan(group, value, op), group.size() - 1);
 }
 
 }  // namespace cooperative_groups

@@ -311,6 +311,99 @@ __global__ void warp_sums(const int* x, int* down, int* butterfly, double* dsum,
   }
 }
 
+// __activemask() is the lanes of the caller's warp that reach the same
+// call together: those in its branch, not every lane that has not exited
+// (red team, 2026-12-04: warp-aggregated atomics deadlocked, lanes that had
+// left the loop early waiting at the barrier after it while the others'
+// __match_any_sync(__activemask(), v) waited for them).
+TEST_F(CpuBackendTest, ActiveMaskIsTheLanesInTheCallersBranch) {
+  const char* source = R"(
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+namespace cg = cooperative_groups;
+__global__ void branch_masks(unsigned* masks) {
+  const int lane = threadIdx.x % 32;
+  unsigned m = __activemask();
+  if (lane < 10) m ^= __activemask();
+  else if (lane % 2) m = ~__activemask();
+  masks[threadIdx.x] = m;
+}
+__global__ void aggregated_histogram(const unsigned char* x, int* counts, int n) {
+  __shared__ int bins[256];
+  bins[threadIdx.x] = 0;
+  __syncthreads();
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    const unsigned active = __activemask();
+    const int v = x[i];
+    const unsigned peers = __match_any_sync(active, v);
+    if ((threadIdx.x & 31) == __ffs(peers) - 1) atomicAdd(&bins[v], __popc(peers));
+  }
+  __syncthreads();
+  counts[threadIdx.x] = bins[threadIdx.x];
+}
+__global__ void zero(int* count) { *count = 0; }
+// The programming guide's warp-aggregated increment, in a branch: each
+// group's first lane adds the group's size; every lane records its group's
+// size (a cg::reduce) and its rank.
+__global__ void coalesced(const int* x, int* count, int* sizes) {
+  const int t = threadIdx.x;
+  sizes[t] = -1;
+  if (x[t] % 3 == 0) {
+    const cg::coalesced_group g = cg::coalesced_threads();
+    int base = 0;
+    if (g.thread_rank() == 0) base = atomicAdd(count, (int)g.size());
+    base = g.shfl(base, 0);
+    sizes[t] = cg::reduce(g, 1, cg::plus<int>()) * 100 + (int)g.thread_rank();
+  }
+}
+)";
+  const int threads = 48, n = 1000;  // 1000 = 3 x 256 + 232: warp 7 splits in the last round
+  const BufferSpec x = IntInput("x", v1::DTYPE_U8, n, 0, 7);
+  const internal::RunResult result = RunOk(MakeRequest(
+      source,
+      {MakeCase("masks", 1, {Output("masks", v1::DTYPE_I32, threads)},
+                {Launch("branch_masks", {1}, {threads}, {Buf("masks")})}),
+       MakeCase("histogram", 2, {x, Output("counts", v1::DTYPE_I32, 256)},
+                {Launch("aggregated_histogram", {1}, {256}, {Buf("x"), Buf("counts"), Int(n)})}),
+       MakeCase("coalesced", 3,
+                {IntInput("x", v1::DTYPE_I32, 128, 0, 1000), Output("count", v1::DTYPE_I32, 1),
+                 Output("sizes", v1::DTYPE_I32, 128)},
+                {Launch("zero", {1}, {1}, {Buf("count")}),
+                 Launch("coalesced", {1}, {128}, {Buf("x"), Buf("count"), Buf("sizes")})})}));
+  ASSERT_EQ(result.cases_size(), 3);
+  const auto masks = Values<uint32_t>(result.cases(0).outputs(0));
+  for (int t = 0; t < threads; ++t) {
+    const int lane = t % 32;
+    const uint32_t live = t < 32 ? 0xffffffffu : 0xffffu;  // the second warp has 16 lanes
+    uint32_t odd_lanes = 0;
+    for (int l = 11; l < 32; l += 2) odd_lanes |= 1u << l;
+    uint32_t expected = live;
+    if (lane < 10)
+      expected = live ^ 0x3ffu;
+    else if (lane % 2)
+      expected = ~(odd_lanes & live);
+    EXPECT_EQ(masks[t], expected) << "thread " << t;
+  }
+  int expected_counts[256] = {};
+  for (uint8_t v : Generated<uint8_t>(x, 2)) ++expected_counts[v];
+  const auto counts = Values<int32_t>(result.cases(1).outputs(0));
+  for (int b = 0; b < 256; ++b) EXPECT_EQ(counts[b], expected_counts[b]) << "bin " << b;
+  const auto vx = Generated<int32_t>(IntInput("x", v1::DTYPE_I32, 128, 0, 1000), 3);
+  const auto sizes = Values<int32_t>(result.cases(2).outputs(1));
+  int multiples = 0;
+  for (int w = 0; w < 4; ++w) {
+    int in_group = 0;
+    for (int l = 0; l < 32; ++l) in_group += vx[w * 32 + l] % 3 == 0;
+    int rank = 0;
+    for (int l = 0; l < 32; ++l) {
+      const int t = w * 32 + l;
+      EXPECT_EQ(sizes[t], vx[t] % 3 == 0 ? in_group * 100 + rank++ : -1) << "thread " << t;
+    }
+    multiples += in_group;
+  }
+  EXPECT_EQ(Values<int32_t>(result.cases(2).outputs(0))[0], multiples);
+}
+
 TEST_F(CpuBackendTest, DynamicSharedMemoryAndCooperativeGroups) {
   // Reverses each block's slice through `extern __shared__` (namespace scope
   // and block scope), and sums it with a cooperative-groups tile reduce.
@@ -404,7 +497,11 @@ __global__ void zero(unsigned long long* total, int* bins, unsigned* maxv) {
 // updates atomically) what it loaded lets the block's others run first, so
 // plain read-modify-writes of data they share lose updates as on a GPU (one
 // after another between barriers they lost none), while atomics and a lock
-// built from atomicCAS stay exact.
+// built from atomicCAS stay exact. Store points yield in a run's even cases
+// (SetCaseSchedule), so every racy kernel here has one; its odd cases run
+// the threads one after another, forward in case 1, which an in-place scan
+// step `s[t] += s[t - offset]` gets wrong (with store points every thread
+// loads before any stores, the one schedule under which it is right).
 TEST_F(CpuBackendTest, CorrectnessRunsInterleaveABlocksThreadsAtReadModifyWrites) {
   const char* source = R"(
 __global__ void zero(int* counts) { counts[threadIdx.x] = 0; }
@@ -438,6 +535,39 @@ __global__ void racy_across_shuffles(int* counts) {
   for (int offset = 16; offset > 0; offset >>= 1) lanes += __shfl_down_sync(~0u, lanes, offset);
   if (threadIdx.x % 32 == 0) counts[0] = old + lanes;
 }
+// Each lane adds its share of x to a count it loaded first and stores it
+// 2,048 loads later: those loads must not push the count's out of the
+// block's recent loads.
+__global__ void racy_long_after_load(const int* x, int* counts, int n) {
+  int total = counts[0];
+  for (int i = threadIdx.x; i < n; i += blockDim.x) total += x[i] & 1;
+  counts[0] = total;
+}
+// Hillis-Steele scans of 256 values: in place (racy: thread t may read
+// s[t - offset] after its owner updated it) and double-buffered.
+__global__ void inplace_scan(const int* x, int* y) {
+  __shared__ int s[256];
+  s[threadIdx.x] = x[threadIdx.x];
+  __syncthreads();
+  for (int offset = 1; offset < 256; offset *= 2) {
+    if (threadIdx.x >= offset) s[threadIdx.x] += s[threadIdx.x - offset];
+    __syncthreads();
+  }
+  y[threadIdx.x] = s[threadIdx.x];
+}
+__global__ void buffered_scan(const int* x, int* y) {
+  __shared__ int s[2][256];
+  int in = 0;
+  s[0][threadIdx.x] = x[threadIdx.x];
+  __syncthreads();
+  for (int offset = 1; offset < 256; offset *= 2) {
+    s[1 - in][threadIdx.x] =
+        s[in][threadIdx.x] + (threadIdx.x >= offset ? s[in][threadIdx.x - offset] : 0);
+    in = 1 - in;
+    __syncthreads();
+  }
+  y[threadIdx.x] = s[in][threadIdx.x];
+}
 // The same under a spin lock: a failed atomicCAS lets the holder run.
 __global__ void locked_global(int* counts) {
   while (atomicCAS(&counts[1], 0, 1) != 0) {}
@@ -457,15 +587,29 @@ __global__ void locked_global(int* counts) {
                     {Launch("zero", {1}, {8}, {Buf("counts")}),
                      Launch(kernel, {blocks}, {threads}, {Buf("counts")})});
   };
-  const internal::RunResult result = RunOk(MakeRequest(
-      source, {histogram_case("racy_shared"), histogram_case("atomic_shared"),
-               counter_case("racy_global"), counter_case("locked_global"),
-               counter_case("racy_exchange"), counter_case("racy_across_shuffles", 1, 128)}));
-  ASSERT_EQ(result.cases_size(), 6);
+  const int long_n = 32 * 2048;
+  const BufferSpec long_x = IntInput("x", v1::DTYPE_I32, long_n, 0, 1000);
+  const internal::Case long_case =
+      MakeCase("racy_long_after_load", 5, {long_x, Output("counts", v1::DTYPE_I32, 8)},
+               {Launch("zero", {1}, {8}, {Buf("counts")}),
+                Launch("racy_long_after_load", {1}, {32}, {Buf("x"), Buf("counts"), Int(long_n)})});
+  const BufferSpec scan_x = IntInput("x", v1::DTYPE_I32, 256, 0, 1000);
+  auto scan_case = [&](const std::string& kernel) {
+    return MakeCase(kernel, 6, {scan_x, Output("y", v1::DTYPE_I32, 256)},
+                    {Launch(kernel, {1}, {256}, {Buf("x"), Buf("y")})});
+  };
+  // Racy kernels at even cases (store points), the in-place scan at case 1.
+  const internal::RunResult result =
+      RunOk(MakeRequest(source, {histogram_case("racy_shared"), scan_case("inplace_scan"),
+                                 counter_case("racy_global"), counter_case("locked_global"),
+                                 counter_case("racy_exchange"), histogram_case("atomic_shared"),
+                                 counter_case("racy_across_shuffles", 1, 128),
+                                 scan_case("buffered_scan"), long_case}));
+  ASSERT_EQ(result.cases_size(), 9);
   int expected[8] = {};
   for (int v : Generated<int32_t>(x, 3)) ++expected[v % 8];
   const auto racy = Values<int32_t>(result.cases(0).outputs(0));
-  const auto atomic = Values<int32_t>(result.cases(1).outputs(0));
+  const auto atomic = Values<int32_t>(result.cases(5).outputs(0));
   int racy_total = 0;
   for (int b = 0; b < 8; ++b) {
     EXPECT_EQ(atomic[b], expected[b]) << b;
@@ -478,8 +622,18 @@ __global__ void locked_global(int* counts) {
   EXPECT_LT(Values<int32_t>(result.cases(4).outputs(0))[0], 4 * 64 / 2)
       << "updates through a plain load and atomicExch were not lost";
   // One block (blocks on other OS threads race for real): 4 warps.
-  EXPECT_LT(Values<int32_t>(result.cases(5).outputs(0))[0], 128)
+  EXPECT_LT(Values<int32_t>(result.cases(6).outputs(0))[0], 128)
       << "updates of warps that loaded before their shuffles were not lost";
+  int odd = 0;
+  for (int v : Generated<int32_t>(long_x, 5)) odd += v & 1;
+  EXPECT_LT(Values<int32_t>(result.cases(8).outputs(0))[0], odd / 2)
+      << "updates stored long after their loads were not lost (of " << odd << ")";
+  std::vector<int32_t> prefix;
+  int running = 0;
+  for (int v : Generated<int32_t>(scan_x, 6)) prefix.push_back(running += v);
+  EXPECT_NE(Values<int32_t>(result.cases(1).outputs(0)), prefix)
+      << "an in-place scan read no value its owner had updated";
+  EXPECT_EQ(Values<int32_t>(result.cases(7).outputs(0)), prefix);
 }
 
 // What is correct on a GPU stays correct there (red team, 2026-12-04: with a
