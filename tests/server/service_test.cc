@@ -231,6 +231,19 @@ TEST(Service, ARequestOverTheTransportsMemoryBoundIsRefusedWhole) {
   EXPECT_TRUE(small.ok()) << small.status();
 }
 
+// The client caps responses (64 MiB by default), not requests: the server
+// bounds those and says so. A group of 80 sources of 1 MiB (80 MiB, within
+// the server's 1 MiB x 128 + 16 MiB) failed in the client before it was sent.
+TEST(Service, AGroupLargerThanTheClientsResponseLimitIsSent) {
+  TestServer server;
+  ASSERT_TRUE(server.ok());
+  auto client = server.Client();
+  const std::vector<std::string> big(80, std::string(1 << 20, 'x'));
+  auto group = client->EvaluateGroup(GroupRequestWith(big));
+  ASSERT_TRUE(group.ok()) << group.status();
+  EXPECT_EQ(group->verdicts_size(), 80);
+}
+
 // A call whose request is `bytes` as they are, as a client built from
 // another schema (or a broken one) sends them. A server-streaming method
 // answers it like a unary one when it sends no message before its status.

@@ -191,6 +191,17 @@ def test_group_skip_timing(client):
     assert group.reference_timing is None or group.reference_timing.samples == 0
 
 
+def test_group_larger_than_the_clients_response_limit_is_sent(client):
+    # 80 copies of a 1 MiB source: an 80 MiB request, within the server's
+    # default bound (144 MiB) and past the client's 64 MiB response limit,
+    # which capped requests too (RESOURCE_EXHAUSTED before anything was sent).
+    # Identical sources are graded once.
+    source = VECTOR_ADD + f"// large group {uuid.uuid4()}\n"
+    source += "/" * ((1 << 20) - len(source) - 1) + "\n"
+    group = client.evaluate_group("vector_add", [source] * 80, skip_timing=True)
+    assert len(group) == 80 and all(v.correct for v in group)
+
+
 def test_async_client(real):
     async def main() -> None:
         async with AsyncClient(real.target, timeout=RPC_TIMEOUT) as client:

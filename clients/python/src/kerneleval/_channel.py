@@ -39,7 +39,7 @@ from kerneleval.pb import SERVICE_NAME
 DEFAULT_TARGET = "localhost:50051"
 TARGET_ENV = "KERNELEVAL_SERVER"
 TOKEN_ENV = "KERNELEVAL_TOKEN"
-DEFAULT_MAX_MESSAGE_BYTES = 64 << 20  # a verdict with a CUBIN can be several MiB
+DEFAULT_MAX_MESSAGE_BYTES = 64 << 20  # [bytes] largest response: a verdict with a CUBIN can be several MiB
 MAX_ATTEMPTS_LIMIT = 5  # gRPC caps maxAttempts at 5
 
 Target = Union[str, Sequence[str]]
@@ -137,7 +137,10 @@ def channel_options(
         ("grpc.service_config", json.dumps(service_config(plan.lb_policy, max_attempts))),
         ("grpc.enable_retries", 1 if max_attempts > 1 else 0),
         ("grpc.max_receive_message_length", max_message_bytes),
-        ("grpc.max_send_message_length", max_message_bytes),
+        # Requests are bounded by the server, which says so (by default 1 MiB per
+        # source x 128 sources + 16 MiB: 144 MiB); a cap of max_message_bytes here
+        # failed a group of 128 sources of 600 KB before it was sent.
+        ("grpc.max_send_message_length", -1),
         # Keepalive: a frozen or unreachable server fails the calls waiting on
         # it (UNAVAILABLE) within ~80 s instead of never. An evaluation waits
         # minutes with no data, so pings continue without data; the server

@@ -67,6 +67,9 @@ class _ClientBase:
             call (1: no retry policy; gRPC caps it at 5).
         wait_for_ready: queue calls while no connection is ready (until the
             deadline) instead of failing fast with UNAVAILABLE.
+        max_message_bytes: largest response accepted [bytes]. Requests are not
+            capped here: the server refuses one past its own bound
+            (RESOURCE_EXHAUSTED).
         options: extra gRPC channel arguments, e.g. [("grpc.ssl_target_name_override", "kerneleval")].
         client_id: default fairness key sent with evaluations and compiles (empty: the peer address).
             A server with --tokens-file ignores it for a named client's token: the
