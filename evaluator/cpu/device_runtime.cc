@@ -222,14 +222,23 @@ class BlockExecutor {
     at_barrier_ = 0;
     at_warp_ = 0;
     at_active_mask_ = 0;
+    warp_active_mask_.assign(warps, 0);
+    round_left_ = 0;
+    round_started_ = false;
+    settled_check_arrivals_ = arrivals_;
     active_runner_ = kNone;
     ready_.clear();
     ready_head_ = 0;
 
     // Order: released threads first, then a warp whose lanes have all
-    // arrived, then new threads. A warp thus runs its shuffles with only its
-    // 32 fibers in use (their stacks stay in cache) before the next warp
-    // starts; barriers still wait for the whole block.
+    // arrived (at a warp operation, or at __activemask with the rest of the
+    // warp waiting elsewhere), then new threads. A warp thus runs its
+    // shuffles with only its 32 fibers in use (their stacks stay in cache)
+    // before the next warp starts; barriers still wait for the whole block.
+    // Then threads that yielded (store points, __nanosleep), then spinners
+    // one at a time; lanes at __activemask whose warp still has some of
+    // those are answered as they stand after a round of them in which no
+    // thread arrived anywhere (they may be waiting for those lanes).
     while (done_ < n_) {
       if (ready_head_ < ready_.size()) {
         const uint32_t t = ready_[ready_head_++];
@@ -242,16 +251,21 @@ class BlockExecutor {
         const uint32_t w = complete_warps_.back();
         complete_warps_.pop_back();
         if (WarpComplete(w)) CompleteWarp(w);
+      } else if (ReleaseSettledActiveMasks()) {
       } else if (next_unstarted_ < n_) {
         StartRunner();
+      } else if (at_active_mask_ > 0 && RoundWithoutArrivals()) {
+        for (uint32_t w = 0; w < warp_active_mask_.size(); ++w) ReleaseActiveMasks(w);
       } else if (!yielded_.empty()) {
+        round_left_ -= std::min<size_t>(round_left_, yielded_.size());
         for (uint32_t t : yielded_) ready_.push_back(t);
         yielded_.clear();
-      } else if (at_active_mask_ > 0) {
-        ReleaseActiveMasks();
       } else if (!spinning_.empty()) {
+        if (round_left_ > 0) --round_left_;
         ready_.push_back(spinning_.front());
         spinning_.pop_front();
+      } else if (at_active_mask_ > 0) {
+        for (uint32_t w = 0; w < warp_active_mask_.size(); ++w) ReleaseActiveMasks(w);
       } else if (!Release()) {
         Fatal(DeadlockMessage());
       }
@@ -263,6 +277,7 @@ class BlockExecutor {
     const uint32_t t = current_;
     threads_[t].state = kDone;
     ++done_;
+    ++arrivals_;
     // An exited lane no longer holds back its warp's operations.
     const uint32_t w = t / 32;
     warp_live_[w] &= ~(1u << (t % 32));
@@ -286,15 +301,18 @@ class BlockExecutor {
     thread.op.kind = kind;
     thread.op.predicate = predicate;
     ++at_barrier_;
+    ++arrivals_;
     Suspend();
     return static_cast<int32_t>(thread.result);
   }
 
   uint64_t Warp(const kerneleval_cpu_warp_op& op) {
     Thread& thread = threads_[current_];
+    ++arrivals_;
     if (op.kind == KERNELEVAL_CPU_WARP_ACTIVE_MASK) {
       thread.state = kAtActiveMask;
       thread.op = op;
+      warp_active_mask_[current_ / 32] |= 1u << (current_ % 32);
       ++at_active_mask_;
       Suspend();
       return thread.result;
@@ -422,26 +440,63 @@ class BlockExecutor {
   // another call, a warp operation or a barrier, or have exited (a GPU
   // would not count them active either: a lane that left a loop early and
   // waits at the __syncthreads after it).
-  void ReleaseActiveMasks() {
-    for (uint32_t t = 0; t < n_; ++t) {
-      if (threads_[t].state != kAtActiveMask) continue;
-      const uint32_t base = t / 32 * 32;
-      const uint32_t end = std::min(base + 32, n_);
-      uint32_t mask = 0;
-      for (uint32_t other = base; other < end; ++other) {
-        if (threads_[other].state == kAtActiveMask &&
-            threads_[other].op.value == threads_[t].op.value) {
-          mask |= 1u << (other - base);
-        }
+  void ReleaseActiveMasks(uint32_t w) {
+    const uint32_t waiting = warp_active_mask_[w];
+    if (waiting == 0) return;
+    const uint32_t base = w * 32;
+    for (uint32_t lanes = waiting; lanes; lanes &= lanes - 1) {
+      const uint32_t t = base + std::countr_zero(lanes);
+      uint32_t same_call = 0;
+      for (uint32_t others = waiting; others; others &= others - 1) {
+        const uint32_t other = std::countr_zero(others);
+        if (threads_[base + other].op.value == threads_[t].op.value) same_call |= 1u << other;
       }
-      threads_[t].result = mask;
+      threads_[t].result = same_call;
     }
-    for (uint32_t t = 0; t < n_; ++t) {
-      if (threads_[t].state != kAtActiveMask) continue;
+    for (uint32_t lanes = waiting; lanes; lanes &= lanes - 1) {
+      const uint32_t t = base + std::countr_zero(lanes);
       threads_[t].state = kReady;
       ready_.push_back(t);
+      --at_active_mask_;
     }
-    at_active_mask_ = 0;
+    warp_active_mask_[w] = 0;
+    round_started_ = false;
+  }
+
+  // Answers the lanes at __activemask of every warp whose other lanes all
+  // wait elsewhere (a warp operation, a barrier) or have exited: none of
+  // them can arrive without a release. Not waiting for the whole block, so
+  // that __activemask is no barrier between warps.
+  bool ReleaseSettledActiveMasks() {
+    // A warp settles only when one of its threads arrives somewhere.
+    if (at_active_mask_ == 0 || settled_check_arrivals_ == arrivals_) return false;
+    settled_check_arrivals_ = arrivals_;
+    bool released = false;
+    for (uint32_t w = 0; w < warp_active_mask_.size(); ++w) {
+      if (warp_active_mask_[w] == 0) continue;
+      const uint32_t base = w * 32, end = std::min(base + 32, n_);
+      bool settled = true;
+      for (uint32_t t = base; t < end && settled; ++t) {
+        const State state = threads_[t].state;
+        settled =
+            state == kAtActiveMask || state == kAtWarp || state == kAtBarrier || state == kDone;
+      }
+      if (!settled) continue;
+      ReleaseActiveMasks(w);
+      released = true;
+    }
+    return released;
+  }
+
+  // Whether the threads that yielded or spin have all run once since the
+  // last call that began a round, and none arrived anywhere meanwhile.
+  bool RoundWithoutArrivals() {
+    if (round_left_ > 0) return false;
+    if (round_started_ && round_arrivals_ == arrivals_) return true;
+    round_started_ = true;
+    round_arrivals_ = arrivals_;
+    round_left_ = yielded_.size() + spinning_.size();
+    return round_left_ == 0;
   }
 
   void CompleteWarp(uint32_t w) {
@@ -657,7 +712,15 @@ class BlockExecutor {
   uint32_t done_ = 0;
   uint32_t at_barrier_ = 0;
   uint32_t at_warp_ = 0;
-  uint32_t at_active_mask_ = 0;  // threads waiting in __activemask()
+  uint32_t at_active_mask_ = 0;             // threads waiting in __activemask()
+  std::vector<uint32_t> warp_active_mask_;  // per warp: lanes waiting in __activemask()
+  uint64_t arrivals_ = 0;  // at a barrier, a warp operation or __activemask, or exits
+  // RoundWithoutArrivals: yielded and spinning threads still to run in the
+  // round under way, and arrivals_ when it began.
+  size_t round_left_ = 0;
+  uint64_t round_arrivals_ = 0;
+  bool round_started_ = false;
+  uint64_t settled_check_arrivals_ = 0;  // arrivals_ at ReleaseSettledActiveMasks' last look
   uint32_t current_ = kNone;
   uint32_t active_runner_ = kNone;   // thread being run by the fiber that runs threads in order
   boost::context::fiber scheduler_;  // RunBlock's continuation, while a fiber runs

@@ -74,8 +74,9 @@ void ClearDynamicSharedMemory();
 // warp reversed (cases 1, 3, 5; then again). Neither schedule alone catches
 // every race a GPU shows: with store points every thread loads before any
 // stores, which an in-place scan step `s[t] += s[t - offset]` needs; without
-// them a histogram without atomics loses no update. Timing runs keep the
-// default (store points, drawn order); call between grids.
+// them a histogram without atomics loses no update. A run of one case has
+// no odd one, and the reversed orders need four and six. Timing runs keep
+// the default (store points, drawn order); call between grids.
 void SetCaseSchedule(size_t case_index);
 
 }  // namespace kerneleval::cpu

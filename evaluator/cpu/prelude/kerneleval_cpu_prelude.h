@@ -268,8 +268,10 @@ inline int __uni_sync(unsigned mask, int predicate) {
   return votes == 0 || votes == (mask & __ballot_sync(mask, 1));
 }
 // The lanes of the caller's warp in its branch: those that reach this same
-// call (its return address) together, before any other warp operation or
-// barrier; the runtime answers once no thread of the block can run on.
+// call (its return address) together: the runtime answers once the warp's
+// other lanes wait elsewhere (a warp operation, a barrier) or have exited,
+// or, when some of them only spin or sleep, after a round of those in which
+// no thread arrived anywhere.
 // Every lane that has not exited would count lanes waiting at the barrier
 // after a loop the others are still in, and a __match_any_sync(
 // __activemask(), v) waited for them forever. A device function that calls
@@ -1158,7 +1160,7 @@ class coalesced_group {
   T shfl(T value, unsigned rank) const {
     return __shfl_sync(mask_, value, static_cast<int>(LaneOfRank(rank)));
   }
-  // A rank past the group's ends gives the caller its own value (CUDA: undefined).
+  // A rank past the group's ends gives the caller its own value, as CUDA's.
   template <class T>
   T shfl_down(T value, unsigned delta) const {
     const unsigned rank = thread_rank() + delta;

@@ -315,11 +315,16 @@ __global__ void warp_sums(const int* x, int* down, int* butterfly, double* dsum,
 // call together: those in its branch, not every lane that has not exited
 // (red team, 2026-12-04: warp-aggregated atomics deadlocked, lanes that had
 // left the loop early waiting at the barrier after it while the others'
-// __match_any_sync(__activemask(), v) waited for them).
+// __match_any_sync(__activemask(), v) waited for them). A warp's lanes are
+// answered once its others wait elsewhere, not the whole block's (a review:
+// answered once no thread of the block could run, it was a barrier between
+// warps that hid a missing __syncthreads); lanes that spin or sleep first
+// get a round to arrive, and do not hold the others forever.
 TEST_F(CpuBackendTest, ActiveMaskIsTheLanesInTheCallersBranch) {
   const char* source = R"(
 #include <cooperative_groups.h>
 #include <cooperative_groups/reduce.h>
+#include <cooperative_groups/scan.h>
 namespace cg = cooperative_groups;
 __global__ void branch_masks(unsigned* masks) {
   const int lane = threadIdx.x % 32;
@@ -327,6 +332,34 @@ __global__ void branch_masks(unsigned* masks) {
   if (lane < 10) m ^= __activemask();
   else if (lane % 2) m = ~__activemask();
   masks[threadIdx.x] = m;
+}
+// Two warps' sums added without a barrier between the write of one and the
+// read of the other: racy, whatever __activemask does in between.
+__global__ void warp_sums_without_barrier(const int* x, int* out) {
+  __shared__ int partial[2];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  int v = x[threadIdx.x];
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(~0u, v, offset);
+  if (lane == 0) partial[warp] = v;
+  if (warp == 0 && __activemask() == ~0u && lane == 0) out[0] = partial[0] + partial[1];
+}
+__global__ void zero(int* count) { *count = 0; }
+// The programming guide's warp-aggregated increment, in a branch: each
+// group's first lane adds the group's size and hands the base out by rank.
+__global__ void coalesced(const int* x, int* count, int* out) {
+  const int t = threadIdx.x;
+  for (int k = 0; k < 6; ++k) out[6 * t + k] = -1;
+  if (x[t] % 3 == 0) {
+    const cg::coalesced_group g = cg::coalesced_threads();
+    int base = 0;
+    if (g.thread_rank() == 0) base = atomicAdd(count, (int)g.size());
+    out[6 * t] = g.shfl(base, 0) + (int)g.thread_rank();
+    out[6 * t + 1] = cg::reduce(g, t, cg::plus<int>());
+    out[6 * t + 2] = cg::exclusive_scan(g, t, cg::plus<int>());
+    out[6 * t + 3] = g.shfl_down(t, 1);
+    out[6 * t + 4] = g.shfl_up(t, 2);
+    out[6 * t + 5] = (int)g.ballot(t % 2);
+  }
 }
 __global__ void aggregated_histogram(const unsigned char* x, int* counts, int n) {
   __shared__ int bins[256];
@@ -341,36 +374,50 @@ __global__ void aggregated_histogram(const unsigned char* x, int* counts, int n)
   __syncthreads();
   counts[threadIdx.x] = bins[threadIdx.x];
 }
-__global__ void zero(int* count) { *count = 0; }
-// The programming guide's warp-aggregated increment, in a branch: each
-// group's first lane adds the group's size; every lane records its group's
-// size (a cg::reduce) and its rank.
-__global__ void coalesced(const int* x, int* count, int* sizes) {
-  const int t = threadIdx.x;
-  sizes[t] = -1;
-  if (x[t] % 3 == 0) {
-    const cg::coalesced_group g = cg::coalesced_threads();
-    int base = 0;
-    if (g.thread_rank() == 0) base = atomicAdd(count, (int)g.size());
-    base = g.shfl(base, 0);
-    sizes[t] = cg::reduce(g, 1, cg::plus<int>()) * 100 + (int)g.thread_rank();
+// Every lane passes a spin point (an atomic that changes nothing) on its
+// way, in converged code.
+__global__ void spin_then_mask(int* flag, unsigned* masks) {
+  atomicAdd(flag, 0);
+  masks[threadIdx.x] = __activemask();
+}
+// Lane 0 sets the flag the others sleep on, after its __activemask.
+__global__ void sleepers_wait_for_a_masked_writer(int* flag, unsigned* masks) {
+  if (threadIdx.x == 0) {
+    masks[0] = __activemask();
+    atomicExch(flag, 1);
+  } else {
+    while (__ldcv(flag) == 0) __nanosleep(100);
+    masks[threadIdx.x] = 0;
   }
 }
 )";
   const int threads = 48, n = 1000;  // 1000 = 3 x 256 + 232: warp 7 splits in the last round
   const BufferSpec x = IntInput("x", v1::DTYPE_U8, n, 0, 7);
+  const BufferSpec sums_x = IntInput("x", v1::DTYPE_I32, 64, 1, 100);
+  const BufferSpec coalesced_x = IntInput("x", v1::DTYPE_I32, 128, 0, 1000);
+  // Case 1 starts the threads in order: warp 0 reads partial[1] before warp
+  // 1 has started.
   const internal::RunResult result = RunOk(MakeRequest(
       source,
       {MakeCase("masks", 1, {Output("masks", v1::DTYPE_I32, threads)},
                 {Launch("branch_masks", {1}, {threads}, {Buf("masks")})}),
+       MakeCase("race", 4, {sums_x, Output("out", v1::DTYPE_I32, 1)},
+                {Launch("warp_sums_without_barrier", {1}, {64}, {Buf("x"), Buf("out")})}),
+       MakeCase("coalesced", 3,
+                {coalesced_x, Output("count", v1::DTYPE_I32, 1),
+                 Output("out", v1::DTYPE_I32, 6 * 128)},
+                {Launch("zero", {1}, {1}, {Buf("count")}),
+                 Launch("coalesced", {1}, {128}, {Buf("x"), Buf("count"), Buf("out")})}),
        MakeCase("histogram", 2, {x, Output("counts", v1::DTYPE_I32, 256)},
                 {Launch("aggregated_histogram", {1}, {256}, {Buf("x"), Buf("counts"), Int(n)})}),
-       MakeCase("coalesced", 3,
-                {IntInput("x", v1::DTYPE_I32, 128, 0, 1000), Output("count", v1::DTYPE_I32, 1),
-                 Output("sizes", v1::DTYPE_I32, 128)},
-                {Launch("zero", {1}, {1}, {Buf("count")}),
-                 Launch("coalesced", {1}, {128}, {Buf("x"), Buf("count"), Buf("sizes")})})}));
-  ASSERT_EQ(result.cases_size(), 3);
+       MakeCase("spin", 5, {Output("flag", v1::DTYPE_I32, 1), Output("masks", v1::DTYPE_I32, 32)},
+                {Launch("zero", {1}, {1}, {Buf("flag")}),
+                 Launch("spin_then_mask", {1}, {32}, {Buf("flag"), Buf("masks")})}),
+       MakeCase("sleep", 6, {Output("flag", v1::DTYPE_I32, 1), Output("masks", v1::DTYPE_I32, 32)},
+                {Launch("zero", {1}, {1}, {Buf("flag")}),
+                 Launch("sleepers_wait_for_a_masked_writer", {1}, {32},
+                        {Buf("flag"), Buf("masks")})})}));
+  ASSERT_EQ(result.cases_size(), 6);
   const auto masks = Values<uint32_t>(result.cases(0).outputs(0));
   for (int t = 0; t < threads; ++t) {
     const int lane = t % 32;
@@ -384,24 +431,53 @@ __global__ void coalesced(const int* x, int* count, int* sizes) {
       expected = ~(odd_lanes & live);
     EXPECT_EQ(masks[t], expected) << "thread " << t;
   }
-  int expected_counts[256] = {};
-  for (uint8_t v : Generated<uint8_t>(x, 2)) ++expected_counts[v];
-  const auto counts = Values<int32_t>(result.cases(1).outputs(0));
-  for (int b = 0; b < 256; ++b) EXPECT_EQ(counts[b], expected_counts[b]) << "bin " << b;
-  const auto vx = Generated<int32_t>(IntInput("x", v1::DTYPE_I32, 128, 0, 1000), 3);
-  const auto sizes = Values<int32_t>(result.cases(2).outputs(1));
+  int total = 0;
+  for (int v : Generated<int32_t>(sums_x, 4)) total += v;
+  EXPECT_NE(Values<int32_t>(result.cases(1).outputs(0))[0], total)
+      << "warp 0's __activemask waited for warp 1's write";
+
+  const auto vx = Generated<int32_t>(coalesced_x, 3);
+  const auto out = Values<int32_t>(result.cases(2).outputs(1));
   int multiples = 0;
+  std::vector<int> bases;
   for (int w = 0; w < 4; ++w) {
-    int in_group = 0;
-    for (int l = 0; l < 32; ++l) in_group += vx[w * 32 + l] % 3 == 0;
-    int rank = 0;
+    std::vector<int> members;  // thread indices, by rank
     for (int l = 0; l < 32; ++l) {
-      const int t = w * 32 + l;
-      EXPECT_EQ(sizes[t], vx[t] % 3 == 0 ? in_group * 100 + rank++ : -1) << "thread " << t;
+      if (vx[w * 32 + l] % 3 == 0) members.push_back(w * 32 + l);
     }
-    multiples += in_group;
+    int sum = 0;
+    uint32_t odd = 0;
+    for (size_t r = 0; r < members.size(); ++r) {
+      sum += members[r];
+      if (members[r] % 2) odd |= 1u << r;
+    }
+    int before = 0;
+    for (size_t r = 0; r < members.size(); ++r) {
+      const int t = members[r];
+      if (r == 0) bases.push_back(out[6 * t]);
+      EXPECT_EQ(out[6 * t], bases.back() + static_cast<int>(r)) << "thread " << t;
+      EXPECT_EQ(out[6 * t + 1], sum) << "thread " << t;
+      EXPECT_EQ(out[6 * t + 2], before) << "thread " << t;
+      EXPECT_EQ(out[6 * t + 3], r + 1 < members.size() ? members[r + 1] : t) << "thread " << t;
+      EXPECT_EQ(out[6 * t + 4], r >= 2 ? members[r - 2] : t) << "thread " << t;
+      EXPECT_EQ(static_cast<uint32_t>(out[6 * t + 5]), odd) << "thread " << t;
+      before += t;
+    }
+    for (int l = 0; l < 32; ++l) {
+      if (vx[w * 32 + l] % 3) EXPECT_EQ(out[6 * (w * 32 + l)], -1);
+    }
+    multiples += static_cast<int>(members.size());
   }
   EXPECT_EQ(Values<int32_t>(result.cases(2).outputs(0))[0], multiples);
+  std::sort(bases.begin(), bases.end());  // the groups took disjoint ranges of the count
+  for (size_t g = 1; g < bases.size(); ++g) EXPECT_GT(bases[g], bases[g - 1]);
+
+  int expected_counts[256] = {};
+  for (uint8_t v : Generated<uint8_t>(x, 2)) ++expected_counts[v];
+  const auto counts = Values<int32_t>(result.cases(3).outputs(0));
+  for (int b = 0; b < 256; ++b) EXPECT_EQ(counts[b], expected_counts[b]) << "bin " << b;
+  for (uint32_t mask : Values<uint32_t>(result.cases(4).outputs(1))) EXPECT_EQ(mask, ~0u);
+  EXPECT_EQ(Values<uint32_t>(result.cases(5).outputs(1))[0], 1u);
 }
 
 TEST_F(CpuBackendTest, DynamicSharedMemoryAndCooperativeGroups) {
