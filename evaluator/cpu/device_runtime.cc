@@ -453,12 +453,8 @@ class BlockExecutor {
       }
       threads_[t].result = same_call;
     }
-    for (uint32_t lanes = waiting; lanes; lanes &= lanes - 1) {
-      const uint32_t t = base + std::countr_zero(lanes);
-      threads_[t].state = kReady;
-      ready_.push_back(t);
-      --at_active_mask_;
-    }
+    ReadyInLaunchOrder(base, waiting);
+    at_active_mask_ -= static_cast<uint32_t>(std::popcount(waiting));
     warp_active_mask_[w] = 0;
     round_started_ = false;
   }
@@ -497,6 +493,17 @@ class BlockExecutor {
     round_arrivals_ = arrivals_;
     round_left_ = yielded_.size() + spinning_.size();
     return round_left_ == 0;
+  }
+
+  // Readies the lanes `lanes` of the warp at `base`, in the order the
+  // launch started them: ascending in kForward, descending otherwise.
+  void ReadyInLaunchOrder(uint32_t base, uint32_t lanes) {
+    const bool descending = order_ != ThreadOrder::kForward;
+    for (; lanes; lanes &= descending ? ~(1u << (31 - std::countl_zero(lanes))) : lanes - 1) {
+      const uint32_t lane = descending ? 31 - std::countl_zero(lanes) : std::countr_zero(lanes);
+      threads_[base + lane].state = kReady;
+      ready_.push_back(base + lane);
+    }
   }
 
   void CompleteWarp(uint32_t w) {
@@ -589,12 +596,8 @@ class BlockExecutor {
       }
       threads_[base + lane].result = result;
     }
-    for (uint32_t lanes = waiting; lanes; lanes &= lanes - 1) {
-      const uint32_t t = base + std::countr_zero(lanes);
-      threads_[t].state = kReady;
-      ready_.push_back(t);
-      --at_warp_;
-    }
+    ReadyInLaunchOrder(base, waiting);
+    at_warp_ -= static_cast<uint32_t>(std::popcount(waiting));
     warp_waiting_[w] = 0;
     warp_required_[w] = 0;
   }
@@ -650,7 +653,12 @@ class BlockExecutor {
       if (threads_[t].state == kAtBarrier && threads_[t].op.predicate) ++count;
     }
     const uint32_t waiting = at_barrier_;
-    for (uint32_t t = 0; t < n_; ++t) {
+    // Resumed in the launch's order, as they started: in index order alone
+    // a thread after a barrier always found the writes of the threads
+    // before it done (a red team's racy chained scan after a barrier passed
+    // every case).
+    for (uint32_t k = 0; k < n_; ++k) {
+      const uint32_t t = ThreadToStart(k);
       Thread& thread = threads_[t];
       if (thread.state != kAtBarrier) continue;
       switch (thread.op.kind) {

@@ -185,12 +185,15 @@ std::optional<std::string> FindUnsupportedFeature(std::string_view source) {
     break;
   }
   // Libraries built on the above.
-  for (std::string_view header : {"<cub/", "<thrust/", "<cutlass/", "<cute/", "<mma.h>"}) {
+  for (std::string_view header :
+       {"<cub/", "<thrust/", "<cutlass/", "<cute/", "<mma.h>", "<cuda/", "<nv/"}) {
     const size_t pos = masked.find(header);
     if (pos != std::string::npos && pos < best_pos) {
       best_pos = pos;
       best_feature = header == "<mma.h>" ? "tensor-core matrix operations (nvcuda::wmma / mma.h)"
-                                         : "CUB, Thrust and CUTLASS headers";
+                     : header == "<cuda/" || header == "<nv/"
+                         ? "libcu++ headers (<cuda/atomic>, <cuda/std/...>)"
+                         : "CUB, Thrust and CUTLASS headers";
     }
   }
   if (best_pos == std::string::npos) return std::nullopt;

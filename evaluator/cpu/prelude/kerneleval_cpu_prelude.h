@@ -655,8 +655,14 @@ template <class T>
 inline T __ldca(const T* p) {
   return *p;
 }
+// __ldcg, __ldlu and __ldcv read memory (L2 or beyond) each time on a GPU:
+// a loop polling another block's flag with one sees its store. Here a
+// compiler barrier keeps each such load in its loop (g++ hoisted a plain
+// load out of `while (__ldcg(&flag) <= mine) {}` and removed the loop);
+// __ldcv, a volatile load, is also a spin point of the interleaved build.
 template <class T>
 inline T __ldcg(const T* p) {
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
   return *p;
 }
 template <class T>
@@ -665,10 +671,15 @@ inline T __ldcs(const T* p) {
 }
 template <class T>
 inline T __ldlu(const T* p) {
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
   return *p;
 }
 template <class T>
 inline T __ldcv(const T* p) {
+#if defined(__SANITIZE_THREAD__)
+  kerneleval_cpu::detail::SpinPoint();
+#endif
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
   return *p;
 }
 template <class T>
@@ -1194,6 +1205,27 @@ class coalesced_group {
   }
   unsigned mask_;
 };
+
+// The lanes of `group` whose predicate (binary_partition) or label
+// (labeled_partition) is the caller's; every lane of the group calls it.
+namespace detail {
+template <unsigned Size, class Parent>
+inline unsigned GroupMask(const thread_block_tile<Size, Parent>& tile) {
+  return tile.mask();
+}
+inline unsigned GroupMask(const coalesced_group& group) { return group.get_mask(); }
+}  // namespace detail
+template <class Group>
+inline coalesced_group binary_partition(const Group& group, bool predicate) {
+  const unsigned mask = detail::GroupMask(group);
+  const unsigned votes = __ballot_sync(mask, predicate);
+  return coalesced_group(predicate ? votes : mask & ~votes);
+}
+template <class Group, class Label>
+inline coalesced_group labeled_partition(const Group& group, Label label) {
+  static_assert(std::is_integral_v<Label>, "labels are integers");
+  return coalesced_group(__match_any_sync(detail::GroupMask(group), label));
+}
 
 // Must be called by every lane that is to be in the group (its branch);
 // always inlined, so that each call site is a call of __activemask.

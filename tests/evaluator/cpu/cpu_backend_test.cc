@@ -374,6 +374,15 @@ __global__ void aggregated_histogram(const unsigned char* x, int* counts, int n)
   __syncthreads();
   counts[threadIdx.x] = bins[threadIdx.x];
 }
+// Lanes grouped by label (x % 4) and by parity: each records its group's
+// size and its rank in it.
+__global__ void partitions(const int* x, int* out) {
+  const auto warp = cg::tiled_partition<32>(cg::this_thread_block());
+  const cg::coalesced_group by_label = cg::labeled_partition(warp, x[threadIdx.x] % 4);
+  const cg::coalesced_group by_parity = cg::binary_partition(warp, x[threadIdx.x] % 2);
+  out[2 * threadIdx.x] = (int)(by_label.size() * 100 + by_label.thread_rank());
+  out[2 * threadIdx.x + 1] = (int)(by_parity.size() * 100 + by_parity.thread_rank());
+}
 // Every lane passes a spin point (an atomic that changes nothing) on its
 // way, in converged code.
 __global__ void spin_then_mask(int* flag, unsigned* masks) {
@@ -395,6 +404,7 @@ __global__ void sleepers_wait_for_a_masked_writer(int* flag, unsigned* masks) {
   const BufferSpec x = IntInput("x", v1::DTYPE_U8, n, 0, 7);
   const BufferSpec sums_x = IntInput("x", v1::DTYPE_I32, 64, 1, 100);
   const BufferSpec coalesced_x = IntInput("x", v1::DTYPE_I32, 128, 0, 1000);
+  const BufferSpec partition_x = IntInput("x", v1::DTYPE_I32, 32, 0, 1000);
   // Case 1 starts the threads in order: warp 0 reads partial[1] before warp
   // 1 has started.
   const internal::RunResult result = RunOk(MakeRequest(
@@ -413,11 +423,13 @@ __global__ void sleepers_wait_for_a_masked_writer(int* flag, unsigned* masks) {
        MakeCase("spin", 5, {Output("flag", v1::DTYPE_I32, 1), Output("masks", v1::DTYPE_I32, 32)},
                 {Launch("zero", {1}, {1}, {Buf("flag")}),
                  Launch("spin_then_mask", {1}, {32}, {Buf("flag"), Buf("masks")})}),
-       MakeCase("sleep", 6, {Output("flag", v1::DTYPE_I32, 1), Output("masks", v1::DTYPE_I32, 32)},
-                {Launch("zero", {1}, {1}, {Buf("flag")}),
-                 Launch("sleepers_wait_for_a_masked_writer", {1}, {32},
-                        {Buf("flag"), Buf("masks")})})}));
-  ASSERT_EQ(result.cases_size(), 6);
+       MakeCase(
+           "sleep", 6, {Output("flag", v1::DTYPE_I32, 1), Output("masks", v1::DTYPE_I32, 32)},
+           {Launch("zero", {1}, {1}, {Buf("flag")}),
+            Launch("sleepers_wait_for_a_masked_writer", {1}, {32}, {Buf("flag"), Buf("masks")})}),
+       MakeCase("partitions", 7, {partition_x, Output("out", v1::DTYPE_I32, 64)},
+                {Launch("partitions", {1}, {32}, {Buf("x"), Buf("out")})})}));
+  ASSERT_EQ(result.cases_size(), 7);
   const auto masks = Values<uint32_t>(result.cases(0).outputs(0));
   for (int t = 0; t < threads; ++t) {
     const int lane = t % 32;
@@ -478,6 +490,70 @@ __global__ void sleepers_wait_for_a_masked_writer(int* flag, unsigned* masks) {
   for (int b = 0; b < 256; ++b) EXPECT_EQ(counts[b], expected_counts[b]) << "bin " << b;
   for (uint32_t mask : Values<uint32_t>(result.cases(4).outputs(1))) EXPECT_EQ(mask, ~0u);
   EXPECT_EQ(Values<uint32_t>(result.cases(5).outputs(1))[0], 1u);
+  const auto px = Generated<int32_t>(partition_x, 7);
+  const auto parts = Values<int32_t>(result.cases(6).outputs(0));
+  for (int t = 0; t < 32; ++t) {
+    int label_size = 0, label_rank = 0, parity_size = 0, parity_rank = 0;
+    for (int l = 0; l < 32; ++l) {
+      if (px[l] % 4 == px[t] % 4) ++label_size, label_rank += l < t;
+      if (px[l] % 2 == px[t] % 2) ++parity_size, parity_rank += l < t;
+    }
+    EXPECT_EQ(parts[2 * t], label_size * 100 + label_rank) << "thread " << t;
+    EXPECT_EQ(parts[2 * t + 1], parity_size * 100 + parity_rank) << "thread " << t;
+  }
+}
+
+// Threads leave a barrier in the order the launch started them (in a
+// run's case 3, reversed): in index order alone a thread after a barrier
+// always found the writes of the threads before it done, and a chain that
+// reads its neighbour's update without a barrier passed every case (red
+// team, 2026-12-04). A block polling another's flag with __ldcg sees it
+// set (g++ hoisted the plain load out of the loop and removed it).
+TEST_F(CpuBackendTest, ThreadsLeaveABarrierInTheLaunchsOrderAndLdcgPollsMemory) {
+  const char* source = R"(
+__global__ void chain_after_barrier(const int* x, int* y) {
+  __shared__ int s[256];
+  s[threadIdx.x] = x[threadIdx.x];
+  __syncthreads();
+  if (threadIdx.x > 0) s[threadIdx.x] += s[threadIdx.x - 1];  // no barrier between
+  __syncthreads();
+  y[threadIdx.x] = s[threadIdx.x];
+}
+__global__ void zero(int* flag) { *flag = 0; }
+// Block 1 waits for block 0's value (2 OS threads run both at once; block
+// 0 takes a while first, so that block 1 polls).
+__global__ void poll_across_blocks(int* flag, int* out) {
+  if (threadIdx.x != 0) return;
+  if (blockIdx.x == 0) {
+    const long long start = clock64();
+    while (clock64() - start < 50000000) {}
+    out[0] = 42;
+    __threadfence();
+    atomicExch(flag, 1);
+  } else {
+    while (__ldcg(flag) == 0) {}
+    out[1] = __ldcg(&out[0]);
+  }
+}
+)";
+  const BufferSpec x = IntInput("x", v1::DTYPE_I32, 256, 1, 100);
+  std::vector<internal::Case> cases;
+  for (int c = 0; c < 4; ++c) {
+    cases.push_back(MakeCase("chain", 8, {x, Output("y", v1::DTYPE_I32, 256)},
+                             {Launch("chain_after_barrier", {1}, {256}, {Buf("x"), Buf("y")})}));
+  }
+  cases.push_back(MakeCase("poll", 0,
+                           {Output("flag", v1::DTYPE_I32, 1), Output("out", v1::DTYPE_I32, 2)},
+                           {Launch("zero", {1}, {1}, {Buf("flag")}),
+                            Launch("poll_across_blocks", {2}, {32}, {Buf("flag"), Buf("out")})}));
+  const internal::RunResult result = RunOk(MakeRequest(source, cases));
+  ASSERT_EQ(result.cases_size(), 5);
+  std::vector<int32_t> prefix;
+  int running = 0;
+  for (int v : Generated<int32_t>(x, 8)) prefix.push_back(running += v);
+  EXPECT_NE(Values<int32_t>(result.cases(3).outputs(0)), prefix)
+      << "case 3's threads left the barrier in index order";
+  EXPECT_EQ(Values<int32_t>(result.cases(4).outputs(1))[1], 42);
 }
 
 TEST_F(CpuBackendTest, DynamicSharedMemoryAndCooperativeGroups) {
