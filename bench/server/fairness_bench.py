@@ -20,14 +20,12 @@ one run, not runs on different machines. Server flags after `--` go to the serve
 """
 import argparse
 import os
-import re
-import socket
-import subprocess
 import sys
 import threading
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import cpu_server
+from cpu_server import REPO
 try:
     import kerneleval
 except ImportError:
@@ -44,30 +42,14 @@ def slow_source(variant: int) -> str:
         f" {{ c[0] = A23; }}\n// variant {variant} {time.time()}\n")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--server", default=os.path.join(REPO, "build", "server", "kerneleval-server"))
+    cpu_server.add_arguments(parser)
     parser.add_argument("--group", type=int, default=4, help="each attacker's slow sources")
     parser.add_argument("--attackers", type=int, default=2, help="attacking clients")
-    parser.add_argument("server_flags", nargs="*", help="more kerneleval-server flags (after --)")
     args = parser.parse_args()
-    if not os.access(args.server, os.X_OK):
-        print(f"{args.server}: not built (cmake --build build --target kerneleval-server)")
-        return 2
-
-    port = free_port()
-    server = subprocess.Popen(
-        [args.server, "--backend", "cpu", "--listen", f"127.0.0.1:{port}", "--problems-dir",
-         os.path.join(REPO, "problems"), "--log-level", "warn", *args.server_flags],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        client = kerneleval.Client(f"127.0.0.1:{port}", wait_for_ready=True)
+    with cpu_server.running(args) as (_, target):
+        client = kerneleval.Client(target, wait_for_ready=True)
         victim_source = open(os.path.join(REPO, "examples", "softmax.cu")).read()
 
         def victim() -> tuple[float, str]:
@@ -109,15 +91,6 @@ def main() -> int:
             print(f"{'attacker ' + str(index) + ' group':<44} {attacker['seconds']:8.2f}  "
                   f"{','.join(attacker['stages'])}")
         return 0 if behind[1] == "passed" and all(s == "passed" for _, s in alone) else 1
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        if server.returncode not in (0, -15, None):
-            print(re.sub(r"\n+", "\n", server.stderr.read() if server.stderr else ""))
-
 
 if __name__ == "__main__":
     sys.exit(main())

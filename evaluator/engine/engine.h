@@ -107,8 +107,10 @@ struct EngineOptions {
   // [bytes] Held by admitted requests in all (submissions with their plans
   // and options, custom problems, Compile sources) until answered; past it
   // RESOURCE_EXHAUSTED, unless nothing is held. The server's memory for
-  // them is about 2.5x this (copies, compiled programs): 6 groups of 128
-  // distinct 1 MiB sources took it to 1.9 GiB before this bound.
+  // them peaks at 2.6-2.9x this (copies, compiled programs, and requests
+  // the transport read before they were refused; bench/server/
+  // admission_memory_bench.py): 6 groups of 128 distinct 1 MiB sources took
+  // it to 1.9 GiB before this bound, 1.16 GiB with it.
   uint64_t max_admitted_bytes = uint64_t{512} << 20;
   // Problems sent in the request (problem_ref.problem). Their verdicts carry
   // the flag "custom_problem" (the id may be a built-in one's, the tolerance
