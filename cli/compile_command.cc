@@ -56,8 +56,10 @@ bool WriteFile(const std::string& path, const std::string& bytes) {
 std::vector<std::string> AuthorsGlobals(const v1::CompileResult& r) {
   std::vector<std::string> globals;
   for (const std::string& name : r.device_globals()) {
+    // cuda::std's internal-linkage constants are mangled inside the file's
+    // _INTERNAL_ namespace: _ZN39_INTERNAL_..._kernel_cu_...4cuda3std...
     if (compile::IsPreludeGlobal(name) || absl::StartsWith(name, "_ZN4cuda") ||
-        absl::StrContains(name, "18cooperative_groups")) {
+        absl::StrContains(name, "4cuda3std") || absl::StrContains(name, "18cooperative_groups")) {
       continue;
     }
     globals.push_back(name);

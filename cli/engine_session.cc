@@ -106,7 +106,7 @@ void AddEngineSessionFlags(CLI::App* app, EngineSessionFlags* flags) {
       ->envname("KERNELEVAL_PROBLEMS_DIR");
   app->add_flag("--cpu-interleaved-runs,!--cpu-plain-runs", flags->cpu_interleaved_runs,
                 "CPU backend (embedded engine): check correctness on the build whose threads "
-                "interleave at every store, so racy read-modify-writes lose updates as on a GPU "
+                "interleave at read-modify-writes, so racy ones lose updates as on a GPU "
                 "(default); --cpu-plain-runs: the faster plain build, where they pass");
 }
 

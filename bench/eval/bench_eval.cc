@@ -393,7 +393,7 @@ int Main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_flag("!--cpu-plain-runs", options.cpu_interleaved_runs,
                "CPU backend: check correctness on the plain build, not the one whose threads "
-               "interleave at every store (to measure what the interleaving costs)");
+               "interleave at read-modify-writes (to measure what the interleaving costs)");
   CLI11_PARSE(app, argc, argv);
   if (!problems_list.empty()) {
     options.problems = absl::StrSplit(problems_list, ',', absl::SkipWhitespace());

@@ -16,9 +16,10 @@
 namespace kerneleval::compile {
 
 // Bump when anything that changes compile output changes on kerneleval's side
-// (NVRTC arguments, prelude handling, result post-processing).
+// (NVRTC arguments, prelude handling, the standard-header shims in include/,
+// result post-processing).
 inline constexpr std::string_view kCompileSettingsVersion =
-    "kerneleval-compile-6";  // 6: no --no-source-include
+    "kerneleval-compile-7";  // 7: <stdio.h>, <algorithm>, ... shims
 
 struct CacheKeyInputs {
   std::string_view source;

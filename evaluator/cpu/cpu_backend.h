@@ -44,9 +44,10 @@ struct CpuBackendOptions {
   std::string cuda_include_dir;  // empty: KERNELEVAL_CUDA_INCLUDE_DIR or the build's toolkit
   std::string compiler = "g++";
   bool precompiled_prelude = true;
-  // Correctness runs on a build whose threads interleave at every store (a
-  // plain read-modify-write of shared data loses updates, as on a GPU);
-  // timing runs the plain build. Off: both run the plain build.
+  // Correctness runs on a build whose threads interleave at read-modify-
+  // writes (a plain one of shared data loses updates, as on a GPU) in even
+  // cases and run one after another in odd ones; timing runs the plain
+  // build. Off: both run the plain build.
   bool interleaved_runs = true;
   // Start the worker and build the precompiled prelude in Create() (a few
   // seconds once per cache directory) rather than in the first request.

@@ -1410,6 +1410,14 @@ __global__ void checks(float* y) {
   EXPECT_EQ(failure.stage(), "runtime");
   EXPECT_NE(failure.message().find("device assertion failed: threadIdx.x < 16"), std::string::npos)
       << failure.message();
+  // The C library's assert, back after the prelude's (it was an abort():
+  // "killed by signal 6"), reports the same.
+  const internal::RunFailure included =
+      RunFails(MakeRequest(absl::StrCat("#include <assert.h>\n#include <cassert>\n", source),
+                           {MakeCase("assert", 1, {Output("y", v1::DTYPE_F32, 32)},
+                                     {Launch("checks", {1}, {32}, {Buf("y")})})}));
+  EXPECT_NE(included.message().find("device assertion failed: threadIdx.x < 16"), std::string::npos)
+      << included.message();
 }
 
 TEST_F(CpuBackendTest, TimeInterleavesProgramsAndReturnsLastOutputs) {
