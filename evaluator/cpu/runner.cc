@@ -504,7 +504,11 @@ std::string DescribeRunnerEnd(int wait_status, const RunnerReport& report) {
       absl::StrAppend(&text, ": integer division by zero?");
       break;
     case SIGILL:
-      absl::StrAppend(&text, ": illegal instruction");
+      // The correctness build traps there on a misaligned access.
+      absl::StrAppend(&text,
+                      ": a misaligned access? (a load or store through a pointer not aligned "
+                      "to its type, such as a float4 at an address not a multiple of 16 bytes, "
+                      "which a GPU refuses)");
       break;
     case SIGABRT:
       absl::StrAppend(&text, ": abort() (std::terminate or a failed host assert?)");

@@ -1386,6 +1386,27 @@ __global__ void divergent(float* y) {
   EXPECT_NE(failure.message().find("deadlock"), std::string::npos) << failure.message();
 }
 
+// A GPU refuses a float4 load from an address that is not a multiple of 16
+// ("misaligned address"); x86 does not, so vectorised loads of rows that
+// start anywhere passed (red team, 2026-12-04). The correctness build traps.
+TEST_F(CpuBackendTest, MisalignedVectorLoadsFailAsOnAGpu) {
+  const char* source = R"(
+__global__ void sum4(const float* x, float* y, int offset) {
+  const float4 v = reinterpret_cast<const float4*>(x + offset)[threadIdx.x];
+  y[threadIdx.x] = v.x + v.y + v.z + v.w;
+}
+)";
+  auto sum4_case = [](int offset) {
+    return MakeCase("offset", 1,
+                    {Input("x", v1::DTYPE_F32, 4 * 32 + 4), Output("y", v1::DTYPE_F32, 32)},
+                    {Launch("sum4", {1}, {32}, {Buf("x"), Buf("y"), Int(offset)})});
+  };
+  RunOk(MakeRequest(source, {sum4_case(4)}));
+  const internal::RunFailure failure = RunFails(MakeRequest(source, {sum4_case(1)}));
+  EXPECT_EQ(failure.stage(), "runtime");
+  EXPECT_NE(failure.message().find("misaligned access"), std::string::npos) << failure.message();
+}
+
 TEST_F(CpuBackendTest, PrintfFloodAssertAndTrap) {
   const char* source = R"(
 __global__ void chatty(const float* x, float* y, int n) {
