@@ -69,6 +69,7 @@
 #define _COOPERATIVE_GROUPS_H_
 #define _COOPERATIVE_GROUPS_REDUCE_H
 #define _COOPERATIVE_GROUPS_SCAN_H
+#define __DEVICE_LAUNCH_PARAMETERS_H__  // threadIdx & co. are below
 
 // ---- 3. Keywords.
 #undef __global__
