@@ -57,6 +57,7 @@ struct Globals {
   // launch (none: drawn per launch).
   bool store_points = true;
   std::optional<ThreadOrder> fixed_order;
+  bool warps_run_ahead = false;
   std::atomic<uint64_t> printed{0};
   std::atomic<uint64_t> heap_used{0};
   kerneleval_cpu_runtime table{};
@@ -141,6 +142,9 @@ struct GridJob {
   size_t stack_bytes = 0;  // [bytes] per fiber
   ThreadOrder thread_order = ThreadOrder::kForward;
   bool store_points = true;  // an interleaved build's store points yield
+  // A warp whose operation completes goes on before the threads already
+  // ready (SetCaseSchedule's odd cases).
+  bool warps_run_ahead = false;
   std::atomic<uint64_t> next_block{0};
 };
 
@@ -206,6 +210,7 @@ class BlockExecutor {
     n_ = launch.block.x * launch.block.y * launch.block.z;
     order_ = job.thread_order;
     store_points_ = job.store_points;
+    warps_run_ahead_ = job.warps_run_ahead;
     for (uint32_t t = 0; t < n_; ++t) threads_[t].state = kUnstarted;
     const uint32_t warps = (n_ + 31) / 32;
     warp_waiting_.assign(warps, 0);
@@ -240,7 +245,11 @@ class BlockExecutor {
     // those are answered as they stand after a round of them in which no
     // thread arrived anywhere (they may be waiting for those lanes).
     while (done_ < n_) {
-      if (ready_head_ < ready_.size()) {
+      if (warps_run_ahead_ && !complete_warps_.empty()) {
+        const uint32_t w = complete_warps_.back();
+        complete_warps_.pop_back();
+        if (WarpComplete(w)) CompleteWarp(w);
+      } else if (ready_head_ < ready_.size()) {
         const uint32_t t = ready_[ready_head_++];
         if (ready_head_ == ready_.size()) {
           ready_.clear();
@@ -496,13 +505,22 @@ class BlockExecutor {
   }
 
   // Readies the lanes `lanes` of the warp at `base`, in the order the
-  // launch started them: ascending in kForward, descending otherwise.
+  // launch started them: ascending in kForward, descending otherwise. With
+  // warps_run_ahead_, before the threads already ready: a warp goes on
+  // through its warp operations to its next barrier before the others
+  // resume, so one that writes shared memory the others still have to read
+  // (a reduction array reused without a barrier between) is seen to.
   void ReadyInLaunchOrder(uint32_t base, uint32_t lanes) {
+    const size_t first = ready_.size();
     const bool descending = order_ != ThreadOrder::kForward;
     for (; lanes; lanes &= descending ? ~(1u << (31 - std::countl_zero(lanes))) : lanes - 1) {
       const uint32_t lane = descending ? 31 - std::countl_zero(lanes) : std::countr_zero(lanes);
       threads_[base + lane].state = kReady;
       ready_.push_back(base + lane);
+    }
+    if (warps_run_ahead_) {
+      std::rotate(ready_.begin() + static_cast<std::ptrdiff_t>(ready_head_),
+                  ready_.begin() + static_cast<std::ptrdiff_t>(first), ready_.end());
     }
   }
 
@@ -717,6 +735,7 @@ class BlockExecutor {
   uint32_t next_unstarted_ = 0;  // threads started so far (ThreadToStart maps them)
   ThreadOrder order_ = ThreadOrder::kForward;
   bool store_points_ = true;
+  bool warps_run_ahead_ = false;
   uint32_t done_ = 0;
   uint32_t at_barrier_ = 0;
   uint32_t at_warp_ = 0;
@@ -841,6 +860,7 @@ const char* AbiRunGrid(const kerneleval_cpu_launch* launch, kerneleval_cpu_threa
   job.thread_order = globals->fixed_order.value_or(
       static_cast<ThreadOrder>(globals->order_chooser() % kThreadOrders));
   job.store_points = globals->store_points;
+  job.warps_run_ahead = globals->warps_run_ahead;
   const uint64_t wanted = std::min<uint64_t>(globals->options.threads, job.total_blocks);
   const size_t floor = globals->options.fiber_stack_bytes;
   job.stack_bytes =
@@ -947,6 +967,7 @@ void ClearDynamicSharedMemory() {
 void SetCaseSchedule(size_t case_index) {
   if (!globals) return;
   globals->store_points = case_index % 2 == 0;
+  globals->warps_run_ahead = !globals->store_points;
   if (globals->store_points) {
     globals->fixed_order.reset();
   } else {

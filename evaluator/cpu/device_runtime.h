@@ -70,8 +70,9 @@ void ClearDynamicSharedMemory();
 // a block's threads. Even cases: an interleaved build's store points yield
 // (a thread about to store what the block loaded lets the others run
 // first), in a thread order drawn per launch. Odd cases: store points do
-// not yield and the threads start in order, reversed, then lanes of each
-// warp reversed (cases 1, 3, 5; then again). Neither schedule alone catches
+// not yield, the threads start in order, reversed, then lanes of each warp
+// reversed (cases 1, 3, 5; then again), and a warp whose operation
+// completes runs on to its next barrier before the others resume. Neither schedule alone catches
 // every race a GPU shows: with store points every thread loads before any
 // stores, which an in-place scan step `s[t] += s[t - offset]` needs; without
 // them a histogram without atomics loses no update. A run of one case has

@@ -1386,6 +1386,43 @@ __global__ void divergent(float* y) {
   EXPECT_NE(failure.message().find("deadlock"), std::string::npos) << failure.message();
 }
 
+// In a run's odd cases a warp whose shuffles complete runs on to its next
+// barrier before the other warps resume: one array of warp results reused
+// for a second reduction without a barrier between (a red team's softmax)
+// is overwritten before the other warp has read the first results. Before,
+// every warp reached its first shuffle before any went on, and it passed.
+TEST_F(CpuBackendTest, OddCasesLetAWarpRunAheadOfTheOthers) {
+  const char* source = R"(
+__global__ void reuse_without_barrier(const int* x, int* out) {
+  __shared__ int red[2];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int v = x[threadIdx.x];
+  int m = v;
+  for (int o = 16; o > 0; o /= 2) m = max(m, __shfl_xor_sync(~0u, m, o));
+  if (lane == 0) red[warp] = m;
+  __syncthreads();
+  const int block_max = max(red[0], red[1]);
+  int sum = v;
+  for (int o = 16; o > 0; o /= 2) sum += __shfl_xor_sync(~0u, sum, o);
+  if (lane == 0) red[warp] = sum;  // no barrier since the other warp read red
+  if (lane == 0) out[warp] = block_max;
+}
+)";
+  const BufferSpec x = IntInput("x", v1::DTYPE_I32, 64, 1, 100);
+  std::vector<internal::Case> cases;
+  for (int c = 0; c < 2; ++c) {
+    cases.push_back(MakeCase("reuse", 9, {x, Output("out", v1::DTYPE_I32, 2)},
+                             {Launch("reuse_without_barrier", {1}, {64}, {Buf("x"), Buf("out")})}));
+  }
+  const internal::RunResult result = RunOk(MakeRequest(source, cases));
+  ASSERT_EQ(result.cases_size(), 2);
+  const auto vx = Generated<int32_t>(x, 9);
+  const int block_max = *std::max_element(vx.begin(), vx.end());
+  EXPECT_NE(Values<int32_t>(result.cases(1).outputs(0)),
+            std::vector<int32_t>({block_max, block_max}))
+      << "both warps read the maxima before either wrote its sum";
+}
+
 // A GPU refuses a float4 load from an address that is not a multiple of 16
 // ("misaligned address"); x86 does not, so vectorised loads of rows that
 // start anywhere passed (red team, 2026-12-04). The correctness build traps.
