@@ -53,6 +53,7 @@ struct Globals {
   // the generator's state, but a kernel that checks which order it got can
   // as well wait for its predecessor properly.
   std::mt19937_64 order_chooser{std::random_device{}()};
+  uint64_t launches = 0;  // GridJob::sequence
   // SetCaseSchedule: whether store points yield, and the order of every
   // launch (none: drawn per launch).
   bool store_points = true;
@@ -145,12 +146,28 @@ struct GridJob {
   // A warp whose operation completes goes on before the threads already
   // ready (SetCaseSchedule's odd cases).
   bool warps_run_ahead = false;
+  uint64_t sequence = 0;  // launches so far in this process, this one's
   std::atomic<uint64_t> next_block{0};
 };
 
 // The interleaved build's per-thread state (kerneleval_cpu_abi.h): static
 // TLS of the process, at a fixed offset from every thread's pointer.
 thread_local kerneleval_cpu_thread_state tls_interleave_state{.epoch = 1};
+
+// An OS thread's dynamic shared memory: `bytes` reserved at `base`, the
+// first `accessible` of them readable and writable (whole pages, from the
+// last launch that ran blocks on the thread: launch number `sequence`, which
+// asked for `requested`).
+struct Arena {
+  char* base = nullptr;
+  size_t bytes = 0;
+  size_t accessible = 0;
+  size_t requested = 0;
+  uint64_t sequence = 0;
+};
+// Fills an arena's accessible bytes past a launch's request: a write there
+// is found after the grid (kSharedSlackByte: reads give NaN and -1).
+constexpr unsigned char kSharedSlackByte = 0xff;
 
 // Runs blocks on one OS thread; the ABI's fiber-side entry points act on the
 // executor of the calling OS thread.
@@ -169,7 +186,9 @@ class BlockExecutor {
     dynamic_shared_ = base;
     threads_.resize(kMaxThreadsPerBlock);
     std::lock_guard<std::mutex> lock(ArenasMutex());
-    Arenas().push_back({dynamic_shared_, shared_bytes_});
+    Arenas().push_back({.base = static_cast<char*>(dynamic_shared_),
+                        .bytes = shared_bytes_,
+                        .accessible = shared_bytes_});
   }
   BlockExecutor(const BlockExecutor&) = delete;
   BlockExecutor& operator=(const BlockExecutor&) = delete;
@@ -181,20 +200,44 @@ class BlockExecutor {
       auto& arenas = Arenas();
       arenas.erase(
           std::remove_if(arenas.begin(), arenas.end(),
-                         [&](const auto& arena) { return arena.first == dynamic_shared_; }),
+                         [&](const Arena& arena) { return arena.base == dynamic_shared_; }),
           arenas.end());
     }
     ::munmap(dynamic_shared_, shared_bytes_ + PageSize());
   }
 
-  // Every executor's dynamic shared arena: {base, bytes}.
+  // Every executor's dynamic shared arena.
   static std::mutex& ArenasMutex() {
     static std::mutex mutex;
     return mutex;
   }
-  static std::vector<std::pair<void*, size_t>>& Arenas() {
-    static std::vector<std::pair<void*, size_t>> arenas;
+  static std::vector<Arena>& Arenas() {
+    static std::vector<Arena> arenas;
     return arenas;
+  }
+
+  // Before this thread runs blocks of `job`: only the dynamic shared memory
+  // the launch asked for stays accessible (whole pages; the rest of the
+  // page is filled with kSharedSlackByte, checked after the grid). A
+  // kernel using more, say a forgotten third <<<>>> value, faulted on a GPU
+  // and passed here.
+  void PrepareLaunch(const GridJob& job) {
+    const size_t requested = job.launch->dynamic_shared_bytes;
+    const size_t accessible = RoundUp(requested, PageSize());
+    char* base = static_cast<char*>(dynamic_shared_);
+    std::lock_guard<std::mutex> lock(ArenasMutex());
+    Arena& arena = *std::find_if(Arenas().begin(), Arenas().end(),
+                                 [&](const Arena& a) { return a.base == base; });
+    if (accessible != arena.accessible) {
+      if (accessible > 0) ::mprotect(base, accessible, PROT_READ | PROT_WRITE);
+      if (accessible < shared_bytes_) {
+        ::mprotect(base + accessible, shared_bytes_ - accessible, PROT_NONE);
+      }
+      arena.accessible = accessible;
+    }
+    std::memset(base + requested, kSharedSlackByte, accessible - requested);
+    arena.requested = requested;
+    arena.sequence = job.sequence;
   }
 
   void RunBlock(const GridJob& job, uint64_t linear_block) {
@@ -762,6 +805,7 @@ BlockExecutor& Executor() {
 
 void RunBlocks(GridJob& job) {
   BlockExecutor& executor = Executor();
+  executor.PrepareLaunch(job);
   for (uint64_t b = job.next_block.fetch_add(1); b < job.total_blocks;
        b = job.next_block.fetch_add(1)) {
     executor.RunBlock(job, b);
@@ -830,6 +874,25 @@ ThreadPool* pool = nullptr;
 // ---- The C ABI.
 char launch_error[256];
 
+// After `job`'s grid: a block that wrote dynamic shared memory past the
+// launch's request, within the page it ends in (PrepareLaunch), makes the
+// launch fail.
+const char* SharedSlackWritten(const GridJob& job) {
+  std::lock_guard<std::mutex> lock(BlockExecutor::ArenasMutex());
+  for (const Arena& arena : BlockExecutor::Arenas()) {
+    if (arena.sequence != job.sequence) continue;
+    for (size_t i = arena.requested; i < arena.accessible; ++i) {
+      if (static_cast<unsigned char>(arena.base[i]) == kSharedSlackByte) continue;
+      std::snprintf(launch_error, sizeof(launch_error),
+                    "wrote dynamic shared memory at byte %zu, past the %zu bytes the launch asked "
+                    "for (on a GPU: an out-of-range shared memory access)",
+                    i, arena.requested);
+      return launch_error;
+    }
+  }
+  return nullptr;
+}
+
 const char* AbiRunGrid(const kerneleval_cpu_launch* launch, kerneleval_cpu_thread_fn fn,
                        void* closure) {
   const kerneleval_cpu_dim3 g = launch->grid, b = launch->block;
@@ -852,6 +915,7 @@ const char* AbiRunGrid(const kerneleval_cpu_launch* launch, kerneleval_cpu_threa
     return launch_error;
   }
   GridJob job;
+  job.sequence = ++globals->launches;
   job.launch = launch;
   job.fn = fn;
   job.closure = closure;
@@ -871,7 +935,7 @@ const char* AbiRunGrid(const kerneleval_cpu_launch* launch, kerneleval_cpu_threa
   } else {
     pool->Run(job, static_cast<unsigned>(wanted - 1));
   }
-  return nullptr;
+  return SharedSlackWritten(job);
 }
 
 uint32_t AbiNextThread() { return tls_executor->NextThread(); }
@@ -961,7 +1025,19 @@ uint64_t DevicePrintedBytes() { return globals ? globals->printed.load() : 0; }
 
 void ClearDynamicSharedMemory() {
   std::lock_guard<std::mutex> lock(BlockExecutor::ArenasMutex());
-  for (const auto& [base, bytes] : BlockExecutor::Arenas()) std::memset(base, 0, bytes);
+  for (const Arena& arena : BlockExecutor::Arenas()) std::memset(arena.base, 0, arena.accessible);
+}
+
+bool FindDynamicSharedFault(uint64_t address, uint64_t* offset, uint64_t* requested) {
+  // From a fault handler: no lock (the process ends after it).
+  for (const Arena& arena : BlockExecutor::Arenas()) {
+    const auto base = reinterpret_cast<uint64_t>(arena.base);
+    if (address < base || address >= base + arena.bytes + PageSize()) continue;
+    *offset = address - base;
+    *requested = arena.requested;
+    return true;
+  }
+  return false;
 }
 
 void SetCaseSchedule(size_t case_index) {

@@ -66,6 +66,12 @@ uint64_t DevicePrintedBytes();
 // clears shared memory.)
 void ClearDynamicSharedMemory();
 
+// Whether `address` (of a fault) lies in an OS thread's dynamic shared
+// memory, and where: its byte `offset`, beyond the `requested` bytes of the
+// last launch that ran there (only those are accessible, in whole pages).
+// Safe enough in a fault handler (no lock, no allocation).
+bool FindDynamicSharedFault(uint64_t address, uint64_t* offset, uint64_t* requested);
+
 // Sets how the launches of correctness case `case_index` of a run schedule
 // a block's threads. Even cases: an interleaved build's store points yield
 // (a thread about to store what the block loaded lets the others run

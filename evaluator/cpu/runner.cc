@@ -63,6 +63,9 @@ void OnFault(int signal, siginfo_t* info, void*) {
   if (child_report) {
     child_report->fault_address = reinterpret_cast<uint64_t>(info->si_addr);
     child_report->fault_code = info->si_code;
+    child_report->fault_in_shared =
+        FindDynamicSharedFault(child_report->fault_address, &child_report->fault_shared_offset,
+                               &child_report->fault_shared_requested);
     child_report->fault_signal.store(signal);
   }
 }
@@ -233,6 +236,12 @@ std::string SignalName(int signal) {
 
 std::string DescribeFault(const RunnerReport& report) {
   const uint64_t address = report.fault_address;
+  if (report.fault_in_shared) {
+    return absl::StrFormat(
+        "at byte %d of dynamic shared memory, past the %d bytes the launch asked for (the third "
+        "<<<>>> value of its @launch)",
+        report.fault_shared_offset, report.fault_shared_requested);
+  }
   const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   const uint32_t count = std::min<uint32_t>(report.buffer_count, RunnerReport::kMaxBuffers);
   for (uint32_t i = 0; i < count; ++i) {

@@ -81,6 +81,11 @@ struct RunnerReport {
   std::atomic<int32_t> fault_signal;
   int32_t fault_code;
   uint64_t fault_address;
+  // The fault's address lies in dynamic shared memory: at this byte, past
+  // the launch's request (FindDynamicSharedFault).
+  int32_t fault_in_shared;
+  uint64_t fault_shared_offset;
+  uint64_t fault_shared_requested;
   uint32_t buffer_count;
   BufferRange buffers[kMaxBuffers];
   char message[4096];

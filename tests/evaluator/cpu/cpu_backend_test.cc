@@ -1423,6 +1423,36 @@ __global__ void reuse_without_barrier(const int* x, int* out) {
       << "both warps read the maxima before either wrote its sum";
 }
 
+// Only the dynamic shared memory a launch asks for is there: a kernel using
+// more (a forgotten third <<<>>> value, bytes counted as floats) faults on
+// a GPU and passed here (red team, 2026-12-04). Past the page the request
+// ends in: a fault, named; within it: a write found after the grid.
+TEST_F(CpuBackendTest, DynamicSharedMemoryPastTheLaunchsRequestFails) {
+  const char* source = R"(
+__global__ void stage(const float* x, float* y) {
+  extern __shared__ float tile[];
+  tile[threadIdx.x] = x[threadIdx.x];
+  __syncthreads();
+  y[threadIdx.x] = tile[blockDim.x - 1 - threadIdx.x];
+}
+)";
+  auto stage_case = [](uint32_t shared_bytes) {
+    return MakeCase("stage", 1, {Input("x", v1::DTYPE_F32, 128), Output("y", v1::DTYPE_F32, 128)},
+                    {Launch("stage", {2}, {128}, {Buf("x"), Buf("y")}, shared_bytes)});
+  };
+  RunOk(MakeRequest(source, {stage_case(128 * 4)}));
+  const internal::RunFailure none = RunFails(MakeRequest(source, {stage_case(0)}));
+  EXPECT_EQ(none.stage(), "runtime");
+  EXPECT_NE(none.message().find("of dynamic shared memory, past the 0 bytes the launch asked for"),
+            std::string::npos)
+      << none.message();
+  const internal::RunFailure floats = RunFails(MakeRequest(source, {stage_case(128)}));
+  EXPECT_EQ(floats.stage(), "runtime");
+  EXPECT_NE(floats.message().find("wrote dynamic shared memory at byte 128, past the 128 bytes"),
+            std::string::npos)
+      << floats.message();
+}
+
 // A GPU refuses a float4 load from an address that is not a multiple of 16
 // ("misaligned address"); x86 does not, so vectorised loads of rows that
 // start anywhere passed (red team, 2026-12-04). The correctness build traps.
