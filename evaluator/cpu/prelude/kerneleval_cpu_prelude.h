@@ -187,19 +187,22 @@ inline uint32_t LinearThreadIndex() {
   return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
 }
 
+// A shuffled value's bytes. Trivially destructible, not trivially
+// copyable: the host's __half2 and __nv_bfloat162 have copy assignments of
+// their own (their bytes are all they hold; CUDA shuffles them).
 template <class T>
 inline uint64_t ToBits(const T& value) {
-  static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= 8,
+  static_assert(std::is_trivially_destructible_v<T> && sizeof(T) <= 8,
                 "warp shuffles take a value of at most 8 bytes");
   uint64_t bits = 0;
-  std::memcpy(&bits, &value, sizeof(T));
+  std::memcpy(&bits, static_cast<const void*>(&value), sizeof(T));
   return bits;
 }
 
 template <class T>
 inline T FromBits(uint64_t bits) {
   T value;
-  std::memcpy(&value, &bits, sizeof(T));
+  std::memcpy(static_cast<void*>(&value), &bits, sizeof(T));
   return value;
 }
 

@@ -556,6 +556,33 @@ __global__ void poll_across_blocks(int* flag, int* out) {
   EXPECT_EQ(Values<int32_t>(result.cases(4).outputs(1))[1], 42);
 }
 
+// __half2 and __nv_bfloat162 shuffle as CUDA's do (sm_53+ / sm_80+): the
+// host's types are not trivially copyable, and the shuffles did not
+// compile (red team, 2026-12-04).
+TEST_F(CpuBackendTest, Half2AndBfloat162Shuffle) {
+  const char* source = R"(
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+__global__ void sums(float* y) {
+  __half2 h = __floats2half2_rn(1.f, 2.f);
+  __nv_bfloat162 b = __floats2bfloat162_rn(3.f, 4.f);
+  for (int o = 16; o > 0; o >>= 1) {
+    h = __hadd2(h, __shfl_xor_sync(~0u, h, o));
+    b = __hadd2(b, __shfl_xor_sync(~0u, b, o));
+  }
+  if (threadIdx.x == 5) {
+    y[0] = __low2float(h); y[1] = __high2float(h);
+    y[2] = __low2float(b); y[3] = __high2float(b);
+  }
+}
+)";
+  const internal::RunResult result =
+      RunOk(MakeRequest(source, {MakeCase("sums", 1, {Output("y", v1::DTYPE_F32, 4)},
+                                          {Launch("sums", {1}, {32}, {Buf("y")})})}));
+  ASSERT_EQ(result.cases_size(), 1);
+  EXPECT_EQ(Values<float>(result.cases(0).outputs(0)), std::vector<float>({32, 64, 96, 128}));
+}
+
 TEST_F(CpuBackendTest, DynamicSharedMemoryAndCooperativeGroups) {
   // Reverses each block's slice through `extern __shared__` (namespace scope
   // and block scope), and sums it with a cooperative-groups tile reduce.
