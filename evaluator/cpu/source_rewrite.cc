@@ -218,11 +218,28 @@ std::string RewriteExternShared(std::string_view source) {
     const std::vector<size_t> externs = FindToken(statement, "extern");
     if (externs.size() != 1) continue;
     if (statement.find('=') != std::string_view::npos) continue;
-    // The declarator: identifier [ ] at the end of the statement.
+    // The declarator: identifier [ ] at the end of the statement, then any
+    // inner dimensions (`tile[][33]`: a pointer to arrays of 33).
     size_t k = statement.size();
     auto skip_space = [&] {
       while (k > 0 && std::isspace(static_cast<unsigned char>(statement[k - 1]))) --k;
     };
+    skip_space();
+    const size_t declarator_end = k;
+    // Inner dimensions: bracket groups with something inside, last first.
+    size_t dims_begin = k;
+    for (;;) {
+      skip_space();
+      if (k == 0 || statement[k - 1] != ']') break;
+      size_t open = k - 1;
+      while (open > 0 && statement[open - 1] != '[') --open;
+      if (open == 0) break;
+      const std::string_view inside = statement.substr(open, k - 1 - open);
+      if (inside.find_first_not_of(" \t\r\n") == std::string_view::npos) break;  // the [ ]
+      k = open - 1;
+      dims_begin = k;
+    }
+    k = dims_begin;
     skip_space();
     if (k == 0 || statement[k - 1] != ']') continue;
     --k;
@@ -250,10 +267,16 @@ std::string RewriteExternShared(std::string_view source) {
     const std::string_view tail(source.data() + start + name_begin, statement.size() - name_begin);
     const auto newlines = std::count(tail.begin(), tail.end(), '\n');
     (void)bracket;
-    // extern -> static (same length), `name []` -> pointer with initialiser.
+    // The inner dimensions, on one line (their newlines are kept at the end).
+    std::string dims(source.substr(start + dims_begin, declarator_end - dims_begin));
+    std::replace(dims.begin(), dims.end(), '\n', ' ');
+    // extern -> static (same length), `name []` -> pointer with initialiser,
+    // `name [][N]` -> pointer to arrays of N.
     edits.push_back({start + externs[0], start + externs[0] + 6, "static"});
+    const std::string declarator =
+        dims.empty() ? absl::StrCat("* const ", name) : absl::StrCat("(* const ", name, ")", dims);
     edits.push_back({start + name_begin, semicolon,
-                     absl::StrCat("* const ", name, " = (decltype(", name,
+                     absl::StrCat(declarator, " = (decltype(", name,
                                   "))::kerneleval_cpu::detail::rt().dynamic_shared()",
                                   std::string(static_cast<size_t>(newlines), '\n'))});
     consumed = semicolon + 1;

@@ -890,6 +890,37 @@ inline unsigned long long ullmax(unsigned long long a, unsigned long long b) {
 inline float rhypotf(float x, float y) { return 1.0f / ::hypotf(x, y); }
 inline float norm3df(float a, float b, float c) { return ::sqrtf(a * a + b * b + c * c); }
 inline float rnorm3df(float a, float b, float c) { return 1.0f / norm3df(a, b, c); }
+// Euclidean norm of `dim` values, and the scaled complementary error
+// function exp(x^2) erfc(x) (its asymptotic series where exp(x^2)
+// overflows a double).
+inline float normf(int dim, const float* p) {
+  double sum = 0;
+  for (int i = 0; i < dim; ++i) sum += static_cast<double>(p[i]) * p[i];
+  return static_cast<float>(std::sqrt(sum));
+}
+inline double norm(int dim, const double* p) {
+  double sum = 0;
+  for (int i = 0; i < dim; ++i) sum += p[i] * p[i];
+  return std::sqrt(sum);
+}
+inline double erfcx(double x) {
+  if (x < 25) return std::exp(x * x) * std::erfc(x);
+  const double inverse_square = 1 / (x * x);
+  return (1 - 0.5 * inverse_square + 0.75 * inverse_square * inverse_square) /
+         (x * 1.7724538509055160273);
+}
+inline float erfcxf(float x) { return static_cast<float>(erfcx(x)); }
+// Dot products of packed 8-bit (__dp4a) integers, plus c; signed and unsigned.
+inline int __dp4a(int a, int b, int c) {
+  for (int i = 0; i < 32; i += 8) {
+    c += static_cast<int8_t>(a >> i) * static_cast<int8_t>(b >> i);
+  }
+  return c;
+}
+inline unsigned __dp4a(unsigned a, unsigned b, unsigned c) {
+  for (int i = 0; i < 32; i += 8) c += ((a >> i) & 0xffu) * ((b >> i) & 0xffu);
+  return c;
+}
 inline float norm4df(float a, float b, float c, float d) {
   return ::sqrtf(a * a + b * b + c * c + d * d);
 }
@@ -1016,7 +1047,9 @@ inline double __uint2double_rn(unsigned x) { return x; }
   inline T2 h2log(T2 a) { return kerneleval_cpu_lanewise(a, hlog); }               \
   inline T2 h2sqrt(T2 a) { return kerneleval_cpu_lanewise(a, hsqrt); }             \
   inline T2 h2rsqrt(T2 a) { return kerneleval_cpu_lanewise(a, hrsqrt); }           \
-  inline T2 h2rcp(T2 a) { return kerneleval_cpu_lanewise(a, hrcp); }
+  inline T2 h2rcp(T2 a) { return kerneleval_cpu_lanewise(a, hrcp); }               \
+  inline T2 h2sin(T2 a) { return kerneleval_cpu_lanewise(a, hsin); }               \
+  inline T2 h2cos(T2 a) { return kerneleval_cpu_lanewise(a, hcos); }
 KERNELEVAL_CPU_LOW_PRECISION(__half, __half2, __half2float, __float2half)
 KERNELEVAL_CPU_LOW_PRECISION(__nv_bfloat16, __nv_bfloat162, __bfloat162float, __float2bfloat16)
 #undef KERNELEVAL_CPU_LOW_PRECISION

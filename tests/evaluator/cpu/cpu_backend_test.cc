@@ -583,6 +583,43 @@ __global__ void sums(float* y) {
   EXPECT_EQ(Values<float>(result.cases(0).outputs(0)), std::vector<float>({32, 64, 96, 128}));
 }
 
+// Intrinsics a red team's kernels used that did not compile (2026-12-04):
+// __dp4a (signed and unsigned), h2sin/h2cos, normf, erfcxf and erfcx; and
+// a 2-D extern __shared__ array (tile[][33]), which failed to link.
+TEST_F(CpuBackendTest, Dp4aHalf2TrigNormsErfcxAndTwoDimensionalExternShared) {
+  const char* source = R"(
+#include <cuda_fp16.h>
+__global__ void values(float* y) {
+  extern __shared__ float tile[][33];
+  tile[threadIdx.y][threadIdx.x] = threadIdx.y * 33 + threadIdx.x;
+  __syncthreads();
+  if (threadIdx.x + threadIdx.y > 0) return;
+  const float v[3] = {3.f, 4.f, 12.f};
+  y[0] = __dp4a(0x01020304, 0x010101ff, 10);          // 1 + 2 + 3 - 4 + 10
+  y[1] = __dp4a(0xff000001u, 0x02000003u, 1u);        // 255 * 2 + 3 + 1
+  y[2] = __low2float(h2sin(__floats2half2_rn(0.5f, 1.f)));
+  y[3] = __high2float(h2cos(__floats2half2_rn(0.5f, 1.f)));
+  y[4] = normf(3, v);
+  y[5] = erfcxf(1.f);
+  y[6] = (float)erfcx(30.0);
+  y[7] = tile[1][2];
+}
+)";
+  const internal::RunResult result = RunOk(
+      MakeRequest(source, {MakeCase("values", 1, {Output("y", v1::DTYPE_F32, 8)},
+                                    {Launch("values", {1}, {32, 2}, {Buf("y")}, 2 * 33 * 4)})}));
+  ASSERT_EQ(result.cases_size(), 1);
+  const auto y = Values<float>(result.cases(0).outputs(0));
+  EXPECT_EQ(y[0], 12.f);
+  EXPECT_EQ(y[1], 514.f);
+  EXPECT_NEAR(y[2], std::sin(0.5), 1e-3);
+  EXPECT_NEAR(y[3], std::cos(1.0), 1e-3);
+  EXPECT_EQ(y[4], 13.f);
+  EXPECT_NEAR(y[5], 0.42758357615580700442, 1e-6);
+  EXPECT_NEAR(y[6], 0.018795888861416751, 1e-6);  // 1/(30 sqrt(pi)) (1 - 1/1800 + ...)
+  EXPECT_EQ(y[7], 35.f);
+}
+
 TEST_F(CpuBackendTest, DynamicSharedMemoryAndCooperativeGroups) {
   // Reverses each block's slice through `extern __shared__` (namespace scope
   // and block scope), and sums it with a cooperative-groups tile reduce.

@@ -70,6 +70,24 @@ TEST(RewriteExternShared, BlockScopeKeepsLines) {
   EXPECT_NE(out.find("smem[threadIdx.x] = 1.f;"), std::string::npos);
 }
 
+TEST(RewriteExternShared, InnerDimensionsMakeAPointerToArrays) {
+  // `tile[][33]` was left alone and failed to link (red team, 2026-12-04).
+  const std::string source =
+      "__global__ void k(float* y) {\n"
+      "  extern __shared__ float tile[][33];\n"
+      "  extern __shared__ int cube[ ][4]\n[8];\n"
+      "  tile[threadIdx.y][threadIdx.x] = 1.f;\n"
+      "}\n";
+  const std::string out = RewriteExternShared(source);
+  EXPECT_EQ(Lines(out), Lines(source));
+  EXPECT_NE(out.find("static __shared__ float (* const tile)[33] = (decltype(tile))"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("static __shared__ int (* const cube)[4] [8] = (decltype(cube))"),
+            std::string::npos)
+      << out;
+}
+
 TEST(RewriteExternShared, NamespaceScopeAlignedAndMultiline) {
   const std::string source =
       "#include <cuda_fp16.h>\n"
