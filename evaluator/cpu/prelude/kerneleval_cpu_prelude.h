@@ -556,11 +556,27 @@ namespace kerneleval_cpu::detail {
 
 template <class T, class F>
 inline T AtomicUpdate(T* address, F&& update) {
-  std::atomic_ref<T> ref(*address);
-  T old = ref.load(std::memory_order_relaxed);
-  while (!ref.compare_exchange_weak(old, update(old), std::memory_order_relaxed)) {
+  if constexpr (std::is_trivially_copyable_v<T>) {
+    std::atomic_ref<T> ref(*address);
+    T old = ref.load(std::memory_order_relaxed);
+    while (!ref.compare_exchange_weak(old, update(old), std::memory_order_relaxed)) {
+    }
+    return old;
+  } else {
+    // __half2, __nv_bfloat162 (copy assignments of their own): through an
+    // integer of their size.
+    static_assert(sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8,
+                  "atomics on a type of 2, 4 or 8 bytes");
+    using Bits = std::conditional_t<sizeof(T) == 2, uint16_t,
+                                    std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>;
+    std::atomic_ref<Bits> ref(*reinterpret_cast<Bits*>(address));
+    Bits old_bits = ref.load(std::memory_order_relaxed);
+    for (;;) {
+      const T old = FromBits<T>(old_bits);
+      const Bits new_bits = static_cast<Bits>(ToBits(update(old)));
+      if (ref.compare_exchange_weak(old_bits, new_bits, std::memory_order_relaxed)) return old;
+    }
   }
-  return old;
 }
 
 template <class T>
@@ -575,6 +591,14 @@ inline T atomicAdd(T* address, kerneleval_cpu::detail::Same<T> value) {
   } else {
     return kerneleval_cpu::detail::AtomicUpdate(address, [&](T old) { return T(old + value); });
   }
+}
+// sm_90's vector atomics: each element atomically.
+inline float2 atomicAdd(float2* address, float2 value) {
+  return make_float2(atomicAdd(&address->x, value.x), atomicAdd(&address->y, value.y));
+}
+inline float4 atomicAdd(float4* address, float4 value) {
+  return make_float4(atomicAdd(&address->x, value.x), atomicAdd(&address->y, value.y),
+                     atomicAdd(&address->z, value.z), atomicAdd(&address->w, value.w));
 }
 template <class T>
 inline T atomicSub(T* address, kerneleval_cpu::detail::Same<T> value) {

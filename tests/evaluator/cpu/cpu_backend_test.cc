@@ -620,6 +620,43 @@ __global__ void values(float* y) {
   EXPECT_EQ(y[7], 35.f);
 }
 
+// atomicAdd on __half2 and __nv_bfloat162 (a CAS loop through an integer:
+// the host types are not trivially copyable) and sm_90's float2/float4
+// (each element): none compiled (red team, 2026-12-04).
+TEST_F(CpuBackendTest, AtomicAddOnHalf2Bfloat162AndFloat4) {
+  const char* source = R"(
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+__device__ __half2 half_sum;
+__device__ __nv_bfloat162 bf16_sum;
+__device__ float4 float4_sum;
+__global__ void add(float* y) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    half_sum = __floats2half2_rn(0.f, 0.f);
+    bf16_sum = __floats2bfloat162_rn(0.f, 0.f);
+    float4_sum = make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+  __syncthreads();
+  atomicAdd(&half_sum, __floats2half2_rn(1.f, 2.f));
+  atomicAdd(&bf16_sum, __floats2bfloat162_rn(1.f, 0.5f));
+  atomicAdd(&float4_sum, make_float4(1.f, 2.f, 3.f, 4.f));
+  atomicAdd(reinterpret_cast<float2*>(&float4_sum), make_float2(1.f, 1.f));
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    y[0] = __low2float(half_sum); y[1] = __high2float(half_sum);
+    y[2] = __low2float(bf16_sum); y[3] = __high2float(bf16_sum);
+    y[4] = float4_sum.x; y[5] = float4_sum.y; y[6] = float4_sum.z; y[7] = float4_sum.w;
+  }
+}
+)";
+  const internal::RunResult result =
+      RunOk(MakeRequest(source, {MakeCase("add", 1, {Output("y", v1::DTYPE_F32, 8)},
+                                          {Launch("add", {1}, {128}, {Buf("y")})})}));
+  ASSERT_EQ(result.cases_size(), 1);
+  EXPECT_EQ(Values<float>(result.cases(0).outputs(0)),
+            std::vector<float>({128, 256, 128, 64, 256, 384, 384, 512}));
+}
+
 TEST_F(CpuBackendTest, DynamicSharedMemoryAndCooperativeGroups) {
   // Reverses each block's slice through `extern __shared__` (namespace scope
   // and block scope), and sums it with a cooperative-groups tile reduce.
