@@ -1170,7 +1170,6 @@ class thread_block {
 };
 
 inline thread_block this_thread_block() { return {}; }
-inline void sync(const thread_block& block) { block.sync(); }
 
 template <unsigned Size, class Parent = void>
 class thread_block_tile {
@@ -1214,7 +1213,65 @@ class thread_block_tile {
     const unsigned lane = kerneleval_cpu::detail::LinearThreadIndex() & 31u;
     return __ballot_sync(mask(), predicate) >> (lane & ~(Size - 1));
   }
+  // The tile's lanes whose value is the caller's (bits by rank in the tile).
+  template <class T>
+  unsigned match_any(T value) const {
+    const unsigned lane = kerneleval_cpu::detail::LinearThreadIndex() & 31u;
+    return __match_any_sync(mask(), value) >> (lane & ~(Size - 1));
+  }
+  template <class T>
+  unsigned match_all(T value, int& predicate) const {
+    const unsigned lane = kerneleval_cpu::detail::LinearThreadIndex() & 31u;
+    return __match_all_sync(mask(), value, &predicate) >> (lane & ~(Size - 1));
+  }
 };
+
+// A group whose size is known at run time: the block, or a tile of it of
+// 1, 2, 4, 8, 16 or 32 threads (tiled_partition(parent, n)).
+class thread_group {
+ public:
+  thread_group(const thread_block&) : tile_size_(0) {}  // NOLINT: as CUDA's
+  explicit thread_group(unsigned tile_size) : tile_size_(tile_size) {}
+  unsigned size() const { return tile_size_ ? tile_size_ : thread_block::size(); }
+  unsigned num_threads() const { return size(); }
+  unsigned thread_rank() const {
+    const unsigned rank = kerneleval_cpu::detail::LinearThreadIndex();
+    return tile_size_ ? rank % tile_size_ : rank;
+  }
+  void sync() const {
+    if (!tile_size_) return __syncthreads();
+    const unsigned lane = kerneleval_cpu::detail::LinearThreadIndex() & 31u;
+    const unsigned base = lane & ~(tile_size_ - 1);
+    __syncwarp((tile_size_ == 32 ? 0xffffffffu : ((1u << tile_size_) - 1u)) << base);
+  }
+
+ private:
+  unsigned tile_size_;  // 0: the whole block
+};
+
+inline thread_group tiled_partition(const thread_group&, unsigned tile_size) {
+  if (tile_size == 0 || tile_size > 32 || (tile_size & (tile_size - 1)) != 0) {
+    kerneleval_cpu::detail::Trap("tiled_partition: tiles of 1, 2, 4, 8, 16 or 32 threads");
+  }
+  return thread_group(tile_size);
+}
+inline thread_group tiled_partition(const thread_block& block, unsigned tile_size) {
+  return tiled_partition(thread_group(block), tile_size);
+}
+
+// Free functions of every group.
+template <class Group>
+inline void sync(const Group& group) {
+  group.sync();
+}
+template <class Group>
+inline unsigned thread_rank(const Group& group) {
+  return group.thread_rank();
+}
+template <class Group>
+inline unsigned group_size(const Group& group) {
+  return group.size();
+}
 
 template <unsigned Size, class Parent>
 inline thread_block_tile<Size> tiled_partition(const Parent&) {

@@ -657,6 +657,41 @@ __global__ void add(float* y) {
             std::vector<float>({128, 256, 128, 64, 256, 384, 384, 512}));
 }
 
+// Cooperative groups a red team's kernels used that did not compile
+// (2026-12-04): a thread_group from a runtime-sized tiled_partition, the
+// free functions thread_rank / group_size / sync, and a tile's match_any.
+TEST_F(CpuBackendTest, RuntimeSizedTilesFreeFunctionsAndMatchAny) {
+  const char* source = R"(
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+__global__ void groups(const int* x, int* out) {
+  cg::thread_block block = cg::this_thread_block();
+  cg::thread_group tile = cg::tiled_partition(block, 8);
+  cg::sync(tile);
+  cg::sync(block);
+  const auto warp = cg::tiled_partition<16>(block);
+  const int t = threadIdx.x;
+  out[3 * t] = (int)(cg::thread_rank(tile) * 10 + tile.thread_rank());
+  out[3 * t + 1] = (int)warp.match_any(x[t] % 3);
+  out[3 * t + 2] = (int)(cg::group_size(block) * 1000 + cg::thread_rank(block));
+}
+)";
+  const BufferSpec x = IntInput("x", v1::DTYPE_I32, 32, 0, 1000);
+  const internal::RunResult result =
+      RunOk(MakeRequest(source, {MakeCase("groups", 4, {x, Output("out", v1::DTYPE_I32, 96)},
+                                          {Launch("groups", {1}, {32}, {Buf("x"), Buf("out")})})}));
+  ASSERT_EQ(result.cases_size(), 1);
+  const auto vx = Generated<int32_t>(x, 4);
+  const auto out = Values<int32_t>(result.cases(0).outputs(0));
+  for (int t = 0; t < 32; ++t) {
+    EXPECT_EQ(out[3 * t], (t % 8) * 11) << "thread " << t;
+    uint32_t same = 0;  // bits by rank in t's 16-lane tile
+    for (int r = 0; r < 16; ++r) same |= (vx[t / 16 * 16 + r] % 3 == vx[t] % 3 ? 1u : 0u) << r;
+    EXPECT_EQ(static_cast<uint32_t>(out[3 * t + 1]), same) << "thread " << t;
+    EXPECT_EQ(out[3 * t + 2], 32000 + t) << "thread " << t;
+  }
+}
+
 TEST_F(CpuBackendTest, DynamicSharedMemoryAndCooperativeGroups) {
   // Reverses each block's slice through `extern __shared__` (namespace scope
   // and block scope), and sums it with a cooperative-groups tile reduce.
