@@ -1025,7 +1025,12 @@ uint64_t DevicePrintedBytes() { return globals ? globals->printed.load() : 0; }
 
 void ClearDynamicSharedMemory() {
   std::lock_guard<std::mutex> lock(BlockExecutor::ArenasMutex());
-  for (const Arena& arena : BlockExecutor::Arenas()) std::memset(arena.base, 0, arena.accessible);
+  for (const Arena& arena : BlockExecutor::Arenas()) {
+    std::memset(arena.base, 0, arena.accessible);
+    // The pages the last launch left inaccessible keep their bytes for the
+    // next launch that asks for them: dropped, they read as zeros again.
+    ::madvise(arena.base + arena.accessible, arena.bytes - arena.accessible, MADV_DONTNEED);
+  }
 }
 
 bool FindDynamicSharedFault(uint64_t address, uint64_t* offset, uint64_t* requested) {
