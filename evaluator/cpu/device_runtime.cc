@@ -58,7 +58,6 @@ struct Globals {
   // launch (none: drawn per launch).
   bool store_points = true;
   std::optional<ThreadOrder> fixed_order;
-  bool warps_run_ahead = false;
   std::atomic<uint64_t> printed{0};
   std::atomic<uint64_t> heap_used{0};
   kerneleval_cpu_runtime table{};
@@ -288,11 +287,8 @@ class BlockExecutor {
     // those are answered as they stand after a round of them in which no
     // thread arrived anywhere (they may be waiting for those lanes).
     while (done_ < n_) {
-      if (warps_run_ahead_ && !complete_warps_.empty()) {
-        const uint32_t w = complete_warps_.back();
-        complete_warps_.pop_back();
-        if (WarpComplete(w)) CompleteWarp(w);
-      } else if (ready_head_ < ready_.size()) {
+      const bool warp_first = warps_run_ahead_ && !complete_warps_.empty();
+      if (!warp_first && ready_head_ < ready_.size()) {
         const uint32_t t = ready_[ready_head_++];
         if (ready_head_ == ready_.size()) {
           ready_.clear();
@@ -307,7 +303,7 @@ class BlockExecutor {
       } else if (next_unstarted_ < n_) {
         StartRunner();
       } else if (at_active_mask_ > 0 && RoundWithoutArrivals()) {
-        for (uint32_t w = 0; w < warp_active_mask_.size(); ++w) ReleaseActiveMasks(w);
+        ReleaseAllActiveMasks();
       } else if (!yielded_.empty()) {
         round_left_ -= std::min<size_t>(round_left_, yielded_.size());
         for (uint32_t t : yielded_) ready_.push_back(t);
@@ -317,7 +313,7 @@ class BlockExecutor {
         ready_.push_back(spinning_.front());
         spinning_.pop_front();
       } else if (at_active_mask_ > 0) {
-        for (uint32_t w = 0; w < warp_active_mask_.size(); ++w) ReleaseActiveMasks(w);
+        ReleaseAllActiveMasks();
       } else if (!Release()) {
         Fatal(DeadlockMessage());
       }
@@ -486,12 +482,11 @@ class BlockExecutor {
     return false;
   }
 
-  // __activemask(), once no thread of the block can run on without a
-  // release: each waiting lane gets the lanes of its warp waiting at the
-  // same call (op.value), the lanes of its branch. Lanes elsewhere wait at
-  // another call, a warp operation or a barrier, or have exited (a GPU
-  // would not count them active either: a lane that left a loop early and
-  // waits at the __syncthreads after it).
+  // __activemask() in warp `w`: each waiting lane gets the lanes of its
+  // warp waiting at the same call (op.value), the lanes of its branch.
+  // Lanes elsewhere wait at another call, a warp operation or a barrier, or
+  // have exited (a GPU would not count them active either: a lane that left
+  // a loop early and waits at the __syncthreads after it).
   void ReleaseActiveMasks(uint32_t w) {
     const uint32_t waiting = warp_active_mask_[w];
     if (waiting == 0) return;
@@ -509,6 +504,10 @@ class BlockExecutor {
     at_active_mask_ -= static_cast<uint32_t>(std::popcount(waiting));
     warp_active_mask_[w] = 0;
     round_started_ = false;
+  }
+
+  void ReleaseAllActiveMasks() {
+    for (uint32_t w = 0; w < warp_active_mask_.size(); ++w) ReleaseActiveMasks(w);
   }
 
   // Answers the lanes at __activemask of every warp whose other lanes all
@@ -924,7 +923,7 @@ const char* AbiRunGrid(const kerneleval_cpu_launch* launch, kerneleval_cpu_threa
   job.thread_order = globals->fixed_order.value_or(
       static_cast<ThreadOrder>(globals->order_chooser() % kThreadOrders));
   job.store_points = globals->store_points;
-  job.warps_run_ahead = globals->warps_run_ahead;
+  job.warps_run_ahead = !globals->store_points;  // the odd cases' schedule
   const uint64_t wanted = std::min<uint64_t>(globals->options.threads, job.total_blocks);
   const size_t floor = globals->options.fiber_stack_bytes;
   job.stack_bytes =
@@ -1048,7 +1047,6 @@ bool FindDynamicSharedFault(uint64_t address, uint64_t* offset, uint64_t* reques
 void SetCaseSchedule(size_t case_index) {
   if (!globals) return;
   globals->store_points = case_index % 2 == 0;
-  globals->warps_run_ahead = !globals->store_points;
   if (globals->store_points) {
     globals->fixed_order.reset();
   } else {
