@@ -187,6 +187,12 @@ inline uint32_t LinearThreadIndex() {
   return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
 }
 
+// The lanes of the caller's tile of `tile_size` (1, 2, 4, ..., 32) threads.
+inline unsigned TileMask(unsigned tile_size) {
+  const unsigned base = LinearThreadIndex() & 31u & ~(tile_size - 1);
+  return (tile_size == 32 ? 0xffffffffu : ((1u << tile_size) - 1u)) << base;
+}
+
 // A shuffled value's bytes. Trivially destructible, not trivially
 // copyable: the host's __half2 and __nv_bfloat162 have copy assignments of
 // their own (their bytes are all they hold; CUDA shuffles them).
@@ -1185,11 +1191,7 @@ class thread_block_tile {
   static unsigned thread_rank() { return kerneleval_cpu::detail::LinearThreadIndex() & (Size - 1); }
   static unsigned meta_group_rank() { return kerneleval_cpu::detail::LinearThreadIndex() / Size; }
   static unsigned meta_group_size() { return (thread_block::size() + Size - 1) / Size; }
-  static unsigned mask() {
-    const unsigned lane = kerneleval_cpu::detail::LinearThreadIndex() & 31u;
-    const unsigned base = lane & ~(Size - 1);
-    return (Size == 32 ? 0xffffffffu : ((1u << Size) - 1u)) << base;
-  }
+  static unsigned mask() { return kerneleval_cpu::detail::TileMask(Size); }
   void sync() const { __syncwarp(mask()); }
   template <class T>
   T shfl(T value, int src) const {
@@ -1240,9 +1242,7 @@ class thread_group {
   }
   void sync() const {
     if (!tile_size_) return __syncthreads();
-    const unsigned lane = kerneleval_cpu::detail::LinearThreadIndex() & 31u;
-    const unsigned base = lane & ~(tile_size_ - 1);
-    __syncwarp((tile_size_ == 32 ? 0xffffffffu : ((1u << tile_size_) - 1u)) << base);
+    __syncwarp(kerneleval_cpu::detail::TileMask(tile_size_));
   }
 
  private:
@@ -1393,26 +1393,10 @@ inline T reduce(const thread_block_tile<Size, Parent>& tile, T value, Op op) {
   return value;
 }
 
-template <unsigned Size, class Parent, class T, class Op>
-inline T inclusive_scan(const thread_block_tile<Size, Parent>& tile, T value, Op op) {
-  const unsigned rank = tile.thread_rank();
-  for (unsigned offset = 1; offset < Size; offset *= 2) {
-    const T other = tile.shfl_up(value, offset);
-    if (rank >= offset) value = op(value, other);
-  }
-  return value;
-}
-
-template <unsigned Size, class Parent, class T, class Op>
-inline T exclusive_scan(const thread_block_tile<Size, Parent>& tile, T value, Op op) {
-  const T inclusive = inclusive_scan(tile, value, op);
-  const T shifted = tile.shfl_up(inclusive, 1);
-  return tile.thread_rank() == 0 ? T{} : shifted;
-}
-
-// A coalesced group's, in rank order: every lane gets the result.
-template <class T, class Op>
-inline T inclusive_scan(const coalesced_group& group, T value, Op op) {
+// Hillis-Steele scans of a tile or a coalesced group, in rank order.
+template <class Group, class T, class Op>
+requires requires(const Group& group, T value) { group.shfl_up(value, 1u); }
+inline T inclusive_scan(const Group& group, T value, Op op) {
   const unsigned rank = group.thread_rank(), n = group.size();
   for (unsigned offset = 1; offset < n; offset *= 2) {
     const T other = group.shfl_up(value, offset);
@@ -1421,13 +1405,15 @@ inline T inclusive_scan(const coalesced_group& group, T value, Op op) {
   return value;
 }
 
-template <class T, class Op>
-inline T exclusive_scan(const coalesced_group& group, T value, Op op) {
+template <class Group, class T, class Op>
+requires requires(const Group& group, T value) { group.shfl_up(value, 1u); }
+inline T exclusive_scan(const Group& group, T value, Op op) {
   const T inclusive = inclusive_scan(group, value, op);
   const T shifted = group.shfl_up(inclusive, 1);
   return group.thread_rank() == 0 ? T{} : shifted;
 }
 
+// A coalesced group's, through its scan: every lane gets the result.
 template <class T, class Op>
 inline T reduce(const coalesced_group& group, T value, Op op) {
   return group.shfl(inclusive_scan(group, value, op), group.size() - 1);
