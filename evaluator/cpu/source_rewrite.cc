@@ -185,15 +185,23 @@ std::optional<std::string> FindUnsupportedFeature(std::string_view source) {
     break;
   }
   // Libraries built on the above.
-  for (std::string_view header :
-       {"<cub/", "<thrust/", "<cutlass/", "<cute/", "<mma.h>", "<cuda/", "<nv/"}) {
-    const size_t pos = masked.find(header);
+  static constexpr std::string_view kLibraries = "CUB, Thrust and CUTLASS headers";
+  static constexpr std::string_view kLibcudacxx = "libcu++ headers (<cuda/atomic>, <cuda/std/...>)";
+  // Rule::token is a header prefix here, found anywhere.
+  static constexpr Rule kHeaders[] = {
+      {"<cub/", kLibraries},
+      {"<thrust/", kLibraries},
+      {"<cutlass/", kLibraries},
+      {"<cute/", kLibraries},
+      {"<mma.h>", "tensor-core matrix operations (nvcuda::wmma / mma.h)"},
+      {"<cuda/", kLibcudacxx},
+      {"<nv/", kLibcudacxx},
+  };
+  for (const Rule& rule : kHeaders) {
+    const size_t pos = masked.find(rule.token);
     if (pos != std::string::npos && pos < best_pos) {
       best_pos = pos;
-      best_feature = header == "<mma.h>" ? "tensor-core matrix operations (nvcuda::wmma / mma.h)"
-                     : header == "<cuda/" || header == "<nv/"
-                         ? "libcu++ headers (<cuda/atomic>, <cuda/std/...>)"
-                         : "CUB, Thrust and CUTLASS headers";
+      best_feature = rule.feature;
     }
   }
   if (best_pos == std::string::npos) return std::nullopt;
