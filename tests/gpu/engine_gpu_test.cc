@@ -271,6 +271,42 @@ extern "C" __global__ void lazy(const float* a, const float* b, float* c, int n)
   ExpectHealthy();
 }
 
+// Dynamic shared memory is cleared between programs, also the part the
+// program's last launch did not ask for: the first program fills 48 KiB per
+// block, then ends with a launch that asks for none; the second reads its 48
+// KiB and computes right only if every byte is zero. On the test driver the
+// clear once zeroed only the last launch's request (2026-12-05 review).
+TEST_F(EngineGpuTest, DynamicSharedMemoryIsClearedBetweenProgramsWhateverTheLastLaunchAsked) {
+  constexpr char kFillsThenAdds[] = R"(
+// @launch fill<<<64, 256, 49152>>>()
+// @launch add<<<ceil_div(N, 256), 256>>>(a, b, c, N)
+extern "C" __global__ void fill() {
+  extern __shared__ float stash[];
+  for (int k = threadIdx.x; k < 49152 / 4; k += blockDim.x) stash[k] = 1.0f + k;
+  __syncthreads();
+}
+extern "C" __global__ void add(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+}
+)";
+  constexpr char kAddsIfSharedIsClear[] = R"(
+// @launch add_if_clear<<<ceil_div(N, 256), 256, 49152>>>(a, b, c, N)
+extern "C" __global__ void add_if_clear(const float* a, const float* b, float* c, int n) {
+  extern __shared__ float stash[];
+  float seen = 0.0f;
+  for (int k = threadIdx.x; k < 49152 / 4; k += blockDim.x) seen += stash[k] != 0.0f;
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i] + seen;
+}
+)";
+  const v1::Verdict fills = Evaluate("vector_add", kFillsThenAdds);
+  EXPECT_TRUE(fills.correct()) << fills.error();
+  const v1::Verdict reads = Evaluate("vector_add", kAddsIfSharedIsClear);
+  EXPECT_TRUE(reads.correct()) << "the second program saw the first's shared memory: "
+                               << reads.error();
+}
+
 TEST_F(EngineGpuTest, KernelHardCodedToOneShapeFails) {
   const v1::Verdict verdict = Evaluate("vector_add", R"(
 // @launch add<<<ceil_div(N, 256), 256>>>(a, b, c, N)
