@@ -321,6 +321,15 @@ class SharedBuffers {
   uint64_t bytes_ = 0;
 };
 
+// Appended to a hang while timed: the checked build yields at volatile
+// loads and atomics, the timed build only at barriers, warp operations and
+// __nanosleep (evaluator/cpu/README.md, "Semantic gaps").
+constexpr char kTimedBuildHangHint[] =
+    "; the CPU backend times a build without the checked build's spin points: a thread "
+    "spinning on a value another thread of its block sets (a volatile flag, an atomic read) "
+    "yields only at __syncthreads, warp operations and __nanosleep; a __nanosleep in the "
+    "loop lets it finish";
+
 class Worker {
  public:
   explicit Worker(CpuWorkerSettings settings) : settings_(std::move(settings)) {
@@ -577,10 +586,12 @@ class Worker {
       if (absl::IsDeadlineExceeded(status)) {
         runner.Kill();
         failure->set_stage("timeout");
+        // The timed build has no spin points: a spin on a flag another
+        // thread of the block sets ran in the checked build and hangs here.
         failure->set_message(
             absl::StrCat(sample_cut ? status.message()
                                     : absl::StrCat("timing did not finish within ", timeout, " s"),
-                         Where(runner.report(), plan, "")));
+                         Where(runner.report(), plan, ""), kTimedBuildHangHint));
         return failed;
       }
       if (absl::IsOutOfRange(status)) {  // wrote next to a buffer (OutOfBoundsWrite)
