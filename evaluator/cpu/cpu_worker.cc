@@ -357,8 +357,9 @@ class Worker {
         setup_error_ = interleaved.status();
       }
     }
-    runtime_.threads = settings_.threads ? settings_.threads
-                                         : std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
+    runtime_.threads = settings_.threads
+                           ? settings_.threads
+                           : std::clamp(std::thread::hardware_concurrency(), 1u, kMaxPoolThreads);
     runtime_.fiber_stack_bytes = settings_.fiber_stack_bytes;
     // Runners are fresh images of this binary (fork + exec), by
     // /proc/self/exe rather than the path it names: the very file this

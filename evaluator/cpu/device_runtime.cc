@@ -1,5 +1,6 @@
 #include "evaluator/cpu/device_runtime.h"
 
+#include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -115,6 +116,18 @@ class StackPool {
     free_.push_back(static_cast<char*>(context.sp) - bytes_ - PageSize());
   }
 
+  // Whether `address` lies in one of the guard pages: a frame outgrew its
+  // stack (the host compile probes every page of a large frame). From a
+  // fault handler: no lock, no allocation.
+  bool GuardPageHolds(uint64_t address) const {
+    for (void* base : mapped_) {
+      const auto guard = reinterpret_cast<uint64_t>(base);
+      if (address >= guard && address < guard + PageSize()) return true;
+    }
+    return false;
+  }
+  size_t bytes() const { return bytes_; }
+
  private:
   void UnmapAll() noexcept {
     for (void* base : mapped_) ::munmap(base, bytes_ + PageSize());
@@ -204,6 +217,8 @@ class BlockExecutor {
     }
     ::munmap(dynamic_shared_, shared_bytes_ + PageSize());
   }
+
+  const StackPool& stacks() const { return stacks_; }
 
   // Every executor's dynamic shared arena.
   static std::mutex& ArenasMutex() {
@@ -811,6 +826,21 @@ void RunBlocks(GridJob& job) {
   }
 }
 
+// Signal handlers of this OS thread run on a stack of their own: a fault on
+// an overflowed fiber stack could not push the handler's frame, and the
+// runner's report lost the fault's address (sigaltstack is per thread; the
+// runner sets the calling thread's).
+void UseAlternateSignalStack() {
+  constexpr size_t kBytes = size_t{64} << 10;
+  void* memory =
+      ::mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (memory == MAP_FAILED) return;  // faults are still fatal, only less precise
+  stack_t stack{};
+  stack.ss_sp = memory;
+  stack.ss_size = kBytes;
+  ::sigaltstack(&stack, nullptr);
+}
+
 // Pool threads beyond the calling one; all started when the runtime is
 // installed (the runner then forbids new threads, before any kernel code
 // runs), parked on a condition variable between launches.
@@ -843,6 +873,7 @@ class ThreadPool {
 
  private:
   [[noreturn]] void Loop(size_t index) {
+    UseAlternateSignalStack();
     uint64_t seen = 0;
     for (;;) {
       GridJob* job;
@@ -925,10 +956,12 @@ const char* AbiRunGrid(const kerneleval_cpu_launch* launch, kerneleval_cpu_threa
   job.store_points = globals->store_points;
   job.warps_run_ahead = !globals->store_points;  // the odd cases' schedule
   const uint64_t wanted = std::min<uint64_t>(globals->options.threads, job.total_blocks);
+  // Not by `wanted`: a kernel with large local arrays passed on 2 cores and
+  // overflowed its stack on 16.
+  const uint64_t sharing_blocks = std::clamp<uint64_t>(job.total_blocks, 1, kMaxPoolThreads);
   const size_t floor = globals->options.fiber_stack_bytes;
-  job.stack_bytes =
-      std::clamp<size_t>(kFiberStackBudgetBytes / (block_threads * std::max<uint64_t>(wanted, 1)),
-                         floor, std::max(kMaxFiberStackBytes, floor));
+  job.stack_bytes = std::clamp<size_t>(kFiberStackBudgetBytes / (block_threads * sharing_blocks),
+                                       floor, std::max(kMaxFiberStackBytes, floor));
   if (wanted <= 1) {
     RunBlocks(job);
   } else {
@@ -1042,6 +1075,15 @@ bool FindDynamicSharedFault(uint64_t address, uint64_t* offset, uint64_t* reques
     return true;
   }
   return false;
+}
+
+bool FindStackOverflow(uint64_t address, uint64_t* stack_bytes) {
+  // A synchronous fault runs its handler on the faulting OS thread: the
+  // stacks are that thread's executor's.
+  const BlockExecutor* executor = tls_executor.get();
+  if (executor == nullptr || !executor->stacks().GuardPageHolds(address)) return false;
+  *stack_bytes = executor->stacks().bytes();
+  return true;
 }
 
 void SetCaseSchedule(size_t case_index) {

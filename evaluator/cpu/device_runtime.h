@@ -31,14 +31,19 @@ namespace kerneleval::cpu {
 inline constexpr uint32_t kMaxDynamicSharedBytes = 227 * 1024;
 // [bytes] Address space for the stacks of GPU threads, and one stack's cap.
 inline constexpr size_t kFiberStackBudgetBytes = size_t{512} << 20;
+// OS threads running blocks when the host has that many cores or more (the
+// worker's default); stacks are sized as if a launch ran on that many, so a
+// kernel's stack does not depend on the host's core count.
+inline constexpr unsigned kMaxPoolThreads = 16;
 inline constexpr size_t kMaxFiberStackBytes = KERNELEVAL_CPU_MAX_FIBER_STACK_BYTES;
 
 struct DeviceRuntimeOptions {
   unsigned threads = 1;  // OS threads running blocks
   // [bytes] Stack of each GPU thread (plus a guard page): the larger of this
   // and an equal share of kFiberStackBudgetBytes among the fibers a launch
-  // can have at once (threads per block x pool threads), at most
-  // kMaxFiberStackBytes. Pages are committed only when touched.
+  // could have at once on the largest pool (threads per block x the fewer
+  // of its blocks and kMaxPoolThreads), at most kMaxFiberStackBytes. Pages
+  // are committed only when touched.
   size_t fiber_stack_bytes = size_t{64} << 10;
   size_t print_budget_bytes = size_t{1} << 20;  // [bytes] device printf output, then dropped
   size_t heap_bytes = size_t{8} << 20;          // [bytes] device malloc (CUDA's default)
@@ -71,6 +76,11 @@ void ClearDynamicSharedMemory();
 // last launch that ran there (only those are accessible, in whole pages).
 // Safe enough in a fault handler (no lock, no allocation).
 bool FindDynamicSharedFault(uint64_t address, uint64_t* offset, uint64_t* requested);
+
+// Whether `address` (of a fault on this OS thread) lies in the guard page of
+// one of its GPU threads' stacks, of `stack_bytes` each: a stack overflow.
+// Safe enough in a fault handler (no lock, no allocation).
+bool FindStackOverflow(uint64_t address, uint64_t* stack_bytes);
 
 // Sets how the launches of correctness case `case_index` of a run schedule
 // a block's threads. Even cases: an interleaved build's store points yield

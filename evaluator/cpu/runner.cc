@@ -66,6 +66,8 @@ void OnFault(int signal, siginfo_t* info, void*) {
     child_report->fault_in_shared =
         FindDynamicSharedFault(child_report->fault_address, &child_report->fault_shared_offset,
                                &child_report->fault_shared_requested);
+    child_report->fault_in_stack =
+        FindStackOverflow(child_report->fault_address, &child_report->fault_stack_bytes);
     child_report->fault_signal.store(signal);
   }
 }
@@ -241,6 +243,14 @@ std::string DescribeFault(const RunnerReport& report) {
         "at byte %d of dynamic shared memory, past the %d bytes the launch asked for (the third "
         "<<<>>> value of its @launch)",
         report.fault_shared_offset, report.fault_shared_requested);
+  }
+  if (report.fault_in_stack) {
+    return absl::StrFormat(
+        "a stack overflow: a GPU thread's local variables (arrays, recursion) took more than "
+        "the %d KiB of stack each thread of this launch has on the CPU backend (%d MiB shared "
+        "by the threads of up to %d blocks, at most %d KiB each)",
+        report.fault_stack_bytes >> 10, kFiberStackBudgetBytes >> 20, kMaxPoolThreads,
+        kMaxFiberStackBytes >> 10);
   }
   const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   const uint32_t count = std::min<uint32_t>(report.buffer_count, RunnerReport::kMaxBuffers);
@@ -506,6 +516,10 @@ std::string DescribeRunnerEnd(int wait_status, const RunnerReport& report) {
   switch (signal) {
     case SIGSEGV:
     case SIGBUS:
+      if (recorded && report.fault_in_stack) {
+        absl::StrAppend(&text, ": ", DescribeFault(report));
+        break;
+      }
       absl::StrAppend(&text, ": out-of-bounds access?");
       if (recorded) absl::StrAppend(&text, " (", DescribeFault(report), ")");
       break;

@@ -86,6 +86,10 @@ struct RunnerReport {
   int32_t fault_in_shared;
   uint64_t fault_shared_offset;
   uint64_t fault_shared_requested;
+  // The fault's address lies in the guard page below a GPU thread's stack
+  // of fault_stack_bytes (FindStackOverflow).
+  int32_t fault_in_stack;
+  uint64_t fault_stack_bytes;
   uint32_t buffer_count;
   BufferRange buffers[kMaxBuffers];
   char message[4096];

@@ -1154,6 +1154,34 @@ __global__ void local_heavy(const int* x, int* y) {
   for (int t = 0; t < 32; ++t) EXPECT_EQ(y[t], vx[t] + 65535 + 200) << t;
 }
 
+// A thread's stack depends on the launch, not on the host: 16 blocks of
+// 1,024 threads get 64 KiB each whatever the pool (this suite runs 2 OS
+// threads; stacks were sized by the pool's size, so 96 KiB of local arrays
+// passed here and overflowed on a 16-core host). 2 blocks get 256 KiB.
+TEST_F(CpuBackendTest, StacksDependOnTheLaunchNotOnTheHostsCores) {
+  const char* source = R"(
+__global__ void local_heavy(const int* x, int* y) {
+  volatile int scratch[24 * 1024];  // 96 KiB
+  for (int i = 0; i < 24 * 1024; i += 1024) scratch[i] = x[threadIdx.x] + i;
+  y[blockIdx.x * blockDim.x + threadIdx.x] = scratch[23 * 1024];
+}
+)";
+  auto blocks_case = [](uint32_t blocks) {
+    return MakeCase(
+        "c", 1,
+        {IntInput("x", v1::DTYPE_I32, 1024, 0, 100), Output("y", v1::DTYPE_I32, 1024 * blocks)},
+        {Launch("local_heavy", {blocks}, {1024}, {Buf("x"), Buf("y")})});
+  };
+  RunOk(MakeRequest(source, {blocks_case(2)}));
+  const internal::RunFailure failure = RunFails(MakeRequest(source, {blocks_case(16)}));
+  EXPECT_EQ(failure.stage(), "runtime");
+  EXPECT_NE(failure.message().find("a stack overflow: a GPU thread's local variables"),
+            std::string::npos)
+      << failure.message();
+  EXPECT_NE(failure.message().find("than the 64 KiB of stack"), std::string::npos)
+      << failure.message();
+}
+
 TEST_F(CpuBackendTest, TemplateKernelsAndParameterTypes) {
   // The plan names a template instance; parameters of several types get
   // their values converted to the declared type.
