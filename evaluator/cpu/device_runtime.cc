@@ -164,7 +164,12 @@ struct GridJob {
 
 // The interleaved build's per-thread state (kerneleval_cpu_abi.h): static
 // TLS of the process, at a fixed offset from every thread's pointer.
-thread_local kerneleval_cpu_thread_state tls_interleave_state{.epoch = 1};
+thread_local kerneleval_cpu_thread_state tls_interleave_state{.epoch = 1,
+                                                              .loads = {},
+                                                              .stack_top = 0,
+                                                              .failed_cas_address = 0,
+                                                              .failed_cas_expected = 0,
+                                                              .failed_cas_found = 0};
 
 // An OS thread's dynamic shared memory: `bytes` reserved at `base`, the
 // first `accessible` of them readable and writable (whole pages, from the
