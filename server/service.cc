@@ -408,6 +408,15 @@ grpc::Status Admit(grpc::CallbackServerContext* context, CallState& state,
   return ToGrpcStatus(CheckDeadline(DeadlineOf(*context), absl::Now()));
 }
 
+// Sends the initial metadata (the request id) as soon as a call that does
+// engine work is admitted, not with its answer: a client's gRPC retries a
+// call until it has the server's headers (transparent retries, the Python
+// client's retry policy), so an evaluation in flight on a server that went
+// away was run a second time on another (red team, 2026-12-05: a group ran
+// twice, 10.7 s). Called by the handler before it returns the reactor: gRPC
+// keeps the request and applies it before any Finish.
+void SendHeadersNow(grpc::ServerUnaryReactor* reactor) { reactor->StartSendInitialMetadata(); }
+
 CallContext MakeCallContext(const grpc::CallbackServerContext& context,
                             const std::shared_ptr<CallState>& state, const std::string& client_id) {
   CallContext call;
@@ -513,6 +522,7 @@ grpc::ServerUnaryReactor* KernelEvalService::Evaluate(grpc::CallbackServerContex
   if (!start.proceed) return start.reactor;
   const std::shared_ptr<CallState>& state = start.state;
   UnaryReactor* reactor = start.reactor;
+  SendHeadersNow(reactor);
   v1::EvaluateRequest& request = start.messages->request;
   v1::EvaluateResponse* response = &start.messages->response;
   spdlog::debug("[{}] Evaluate problem={} from {}", state->request_id,
@@ -593,6 +603,7 @@ grpc::ServerUnaryReactor* KernelEvalService::EvaluateGroup(grpc::CallbackServerC
   if (!start.proceed) return start.reactor;
   const std::shared_ptr<CallState>& state = start.state;
   UnaryReactor* reactor = start.reactor;
+  SendHeadersNow(reactor);
   v1::EvaluateGroupRequest& request = start.messages->request;
   v1::EvaluateGroupResponse* response = &start.messages->response;
   spdlog::debug("[{}] EvaluateGroup problem={} submissions={} from {}", state->request_id,
@@ -630,6 +641,7 @@ grpc::ServerUnaryReactor* KernelEvalService::Compile(grpc::CallbackServerContext
   if (!start.proceed) return start.reactor;
   const std::shared_ptr<CallState>& state = start.state;
   UnaryReactor* reactor = start.reactor;
+  SendHeadersNow(reactor);
   // The response lives as long as `state`, which the callback holds. The
   // engine answers once the caller's turn on its compile pool came; no
   // thread of the front waits for it.

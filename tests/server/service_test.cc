@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <set>
 #include <thread>
 #include <utility>
 
@@ -584,6 +585,67 @@ TEST(Service, CancelledUnaryCallsCancelTheEnginesWork) {
   evaluate.join();
   group.join();
   EXPECT_TRUE(server.engine().WaitForCancels(2, milliseconds(10'000)));
+}
+
+// The x-request-id header leaves when a call is taken, not with its answer:
+// until a client has the server's headers its gRPC may send the call again
+// (a retry policy, transparent retries), and an evaluation ran twice.
+TEST(Service, HeadersAreSentWhenTheCallIsTakenNotWithTheAnswer) {
+  TestServer server;
+  ASSERT_TRUE(server.ok());
+  auto channel = grpc::CreateChannel(server.target(), grpc::InsecureChannelCredentials());
+  auto stub = v1::KernelEval::NewStub(channel);
+  grpc::CompletionQueue queue;
+  grpc::ClientContext evaluate_context;
+  grpc::ClientContext group_context;
+  grpc::ClientContext compile_context;
+  v1::CompileRequest compile_request;
+  compile_request.set_source("delay 3000");
+  auto evaluate = stub->AsyncEvaluate(&evaluate_context, EvaluateRequestWith("hang"), &queue);
+  auto group = stub->AsyncEvaluateGroup(&group_context, GroupRequestWith({"hang"}), &queue);
+  auto compile = stub->AsyncCompile(&compile_context, compile_request, &queue);
+  evaluate->ReadInitialMetadata(reinterpret_cast<void*>(1));
+  group->ReadInitialMetadata(reinterpret_cast<void*>(2));
+  compile->ReadInitialMetadata(reinterpret_cast<void*>(3));
+  std::set<intptr_t> headers;
+  const auto deadline = std::chrono::system_clock::now() + std::chrono::seconds(10);
+  while (headers.size() < 3) {
+    void* tag = nullptr;
+    bool ok = false;
+    if (queue.AsyncNext(&tag, &ok, deadline) != grpc::CompletionQueue::GOT_EVENT) break;
+    EXPECT_TRUE(ok);
+    headers.insert(reinterpret_cast<intptr_t>(tag));
+  }
+  EXPECT_EQ(headers, (std::set<intptr_t>{1, 2, 3}));
+  // The hanging calls are still in the engine: the headers did not wait for them.
+  EXPECT_EQ(server.engine().in_flight.load(), 2);
+  EXPECT_EQ(evaluate_context.GetServerInitialMetadata().count("x-request-id"), 1u);
+  EXPECT_EQ(group_context.GetServerInitialMetadata().count("x-request-id"), 1u);
+  evaluate_context.TryCancel();
+  group_context.TryCancel();
+  v1::EvaluateResponse evaluate_response;
+  v1::EvaluateGroupResponse group_response;
+  v1::CompileResponse compile_response;
+  grpc::Status evaluate_status, group_status, compile_status;
+  evaluate->Finish(&evaluate_response, &evaluate_status, reinterpret_cast<void*>(4));
+  group->Finish(&group_response, &group_status, reinterpret_cast<void*>(5));
+  compile->Finish(&compile_response, &compile_status, reinterpret_cast<void*>(6));
+  for (int finished = 0; finished < 3;) {
+    void* tag = nullptr;
+    bool ok = false;
+    ASSERT_EQ(
+        queue.AsyncNext(&tag, &ok, std::chrono::system_clock::now() + std::chrono::seconds(20)),
+        grpc::CompletionQueue::GOT_EVENT);
+    ++finished;
+  }
+  EXPECT_EQ(evaluate_status.error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_EQ(group_status.error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_TRUE(compile_status.ok()) << compile_status.error_message();
+  queue.Shutdown();
+  void* tag = nullptr;
+  bool ok = false;
+  while (queue.Next(&tag, &ok)) {
+  }
 }
 
 TEST(Service, ClientDeadlineDuringWorkCancelsTheEngine) {
