@@ -69,10 +69,23 @@ std::string_view CodeName(grpc::StatusCode code) {
   }
 }
 
-const grpc::Status& CancelledStatus() {
-  static const grpc::Status kStatus(grpc::StatusCode::CANCELLED,
-                                    "the client cancelled the call or its deadline passed");
-  return kStatus;
+// Why gRPC cancelled a call: the server's shutdown, the call's deadline, or
+// the client (all three were logged and counted as the client's CANCELLED:
+// slow answers and clients going away looked alike).
+// A client's deadline usually reaches the server as a cancellation (its
+// own timer fires first), just before the server's copy of the deadline,
+// which started when the request arrived: within kDeadlineSlack of it, a
+// cancellation counts as the deadline.
+constexpr absl::Duration kDeadlineSlack = absl::Milliseconds(500);
+
+grpc::Status CancelledStatus(bool server_shutting_down, absl::Time deadline) {
+  if (server_shutting_down) {
+    return {grpc::StatusCode::UNAVAILABLE, "the server shut down before the call finished"};
+  }
+  if (deadline - kDeadlineSlack <= absl::Now()) {
+    return {grpc::StatusCode::DEADLINE_EXCEEDED, "the call's deadline passed"};
+  }
+  return {grpc::StatusCode::CANCELLED, "the client cancelled the call"};
 }
 
 // The typed messages of a call. gRPC hands the service bytes (service.h):
@@ -130,9 +143,17 @@ struct UnaryMessages final : WireMessages {
 // reactor and every engine callback, so that a callback arriving after the
 // client left never touches freed memory.
 struct CallState {
-  CallState(std::string_view rpc_name, std::string id, std::shared_ptr<ServerMetrics> metrics_in)
-      : rpc(rpc_name), request_id(std::move(id)), metrics(std::move(metrics_in)) {
+  CallState(std::string_view rpc_name, std::string id,
+            const KernelEvalService::CallEnvironment& environment)
+      : rpc(rpc_name),
+        request_id(std::move(id)),
+        metrics(environment.metrics),
+        server_shutting_down(environment.shutting_down) {
     if (metrics) metrics->OnRequestStarted();
+  }
+
+  [[nodiscard]] grpc::Status Cancelled() const {
+    return CancelledStatus(server_shutting_down && server_shutting_down->load(), deadline);
   }
 
   // True for exactly one caller: the one that finishes the RPC (and may
@@ -169,6 +190,8 @@ struct CallState {
   const std::string request_id;
   const absl::Time start = absl::Now();
   const std::shared_ptr<ServerMetrics> metrics;
+  const std::shared_ptr<const std::atomic<bool>> server_shutting_down;
+  absl::Time deadline = absl::InfiniteFuture();  // the client's, set at admission
   std::atomic<bool> cancelled{false};
   std::atomic<bool> finished{false};
   // The named client whose token the call carries (set at admission, before
@@ -189,10 +212,14 @@ class UnaryReactor final : public grpc::ServerUnaryReactor {
  public:
   explicit UnaryReactor(std::shared_ptr<CallState> state) : state_(std::move(state)) {}
   void OnCancel() override {
+    // Claimed before the engine is told: its answer to the cancellation
+    // would otherwise race this one to record the call.
+    const bool claimed = state_->Claim();
     state_->cancelled.store(true);
-    if (!state_->Claim()) return;
-    state_->Record(CancelledStatus());
-    Finish(CancelledStatus());
+    if (!claimed) return;
+    const grpc::Status status = state_->Cancelled();
+    state_->Record(status);
+    Finish(status);
   }
   void OnDone() override { delete this; }
 
@@ -271,7 +298,7 @@ struct StreamState : CallState {
         cancelled.store(true);
         pending.clear();
         if (!final_status) {
-          final_status = CancelledStatus();
+          final_status = Cancelled();
           Record(*final_status);
         }
       }
@@ -287,7 +314,7 @@ struct StreamState : CallState {
       std::lock_guard lock(mutex);
       pending.clear();
       if (!final_status) {
-        final_status = CancelledStatus();
+        final_status = Cancelled();
         Record(*final_status);
       }
       action = PumpLocked();
@@ -398,13 +425,14 @@ namespace {
 grpc::Status Admit(grpc::CallbackServerContext* context, CallState& state,
                    const TokenAuthenticator& authenticator) {
   context->AddInitialMetadata(kRequestIdHeader, state.request_id);
+  state.deadline = DeadlineOf(*context);
   std::optional<std::string> client = authenticator.Identify(*context);
   if (!client) {
     return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                         "authorization: missing or wrong bearer token");
   }
   state.token_client = *std::move(client);
-  if (context->IsCancelled()) return CancelledStatus();
+  if (context->IsCancelled()) return state.Cancelled();
   return ToGrpcStatus(CheckDeadline(DeadlineOf(*context), absl::Now()));
 }
 
@@ -449,11 +477,11 @@ template <typename Request, typename Response, typename Validate>
 UnaryStart<Request, Response> BeginUnary(std::string_view rpc, grpc::CallbackServerContext* context,
                                          const grpc::ByteBuffer& request_bytes,
                                          grpc::ByteBuffer* response_bytes,
-                                         const std::shared_ptr<ServerMetrics>& metrics,
+                                         const KernelEvalService::CallEnvironment& environment,
                                          const TokenAuthenticator& authenticator,
                                          Validate&& validate) {
   UnaryStart<Request, Response> start;
-  start.state = std::make_shared<CallState>(rpc, ClientRequestId(*context), metrics);
+  start.state = std::make_shared<CallState>(rpc, ClientRequestId(*context), environment);
   auto messages = std::make_shared<UnaryMessages<Request, Response>>(response_bytes);
   start.messages = messages.get();
   start.state->messages = std::move(messages);
@@ -480,9 +508,9 @@ template <typename Request, typename Response>
 UnaryStart<Request, Response> BeginUnary(std::string_view rpc, grpc::CallbackServerContext* context,
                                          const grpc::ByteBuffer& request_bytes,
                                          grpc::ByteBuffer* response_bytes,
-                                         const std::shared_ptr<ServerMetrics>& metrics,
+                                         const KernelEvalService::CallEnvironment& environment,
                                          const TokenAuthenticator& authenticator) {
-  return BeginUnary<Request, Response>(rpc, context, request_bytes, response_bytes, metrics,
+  return BeginUnary<Request, Response>(rpc, context, request_bytes, response_bytes, environment,
                                        authenticator,
                                        [](const Request&) { return absl::OkStatus(); });
 }
@@ -495,7 +523,10 @@ KernelEvalService::KernelEvalService(Engine* engine, ServiceOptions options,
       options_(std::move(options)),
       authenticator_(
           std::make_shared<const TokenAuthenticator>(options_.token, options_.client_tokens)),
-      metrics_(std::move(metrics)) {}
+      metrics_(std::move(metrics)),
+      environment_{.metrics = metrics_, .shutting_down = shutting_down_} {}
+
+void KernelEvalService::BeginShutdown() { shutting_down_->store(true); }
 
 KernelEvalService::~KernelEvalService() = default;
 
@@ -515,7 +546,7 @@ grpc::ServerUnaryReactor* KernelEvalService::Evaluate(grpc::CallbackServerContex
                                                       const grpc::ByteBuffer* request_bytes,
                                                       grpc::ByteBuffer* response_bytes) {
   const auto start = BeginUnary<v1::EvaluateRequest, v1::EvaluateResponse>(
-      "Evaluate", context, *request_bytes, response_bytes, metrics_, *Authenticator(),
+      "Evaluate", context, *request_bytes, response_bytes, environment_, *Authenticator(),
       [&](const v1::EvaluateRequest& request) {
         return ValidateEvaluateRequest(request, options_.limits);
       });
@@ -550,7 +581,8 @@ grpc::ServerUnaryReactor* KernelEvalService::Evaluate(grpc::CallbackServerContex
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* KernelEvalService::EvaluateStream(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request_bytes) {
-  auto state = std::make_shared<StreamState>("EvaluateStream", ClientRequestId(*context), metrics_);
+  auto state =
+      std::make_shared<StreamState>("EvaluateStream", ClientRequestId(*context), environment_);
   auto* reactor = new StreamReactor(state);
   if (auto status = Admit(context, *state, *Authenticator()); !status.ok()) {
     state->Complete(status, std::nullopt);
@@ -596,7 +628,7 @@ grpc::ServerUnaryReactor* KernelEvalService::EvaluateGroup(grpc::CallbackServerC
                                                            const grpc::ByteBuffer* request_bytes,
                                                            grpc::ByteBuffer* response_bytes) {
   const auto start = BeginUnary<v1::EvaluateGroupRequest, v1::EvaluateGroupResponse>(
-      "EvaluateGroup", context, *request_bytes, response_bytes, metrics_, *Authenticator(),
+      "EvaluateGroup", context, *request_bytes, response_bytes, environment_, *Authenticator(),
       [&](const v1::EvaluateGroupRequest& request) {
         return ValidateEvaluateGroupRequest(request, options_.limits);
       });
@@ -634,7 +666,7 @@ grpc::ServerUnaryReactor* KernelEvalService::Compile(grpc::CallbackServerContext
                                                      const grpc::ByteBuffer* request_bytes,
                                                      grpc::ByteBuffer* response_bytes) {
   const auto start = BeginUnary<v1::CompileRequest, v1::CompileResponse>(
-      "Compile", context, *request_bytes, response_bytes, metrics_, *Authenticator(),
+      "Compile", context, *request_bytes, response_bytes, environment_, *Authenticator(),
       [&](const v1::CompileRequest& request) {
         return ValidateCompileRequest(request, options_.limits);
       });
@@ -663,7 +695,7 @@ grpc::ServerUnaryReactor* KernelEvalService::ListProblems(grpc::CallbackServerCo
                                                           const grpc::ByteBuffer* request_bytes,
                                                           grpc::ByteBuffer* response_bytes) {
   const auto start = BeginUnary<v1::ListProblemsRequest, v1::ListProblemsResponse>(
-      "ListProblems", context, *request_bytes, response_bytes, metrics_, *Authenticator());
+      "ListProblems", context, *request_bytes, response_bytes, environment_, *Authenticator());
   if (!start.proceed) return start.reactor;
   absl::StatusOr<v1::ListProblemsResponse> result = engine_->ListProblems(start.messages->request);
   FinishUnary(start.state, start.reactor, ToGrpcStatus(result.status()),
@@ -675,7 +707,7 @@ grpc::ServerUnaryReactor* KernelEvalService::GetProblem(grpc::CallbackServerCont
                                                         const grpc::ByteBuffer* request_bytes,
                                                         grpc::ByteBuffer* response_bytes) {
   const auto start = BeginUnary<v1::GetProblemRequest, v1::GetProblemResponse>(
-      "GetProblem", context, *request_bytes, response_bytes, metrics_, *Authenticator(),
+      "GetProblem", context, *request_bytes, response_bytes, environment_, *Authenticator(),
       [](const v1::GetProblemRequest& request) { return ValidateGetProblemRequest(request); });
   if (!start.proceed) return start.reactor;
   absl::StatusOr<v1::GetProblemResponse> result = engine_->GetProblem(start.messages->request);
@@ -688,7 +720,7 @@ grpc::ServerUnaryReactor* KernelEvalService::ListDevices(grpc::CallbackServerCon
                                                          const grpc::ByteBuffer* request_bytes,
                                                          grpc::ByteBuffer* response_bytes) {
   const auto start = BeginUnary<v1::ListDevicesRequest, v1::ListDevicesResponse>(
-      "ListDevices", context, *request_bytes, response_bytes, metrics_, *Authenticator());
+      "ListDevices", context, *request_bytes, response_bytes, environment_, *Authenticator());
   if (!start.proceed) return start.reactor;
   v1::ListDevicesResponse devices = engine_->ListDevices();
   FinishUnary(start.state, start.reactor, grpc::Status::OK,

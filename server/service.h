@@ -11,6 +11,7 @@
 // ToGrpcStatus (server/status.h) and nowhere else.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -85,6 +86,17 @@ class KernelEvalService final : public RawKernelEvalService {
   // keep their key. Thread-safe.
   void SetClientTokens(std::vector<ClientToken> client_tokens);
 
+  // Calls cancelled from now on were cancelled by the server's shutdown
+  // (logged and counted as UNAVAILABLE, not as the client's cancellation).
+  void BeginShutdown();
+
+  // What every call of this service shares: its metrics, and whether the
+  // server is shutting down.
+  struct CallEnvironment {
+    std::shared_ptr<ServerMetrics> metrics;
+    std::shared_ptr<const std::atomic<bool>> shutting_down;
+  };
+
  private:
   // The tokens as of now (a snapshot a call keeps while it is admitted).
   [[nodiscard]] std::shared_ptr<const TokenAuthenticator> Authenticator() const;
@@ -94,6 +106,8 @@ class KernelEvalService final : public RawKernelEvalService {
   mutable std::mutex authenticator_mutex_;
   std::shared_ptr<const TokenAuthenticator> authenticator_;
   std::shared_ptr<ServerMetrics> metrics_;
+  std::shared_ptr<std::atomic<bool>> shutting_down_ = std::make_shared<std::atomic<bool>>(false);
+  CallEnvironment environment_;
 };
 
 // The fairness key when a request names none: the peer's host without the

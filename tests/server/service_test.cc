@@ -648,8 +648,14 @@ TEST(Service, HeadersAreSentWhenTheCallIsTakenNotWithTheAnswer) {
   }
 }
 
+std::string HttpGet(int port, const std::string& path);  // (below, with the metrics tests)
+
+// Also counted as what it was: a deadline, not the client's cancellation
+// (both were CANCELLED, "the client cancelled the call or its deadline
+// passed"), so that an operator tells slow answers from clients going away.
 TEST(Service, ClientDeadlineDuringWorkCancelsTheEngine) {
-  TestServer server;
+  TestServer server(
+      [](server::ServerOptions& options) { options.metrics_address = "127.0.0.1:0"; });
   ASSERT_TRUE(server.ok());
   client::ClientOptions options;
   options.timeout = absl::Milliseconds(200);
@@ -657,6 +663,29 @@ TEST(Service, ClientDeadlineDuringWorkCancelsTheEngine) {
   EXPECT_EQ(client->Evaluate(EvaluateRequestWith("hang")).status().code(),
             absl::StatusCode::kDeadlineExceeded);
   EXPECT_TRUE(server.engine().WaitForCancels(1, milliseconds(10'000)));
+  grpc::ClientContext cancelled_context;
+  std::thread cancelled([&] {
+    auto stub = v1::KernelEval::NewStub(
+        grpc::CreateChannel(server.target(), grpc::InsecureChannelCredentials()));
+    v1::EvaluateResponse response;
+    stub->Evaluate(&cancelled_context, EvaluateRequestWith("hang"), &response);
+  });
+  ASSERT_TRUE(server.engine().WaitForInFlight(1, milliseconds(10'000)));
+  cancelled_context.TryCancel();
+  cancelled.join();
+  EXPECT_TRUE(server.engine().WaitForCancels(2, milliseconds(10'000)));
+  std::string text;
+  for (int i = 0; i < 100; ++i) {  // the server records a call just after it ends
+    text = HttpGet(server.server().metrics_port(), "/metrics");
+    if (text.find("code=\"CANCELLED\",rpc=\"Evaluate\"} 1") != std::string::npos) break;
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  EXPECT_NE(text.find("kerneleval_requests_total{code=\"DEADLINE_EXCEEDED\",rpc=\"Evaluate\"} 1"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("kerneleval_requests_total{code=\"CANCELLED\",rpc=\"Evaluate\"} 1"),
+            std::string::npos)
+      << text;
 }
 
 // ------------------------------------------------------------ health, auth

@@ -30,6 +30,33 @@ def test_plan_channels(target, expected):
     assert plan_channels(target) == expected
 
 
+@pytest.mark.parametrize(
+    "target, expected",
+    [
+        # No port: gRPC's dns resolver would use 443; the client's default port is 50051.
+        ("localhost", [ChannelPlan("localhost:50051", None)]),
+        ("kerneleval.example", [ChannelPlan("kerneleval.example:50051", None)]),
+        ("127.0.0.1", [ChannelPlan("127.0.0.1:50051", None)]),
+        ("[::1]", [ChannelPlan("[::1]:50051", None)]),
+        ("::1", [ChannelPlan("[::1]:50051", None)]),
+        ("dns:///kerneleval-headless", [ChannelPlan("dns:///kerneleval-headless:50051", "round_robin")]),
+        ("dns://8.8.8.8/kerneleval", [ChannelPlan("dns://8.8.8.8/kerneleval:50051", "round_robin")]),
+        ("dns:kerneleval", [ChannelPlan("dns:kerneleval:50051", "round_robin")]),
+        (["10.0.0.1", "10.0.0.2:7"], [ChannelPlan("ipv4:10.0.0.1:50051,10.0.0.2:7", "round_robin")]),
+        ("a.example,b.example:7", [ChannelPlan("a.example:50051", None), ChannelPlan("b.example:7", None)]),
+        # With a port, or not a host name: as given.
+        ("localhost:1", [ChannelPlan("localhost:1", None)]),
+        ("[::1]:1", [ChannelPlan("[::1]:1", None)]),
+        ("dns:///kerneleval-headless:1", [ChannelPlan("dns:///kerneleval-headless:1", "round_robin")]),
+        ("unix:/run/kerneleval.sock", [ChannelPlan("unix:/run/kerneleval.sock", None)]),
+        ("unix:///run/kerneleval.sock", [ChannelPlan("unix:///run/kerneleval.sock", None)]),
+        ("ipv4:127.0.0.1:1", [ChannelPlan("ipv4:127.0.0.1:1", None)]),
+    ],
+)
+def test_a_target_without_a_port_gets_the_default_port(target, expected):
+    assert plan_channels(target) == expected
+
+
 def test_plan_channels_explicit_policy_and_errors():
     assert plan_channels("dns:///x:1", "pick_first") == [ChannelPlan("dns:///x:1", "pick_first")]
     assert plan_channels("x:1", "round_robin") == [ChannelPlan("x:1", "round_robin")]

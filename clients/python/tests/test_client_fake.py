@@ -7,6 +7,7 @@ import asyncio
 import logging
 import threading
 import time
+from pathlib import Path
 
 import grpc
 import pytest
@@ -203,6 +204,79 @@ def test_token_from_the_environment(fake_factory, monkeypatch):
         assert client.devices()[0].id == "cpu"
     with Client(token="") as client, pytest.raises(Unauthenticated):  # "" = no token
         client.devices()
+
+
+def test_token_whitespace_is_stripped(fake_factory, monkeypatch):
+    # token=open("token.txt").read() ends in a newline, not allowed in a header.
+    server = fake_factory(token="abc")
+    with Client(server.target, token="  abc\n") as client:
+        assert client.problems()
+    assert server.servicer.calls[-1].metadata["authorization"] == "Bearer abc"
+    monkeypatch.setenv("KERNELEVAL_TOKEN", "abc\r\n")
+    with Client(server.target) as client:
+        assert client.devices()
+    assert server.servicer.calls[-1].metadata["authorization"] == "Bearer abc"
+    with Client(server.target, token=" \n") as client, pytest.raises(Unauthenticated):  # only whitespace: none
+        client.problems()
+
+
+def test_a_token_not_allowed_in_a_header_is_refused_before_any_call(fake, monkeypatch):
+    for bad in ("ab\ncd", "ab\x00cd", "t\u00f6ken"):
+        with pytest.raises(ValueError, match=r"\btoken\b") as error:
+            Client(fake.target, token=bad)
+        assert bad not in str(error.value)  # the value is a secret
+    monkeypatch.setenv("KERNELEVAL_TOKEN", "ab\ncd")
+    with pytest.raises(ValueError, match="KERNELEVAL_TOKEN"):
+        Client(fake.target)
+    assert fake.servicer.calls == []
+
+
+def test_a_target_without_a_port_uses_the_default_port(fake, monkeypatch):
+    monkeypatch.setattr(kerneleval._channel, "DEFAULT_PORT", fake.port)
+    with Client("127.0.0.1", max_attempts=1, timeout=10) as client:
+        assert client.devices()[0].id == "cpu"
+    assert len(fake.servicer.calls) == 1
+
+
+def test_out_of_range_numbers_are_invalid_argument_naming_the_field(fake):
+    with Client(fake.target) as client:
+        for seed in (-1, 2**64):
+            with pytest.raises(InvalidArgument, match=r"^INVALID_ARGUMENT: seed: "):
+                client.evaluate("vector_add", VECTOR_ADD, seed=seed)
+            with pytest.raises(InvalidArgument, match=r"^INVALID_ARGUMENT: seed: "):
+                client.evaluate_group("vector_add", [VECTOR_ADD], seed=seed)
+        with pytest.raises(InvalidArgument, match=r"^INVALID_ARGUMENT: limits\.memory_bytes: "):
+            client.evaluate("vector_add", VECTOR_ADD, limits={"timeout_seconds": 5, "memory_bytes": -1})
+        with pytest.raises(InvalidArgument, match=r"^INVALID_ARGUMENT: limits\.memory_bytes: "):
+            client.evaluate_group("vector_add", [VECTOR_ADD], limits={"memory_bytes": 2**64})
+        with pytest.raises(InvalidArgument, match=r"^INVALID_ARGUMENT: limits\.timeout_seconds: "):
+            client.evaluate("vector_add", VECTOR_ADD, limits={"timeout_seconds": "soon"})
+        with pytest.raises(InvalidArgument, match=r"^INVALID_ARGUMENT: limits\.timeout: "):
+            client.evaluate("vector_add", VECTOR_ADD, limits={"timeout": 5})
+    assert fake.servicer.calls == []
+    # In range: sent as given.
+    with Client(fake.target) as client:
+        client.evaluate("vector_add", VECTOR_ADD, seed=2**64 - 1, limits={"memory_bytes": 2**40, "timeout_seconds": 5})
+    request = fake.servicer.calls_to("Evaluate")[0].request
+    assert request.seed == 2**64 - 1
+    assert request.limits.memory_bytes == 2**40 and request.limits.timeout_seconds == 5
+
+
+def test_skip_timing_rewards_are_documented():
+    # A correct kernel with skip_timing has no speedup: reward 0 under the seed
+    # rubric, below a wrong kernel's partial credit. The docs must say so.
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    for text in (Client.evaluate.__doc__, Client.evaluate_group.__doc__, readme):
+        flat = " ".join(text.split())
+        assert "skip_timing" in flat and "not comparable" in flat and "`correct`" in flat.replace("'", "`")
+
+
+def test_the_readme_example_works_on_a_compile_error():
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    (line,) = [line.strip() for line in readme.splitlines() if "registers_per_thread" in line]
+    message = pb.Verdict(correct=False, stage="compile", error="line 4: expected a ';'")
+    verdict = Verdict.from_proto(message)
+    exec(line, {"verdict": verdict, "print": lambda *args: None})
 
 
 def test_request_id_is_sent_and_returned(fake):

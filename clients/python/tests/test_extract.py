@@ -53,11 +53,31 @@ def test_launch_directive_outside_the_block_is_kept():
     body = VECTOR_ADD.split("\n", 1)[1]  # without its @launch line
     text = f"Launch it as\n// @launch add<<<ceil_div(N, 256), 256>>>(a, b, c, N)\n\n```cuda\n{body}```"
     source = extract_source(text)
-    assert source.startswith("// @launch add<<<ceil_div(N, 256), 256>>>(a, b, c, N)\n")
-    assert source.endswith(body)
+    assert source == body + "// @launch add<<<ceil_div(N, 256), 256>>>(a, b, c, N)\n"
     # A block with its own directive is left alone.
     text = f"// @launch other<<<1, 1>>>()\n```cuda\n{VECTOR_ADD}```"
     assert extract_source(text) == VECTOR_ADD
+
+
+def test_directives_outside_the_block_keep_its_line_numbers():
+    # The directives go after the block, in their order, so line N of the model's
+    # block is line N of the source (a compile error's line is the model's line).
+    body = 'extern "C" __global__ void add(const float* a, const float* b, float* c, int n) {\n' \
+           "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n" \
+           "  if (i < n) c[i] = a[i] + b[i]\n" \
+           "}"  # no final newline
+    text = ("// @scratch tmp: f32[N]\nThen launch:\n// @launch add<<<ceil_div(N, 256), 256>>>(a, b, c, N)\n"
+            f"```cuda\n{body}\n```\n// @launch again<<<1, 1>>>(c)\n")
+    source = extract_source(text)
+    lines = source.splitlines()
+    assert lines[:4] == body.splitlines()
+    assert lines[2] == "  if (i < n) c[i] = a[i] + b[i]"  # line 3 stays line 3
+    assert lines[4:] == [
+        "// @scratch tmp: f32[N]",
+        "// @launch add<<<ceil_div(N, 256), 256>>>(a, b, c, N)",
+        "// @launch again<<<1, 1>>>(c)",
+    ]
+    assert source.endswith("\n")
 
 
 def test_think_blocks_are_ignored_when_there_is_an_answer():
