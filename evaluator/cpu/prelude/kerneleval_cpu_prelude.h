@@ -34,6 +34,7 @@
 #include <atomic>
 #include <bit>
 #include <cassert>
+#include <cfenv>
 #include <cfloat>
 #include <chrono>
 #include <climits>
@@ -960,7 +961,8 @@ inline float __fsqrt_rn(float x) { return ::sqrtf(x); }
 inline float __frsqrt_rn(float x) { return 1.0f / ::sqrtf(x); }
 inline double __drcp_rn(double x) { return 1.0 / x; }
 inline double __dsqrt_rn(double x) { return ::sqrt(x); }
-// Directed rounding modes are not emulated: every variant rounds to nearest.
+// Round to nearest even, the host's own mode: plain arithmetic (the directed
+// modes are in 8a).
 #define KERNELEVAL_CPU_ROUNDED(suffix)                                                \
   inline float __fadd_##suffix(float a, float b) { return a + b; }                    \
   inline float __fsub_##suffix(float a, float b) { return a - b; }                    \
@@ -973,10 +975,298 @@ inline double __dsqrt_rn(double x) { return ::sqrt(x); }
   inline double __ddiv_##suffix(double a, double b) { return a / b; }                 \
   inline double __fma_##suffix(double a, double b, double c) { return ::fma(a, b, c); }
 KERNELEVAL_CPU_ROUNDED(rn)
-KERNELEVAL_CPU_ROUNDED(rz)
-KERNELEVAL_CPU_ROUNDED(ru)
-KERNELEVAL_CPU_ROUNDED(rd)
 #undef KERNELEVAL_CPU_ROUNDED
+
+// ---- 8a. SIMD-in-a-word, DPX and directed-rounding intrinsics.
+namespace kerneleval_cpu::detail {
+
+// The lane of `kBits` bits (8, 16 or 32) at bit `shift` of `word`, read as a
+// signed or an unsigned integer.
+template <int kBits, bool kSigned>
+inline long long Lane(unsigned word, int shift) {
+  constexpr unsigned long long kMask = (1ull << kBits) - 1;
+  const long long bits = static_cast<long long>((word >> shift) & kMask);
+  return kSigned && bits > static_cast<long long>(kMask >> 1) ? bits - (1ll << kBits) : bits;
+}
+
+// op(lanes of words...) for each lane: wrapped around to the lane's bits, as
+// a GPU's SIMD and DPX instructions do, or with kSaturate clamped to the
+// range of the lane's type (the *ss and *us functions).
+template <int kBits, bool kSigned, bool kSaturate = false, class Op, class... Words>
+inline unsigned Lanewise(Op op, Words... words) {
+  unsigned long long result = 0;
+  for (int shift = 0; shift < 32; shift += kBits) {
+    long long r = op(Lane<kBits, kSigned>(words, shift)...);
+    if constexpr (kSaturate) {
+      r = std::clamp(r, kSigned ? -(1ll << (kBits - 1)) : 0ll,
+                     kSigned ? (1ll << (kBits - 1)) - 1 : (1ll << kBits) - 1);
+    }
+    result |= (static_cast<unsigned long long>(r) & ((1ull << kBits) - 1)) << shift;
+  }
+  return static_cast<unsigned>(result);
+}
+
+// Sum of the lanes' absolute differences (__vsads2 & co.): up to 4 * 255 or
+// 2 * 65535, which the result holds without wrapping.
+template <int kBits, bool kSigned>
+inline unsigned LaneAbsDiffSum(unsigned a, unsigned b) {
+  unsigned long long sum = 0;
+  for (int shift = 0; shift < 32; shift += kBits) {
+    sum += std::llabs(Lane<kBits, kSigned>(a, shift) - Lane<kBits, kSigned>(b, shift));
+  }
+  return static_cast<unsigned>(sum);
+}
+
+// A DPX function on one 32-bit lane or two 16-bit ones: op(x, y, z, wrap),
+// where wrap(x + y) is the lane's sum as the GPU's add leaves it.
+template <int kBits, bool kSigned, class Op>
+inline unsigned Dpx(Op op, unsigned a, unsigned b, unsigned c) {
+  const auto wrap = [](long long v) { return Lane<kBits, kSigned>(static_cast<unsigned>(v), 0); };
+  return Lanewise<kBits, kSigned>(
+      [&](long long x, long long y, long long z) { return op(x, y, z, wrap); }, a, b, c);
+}
+
+// Keeps g++ from knowing `value` here: it can neither fold an operation on it
+// at compile time nor move that operation across the rounding mode's change
+// (without -frounding-math it assumes the mode never changes). A register
+// operand: no memory access, so nothing an interleaved build instruments.
+template <class T>
+__attribute__((always_inline)) inline void Opaque(T& value) {
+  if constexpr (std::is_floating_point_v<T>) {
+    asm volatile("" : "+x"(value));  // an SSE (x86-64) or SIMD (AArch64) register
+  } else {
+    asm volatile("" : "+r"(value));
+  }
+}
+
+// op(operands...) in the host's rounding mode for CUDA's `mode` (0 to nearest
+// even, 1 toward zero, 2 up, 3 down, as Convert's below); the mode is set
+// back before it returns. The host's IEEE 754 operations, square root, fma
+// and conversions (SSE's, and glibc's sqrt and fma) round correctly in every
+// mode, as the GPU's _rz/_ru/_rd instructions do. Out of line, so that none
+// of the caller's own arithmetic lands between the mode's changes; nothing in
+// it suspends the thread (no warp operation, no store point), so no other
+// thread of the block runs in the changed mode.
+template <class Op, class... T>
+__attribute__((noinline)) auto InRoundingMode(int mode, Op op, T... operands) {
+  static constexpr int kFeModes[] = {FE_TONEAREST, FE_TOWARDZERO, FE_UPWARD, FE_DOWNWARD};
+  const int saved = std::fegetround();
+  std::fesetround(kFeModes[mode]);
+  (Opaque(operands), ...);
+  auto result = op(operands...);
+  Opaque(result);
+  std::fesetround(saved);
+  return result;
+}
+
+template <class Op, class... T>
+inline auto Rounded(int mode, Op op, T... operands) {
+  if (mode == 0) return op(operands...);  // the host's own mode
+  return InRoundingMode(mode, op, operands...);
+}
+
+}  // namespace kerneleval_cpu::detail
+
+// SIMD intrinsics: name2 on the two 16-bit halves of a word, name4 on its four
+// bytes; `expr` of the lanes x (and y) read as signed or unsigned integers.
+#define KERNELEVAL_CPU_SIMD_UNARY(name, is_signed, saturate, expr)    \
+  inline unsigned name##2(unsigned a) {                               \
+    return kerneleval_cpu::detail::Lanewise<16, is_signed, saturate>( \
+        [](long long x) { return expr; }, a);                         \
+  }                                                                   \
+  inline unsigned name##4(unsigned a) {                               \
+    return kerneleval_cpu::detail::Lanewise<8, is_signed, saturate>(  \
+        [](long long x) { return expr; }, a);                         \
+  }
+#define KERNELEVAL_CPU_SIMD_BINARY(name, is_signed, saturate, expr)   \
+  inline unsigned name##2(unsigned a, unsigned b) {                   \
+    return kerneleval_cpu::detail::Lanewise<16, is_signed, saturate>( \
+        [](long long x, long long y) { return expr; }, a, b);         \
+  }                                                                   \
+  inline unsigned name##4(unsigned a, unsigned b) {                   \
+    return kerneleval_cpu::detail::Lanewise<8, is_signed, saturate>(  \
+        [](long long x, long long y) { return expr; }, a, b);         \
+  }
+// __vcmp*: all ones in each lane where the comparison holds; __vset*: 1 there.
+#define KERNELEVAL_CPU_SIMD_COMPARE(suffix, is_signed, op)                      \
+  KERNELEVAL_CPU_SIMD_BINARY(__vcmp##suffix, is_signed, false, x op y ? -1 : 0) \
+  KERNELEVAL_CPU_SIMD_BINARY(__vset##suffix, is_signed, false, x op y ? 1 : 0)
+// Without saturation -128 (-32768) is its own absolute value and negation.
+KERNELEVAL_CPU_SIMD_UNARY(__vabs, true, false, x < 0 ? -x : x)
+KERNELEVAL_CPU_SIMD_UNARY(__vabsss, true, true, x < 0 ? -x : x)
+KERNELEVAL_CPU_SIMD_UNARY(__vneg, true, false, -x)
+KERNELEVAL_CPU_SIMD_UNARY(__vnegss, true, true, -x)
+KERNELEVAL_CPU_SIMD_BINARY(__vadd, false, false, x + y)
+KERNELEVAL_CPU_SIMD_BINARY(__vaddss, true, true, x + y)
+KERNELEVAL_CPU_SIMD_BINARY(__vaddus, false, true, x + y)
+KERNELEVAL_CPU_SIMD_BINARY(__vsub, false, false, x - y)
+KERNELEVAL_CPU_SIMD_BINARY(__vsubss, true, true, x - y)
+KERNELEVAL_CPU_SIMD_BINARY(__vsubus, false, true, x - y)
+// The signed rounded average rounds halves away from zero: (x + y) >> 1 for a
+// negative sum, (x + y + 1) >> 1 otherwise (__vavgs2(-1, 0) is -1).
+KERNELEVAL_CPU_SIMD_BINARY(__vavgs, true, false, (x + y + (x + y >= 0 ? 1 : 0)) >> 1)
+KERNELEVAL_CPU_SIMD_BINARY(__vavgu, false, false, (x + y + 1) >> 1)
+KERNELEVAL_CPU_SIMD_BINARY(__vhaddu, false, false, (x + y) >> 1)
+// A signed difference can need the lane's sign bit (127 - -128 = 0xff).
+KERNELEVAL_CPU_SIMD_BINARY(__vabsdiffs, true, false, x < y ? y - x : x - y)
+KERNELEVAL_CPU_SIMD_BINARY(__vabsdiffu, false, false, x < y ? y - x : x - y)
+KERNELEVAL_CPU_SIMD_BINARY(__vmaxs, true, false, std::max(x, y))
+KERNELEVAL_CPU_SIMD_BINARY(__vmaxu, false, false, std::max(x, y))
+KERNELEVAL_CPU_SIMD_BINARY(__vmins, true, false, std::min(x, y))
+KERNELEVAL_CPU_SIMD_BINARY(__vminu, false, false, std::min(x, y))
+KERNELEVAL_CPU_SIMD_COMPARE(eq, false, ==)
+KERNELEVAL_CPU_SIMD_COMPARE(ne, false, !=)
+KERNELEVAL_CPU_SIMD_COMPARE(ges, true, >=)
+KERNELEVAL_CPU_SIMD_COMPARE(geu, false, >=)
+KERNELEVAL_CPU_SIMD_COMPARE(gts, true, >)
+KERNELEVAL_CPU_SIMD_COMPARE(gtu, false, >)
+KERNELEVAL_CPU_SIMD_COMPARE(les, true, <=)
+KERNELEVAL_CPU_SIMD_COMPARE(leu, false, <=)
+KERNELEVAL_CPU_SIMD_COMPARE(lts, true, <)
+KERNELEVAL_CPU_SIMD_COMPARE(ltu, false, <)
+#undef KERNELEVAL_CPU_SIMD_COMPARE
+#undef KERNELEVAL_CPU_SIMD_BINARY
+#undef KERNELEVAL_CPU_SIMD_UNARY
+inline unsigned __vsads2(unsigned a, unsigned b) {
+  return kerneleval_cpu::detail::LaneAbsDiffSum<16, true>(a, b);
+}
+inline unsigned __vsads4(unsigned a, unsigned b) {
+  return kerneleval_cpu::detail::LaneAbsDiffSum<8, true>(a, b);
+}
+inline unsigned __vsadu2(unsigned a, unsigned b) {
+  return kerneleval_cpu::detail::LaneAbsDiffSum<16, false>(a, b);
+}
+inline unsigned __vsadu4(unsigned a, unsigned b) {
+  return kerneleval_cpu::detail::LaneAbsDiffSum<8, false>(a, b);
+}
+
+// DPX (sm_90's instructions, emulated by the toolkit elsewhere):
+// prefix_s32suffix and prefix_s16x2suffix, and unless `signed_only`,
+// prefix_u32 and prefix_u16x2, of three operands.
+#define KERNELEVAL_CPU_DPX_TYPED(name, T, bits, is_signed, expr)                        \
+  inline T name(T a, T b, T c) {                                                        \
+    return static_cast<T>(kerneleval_cpu::detail::Dpx<bits, is_signed>(                 \
+        [](long long x, long long y, long long z, auto wrap) { return expr; },          \
+        static_cast<unsigned>(a), static_cast<unsigned>(b), static_cast<unsigned>(c))); \
+  }
+#define KERNELEVAL_CPU_DPX_SIGNED(prefix, suffix, expr)               \
+  KERNELEVAL_CPU_DPX_TYPED(prefix##_s32##suffix, int, 32, true, expr) \
+  KERNELEVAL_CPU_DPX_TYPED(prefix##_s16x2##suffix, unsigned, 16, true, expr)
+#define KERNELEVAL_CPU_DPX(prefix, expr)                            \
+  KERNELEVAL_CPU_DPX_SIGNED(prefix, , expr)                         \
+  KERNELEVAL_CPU_DPX_TYPED(prefix##_u32, unsigned, 32, false, expr) \
+  KERNELEVAL_CPU_DPX_TYPED(prefix##_u16x2, unsigned, 16, false, expr)
+KERNELEVAL_CPU_DPX(__vimax3, std::max({x, y, z}))
+KERNELEVAL_CPU_DPX(__vimin3, std::min({x, y, z}))
+KERNELEVAL_CPU_DPX(__viaddmax, std::max(wrap(x + y), z))
+KERNELEVAL_CPU_DPX(__viaddmin, std::min(wrap(x + y), z))
+KERNELEVAL_CPU_DPX_SIGNED(__vimax3, _relu, std::max({x, y, z, 0ll}))
+KERNELEVAL_CPU_DPX_SIGNED(__vimin3, _relu, std::max(std::min({x, y, z}), 0ll))
+KERNELEVAL_CPU_DPX_SIGNED(__viaddmax, _relu, std::max({wrap(x + y), z, 0ll}))
+KERNELEVAL_CPU_DPX_SIGNED(__viaddmin, _relu, std::max(std::min(wrap(x + y), z), 0ll))
+#undef KERNELEVAL_CPU_DPX
+#undef KERNELEVAL_CPU_DPX_SIGNED
+#undef KERNELEVAL_CPU_DPX_TYPED
+// The two-operand ReLU forms: max(a, b, 0) and max(min(a, b), 0).
+inline int __vimax_s32_relu(int a, int b) { return __vimax3_s32_relu(a, b, b); }
+inline unsigned __vimax_s16x2_relu(unsigned a, unsigned b) { return __vimax3_s16x2_relu(a, b, b); }
+inline int __vimin_s32_relu(int a, int b) { return __vimin3_s32_relu(a, b, b); }
+inline unsigned __vimin_s16x2_relu(unsigned a, unsigned b) { return __vimin3_s16x2_relu(a, b, b); }
+// max or min, and whether a is it (*pred = a >= b, or a <= b); per halfword
+// for the 16x2 forms.
+#define KERNELEVAL_CPU_DPX_SELECT(name, T, choose, cmp) \
+  inline T name(T a, T b, bool* pred) {                 \
+    *pred = a cmp b;                                    \
+    return std::choose(a, b);                           \
+  }
+#define KERNELEVAL_CPU_DPX_SELECT2(name, is_signed, cmp, simd)                 \
+  inline unsigned name(unsigned a, unsigned b, bool* pred_hi, bool* pred_lo) { \
+    using kerneleval_cpu::detail::Lane;                                        \
+    *pred_hi = Lane<16, is_signed>(a, 16) cmp Lane<16, is_signed>(b, 16);      \
+    *pred_lo = Lane<16, is_signed>(a, 0) cmp Lane<16, is_signed>(b, 0);        \
+    return simd(a, b);                                                         \
+  }
+KERNELEVAL_CPU_DPX_SELECT(__vibmax_s32, int, max, >=)
+KERNELEVAL_CPU_DPX_SELECT(__vibmax_u32, unsigned, max, >=)
+KERNELEVAL_CPU_DPX_SELECT(__vibmin_s32, int, min, <=)
+KERNELEVAL_CPU_DPX_SELECT(__vibmin_u32, unsigned, min, <=)
+KERNELEVAL_CPU_DPX_SELECT2(__vibmax_s16x2, true, >=, __vmaxs2)
+KERNELEVAL_CPU_DPX_SELECT2(__vibmax_u16x2, false, >=, __vmaxu2)
+KERNELEVAL_CPU_DPX_SELECT2(__vibmin_s16x2, true, <=, __vmins2)
+KERNELEVAL_CPU_DPX_SELECT2(__vibmin_u16x2, false, <=, __vminu2)
+#undef KERNELEVAL_CPU_DPX_SELECT2
+#undef KERNELEVAL_CPU_DPX_SELECT
+
+// Directed rounding (toward zero, up, down): the operation in that rounding
+// mode of the host's (the conversions' are in KERNELEVAL_CPU_CONVERSIONS).
+#define KERNELEVAL_CPU_DIRECTED(suffix, mode)                                        \
+  inline float __fadd_##suffix(float a, float b) {                                   \
+    return kerneleval_cpu::detail::Rounded(mode, std::plus<float>(), a, b);          \
+  }                                                                                  \
+  inline float __fsub_##suffix(float a, float b) {                                   \
+    return kerneleval_cpu::detail::Rounded(mode, std::minus<float>(), a, b);         \
+  }                                                                                  \
+  inline float __fmul_##suffix(float a, float b) {                                   \
+    return kerneleval_cpu::detail::Rounded(mode, std::multiplies<float>(), a, b);    \
+  }                                                                                  \
+  inline float __fdiv_##suffix(float a, float b) {                                   \
+    return kerneleval_cpu::detail::Rounded(mode, std::divides<float>(), a, b);       \
+  }                                                                                  \
+  inline float __frcp_##suffix(float x) { return __fdiv_##suffix(1.0f, x); }         \
+  inline float __fsqrt_##suffix(float x) {                                           \
+    return kerneleval_cpu::detail::Rounded(                                          \
+        mode, [](float v) { return ::sqrtf(v); }, x);                                \
+  }                                                                                  \
+  inline float __fmaf_##suffix(float a, float b, float c) {                          \
+    return kerneleval_cpu::detail::Rounded(                                          \
+        mode, [](float x, float y, float z) { return ::fmaf(x, y, z); }, a, b, c);   \
+  }                                                                                  \
+  inline double __dadd_##suffix(double a, double b) {                                \
+    return kerneleval_cpu::detail::Rounded(mode, std::plus<double>(), a, b);         \
+  }                                                                                  \
+  inline double __dsub_##suffix(double a, double b) {                                \
+    return kerneleval_cpu::detail::Rounded(mode, std::minus<double>(), a, b);        \
+  }                                                                                  \
+  inline double __dmul_##suffix(double a, double b) {                                \
+    return kerneleval_cpu::detail::Rounded(mode, std::multiplies<double>(), a, b);   \
+  }                                                                                  \
+  inline double __ddiv_##suffix(double a, double b) {                                \
+    return kerneleval_cpu::detail::Rounded(mode, std::divides<double>(), a, b);      \
+  }                                                                                  \
+  inline double __drcp_##suffix(double x) { return __ddiv_##suffix(1.0, x); }        \
+  inline double __dsqrt_##suffix(double x) {                                         \
+    return kerneleval_cpu::detail::Rounded(                                          \
+        mode, [](double v) { return ::sqrt(v); }, x);                                \
+  }                                                                                  \
+  inline double __fma_##suffix(double a, double b, double c) {                       \
+    return kerneleval_cpu::detail::Rounded(                                          \
+        mode, [](double x, double y, double z) { return ::fma(x, y, z); }, a, b, c); \
+  }
+KERNELEVAL_CPU_DIRECTED(rz, 1)
+KERNELEVAL_CPU_DIRECTED(ru, 2)
+KERNELEVAL_CPU_DIRECTED(rd, 3)
+#undef KERNELEVAL_CPU_DIRECTED
+// The _ieee forms ignore -ftz, which the CPU backend never applies; and
+// sm_100's float2 arithmetic, one element at a time.
+#define KERNELEVAL_CPU_IEEE_AND_FLOAT2(suffix)                                          \
+  inline float __fmaf_ieee_##suffix(float a, float b, float c) {                        \
+    return __fmaf_##suffix(a, b, c);                                                    \
+  }                                                                                     \
+  inline float2 __fadd2_##suffix(float2 a, float2 b) {                                  \
+    return make_float2(__fadd_##suffix(a.x, b.x), __fadd_##suffix(a.y, b.y));           \
+  }                                                                                     \
+  inline float2 __fmul2_##suffix(float2 a, float2 b) {                                  \
+    return make_float2(__fmul_##suffix(a.x, b.x), __fmul_##suffix(a.y, b.y));           \
+  }                                                                                     \
+  inline float2 __ffma2_##suffix(float2 a, float2 b, float2 c) {                        \
+    return make_float2(__fmaf_##suffix(a.x, b.x, c.x), __fmaf_##suffix(a.y, b.y, c.y)); \
+  }
+KERNELEVAL_CPU_IEEE_AND_FLOAT2(rn)
+KERNELEVAL_CPU_IEEE_AND_FLOAT2(rz)
+KERNELEVAL_CPU_IEEE_AND_FLOAT2(ru)
+KERNELEVAL_CPU_IEEE_AND_FLOAT2(rd)
+#undef KERNELEVAL_CPU_IEEE_AND_FLOAT2
+// ---- End of 8a.
 
 namespace kerneleval_cpu::detail {
 template <class I, class F>
@@ -991,38 +1281,59 @@ inline I Convert(F x, int mode) {  // mode: 0 nearest-even, 1 toward zero, 2 up,
   return static_cast<I>(r);
 }
 }  // namespace kerneleval_cpu::detail
-#define KERNELEVAL_CPU_CONVERSIONS(suffix, mode)                                               \
-  inline int __float2int_##suffix(float x) {                                                   \
-    return kerneleval_cpu::detail::Convert<int>(x, mode);                                      \
-  }                                                                                            \
-  inline unsigned __float2uint_##suffix(float x) {                                             \
-    return kerneleval_cpu::detail::Convert<unsigned>(x, mode);                                 \
-  }                                                                                            \
-  inline long long __float2ll_##suffix(float x) {                                              \
-    return kerneleval_cpu::detail::Convert<long long>(x, mode);                                \
-  }                                                                                            \
-  inline unsigned long long __float2ull_##suffix(float x) {                                    \
-    return kerneleval_cpu::detail::Convert<unsigned long long>(x, mode);                       \
-  }                                                                                            \
-  inline int __double2int_##suffix(double x) {                                                 \
-    return kerneleval_cpu::detail::Convert<int>(x, mode);                                      \
-  }                                                                                            \
-  inline unsigned __double2uint_##suffix(double x) {                                           \
-    return kerneleval_cpu::detail::Convert<unsigned>(x, mode);                                 \
-  }                                                                                            \
-  inline long long __double2ll_##suffix(double x) {                                            \
-    return kerneleval_cpu::detail::Convert<long long>(x, mode);                                \
-  }                                                                                            \
-  inline unsigned long long __double2ull_##suffix(double x) {                                  \
-    return kerneleval_cpu::detail::Convert<unsigned long long>(x, mode);                       \
-  }                                                                                            \
-  inline float __int2float_##suffix(int x) { return static_cast<float>(x); }                   \
-  inline float __uint2float_##suffix(unsigned x) { return static_cast<float>(x); }             \
-  inline float __ll2float_##suffix(long long x) { return static_cast<float>(x); }              \
-  inline float __ull2float_##suffix(unsigned long long x) { return static_cast<float>(x); }    \
-  inline double __ll2double_##suffix(long long x) { return static_cast<double>(x); }           \
-  inline double __ull2double_##suffix(unsigned long long x) { return static_cast<double>(x); } \
-  inline float __double2float_##suffix(double x) { return static_cast<float>(x); }
+#define KERNELEVAL_CPU_CONVERSIONS(suffix, mode)                         \
+  inline int __float2int_##suffix(float x) {                             \
+    return kerneleval_cpu::detail::Convert<int>(x, mode);                \
+  }                                                                      \
+  inline unsigned __float2uint_##suffix(float x) {                       \
+    return kerneleval_cpu::detail::Convert<unsigned>(x, mode);           \
+  }                                                                      \
+  inline long long __float2ll_##suffix(float x) {                        \
+    return kerneleval_cpu::detail::Convert<long long>(x, mode);          \
+  }                                                                      \
+  inline unsigned long long __float2ull_##suffix(float x) {              \
+    return kerneleval_cpu::detail::Convert<unsigned long long>(x, mode); \
+  }                                                                      \
+  inline int __double2int_##suffix(double x) {                           \
+    return kerneleval_cpu::detail::Convert<int>(x, mode);                \
+  }                                                                      \
+  inline unsigned __double2uint_##suffix(double x) {                     \
+    return kerneleval_cpu::detail::Convert<unsigned>(x, mode);           \
+  }                                                                      \
+  inline long long __double2ll_##suffix(double x) {                      \
+    return kerneleval_cpu::detail::Convert<long long>(x, mode);          \
+  }                                                                      \
+  inline unsigned long long __double2ull_##suffix(double x) {            \
+    return kerneleval_cpu::detail::Convert<unsigned long long>(x, mode); \
+  }                                                                      \
+  inline float __int2float_##suffix(int x) {                             \
+    return kerneleval_cpu::detail::Rounded(                              \
+        mode, [](auto v) { return static_cast<float>(v); }, x);          \
+  }                                                                      \
+  inline float __uint2float_##suffix(unsigned x) {                       \
+    return kerneleval_cpu::detail::Rounded(                              \
+        mode, [](auto v) { return static_cast<float>(v); }, x);          \
+  }                                                                      \
+  inline float __ll2float_##suffix(long long x) {                        \
+    return kerneleval_cpu::detail::Rounded(                              \
+        mode, [](auto v) { return static_cast<float>(v); }, x);          \
+  }                                                                      \
+  inline float __ull2float_##suffix(unsigned long long x) {              \
+    return kerneleval_cpu::detail::Rounded(                              \
+        mode, [](auto v) { return static_cast<float>(v); }, x);          \
+  }                                                                      \
+  inline double __ll2double_##suffix(long long x) {                      \
+    return kerneleval_cpu::detail::Rounded(                              \
+        mode, [](auto v) { return static_cast<double>(v); }, x);         \
+  }                                                                      \
+  inline double __ull2double_##suffix(unsigned long long x) {            \
+    return kerneleval_cpu::detail::Rounded(                              \
+        mode, [](auto v) { return static_cast<double>(v); }, x);         \
+  }                                                                      \
+  inline float __double2float_##suffix(double x) {                       \
+    return kerneleval_cpu::detail::Rounded(                              \
+        mode, [](auto v) { return static_cast<float>(v); }, x);          \
+  }
 KERNELEVAL_CPU_CONVERSIONS(rn, 0)
 KERNELEVAL_CPU_CONVERSIONS(rz, 1)
 KERNELEVAL_CPU_CONVERSIONS(ru, 2)

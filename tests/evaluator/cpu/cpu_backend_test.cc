@@ -625,6 +625,109 @@ __global__ void values(float* y) {
 // atomicAdd on __half2 and __nv_bfloat162 (a CAS loop through an integer:
 // the host types are not trivially copyable) and sm_90's float2/float4
 // (each element): none compiled (red team, 2026-12-04).
+// The CUDA Math API's SIMD-in-a-word intrinsics (__vadd4 & co.: each byte or
+// halfword wraps around or saturates on its own; __vavgs rounds halves away
+// from zero), DPX (__viaddmax_s32 & co., sm_90) and directed rounding
+// (__fadd_ru & co.): the first two did not compile, and every _rz/_ru/_rd
+// variant rounded to nearest. NVRTC compiles the same kernel, and the
+// integer results are those of the toolkit's own sm_90 lowering of each
+// intrinsic (its PTX, evaluated).
+TEST_F(CpuBackendTest, SimdDpxAndDirectedRoundingIntrinsics) {
+  const char* source = R"(
+// SIMD-in-a-word, DPX and directed-rounding intrinsics on fixed operands: one
+// thread writes 18 integer results to y and 15 float results to f.
+__global__ void simd_and_rounding(int* y, float* f) {
+  if (threadIdx.x != 0) return;
+  // Bytes (high to low) of w[0]: 0x80 0x7f 0xff 0x01, signed -128 127 -1 1;
+  // of w[1]: 0x7f 0x80 0x01 0x7f. Halves of w[2]: 0xfffe (-2) 0x8000
+  // (-32768); w[3]: 2 0x7fff; w[4]: 3 1.
+  const unsigned w[5] = {0x807fff01u, 0x7f80017fu, 0xfffe8000u, 0x00027fffu, 0x00030001u};
+  y[0] = __vadd4(w[0], w[1]);      // wraps: 0xff 0xff 0x00 0x80
+  y[1] = __vsub2(w[2], w[3]);      // 0xfffc 0x0001
+  y[2] = __vaddss4(w[0], w[0]);    // -256 -> -128, 254 -> 127, -2, 2
+  y[3] = __vsubus2(w[3], w[4]);    // 2 - 3 -> 0, 0x7fff - 1
+  y[4] = __vavgs2(w[2], w[4]);     // (-2 + 3) / 2 -> 1, (-32768 + 1) / 2 -> -16384
+  y[5] = __vavgu4(w[0], w[1]);     // (128 + 127 + 1) >> 1 ...
+  y[6] = __vcmpgtu4(w[0], w[1]);   // 128 > 127, 127 > 128, 255 > 1, 1 > 127
+  y[7] = __vsetlts2(w[2], w[3]);   // signed: -2 < 2, -32768 < 32767
+  y[8] = __vmaxs4(w[0], w[1]);     // 127 127 1 127
+  y[9] = __vminu2(w[2], w[3]);     // unsigned: 2, 0x7fff
+  y[10] = __vabsss4(w[0]);         // |-128| saturates to 127
+  y[11] = __vabs4(w[0]);           // |-128| wraps to 0x80
+  y[12] = __vsadu4(w[0], w[1]);    // 1 + 1 + 254 + 126
+  y[13] = __vneg2(w[2]);           // 2, -(-32768) wraps to 0x8000
+  y[14] = __vhaddu4(w[0], w[1]);   // (128 + 127) >> 1 ...
+  y[15] = __viaddmax_s32(0x7fffffff, 1, -5);  // INT_MAX + 1 wraps to INT_MIN
+  bool hi, lo;
+  y[16] = __vibmax_s16x2(w[3], w[4], &hi, &lo);  // max(2, 3), max(32767, 1)
+  y[17] = 2 * hi + lo;                            // 2 >= 3 false, 32767 >= 1 true
+  f[0] = __fsqrt_rd(2.0f);
+  f[1] = __fsqrt_ru(2.0f);
+  f[2] = __frcp_rz(3.0f);
+  f[3] = __frcp_ru(3.0f);
+  f[4] = __fadd_ru(1.0f, 1e-20f);
+  f[5] = __fadd_rd(1.0f, 1e-20f);
+  f[6] = __fdiv_rd(-1.0f, 3.0f);  // down is away from zero below zero
+  f[7] = __fdiv_rz(-1.0f, 3.0f);
+  f[8] = __fadd_rd(1.0f, -1.0f);  // an exact zero sum is -0 rounding down
+  f[9] = __fmul_rz(3.4028235e38f, 2.0f);  // FLT_MAX, not infinity
+  f[10] = __int2float_rz(16777217);
+  f[11] = __int2float_ru(16777217);
+  f[12] = __double2float_rd(0.1);
+  f[13] = (float)(__dsqrt_ru(2.0) - __dsqrt_rd(2.0));  // one ulp of sqrt(2) in double
+  f[14] = f[5] + 0x1p-24f;  // a tie: back in round-to-nearest-even, 1
+}
+)";
+  const internal::RunResult result = RunOk(MakeRequest(
+      source,
+      {MakeCase("values", 1, {Output("y", v1::DTYPE_I32, 18), Output("f", v1::DTYPE_F32, 15)},
+                {Launch("simd_and_rounding", {1}, {32}, {Buf("y"), Buf("f")})})}));
+  ASSERT_EQ(result.cases_size(), 1);
+  ASSERT_EQ(result.cases(0).outputs_size(), 2);
+  const auto y = Values<uint32_t>(result.cases(0).outputs(0));
+  const uint32_t expected_y[18] = {
+      0xffff0080u,  // __vadd4: 128 + 127, 127 + 128, 255 + 1 wraps to 0, 1 + 127
+      0xfffc0001u,  // __vsub2: 0xfffe - 2, 0x8000 - 0x7fff
+      0x807ffe02u,  // __vaddss4: -128 + -128 -> -128, 127 + 127 -> 127, -1 + -1, 1 + 1
+      0x00007ffeu,  // __vsubus2: 2 - 3 -> 0, 0x7fff - 1
+      0x0001c000u,  // __vavgs2: 1 / 2 -> 1, -32767 / 2 -> -16384 (halves away from zero)
+      0x80808040u,  // __vavgu4: (128 + 127 + 1) >> 1, ..., (1 + 127 + 1) >> 1
+      0xff00ff00u,  // __vcmpgtu4: 128 > 127, 127 > 128, 255 > 1, 1 > 127
+      0x00010001u,  // __vsetlts2: -2 < 2, -32768 < 32767 (unsigned: neither)
+      0x7f7f017fu,  // __vmaxs4: max(-128, 127), max(127, -128), max(-1, 1), max(1, 127)
+      0x00027fffu,  // __vminu2: min(0xfffe, 2), min(0x8000, 0x7fff)
+      0x7f7f0101u,  // __vabsss4: |-128| -> 127, 127, |-1|, 1
+      0x807f0101u,  // __vabs4: |-128| wraps to 0x80
+      382u,         // __vsadu4: |128 - 127| + |127 - 128| + |255 - 1| + |1 - 127|
+      0x00028000u,  // __vneg2: -(-2), -(-32768) wraps to 0x8000
+      0x7f7f8040u,  // __vhaddu4: (128 + 127) >> 1, ..., (255 + 1) >> 1, (1 + 127) >> 1
+      0xfffffffbu,  // __viaddmax_s32: max(INT_MAX + 1 = INT_MIN, -5) = -5
+      0x00037fffu,  // __vibmax_s16x2: max(2, 3), max(32767, 1)
+      1u,           // its predicates: hi 2 >= 3 false, lo 32767 >= 1 true
+  };
+  for (int k = 0; k < 18; ++k) EXPECT_EQ(y[k], expected_y[k]) << "y[" << k << "]";
+  const auto f = Values<float>(result.cases(0).outputs(1));
+  const float expected_f[15] = {
+      0x1.6a09e6p+0f,    // __fsqrt_rd(2): sqrt(2) = 0x1.6a09e667...p+0
+      0x1.6a09e8p+0f,    // __fsqrt_ru(2): the next float up
+      0x1.555554p-2f,    // __frcp_rz(3): 1/3 = 0x1.5555555...p-2
+      0x1.555556p-2f,    // __frcp_ru(3)
+      0x1.000002p+0f,    // __fadd_ru(1, 1e-20): 1 + 2^-23
+      1.0f,              // __fadd_rd(1, 1e-20)
+      -0x1.555556p-2f,   // __fdiv_rd(-1, 3): down, away from zero
+      -0x1.555554p-2f,   // __fdiv_rz(-1, 3)
+      -0.0f,             // __fadd_rd(1, -1): an exact zero sum is -0 rounding down
+      0x1.fffffep+127f,  // __fmul_rz(FLT_MAX, 2): FLT_MAX, not infinity
+      16777216.0f,       // __int2float_rz(2^24 + 1)
+      16777218.0f,       // __int2float_ru(2^24 + 1)
+      0x1.999998p-4f,    // __double2float_rd(0.1): 0.1 is 0x1.999999999999ap-4
+      0x1p-52f,          // __dsqrt_ru(2) - __dsqrt_rd(2): one ulp of sqrt(2) in double
+      1.0f,              // 1 + 2^-24 afterwards: a tie, back in round-to-nearest-even
+  };
+  for (int k = 0; k < 15; ++k) EXPECT_EQ(f[k], expected_f[k]) << "f[" << k << "]";
+  EXPECT_TRUE(std::signbit(f[8]));
+}
+
 TEST_F(CpuBackendTest, AtomicAddOnHalf2Bfloat162AndFloat4) {
   const char* source = R"(
 #include <cuda_bf16.h>
