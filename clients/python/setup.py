@@ -31,6 +31,7 @@ from pathlib import Path
 from setuptools import Command, setup
 from setuptools.command.build_py import build_py as _build_py
 from setuptools.command.sdist import sdist as _sdist
+from setuptools.errors import SetupError
 
 HERE = Path(__file__).resolve().parent
 # The repository's proto/ (a checkout), else the copy an sdist carries.
@@ -40,20 +41,22 @@ GENERATED_PACKAGE = "kerneleval._proto"
 
 
 def _proto_root() -> Path:
+    # SetupError (a DistutilsError): setuptools prints "error: <message>" and
+    # exits, so pip shows this line instead of a traceback.
     for root in PROTO_ROOTS:
         if (root / PROTO_PACKAGE).is_dir():
             return root
-    raise RuntimeError(
+    raise SetupError(
         "kerneleval: no .proto files found (looked in "
         + ", ".join(str(r / PROTO_PACKAGE) for r in PROTO_ROOTS)
-        + "); build from the repository checkout or from an sdist"
+        + "); install from the repository checkout (clients/python with proto/ two levels up) or from an sdist"
     )
 
 
 def _proto_files(root: Path) -> list[Path]:
     files = sorted((root / PROTO_PACKAGE).glob("*.proto"))
     if not files:
-        raise RuntimeError(f"kerneleval: no .proto files in {root / PROTO_PACKAGE}")
+        raise SetupError(f"kerneleval: no .proto files in {root / PROTO_PACKAGE}")
     return files
 
 
@@ -90,7 +93,7 @@ def generate_stubs(output_dir: Path) -> str:
         finally:
             os.chdir(cwd)
         if status != 0:
-            raise RuntimeError(f"kerneleval: grpc_tools.protoc failed with status {status}")
+            raise SetupError(f"kerneleval: grpc_tools.protoc failed with status {status}")
         if target.exists():
             shutil.rmtree(target)
         (target / "v1").mkdir(parents=True)
@@ -144,6 +147,7 @@ class build_py(_build_py):
     """Also generates the gRPC stubs into the build (or, editable, into src/)."""
 
     def run(self) -> None:
+        _proto_root()  # no protos: fail before building anything
         super().run()
         if getattr(self, "editable_mode", False):
             generate_stubs(HERE / "src")

@@ -14,13 +14,14 @@ pytest.importorskip("openenv.core")
 
 from openenv.core.env_server import Environment, Observation  # noqa: E402
 
-from kerneleval import Client, pb  # noqa: E402
+from kerneleval import Client, Verdict, pb  # noqa: E402
 from kerneleval.openenv_env import (  # noqa: E402
     KernelAction,
     KernelEvalEnvClient,
     KernelEvalEnvironment,
     KernelObservation,
     create_app,
+    feedback_for,
 )
 from conftest import VECTOR_ADD  # noqa: E402
 
@@ -74,6 +75,22 @@ def test_multi_turn_episode_with_feedback(env, fake):
     request = fake.servicer.calls_to("Evaluate")[-1].request
     assert request.problem_id == "vector_add"
     assert request.reward.mode == pb.REWARD_MODE_SPEEDUP and request.reward.partial_credit
+
+
+def test_feedback_when_emulated_speed_is_not_rewarded():
+    # A server without --emulated-speed-reward scores CPU-timed kernels at speedup 1;
+    # the feedback gives the measured ratio and says it is not rewarded.
+    message = pb.Verdict(correct=True, stage="passed", speedup=1.0, reward=0.3)
+    message.flags.extend(["emulated_speed_not_rewarded", "emulated_timing"])
+    message.timing.emulated = True
+    message.timing.candidate.samples = 5
+    message.timing.candidate.median_us = 2629.0
+    message.timing.reference.samples = 5
+    message.timing.reference.median_us = 865.7
+    feedback = feedback_for(Verdict.from_proto(message))
+    assert "Speedup 1x" not in feedback
+    assert "0.329x" in feedback and "2629 us" in feedback and "865.7 us" in feedback
+    assert "not rewarded" in feedback and "scored as 1x" in feedback
 
 
 def test_episode_ends_after_max_turns(env):

@@ -70,6 +70,24 @@ def test_sdist_vendors_the_protos_and_builds_alone(tmp_path):
     assert file_line.startswith(str(build_lib)) and name_line == "kerneleval.v1.Verdict"
 
 
+def test_a_copy_without_the_protos_fails_with_a_short_message(tmp_path):
+    # pip install of a copied clients/python (no ../../proto): one clear line, not a traceback.
+    pytest.importorskip("grpc_tools")
+    copy = tmp_path / "python"
+    shutil.copytree(PACKAGE_DIR, copy,
+                    ignore=shutil.ignore_patterns("build", "*.egg-info", "_proto", "__pycache__", ".pytest_cache"))
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PIP_NO_INDEX": "1"}
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-w", str(tmp_path / "wheels"),
+         str(copy)],
+        cwd=tmp_path, capture_output=True, text=True, env=env,
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "error: kerneleval: no .proto files found" in output, output
+    assert "Traceback" not in output, output
+
+
 def test_installed_requirements_match_the_generated_code():
     from importlib import metadata
 

@@ -148,6 +148,22 @@ def test_evaluate_runtime_failure_and_timeout(client):
     assert hang.reward == pytest.approx(0.02)
 
 
+def test_directives_outside_the_block_keep_the_compile_error_lines(client):
+    # kerneleval.extract appends a @launch written in the prose after the code
+    # block: the server reads it there, and an error on line 3 of the block is line 3.
+    from kerneleval.extract import extract_source
+
+    launch, body = VECTOR_ADD.split("\n", 1)
+    source = extract_source(f"Launch it with\n{launch}\n```cuda\n{body}```")
+    assert client.evaluate("vector_add", source, skip_timing=True).correct
+    broken_body = VECTOR_ADD_SYNTAX.split("\n", 1)[1]  # the missing semicolon is on its line 3
+    broken = client.evaluate("vector_add", extract_source(f"{launch}\n```cuda\n{broken_body}```"), skip_timing=True)
+    assert broken.stage == "compile"
+    lines = [d.line for d in broken.compile.diagnostics if d.severity == "error"]
+    expected = [d.line for d in client.compile(broken_body).diagnostics if d.severity == "error"]  # the block alone
+    assert lines and lines == expected and max(lines) <= 4, broken.compile.log
+
+
 def test_evaluate_request_errors(client):
     with pytest.raises(NotFound):
         client.evaluate("no_such_problem", VECTOR_ADD)
@@ -220,6 +236,8 @@ def test_token(real_server_with_token):
     with Client(target, token="s3cret-token", timeout=RPC_TIMEOUT) as client:
         assert client.problems()
         assert client.evaluate("vector_add", VECTOR_ADD).correct
+    with Client(target, token="s3cret-token\n", timeout=RPC_TIMEOUT) as client:  # as read from a file
+        assert client.problems()
     with Client(target, token="wrong-token") as client, pytest.raises(Unauthenticated):
         client.problems()
     with Client(target, token="") as client:

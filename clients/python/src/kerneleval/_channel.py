@@ -12,6 +12,8 @@ Targets
                                   host names: one channel per entry, calls spread
                                   over them in turn (each channel with its own policy).
   any other gRPC URI ("ipv4:...", "unix:...") is passed through.
+  A host name or IP address without a port ("localhost", "10.0.0.1", "[::1]",
+  "dns:///name") gets DEFAULT_PORT (gRPC's own default would be 443).
 
 Retries (the service config's retryPolicy, UNAVAILABLE only)
   gRPC retries an attempt only while the call is uncommitted: no response
@@ -36,7 +38,8 @@ import grpc
 
 from kerneleval.pb import SERVICE_NAME
 
-DEFAULT_TARGET = "localhost:50051"
+DEFAULT_PORT = 50051
+DEFAULT_TARGET = f"localhost:{DEFAULT_PORT}"
 TARGET_ENV = "KERNELEVAL_SERVER"
 TOKEN_ENV = "KERNELEVAL_TOKEN"
 DEFAULT_MAX_MESSAGE_BYTES = 64 << 20  # [bytes] largest response: a verdict with a CUBIN can be several MiB
@@ -77,13 +80,42 @@ def _has_scheme(target: str) -> bool:
     return bool(sep) and scheme in {"dns", "ipv4", "ipv6", "unix", "unix-abstract", "vsock", "xds"}
 
 
+def _address_with_port(address: str) -> str:
+    """"host" / "ip" / "[v6]" / "v6" without a port -> with DEFAULT_PORT."""
+    if address.startswith("["):  # [v6] or [v6]:port
+        host, sep, rest = address[1:].partition("]")
+        return f"[{host}]:{DEFAULT_PORT}" if sep and rest in ("", ":") else address
+    if address.count(":") > 1:  # only a bare IPv6 address has several colons, and no port
+        try:
+            ipaddress.ip_address(address)
+        except ValueError:
+            return address
+        return f"[{address}]:{DEFAULT_PORT}"
+    host, _, port = address.partition(":")
+    return f"{host}:{DEFAULT_PORT}" if host and not port else address
+
+
+def _target_with_port(target: str) -> str:
+    """DEFAULT_PORT where gRPC would pick its own (443): a plain host or IP, or
+    a dns: name, without a port. Other URIs (unix:, ipv4:, ...) as given."""
+    if not _has_scheme(target):
+        return _address_with_port(target)
+    scheme, _, rest = target.partition(":")
+    if scheme != "dns":
+        return target
+    if rest.startswith("//"):  # dns://[authority]/host[:port]
+        authority, sep, name = rest[2:].partition("/")
+        return f"dns://{authority}/{_address_with_port(name)}" if sep and name else target
+    return f"dns:{_address_with_port(rest)}" if rest else target
+
+
 def plan_channels(target: Target, lb_policy: Optional[str] = None) -> list[ChannelPlan]:
     """The channels to open for `target` (see the module docstring)."""
     if isinstance(target, str):
         entries = [target] if _has_scheme(target) else [t.strip() for t in target.split(",")]
     else:
         entries = [str(t).strip() for t in target]
-    entries = [e for e in entries if e]
+    entries = [_target_with_port(e) for e in entries if e]
     if not entries:
         raise ValueError("kerneleval: empty target")
     if lb_policy not in (None, "round_robin", "pick_first"):
@@ -180,9 +212,20 @@ def resolve_target(target: Optional[Target]) -> Target:
 
 
 def resolve_token(token: Optional[str]) -> Optional[str]:
-    """None: $KERNELEVAL_TOKEN; "" : no token."""
+    """None: $KERNELEVAL_TOKEN; "" : no token. Surrounding whitespace (the newline
+    of a token read from a file) is dropped; a token that cannot be sent in a
+    header (printable ASCII only) is a ValueError naming where it came from,
+    never its value."""
+    source = "token"
     if token is None:
         token = os.environ.get(TOKEN_ENV)
+        source = f"${TOKEN_ENV}"
+    token = (token or "").strip()
+    if any(not " " <= c <= "~" for c in token):
+        raise ValueError(
+            f"kerneleval: the {source} has characters not allowed in a gRPC header "
+            "(control characters or non-ASCII); it must be printable ASCII"
+        )
     return token or None
 
 

@@ -97,12 +97,25 @@ def submission(
     return result
 
 
+def _invalid(field: str, error: Exception) -> InvalidArgument:
+    """InvalidArgument naming `field` for a value protobuf refused (out of range,
+    wrong type), as the server would name it."""
+    reason = str(error) or type(error).__name__
+    return InvalidArgument(grpc.StatusCode.INVALID_ARGUMENT, f"{field}: {reason[:1].lower()}{reason[1:]}")
+
+
 def _limits(limits: Union[None, Message, Mapping[str, Any]]) -> Optional[Message]:
     if limits is None:
         return None
     if isinstance(limits, Message):
         return limits
-    return pb.EvaluationLimits(**dict(limits))
+    message = pb.EvaluationLimits()
+    for name, value in dict(limits).items():  # one at a time, to name the one refused
+        try:
+            message.MergeFrom(pb.EvaluationLimits(**{name: value}))
+        except (ValueError, TypeError) as error:
+            raise _invalid(f"limits.{name}", error) from None
+    return message
 
 
 def _set_problem(request: Message, problem: ProblemRef) -> None:
@@ -130,7 +143,10 @@ def _set_common(
     request.reward.CopyFrom(reward_settings(reward_mode, partial_credit))
     request.backend = backend_value(backend)
     if seed is not None:
-        request.seed = int(seed)
+        try:
+            request.seed = int(seed)
+        except (ValueError, TypeError) as error:
+            raise _invalid("seed", error) from None
     request.device = device or ""
     request.client_id = client_id or ""
     limits_message = _limits(limits)

@@ -214,6 +214,12 @@ class Client(_ClientBase):
             server's --candidate-run-factor, 25x, at least 5 s); with it, each run's
             limit is the one given (a group shares it once group size x limit exceeds
             10x the server's limit).
+
+        skip_timing=True: the verdict has no speedup, so under the seed rubric a
+        correct kernel's reward is 0.0 (also in roofline mode), below the partial
+        credit of a wrong one that ran (0.05). Rewards of skip_timing verdicts are
+        not comparable with each other or with timed ones: read the verdict's
+        `correct` field instead.
         """
         request = _evaluate_request(problem, source, self._with_client_id(kwargs))
         response = self._unary("Evaluate", request, timeout, request_id)
@@ -247,7 +253,11 @@ class Client(_ClientBase):
         reference measurement. Returns the verdicts in order (result[i], iter,
         .rewards). Keywords as evaluate, except launch_plan (each submission
         carries its own).
-        `problem` may also be a complete pb.EvaluateGroupRequest."""
+        `problem` may also be a complete pb.EvaluateGroupRequest.
+
+        skip_timing=True: rewards are not comparable (a correct kernel gets 0.0,
+        below a wrong one's partial credit; see evaluate): rank by each verdict's
+        `correct` field instead."""
         if isinstance(problem, pb.EvaluateGroupRequest):
             request = problem
         else:

@@ -12,8 +12,10 @@ Rules (extract_source):
   4. Of several blocks, `pick="last"` (the default: a model that revises writes
      its final answer last) or `pick="largest"` (most characters).
   5. `// @launch` and `// @scratch` directive lines written outside the chosen
-     block (e.g. in the prose above it) are put in front of the source when the
-     block has no @launch line of its own.
+     block (e.g. in the prose above it) are appended after the block, in their
+     order, when the block has no @launch line of its own (the server reads
+     directives anywhere in the source; after the block, line N of the model's
+     block stays line N, so compile errors point at the model's lines).
   6. With no fenced block at all, a completion that contains `__global__` is
      taken whole (a model prompted to answer with bare code).
 Returns None when there is no code.
@@ -115,5 +117,5 @@ def _extract_from_text(text: str, pick: str) -> Optional[str]:
             outside = outside.replace(body, "")
         directives = [m.group(0).strip() for m in _DIRECTIVE_RE.finditer(outside)]
         if directives:
-            source = "\n".join(directives) + "\n" + source
+            source = (source if source.endswith("\n") else source + "\n") + "\n".join(directives)
     return source if source.endswith("\n") else source + "\n"

@@ -111,7 +111,15 @@ def feedback_for(verdict: Verdict, limit: int = DEFAULT_FEEDBACK_CHARS) -> str:
     lines: list[str] = []
     if verdict.correct:
         line = "Correct."
-        if verdict.speedup:
+        if "emulated_speed_not_rewarded" in verdict.flags:
+            # speedup is 1 by the server's rule, not by measurement: give the measurement.
+            if verdict.time_us and verdict.reference_time_us:
+                line += (
+                    f" Measured speedup {verdict.reference_time_us / verdict.time_us:.3g}x over the reference"
+                    f" on CPU emulation (median {verdict.time_us:.4g} us vs {verdict.reference_time_us:.4g} us)."
+                )
+            line += " CPU-emulated speed is not rewarded (scored as 1x)."
+        elif verdict.speedup:
             line += f" Speedup {verdict.speedup:.3g}x over the reference"
             if verdict.time_us and verdict.reference_time_us:
                 line += f" (median {verdict.time_us:.4g} us vs {verdict.reference_time_us:.4g} us)"
