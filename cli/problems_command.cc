@@ -11,6 +11,7 @@
 // a message on stderr and exit code 2; an unreachable or refusing server: 3.
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -231,11 +232,19 @@ int Show(const ProblemsOptions& options) {
       for (const auto& parameter : problem->parameters()) {
         values[parameter.name()] = params.at(parameter.name());
       }
-      shapes.push_back({{"label", row.shape->label()},
-                        {"kind", row.kind},
-                        {"values", values},
-                        {"flops", problems::EvalFlops(*problem, params).value_or(0.0)},
-                        {"bytes", problems::EvalBytes(*problem, params).value_or(0.0)}});
+      Json shape = {{"label", row.shape->label()},
+                    {"kind", row.kind},
+                    {"values", values},
+                    {"flops", problems::EvalFlops(*problem, params).value_or(0.0)},
+                    {"bytes", problems::EvalBytes(*problem, params).value_or(0.0)}};
+      if (!row.shape->input_distributions().empty()) {
+        Json distributions = Json::object();
+        for (const auto& [name, distribution] : row.shape->input_distributions()) {
+          distributions[name] = distribution.ShortDebugString();
+        }
+        shape["input_distributions"] = distributions;
+      }
+      shapes.push_back(std::move(shape));
     }
     const Json out = {
         {"id", problem->id()},
@@ -288,6 +297,13 @@ int Show(const ProblemsOptions& options) {
                                  row.shape->label(), problems::FormatShape(*problem, *row.shape),
                                  problems::EvalFlops(*problem, params).value_or(0.0),
                                  problems::EvalBytes(*problem, params).value_or(0.0));
+    // Sorted: a protobuf map's order is unspecified.
+    const std::map<std::string, v1::Distribution> distributions(
+        row.shape->input_distributions().begin(), row.shape->input_distributions().end());
+    for (const auto& [name, distribution] : distributions) {
+      std::cout << absl::StrFormat("  %-12s   input %s drawn from %s\n", "", name,
+                                   distribution.ShortDebugString());
+    }
   }
   return kExitOk;
 }

@@ -159,9 +159,13 @@ absl::StatusOr<PreparedProgram> Evaluation::PrepareReference(const CallContext& 
   absl::StatusOr<Preparation> prepared = PrepareCandidate(reference, "reference", context);
   if (!prepared.ok()) return prepared.status();
   if (prepared->verdict) {
-    return absl::InternalError(absl::StrCat("the reference of problem ", problem_.id(),
-                                            " does not build: ", prepared->verdict->error(), "\n",
-                                            prepared->verdict->compile().log()));
+    const std::string message = absl::StrCat("the reference of problem ", problem_.id(),
+                                             " does not build: ", prepared->verdict->error(), "\n",
+                                             prepared->verdict->compile().log());
+    // A custom problem's reference is the caller's (it was INTERNAL, "a
+    // bug", CLI exit 3; rt7 #4).
+    if (settings_.custom_problem) return ReferenceCannotRun(message);
+    return absl::InternalError(message);
   }
   return std::move(*prepared->program);
 }
@@ -290,6 +294,12 @@ absl::StatusOr<internal::ResolvedPlan> Evaluation::Resolve(const PreparedProgram
   absl::StatusOr<internal::ResolvedPlan> resolved =
       plan::ResolvePlan(program.plan, problem_, ParamsOf(shape), program.parsed, limits);
   if (!resolved.ok()) return resolved.status();
+  for (internal::BufferSpec& buffer : *resolved->mutable_buffers()) {
+    const auto it = shape.input_distributions().find(buffer.name());
+    if (buffer.role() == internal::BUFFER_ROLE_INPUT && it != shape.input_distributions().end()) {
+      *buffer.mutable_distribution() = it->second;
+    }
+  }
   // The symbol to load: NVRTC's mangled name for the kernel the plan names,
   // whose compiled parameter layout (CUBIN, else PTX) must be the one the
   // arguments are packed for. The plan is bound to the signature the source
@@ -342,14 +352,17 @@ const v1::ShapeBinding& Evaluation::TimedShape() const {
 absl::StatusOr<std::vector<internal::Case>> Evaluation::BuildCases(
     const PreparedProgram& program, const std::vector<internal::Case>& base) {
   std::vector<internal::Case> cases = base;
-  int shape_index = 0;
   for (auto& c : cases) {
-    v1::ShapeBinding shape;
-    *shape.mutable_values() = c.params();
+    // The case's correctness shape, for its input distributions too (a
+    // binding of the values alone dropped them).
+    if (c.shape_index() >= static_cast<uint32_t>(problem_.correctness_shapes_size())) {
+      return absl::InternalError(
+          absl::StrCat("case ", c.label(), ": no correctness shape ", c.shape_index()));
+    }
+    const v1::ShapeBinding& shape = problem_.correctness_shapes(static_cast<int>(c.shape_index()));
     absl::StatusOr<internal::ResolvedPlan> resolved = Resolve(program, shape);
     if (!resolved.ok()) return resolved.status();
     *c.mutable_plan() = *std::move(resolved);
-    ++shape_index;
   }
   return cases;
 }
@@ -382,6 +395,7 @@ absl::StatusOr<ReferenceRun> Evaluation::RunReference(PreparedProgram reference)
       c.set_label(
           absl::StrCat(shape.label().empty() ? absl::StrCat("shape", s) : shape.label(), "#", t));
       *c.mutable_params() = shape.values();
+      c.set_shape_index(static_cast<uint32_t>(s));
       c.set_input_seed(DeriveSeed(settings_.seed, s, t));
       base.push_back(std::move(c));
     }
@@ -411,6 +425,14 @@ absl::StatusOr<ReferenceRun> Evaluation::RunReference(PreparedProgram reference)
             CutShortByDeadline(result->failure(), timeout, settings_.run_timeout_seconds);
         !cut.ok()) {
       return cut;
+    }
+    if (result->failure().stage() == "timeout" && settings_.custom_problem &&
+        !settings_.run_timeout_from_request) {
+      // The caller's reference hangs (or is too slow) under the server's
+      // limit: its bad input, not how the server is set up.
+      return ReferenceCannotRun(absl::StrCat(
+          "the reference of ", problem_.id(), " did not finish within the time limit of ",
+          absl::SixDigits(timeout), " s (", result->failure().message(), ")"));
     }
     if (result->failure().stage() == "timeout") {
       return LimitTooShort(absl::StrCat(
@@ -955,9 +977,9 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
     for (int set = 0; set < sets; ++set) {
       timed_checks.push_back({&expected.Get(set), &timing.last_outputs(set), set, false});
     }
-    for (int i = 0; i < drawn_count; ++i) {
+    for (int d = 0; d < drawn_count; ++d) {
       timed_checks.push_back(
-          {&expected_drawn.Get(i), &timing.drawn_outputs(i), i / drawn_per_set, true});
+          {&expected_drawn.Get(d), &timing.drawn_outputs(d), d / drawn_per_set, true});
     }
     for (const TimedCheck& timed : timed_checks) {
       if (!error.empty()) break;

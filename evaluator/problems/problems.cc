@@ -486,6 +486,18 @@ absl::Status ValidateProblem(const v1::Problem& problem) {
                                std::string_view field) -> absl::Status {
     const std::string what = ShapeWhat(shape, field);
     if (absl::Status s = CheckBinding(problem, shape, what); !s.ok()) return s;
+    for (const auto& [name, distribution] : shape.input_distributions()) {
+      const auto input = std::find_if(problem.inputs().begin(), problem.inputs().end(),
+                                      [&](const v1::TensorSpec& t) { return t.name() == name; });
+      if (input == problem.inputs().end()) {
+        return Invalid(problem, Cat(what, ": input_distributions names ", Quote(name),
+                                    ", which is not an input"));
+      }
+      if (absl::Status s = data::ValidateDistribution(distribution, input->dtype()); !s.ok()) {
+        return Invalid(problem,
+                       Cat(what, ": input_distributions[", Quote(name), "]: ", s.message()));
+      }
+    }
     const plan::ParamMap params = ShapeParams(shape);
     for (const auto* tensors : {&problem.inputs(), &problem.outputs()}) {
       for (const auto& tensor : *tensors) {

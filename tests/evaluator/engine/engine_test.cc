@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 
 namespace kerneleval {
@@ -1267,6 +1268,36 @@ TEST_F(EngineTest, ACustomProblemTooLargeForTheBackendIsAPermanentError) {
       << verdict.status();
   // The engine goes on.
   EXPECT_TRUE(Evaluate("vector_add", kVectorAdd).correct());
+}
+
+// A custom problem whose reference does not compile, or hangs, is the
+// caller's mistake: INVALID_ARGUMENT (CLI exit 2). They were INTERNAL ("a
+// bug") and FAILED_PRECONDITION (the server's set-up), both exit 3 (rt7 #4).
+TEST_F(EngineTest, ACustomProblemsBrokenReferenceIsTheCallersError) {
+  v1::EvaluateRequest request = InlineVectorAddRequest(*engine_, next_seed_++);
+  request.mutable_problem()->set_reference_source(
+      absl::StrReplaceAll(request.problem().reference_source(), {{"{", "{ undeclared_name;"}}));
+  absl::StatusOr<v1::Verdict> verdict = engine_->Evaluate(request, CallContext{});
+  ASSERT_FALSE(verdict.ok()) << verdict->ShortDebugString();
+  EXPECT_TRUE(absl::IsInvalidArgument(verdict.status())) << verdict.status();
+  EXPECT_NE(verdict.status().message().find("does not build"), std::string::npos)
+      << verdict.status();
+  EXPECT_TRUE(Evaluate("vector_add", kVectorAdd).correct());
+
+  // A hanging one, under a server limit of 1 s.
+  EngineOptions options = CpuEngineOptions();
+  options.run_timeout_seconds = 1;
+  auto short_limit = Engine::Create(options);
+  ASSERT_TRUE(short_limit.ok()) << short_limit.status();
+  request = InlineVectorAddRequest(**short_limit, next_seed_++);
+  request.mutable_problem()->set_reference_source(absl::StrReplaceAll(
+      request.problem().reference_source(), {{"{", "{ for (volatile int spin = 1; spin;) {}"}}));
+  verdict = (*short_limit)->Evaluate(request, CallContext{});
+  ASSERT_FALSE(verdict.ok()) << verdict->ShortDebugString();
+  EXPECT_TRUE(absl::IsInvalidArgument(verdict.status())) << verdict.status();
+  EXPECT_NE(verdict.status().message().find("did not finish within the time limit"),
+            std::string::npos)
+      << verdict.status();
 }
 
 TEST_F(EngineTest, ASubmissionsPlanAndOptionsAreBounded) {

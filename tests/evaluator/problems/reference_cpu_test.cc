@@ -15,6 +15,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -145,15 +146,25 @@ Tensors Layernorm32(const Tensors& in, const Params& p) {
   const int64_t rows = p.at("ROWS"), cols = p.at("COLS");
   const auto &x = in.at("x"), &gamma = in.at("gamma"), &beta = in.at("beta");
   std::vector<double> y(rows * cols);
-  for (int64_t r = 0; r < rows; ++r) {
-    float mean = 0, var = 0;
-    for (int64_t c = 0; c < cols; ++c) mean += static_cast<float>(x[r * cols + c]);
-    mean /= cols;
+  // Sums as the reference kernel does (a block of 256 threads per row): a
+  // strided partial sum per thread, then the partials. One running fp32 sum
+  // over a 20,011-long row of values near 10 (the problem's inputs) drifts
+  // by 3e-4 in the output, past the tolerance; the reference does not.
+  constexpr int64_t kThreads = 256;
+  // Sum of x, or with `mean` given, of (x - mean)^2.
+  const auto row_sum = [&](int64_t r, std::optional<float> mean) {
+    float partials[kThreads] = {};
     for (int64_t c = 0; c < cols; ++c) {
-      const float d = static_cast<float>(x[r * cols + c]) - mean;
-      var += d * d;
+      const float v = static_cast<float>(x[r * cols + c]);
+      partials[c % kThreads] += mean ? (v - *mean) * (v - *mean) : v;
     }
-    var /= cols;
+    float sum = 0;
+    for (const float partial : partials) sum += partial;
+    return sum;
+  };
+  for (int64_t r = 0; r < rows; ++r) {
+    const float mean = row_sum(r, std::nullopt) / cols;
+    const float var = row_sum(r, mean) / cols;
     const float inverse_std = 1.0f / std::sqrt(var + 1e-5f);
     for (int64_t c = 0; c < cols; ++c) {
       y[r * cols + c] = (static_cast<float>(x[r * cols + c]) - mean) * inverse_std *

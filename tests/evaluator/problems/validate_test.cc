@@ -160,6 +160,18 @@ const BrokenCase kBrokenCases[] = {
        p.mutable_inputs(0)->mutable_distribution()->mutable_pareto()->set_alpha(0);
      },
      "alpha"},
+    {"shape_distribution_of_an_unknown_input",
+     [](v1::Problem& p) {
+       (*p.mutable_correctness_shapes(0)->mutable_input_distributions())["z"].mutable_normal();
+     },
+     "correctness shape 'odd': input_distributions names 'z', which is not an input"},
+    {"bad_shape_distribution",
+     [](v1::Problem& p) {
+       (*p.mutable_correctness_shapes(0)->mutable_input_distributions())["x"]
+           .mutable_pareto()
+           ->set_alpha(0);
+     },
+     "input_distributions['x']: pareto distribution needs"},
     {"no_reference_plan", [](v1::Problem& p) { p.clear_reference_plan(); },
      "reference_plan has no launches"},
     {"no_reference_source", [](v1::Problem& p) { p.clear_reference_source(); },
