@@ -19,7 +19,7 @@ namespace kerneleval::compile {
 // (NVRTC arguments, prelude handling, the standard-header shims in include/,
 // result post-processing).
 inline constexpr std::string_view kCompileSettingsVersion =
-    "kerneleval-compile-7";  // 7: <stdio.h>, <algorithm>, ... shims
+    "kerneleval-compile-8";  // 8: logs without NUL bytes or a stray remark
 
 struct CacheKeyInputs {
   std::string_view source;

@@ -133,9 +133,18 @@ std::string UserFacingLog(std::string_view raw_log_in, std::string_view hidden_p
   const absl::string_view raw_log(raw_log_in.data(), raw_log_in.size());
   const absl::string_view hidden_path(hidden_path_in.data(), hidden_path_in.size());
   std::string out;
+  // NVRTC, once any compile of the process issued a warning it can
+  // suppress, ends every later log with this remark: without a warning of
+  // its own, another request's compile said what an earlier one had done.
+  static constexpr absl::string_view kSuppressRemark = "Remark: The warnings can be suppressed";
+  bool has_warning = false;  // (the remark itself names "<warning-number>")
+  for (absl::string_view line : absl::StrSplit(raw_log, '\n')) {
+    has_warning |= !absl::StartsWith(line, kSuppressRemark) && absl::StrContains(line, "warning");
+  }
   for (absl::string_view line : absl::StrSplit(raw_log, '\n')) {
     const absl::string_view content = StripTrailingCr(line);
     if (absl::StartsWith(content, "ptxas info")) continue;
+    if (!has_warning && absl::StartsWith(content, kSuppressRemark)) continue;
     // "ptxas         .     0 bytes stack frame, ..." (continuation of ptxas info)
     if (absl::StartsWith(content, "ptxas ") &&
         absl::StartsWith(absl::StripLeadingAsciiWhitespace(content.substr(6)), ".")) {

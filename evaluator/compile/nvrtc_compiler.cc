@@ -1,5 +1,6 @@
 #include "evaluator/compile/nvrtc_compiler.h"
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -43,7 +44,10 @@ absl::StatusOr<std::string> NvrtcProgram::Log() const {
   KERNELEVAL_NVRTC_RETURN_IF_ERROR(nvrtcGetProgramLogSize(program_, &size));
   std::string log(size, '\0');
   if (size > 0) KERNELEVAL_NVRTC_RETURN_IF_ERROR(nvrtcGetProgramLog(program_, log.data()));
-  while (!log.empty() && log.back() == '\0') log.pop_back();
+  // NVRTC joins its front end's log and ptxas's with the first part's NUL
+  // terminator between them: "ptxas error" then never started a line (no
+  // diagnostic, "compilation failed" alone) and the log read as binary.
+  log.erase(std::remove(log.begin(), log.end(), '\0'), log.end());
   return log;
 }
 

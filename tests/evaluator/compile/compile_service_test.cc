@@ -108,6 +108,27 @@ TEST_F(CompileServiceTest, CompilesInASandboxedWorker) {
   EXPECT_TRUE(r.ptx().empty());
 }
 
+// NVRTC remembers that a compile of its process issued a warning it can
+// suppress and ends every later log with "Remark: The warnings can be
+// suppressed with ...": another request's clean compile on the same worker
+// carried it (rt7 #7).
+TEST_F(CompileServiceTest, NoRemarkLeaksFromAnEarlierCompileOnTheWorker) {
+  CompileServiceOptions options = TestOptions();
+  options.workers = 1;
+  absl::StatusOr<std::unique_ptr<CompileService>> one_worker = CompileService::Create(options);
+  ASSERT_TRUE(one_worker.ok()) << one_worker.status();
+  const std::string add =
+      "extern \"C\" __global__ void add(const float* a, float* c, int n) {\n"
+      "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+      "  if (i < n) c[i] = a[i];\n"
+      "}\n";
+  EXPECT_TRUE(MustCompile(Job(add + "// 1\n"), one_worker->get()).success());
+  EXPECT_TRUE(MustCompile(Job("#include <cuda_fp16.h>\n" + add), one_worker->get()).success());
+  const v1::CompileResult clean = MustCompile(Job(add + "// 2\n"), one_worker->get());
+  EXPECT_TRUE(clean.success()) << clean.log();
+  EXPECT_EQ(clean.log().find("Remark"), std::string::npos) << clean.log();
+}
+
 TEST_F(CompileServiceTest, ErrorLinesPointIntoTheUsersSource) {
   const v1::CompileResult r =
       MustCompile(Job("// 1\n// 2\n// 3\n// 4\n// 5\n"

@@ -116,6 +116,26 @@ TEST_F(NvrtcCompilerTest, ErrorOnLineSevenIsReportedOnLineSeven) {
   EXPECT_TRUE(r.cubin().empty());
 }
 
+// ptxas's errors reach the diagnostics and the verdict: NVRTC's log held a
+// NUL byte between its own part and ptxas's, so "ptxas error" never started
+// a line, the verdict said only "compilation failed" and grep called the log
+// binary (rt7 #8).
+TEST_F(NvrtcCompilerTest, PtxasErrorsAreDiagnosticsAndTheLogHasNoNul) {
+  const v1::CompileResult r = Compile(
+      "__global__ void k(float* out) {\n"
+      "  __shared__ float big[1 << 20];\n"
+      "  big[threadIdx.x] = 1.0f;\n"
+      "  __syncthreads();\n"
+      "  out[threadIdx.x] = big[(threadIdx.x * 7) % 1024];\n"
+      "}\n");
+  EXPECT_FALSE(r.success());
+  EXPECT_EQ(r.log().find('\0'), std::string::npos) << r.log();
+  ASSERT_FALSE(r.diagnostics().empty()) << r.log();
+  EXPECT_EQ(r.diagnostics(0).severity(), "error");
+  EXPECT_NE(r.diagnostics(0).message().find("too much shared data"), std::string::npos)
+      << r.diagnostics(0).message();
+}
+
 TEST_F(NvrtcCompilerTest, WarningsKeepTheirLines) {
   const v1::CompileResult r = Compile("__global__ void f() {\n  int unused;\n}\n");
   EXPECT_TRUE(r.success()) << r.log();
