@@ -1741,6 +1741,21 @@ __global__ void sum4(const float* x, float* y, int offset) {
   const internal::RunFailure failure = RunFails(MakeRequest(source, {sum4_case(1)}));
   EXPECT_EQ(failure.stage(), "runtime");
   EXPECT_NE(failure.message().find("misaligned access"), std::string::npos) << failure.message();
+  // The same trap where g++ proves a division by zero: said "misaligned"
+  // alone, the message sent a model after the wrong fix (rt7 #5).
+  const char* divides = R"(
+__global__ void divide(const float* x, float* y, int offset) {
+  const int zero = offset - offset;
+  y[threadIdx.x] = x[threadIdx.x] + static_cast<int>(threadIdx.x) / zero;
+}
+)";
+  const internal::RunFailure division = RunFails(MakeRequest(
+      divides, {MakeCase("zero", 1, {Input("x", v1::DTYPE_F32, 32), Output("y", v1::DTYPE_F32, 32)},
+                         {Launch("divide", {1}, {32}, {Buf("x"), Buf("y"), Int(0)})})}));
+  EXPECT_EQ(division.stage(), "runtime");
+  EXPECT_NE(division.message().find("SIGILL"), std::string::npos) << division.message();
+  EXPECT_NE(division.message().find("integer division by zero"), std::string::npos)
+      << division.message();
 }
 
 TEST_F(CpuBackendTest, PrintfFloodAssertAndTrap) {
