@@ -20,6 +20,7 @@
 #include "cli/client/server_flags.h"
 #include "cli/command.h"
 #include "cli/compile_flags.h"
+#include "cli/source_file.h"
 #include "evaluator/compile/compile_service.h"
 #include "evaluator/compile/kernel_info.h"
 #include "evaluator/compile/options.h"
@@ -170,13 +171,11 @@ std::string ResultJson(v1::CompileResult result) {
 }
 
 int Run(const CompileFlags& flags) {
-  std::ifstream file(flags.source_path, std::ios::binary);
-  if (!file) {
-    absl::FPrintF(stderr, "kerneleval compile: cannot read %s\n", flags.source_path);
+  absl::StatusOr<std::string> source = ReadSourceFile(flags.source_path);
+  if (!source.ok()) {
+    absl::FPrintF(stderr, "kerneleval compile: %s\n", source.status().message());
     return kExitUsage;
   }
-  std::stringstream source;
-  source << file.rdbuf();
   // The allow-list and the architecture's spelling, checked here as the
   // compile service (or the server) would: a refused option is bad input.
   if (absl::Status s = CheckCompileFlags(flags.arch, flags.options); !s.ok()) {
@@ -184,9 +183,8 @@ int Run(const CompileFlags& flags) {
     return kExitUsage;
   }
 
-  absl::StatusOr<v1::CompileResult> result = flags.server.remote()
-                                                 ? CompileOnServer(flags, source.str())
-                                                 : CompileHere(flags, source.str());
+  absl::StatusOr<v1::CompileResult> result =
+      flags.server.remote() ? CompileOnServer(flags, *source) : CompileHere(flags, *source);
   if (!result.ok()) {
     absl::FPrintF(stderr, "kerneleval compile: %s\n", result.status().ToString());
     return client::ExitCodeForStatus(result.status());

@@ -22,6 +22,7 @@
 #include "cli/command.h"
 #include "cli/compile_flags.h"
 #include "cli/engine_session.h"
+#include "cli/source_file.h"
 #include "evaluator/engine/engine.h"
 #include "rubric/rubric.h"
 
@@ -55,6 +56,24 @@ struct VerdictOrigin {
   bool in_group = false;     // one of an EvaluateGroup's verdicts
 };
 
+// The speedup to show: the verdict's, or, where the server scores CPU-emulated
+// speed as 1x (flag emulated_speed_not_rewarded), the measured ratio of the
+// medians: "1.000x" beside medians 3x apart told a reader the kernel was as
+// fast as the reference (rt7 #9).
+struct ShownSpeedup {
+  double value = 0;
+  bool not_rewarded = false;
+};
+ShownSpeedup SpeedupToShow(const v1::Verdict& v) {
+  const bool not_rewarded = std::find(v.flags().begin(), v.flags().end(),
+                                      "emulated_speed_not_rewarded") != v.flags().end();
+  const auto& t = v.timing();
+  if (not_rewarded && t.candidate().median_us() > 0) {
+    return {t.reference().median_us() / t.candidate().median_us(), true};
+  }
+  return {v.speedup(), false};
+}
+
 void PrintVerdict(const v1::Verdict& v, const VerdictOrigin& origin, FILE* out) {
   absl::FPrintF(out, "problem   %s  (backend %s, device %s)\n", v.problem_id(), v.backend(),
                 v.device().name().empty() ? v.device().id() : v.device().name());
@@ -66,11 +85,14 @@ void PrintVerdict(const v1::Verdict& v, const VerdictOrigin& origin, FILE* out) 
   if (!v.error().empty()) absl::FPrintF(out, "error     %s\n", v.error());
   if (v.has_timing() && v.timing().candidate().samples() > 0) {
     const auto& t = v.timing();
+    const ShownSpeedup shown = SpeedupToShow(v);
     absl::FPrintF(out,
                   "speedup   %.3fx  (reference %s, candidate %s; medians of %d / %d samples)%s\n",
-                  v.speedup(), Micros(t.reference().median_us()), Micros(t.candidate().median_us()),
+                  shown.value, Micros(t.reference().median_us()), Micros(t.candidate().median_us()),
                   t.reference().samples(), t.candidate().samples(),
-                  t.emulated() ? "  [CPU emulation: not a GPU speedup]" : "");
+                  shown.not_rewarded ? "  [measured on CPU emulation; not rewarded: scored as 1x]"
+                  : t.emulated()     ? "  [CPU emulation: not a GPU speedup]"
+                                     : "");
     if (v.roofline_frac() > 0) {
       absl::FPrintF(out, "roofline  %.1f%% of the hardware roof (minimum %s)\n",
                     100 * v.roofline_frac(), Micros(t.roofline_min_us()));
@@ -234,16 +256,36 @@ void SetCommon(const EvaluateFlags& flags, Request* request) {
   if (flags.backend == "cpu") request->set_backend(v1::BACKEND_CPU);
 }
 
+// An error that ends the command: on stderr, and with --json also as one
+// JSON object on stdout, so that `kerneleval evaluate --json | jq` reads
+// something on every outcome (it read nothing; rt7 #11). Returns
+// `exit_code` (cli/command.h).
+int Fail(const EvaluateFlags& flags, int exit_code, absl::string_view code,
+         absl::string_view message) {
+  std::fprintf(stderr, "kerneleval evaluate: %.*s\n", static_cast<int>(message.size()),
+               message.data());
+  if (flags.json) {
+    const nlohmann::json error = {{"error",
+                                   {{"code", std::string(code)},
+                                    {"message", std::string(message)},
+                                    {"exit_code", exit_code}}}};
+    std::printf("%s\n", error.dump().c_str());
+  }
+  return exit_code;
+}
+int Fail(const EvaluateFlags& flags, const absl::Status& status) {
+  return Fail(flags, ExitCodeFor(status), absl::StatusCodeToString(status.code()),
+              status.message());
+}
+
 bool ReadSubmission(const EvaluateFlags& flags, const std::string& path,
                     v1::Submission* submission) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    std::fprintf(stderr, "kerneleval evaluate: cannot read %s\n", path.c_str());
+  absl::StatusOr<std::string> source = ReadSourceFile(path);
+  if (!source.ok()) {
+    Fail(flags, kExitUsage, "INVALID_ARGUMENT", source.status().message());
     return false;
   }
-  std::stringstream source;
-  source << file.rdbuf();
-  submission->set_source(source.str());
+  submission->set_source(*std::move(source));
   for (const auto& option : flags.options) {
     submission->mutable_compile_options()->add_options(option);
   }
@@ -268,10 +310,7 @@ void RunGroup(const EvaluateFlags& flags, EngineSession& session) {
     if (!ReadSubmission(flags, path, request.add_submissions())) return SetExitCode(kExitUsage);
   }
   absl::StatusOr<v1::EvaluateGroupResponse> group = session.EvaluateGroup(request);
-  if (!group.ok()) {
-    std::fprintf(stderr, "kerneleval evaluate: %s\n", group.status().ToString().c_str());
-    return SetExitCode(ExitCodeFor(group.status()));
-  }
+  if (!group.ok()) return SetExitCode(Fail(flags, group.status()));
   if (group->verdicts_size() != static_cast<int>(flags.source_paths.size())) {
     std::fprintf(stderr, "kerneleval evaluate: %d verdicts for %zu sources\n",
                  group->verdicts_size(), flags.source_paths.size());
@@ -315,23 +354,33 @@ void RunGroup(const EvaluateFlags& flags, EngineSession& session) {
   absl::PrintF("%-4s  %-12s  %9s  %8s  %s\n", "rank", "stage", "speedup", "reward", "source");
   for (size_t rank = 0; rank < order.size(); ++rank) {
     const v1::Verdict& v = group->verdicts(static_cast<int>(order[rank]));
-    const std::string speedup = v.has_timing() && v.timing().candidate().samples() > 0
-                                    ? absl::StrFormat("%.3fx", v.speedup())
-                                    : std::string("-");
+    const ShownSpeedup shown = SpeedupToShow(v);
+    const std::string speedup =
+        v.has_timing() && v.timing().candidate().samples() > 0
+            ? absl::StrFormat("%.3fx%s", shown.value, shown.not_rewarded ? "*" : "")
+            : std::string("-");
     absl::PrintF("%-4d  %-12s  %9s  %8.4g  [%d] %s\n", rank + 1, v.stage(), speedup, v.reward(),
                  order[rank] + 1, flags.source_paths[order[rank]]);
+  }
+  for (const v1::Verdict& v : group->verdicts()) {
+    if (SpeedupToShow(v).not_rewarded) {
+      absl::PrintF("* measured on CPU emulation; not rewarded: scored as 1x\n");
+      break;
+    }
   }
   SetExitCode(exit_code);
 }
 
 void Run(EvaluateFlags flags) {
   if (absl::Status s = ResolveRewardFlags(&flags); !s.ok()) {
-    std::fprintf(stderr, "kerneleval evaluate: %s\n", std::string(s.message()).c_str());
-    return SetExitCode(kExitUsage);
+    return SetExitCode(Fail(flags, kExitUsage, "INVALID_ARGUMENT", s.message()));
   }
   if (absl::Status s = CheckCompileFlags(flags.arch, flags.options); !s.ok()) {
-    std::fprintf(stderr, "kerneleval evaluate: %s\n", std::string(s.message()).c_str());
-    return SetExitCode(kExitUsage);
+    return SetExitCode(Fail(flags, kExitUsage, "INVALID_ARGUMENT", s.message()));
+  }
+  if (std::count(flags.source_paths.begin(), flags.source_paths.end(), "-") > 1) {
+    return SetExitCode(
+        Fail(flags, kExitUsage, "INVALID_ARGUMENT", "standard input (-) given more than once"));
   }
   v1::EvaluateRequest request;
   SetCommon(flags, &request);
@@ -343,18 +392,11 @@ void Run(EvaluateFlags flags) {
   EngineSessionFlags session_flags = flags.session;
   session_flags.backend = flags.backend;
   absl::StatusOr<std::unique_ptr<EngineSession>> session = OpenEngineSession(session_flags);
-  if (!session.ok()) {
-    std::fprintf(stderr, "kerneleval evaluate: %s\n",
-                 std::string(session.status().message()).c_str());
-    return SetExitCode(ExitCodeFor(session.status()));
-  }
+  if (!session.ok()) return SetExitCode(Fail(flags, session.status()));
   if (flags.source_paths.size() > 1) return RunGroup(flags, **session);
   const bool live = !flags.json && ::isatty(STDERR_FILENO);
   absl::StatusOr<v1::Verdict> verdict = (*session)->Evaluate(request, live);
-  if (!verdict.ok()) {
-    std::fprintf(stderr, "kerneleval evaluate: %s\n", verdict.status().ToString().c_str());
-    return SetExitCode(ExitCodeFor(verdict.status()));
-  }
+  if (!verdict.ok()) return SetExitCode(Fail(flags, verdict.status()));
   NoteCpuFallback(flags, verdict->backend());
   if (flags.json) {
     std::printf("%s\n", VerdictJsonText(*verdict).c_str());
@@ -374,7 +416,8 @@ void AddEvaluate(CLI::App& root) {
   cmd->add_option("--problem,-p", flags->problem, "Problem id (kerneleval problems list)")
       ->required();
   cmd->add_option("--source,-s", flags->source_paths,
-                  "CUDA C++ source with // @launch lines; several (repeat -s, or list them): "
+                  "CUDA C++ source with // @launch lines ('-': standard input); several "
+                  "(repeat -s, or list them): "
                   "one group against a shared reference measurement, then a ranking "
                   "(--json: the EvaluateGroupResponse)")
       ->required();

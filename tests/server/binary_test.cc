@@ -307,6 +307,16 @@ TEST(ServerBinary, ServesOnTheCpuBackendAndExitsZeroOnSigterm) {
     EXPECT_EQ(r.rc, 0) << r.out;
     EXPECT_NE(r.out.find("\ncached    "), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("(of that earlier evaluation)"), std::string::npos) << r.out;
+
+    // Timed on a server that scores CPU-emulated speed as 1x: the text gives
+    // the measured ratio and says so (it printed "1.000x" beside medians
+    // 3x apart, rt7 #9).
+    r = RunCommand(cli + " evaluate" + server + " -p leaky_relu -s " + solutions_dir +
+                   "correct_scalar.cu 2>/dev/null");
+    EXPECT_EQ(r.rc, 0) << r.out;
+    EXPECT_NE(r.out.find("[measured on CPU emulation; not rewarded: scored as 1x]"),
+              std::string::npos)
+        << r.out;
   }
 
   ASSERT_EQ(kill(process.pid(), SIGTERM), 0);
