@@ -26,6 +26,13 @@
 namespace kerneleval::engine {
 namespace {
 
+// A backend call's worker died under it (killed by a signal, or exited):
+// WorkerProcess::DiedError's "worker ..." UNAVAILABLE, not a worker that
+// could not start.
+bool WorkerDied(const absl::Status& status) {
+  return absl::IsUnavailable(status) && absl::StartsWith(status.message(), "worker ");
+}
+
 // [bytes] What the CUDA backend packs for an argument (evaluator/cuda/launch.cc).
 uint32_t PackedArgumentBytes(const internal::KernelArg& arg) {
   return arg.has_buffer() ? uint32_t{8} : arg.size_bytes();
@@ -409,10 +416,18 @@ absl::StatusOr<ReferenceRun> Evaluation::RunReference(PreparedProgram reference)
   internal::RunRequest request;
   *request.mutable_program() = reference.program;
   for (const auto& c : *cases) *request.add_cases() = c;
-  const double timeout = WithinDeadline(settings_.run_timeout_seconds);
+  double timeout = WithinDeadline(settings_.run_timeout_seconds);
   request.set_timeout_seconds(timeout);
-  const absl::Time started = absl::Now();
+  absl::Time started = absl::Now();
   absl::StatusOr<internal::RunResult> result = backend_.Run(request);
+  if (WorkerDied(result.status())) {
+    // Killed from outside (the OOM killer, an operator): once more, on the
+    // fresh worker the backend starts (the whole request was lost, rt7 #3).
+    timeout = WithinDeadline(settings_.run_timeout_seconds);
+    request.set_timeout_seconds(timeout);
+    started = absl::Now();
+    result = backend_.Run(request);
+  }
   run.seconds = absl::ToDoubleSeconds(absl::Now() - started);
   if (ExceedsBackendLimit(result.status())) {
     return ReferenceCannotRun(
@@ -523,9 +538,24 @@ absl::StatusOr<std::optional<v1::Verdict>> Evaluation::CheckCorrectness(
   *request.mutable_program() = candidate.program;
   for (const auto& c : *cases) *request.add_cases() = c;
   const double limit = CandidateRunLimit(reference, *cases);
-  const double timeout = WithinDeadline(limit);
+  double timeout = WithinDeadline(limit);
   request.set_timeout_seconds(timeout);
   absl::StatusOr<internal::RunResult> result = backend_.Run(request);
+  if (WorkerDied(result.status())) {
+    // Once more on a fresh worker, as the reference's run (a worker killed
+    // from outside lost the request, or a group's every verdict). The
+    // reference ran there: a second death is this kernel's doing.
+    const absl::Status first = result.status();
+    timeout = WithinDeadline(limit);
+    request.set_timeout_seconds(timeout);
+    result = backend_.Run(request);
+    if (WorkerDied(result.status())) {
+      return std::optional<v1::Verdict>(Failed(
+          "runtime", absl::StrCat("the worker running this kernel's correctness cases "
+                                  "died twice (",
+                                  first.message(), "; then ", result.status().message(), ")")));
+    }
+  }
   if (!result.ok()) return result.status();
   if (result->has_failure()) {
     const internal::RunFailure& failure = result->failure();

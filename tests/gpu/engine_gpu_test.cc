@@ -25,6 +25,7 @@
 #include <cstdlib>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -1147,6 +1148,61 @@ TEST(EngineFakeDriverTest, AWorkerThatDiesTimingAGroupCostsOnlyTheCandidateThatK
   EXPECT_FALSE(killer.correct());
   EXPECT_EQ(killer.stage(), "runtime");
   EXPECT_NE(killer.error().find("the worker timing this kernel died (worker killed by signal 6"),
+            std::string::npos)
+      << killer.error();
+}
+
+// Run() reports the worker killed (the OOM killer, an operator's kill -9)
+// on the first run of every program, then passes through: each is run once
+// more on the fresh worker. The request, or the whole group, failed with
+// UNAVAILABLE (red team rt7 #3).
+class EachProgramsFirstRunLosesItsWorker : public PassThroughBackend {
+ public:
+  using PassThroughBackend::PassThroughBackend;
+  absl::StatusOr<internal::RunResult> Run(const internal::RunRequest& request) override {
+    if (killed_.insert(request.program().source()).second) {
+      return absl::UnavailableError("worker killed by signal 9 (SIGKILL)");
+    }
+    return PassThroughBackend::Run(request);
+  }
+
+ private:
+  std::set<std::string> killed_;
+};
+
+TEST(EngineFakeDriverTest, AWorkerKilledUnderACorrectnessRunCostsNothing) {
+  absl::StatusOr<v1::EvaluateGroupResponse> response =
+      TwoCorrectVectorAddsStaged<EachProgramsFirstRunLosesItsWorker>();
+  ASSERT_TRUE(response.ok()) << response.status();
+  ASSERT_EQ(response->verdicts_size(), 2);
+  for (const v1::Verdict& verdict : response->verdicts()) {
+    EXPECT_TRUE(verdict.correct()) << verdict.stage() << ": " << verdict.error();
+  }
+}
+
+// The worker dies under every correctness run of the program with
+// `c[i] = b[i] + a[i];`: twice in a row after the reference ran, that
+// kernel's runtime failure; its group mate keeps its verdict.
+class WorkerDiesRunningTheSwappedAdd : public PassThroughBackend {
+ public:
+  using PassThroughBackend::PassThroughBackend;
+  absl::StatusOr<internal::RunResult> Run(const internal::RunRequest& request) override {
+    if (absl::StrContains(request.program().source(), "c[i] = b[i] + a[i];")) {
+      return absl::UnavailableError("worker killed by signal 6 (SIGABRT)");
+    }
+    return PassThroughBackend::Run(request);
+  }
+};
+
+TEST(EngineFakeDriverTest, AKernelWhoseWorkerDiesTwiceIsARuntimeFailureAlone) {
+  absl::StatusOr<v1::EvaluateGroupResponse> response =
+      TwoCorrectVectorAddsStaged<WorkerDiesRunningTheSwappedAdd>();
+  ASSERT_TRUE(response.ok()) << response.status();
+  ASSERT_EQ(response->verdicts_size(), 2);
+  EXPECT_TRUE(response->verdicts(0).correct()) << response->verdicts(0).error();
+  const v1::Verdict& killer = response->verdicts(1);
+  EXPECT_EQ(killer.stage(), "runtime") << killer.error();
+  EXPECT_NE(killer.error().find("the worker running this kernel's correctness cases died twice"),
             std::string::npos)
       << killer.error();
 }
