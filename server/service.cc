@@ -173,16 +173,18 @@ struct CallState {
     }
     if (status.ok()) {
       const bool evaluation = rpc.rfind("Evaluate", 0) == 0;
-      spdlog::log(evaluation ? spdlog::level::info : spdlog::level::debug, "[{}] {} OK{}{} {:.3f}s",
-                  request_id, rpc, detail.empty() ? "" : " ", detail, seconds);
+      spdlog::log(evaluation ? spdlog::level::info : spdlog::level::debug,
+                  "[{}] {} OK{}{}{} {:.3f}s", request_id, rpc, detail.empty() ? "" : " ", detail,
+                  client.empty() ? "" : " client=" + client, seconds);
     } else {
       const bool client_side = status.error_code() == grpc::StatusCode::INVALID_ARGUMENT ||
                                status.error_code() == grpc::StatusCode::NOT_FOUND ||
                                status.error_code() == grpc::StatusCode::CANCELLED ||
                                status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
                                status.error_code() == grpc::StatusCode::UNAUTHENTICATED;
-      spdlog::log(client_side ? spdlog::level::info : spdlog::level::warn, "[{}] {} {}: {} {:.3f}s",
-                  request_id, rpc, CodeName(status.error_code()), status.error_message(), seconds);
+      spdlog::log(client_side ? spdlog::level::info : spdlog::level::warn,
+                  "[{}] {} {}: {}{} {:.3f}s", request_id, rpc, CodeName(status.error_code()),
+                  status.error_message(), client.empty() ? "" : " client=" + client, seconds);
     }
   }
 
@@ -192,6 +194,9 @@ struct CallState {
   const std::shared_ptr<ServerMetrics> metrics;
   const std::shared_ptr<const std::atomic<bool>> server_shutting_down;
   absl::Time deadline = absl::InfiniteFuture();  // the client's, set at admission
+  // The fairness key of a call that does engine work, for its log line (set
+  // before the engine starts, so read after without a lock).
+  std::string client;
   std::atomic<bool> cancelled{false};
   std::atomic<bool> finished{false};
   // The named client whose token the call carries (set at admission, before
@@ -202,8 +207,11 @@ struct CallState {
   std::shared_ptr<WireMessages> messages;
 };
 
+// The log line's detail: the problem, and whether the verdict was another
+// call's (a cached answer looked like a real 0-second evaluation; rt7 #20).
 std::string VerdictSummary(const v1::Verdict& verdict) {
-  return absl::StrCat("stage=", verdict.stage(), " reward=", verdict.reward());
+  return absl::StrCat("problem=", verdict.problem_id(), " stage=", verdict.stage(),
+                      " reward=", verdict.reward(), verdict.deduplicated() ? " deduplicated" : "");
 }
 
 // A unary call finished by whoever claims it first: the engine's callback,
@@ -458,6 +466,7 @@ CallContext MakeCallContext(const grpc::CallbackServerContext& context,
   }
   call.deadline = DeadlineOf(context);
   call.cancelled = [state] { return state->cancelled.load(); };
+  state->client = call.client_id;
   return call;
 }
 
@@ -650,12 +659,16 @@ grpc::ServerUnaryReactor* KernelEvalService::EvaluateGroup(grpc::CallbackServerC
           return;
         }
         int passed = 0;
+        int deduplicated = 0;
         for (auto& verdict : *group->mutable_verdicts()) {
           if (verdict.request_id().empty()) verdict.set_request_id(state->request_id);
           passed += verdict.correct() ? 1 : 0;
+          deduplicated += verdict.deduplicated() ? 1 : 0;
         }
-        const std::string summary =
-            absl::StrCat("verdicts=", group->verdicts_size(), " correct=", passed);
+        const std::string summary = absl::StrCat(
+            "problem=", group->verdicts_size() > 0 ? group->verdicts(0).problem_id() : "",
+            " verdicts=", group->verdicts_size(), " correct=", passed,
+            deduplicated > 0 ? absl::StrCat(" deduplicated=", deduplicated) : "");
         FinishUnary(
             state, reactor, grpc::Status::OK, [&] { *response = *std::move(group); }, summary);
       });

@@ -322,6 +322,11 @@ TEST(ServerBinary, ServesOnTheCpuBackendAndExitsZeroOnSigterm) {
   ASSERT_EQ(kill(process.pid(), SIGTERM), 0);
   EXPECT_EQ(process.WaitForExit(milliseconds(30'000)), 0) << process.Output();
   EXPECT_NE(process.Output().find("graceful shutdown"), std::string::npos) << process.Output();
+  // A call's log line names its problem, its client and an answer that was
+  // another call's (rt7 #20).
+  EXPECT_NE(process.Output().find("Evaluate OK problem=leaky_relu stage=passed"), std::string::npos)
+      << process.Output();
+  EXPECT_NE(process.Output().find(" deduplicated client="), std::string::npos) << process.Output();
 }
 
 // SIGHUP re-reads --tokens-file: a new client's token works at once, a
