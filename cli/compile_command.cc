@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "cli/client/client.h"
 #include "cli/client/json.h"
+#include "cli/client/number_checks.h"
 #include "cli/client/server_flags.h"
 #include "cli/command.h"
 #include "cli/compile_flags.h"
@@ -243,7 +244,7 @@ void AddCompileCommand(CLI::App& root) {
   command->add_option("--cubin", flags->cubin_path, "write the CUBIN to this file");
   command->add_option("--timeout", flags->timeout_seconds, "wall-clock limit [s] (in-process)")
       ->default_val(30)
-      ->check(CLI::PositiveNumber);
+      ->check(client::PositiveNumber());
   command->add_option("--cache-dir", flags->cache_dir,
                       "on-disk compile cache (in-process; default: none)");
   command->add_option("--worker", flags->worker,

@@ -19,6 +19,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "cli/client/number_checks.h"
 #include "cli/command.h"
 #include "cli/compile_flags.h"
 #include "cli/engine_session.h"
@@ -424,7 +425,7 @@ void AddEvaluate(CLI::App& root) {
   cmd->add_flag("--json", flags->json,
                 "Print the verdict as JSON (proto field names, every field present)");
   cmd->add_option("--seed", flags->seed, "Fixed input seed (reproducible; reported in the verdict)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(client::NonNegativeNumber());
   cmd->add_option("--backend", flags->backend, "Where to run: auto (GPU if present), cuda, cpu")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
   cmd->add_option(
@@ -442,7 +443,7 @@ void AddEvaluate(CLI::App& root) {
                   "Wall-clock limit of each run [s] (default: the engine's, and a candidate's "
                   "correctness run is cut at 25x the reference's, at least 5 s; given, it is "
                   "the limit as given, up to 10x the engine's)")
-      ->check(CLI::PositiveNumber);
+      ->check(client::PositiveNumber());
   cmd->add_option("--option,-O", flags->options,
                   "NVRTC option from the allow-list, e.g. --use_fast_math (repeatable)");
   cmd->add_option("--arch", flags->arch, "Target architecture, e.g. sm_90");

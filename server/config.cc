@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "cli/client/number_checks.h"
 #include "rubric/rubric.h"
 #include "server/auth.h"
 
@@ -33,7 +34,7 @@ void AddServerFlags(CLI::App& app, ServerConfig* config) {
                  "Concurrent compiles of one client (the compile pool's general threads); 0 = "
                  "one per core")
       ->envname("KERNELEVAL_COMPILE_WORKERS")
-      ->check(CLI::NonNegativeNumber)
+      ->check(client::NonNegativeNumber())
       ->capture_default_str();
   app.add_option("--compile-reserve-threads", engine.compile_reserve_threads,
                  "Compile threads beyond --compile-workers, each for a client with no compile "
@@ -49,28 +50,28 @@ void AddServerFlags(CLI::App& app, ServerConfig* config) {
                  "Bound on the compile cache directory [bytes]; least recently used entries "
                  "are removed first; 0 = unbounded")
       ->envname("KERNELEVAL_COMPILE_CACHE_DIR_BYTES")
-      ->check(CLI::NonNegativeNumber)
+      ->check(client::NonNegativeNumber())
       ->capture_default_str();
   app.add_option("--queue-capacity", engine.queue_capacity,
                  "Evaluations queued per device before RESOURCE_EXHAUSTED")
       ->envname("KERNELEVAL_QUEUE_CAPACITY")
-      ->check(CLI::PositiveNumber)
+      ->check(client::PositiveNumber())
       ->capture_default_str();
   app.add_option("--max-source-bytes", engine.max_source_bytes,
                  "Largest accepted source per submission [bytes]")
       ->envname("KERNELEVAL_MAX_SOURCE_BYTES")
-      ->check(CLI::PositiveNumber)
+      ->check(client::PositiveNumber())
       ->capture_default_str();
   app.add_option("--max-admitted-bytes", engine.max_admitted_bytes,
                  "Bytes of sources (with plans, options and custom problems) that admitted "
                  "Evaluate, EvaluateGroup and Compile calls may hold in all until answered; "
                  "beyond it RESOURCE_EXHAUSTED (a call arriving when none is held is admitted)")
       ->envname("KERNELEVAL_MAX_ADMITTED_BYTES")
-      ->check(CLI::PositiveNumber)
+      ->check(client::PositiveNumber())
       ->capture_default_str();
   app.add_option("--max-group-size", engine.max_group_size, "Most submissions in one EvaluateGroup")
       ->envname("KERNELEVAL_MAX_GROUP_SIZE")
-      ->check(CLI::PositiveNumber)
+      ->check(client::PositiveNumber())
       ->capture_default_str();
   app.add_flag("--custom-problems,!--no-custom-problems", engine.allow_custom_problems,
                "Evaluate problems sent in the request (their verdicts are flagged "
@@ -137,7 +138,7 @@ void AddServerFlags(CLI::App& app, ServerConfig* config) {
                  "On SIGTERM/SIGINT: let in-flight calls finish for this long [s], then cancel "
                  "them and exit 0")
       ->envname("KERNELEVAL_SHUTDOWN_GRACE_SECONDS")
-      ->check(CLI::NonNegativeNumber)
+      ->check(client::NonNegativeNumber())
       ->capture_default_str();
   app.add_option("--worker-binary", engine.worker_binary,
                  "The kerneleval-worker executable; default: the engine's")
@@ -147,25 +148,25 @@ void AddServerFlags(CLI::App& app, ServerConfig* config) {
       ->capture_default_str();
   app.add_option("--run-timeout-seconds", engine.run_timeout_seconds,
                  "Wall-clock limit of one correctness or timing run [s]")
-      ->check(CLI::PositiveNumber)
+      ->check(client::PositiveNumber())
       ->capture_default_str();
   app.add_option("--candidate-run-factor", engine.candidate_run_factor,
                  "A candidate's correctness run may take this many times the reference's on "
                  "the same cases (at least --candidate-run-floor-seconds, at most "
                  "--run-timeout-seconds): a hanging kernel holds its device that long. 0: the "
                  "run timeout alone")
-      ->check(CLI::NonNegativeNumber)
+      ->check(client::NonNegativeNumber())
       ->capture_default_str();
   app.add_option("--candidate-run-floor-seconds", engine.candidate_run_floor_seconds,
                  "The least a candidate's correctness run may take [s]")
-      ->check(CLI::PositiveNumber)
+      ->check(client::PositiveNumber())
       ->capture_default_str();
   app.add_option("--transport-memory-bytes", server.transport_memory_bytes,
                  "Bound on the memory gRPC's transport may use for calls, requests being "
                  "received among them (read whole, token or not, before the service sees "
                  "them) [bytes], at least twice the largest request; 0: no bound")
       ->envname("KERNELEVAL_TRANSPORT_MEMORY_BYTES")
-      ->check(CLI::NonNegativeNumber)
+      ->check(client::NonNegativeNumber())
       ->capture_default_str();
 }
 

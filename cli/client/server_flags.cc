@@ -1,5 +1,7 @@
 #include "cli/client/server_flags.h"
 
+#include "cli/client/number_checks.h"
+
 namespace kerneleval::client {
 
 void AddServerOptions(CLI::App* app, ServerFlags* flags) {
@@ -19,7 +21,7 @@ void AddServerOptions(CLI::App* app, ServerFlags* flags) {
       ->group(group);
   app->add_option("--rpc-timeout", flags->rpc_timeout_seconds,
                   "Deadline of each server call [s]; 0 = none")
-      ->check(CLI::NonNegativeNumber)
+      ->check(NonNegativeNumber())
       ->group(group);
   app->add_option("--lb-policy", flags->lb_policy,
                   "round_robin or pick_first; default round_robin for dns: targets (spread a "
