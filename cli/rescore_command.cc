@@ -9,8 +9,9 @@
 // "Infinity", "-Infinity" (what `kerneleval evaluate --json` writes). Each line
 // is printed back with "reward" set, "reward_settings" (when the line has it,
 // as a verdict does) set to the settings used, and every other field kept in
-// order. Blank lines are
-// skipped. The first malformed line stops the run: the lines before it have
+// order; a group's response ({"verdicts": [...]}, as `kerneleval evaluate -s a
+// -s b --json` prints it) gets each of its verdicts rescored. Blank lines are
+// printed back blank. The first malformed line stops the run: the lines before it have
 // been printed, the error names FILE:LINE on stderr, and the exit code is 2.
 #include <cmath>
 #include <cstdio>
@@ -114,20 +115,47 @@ int Rescore(const RescoreOptions& options) {
   const std::string source = options.file == "-" ? "<stdin>" : options.file;
 
   std::string line;
+  // Sets one verdict's reward (and reward_settings, when it has them).
+  const auto rescore = [&](Json& verdict) -> absl::Status {
+    absl::StatusOr<rubric::Observation> observation = ParseObservation(verdict);
+    if (!observation.ok()) return observation.status();
+    verdict["reward"] = rubric::SanitizedScore(*config, *observation);
+    // A verdict says which settings gave its reward: now these.
+    if (verdict.contains("reward_settings")) {
+      verdict["reward_settings"] = RewardSettingsJson(*config);
+    }
+    return absl::OkStatus();
+  };
   for (size_t line_number = 1; std::getline(*in, line); ++line_number) {
-    if (absl::StripAsciiWhitespace(line).empty()) continue;
+    // Blank lines stay, so that output line N is input line N.
+    if (absl::StripAsciiWhitespace(line).empty()) {
+      std::cout << '\n';
+      continue;
+    }
     Json row = Json::parse(line, /*cb=*/nullptr, /*allow_exceptions=*/false);
-    absl::StatusOr<rubric::Observation> observation =
-        row.is_discarded() ? absl::InvalidArgumentError("not valid JSON") : ParseObservation(row);
-    if (!observation.ok()) {
+    absl::Status status = absl::OkStatus();
+    if (row.is_discarded()) {
+      status = absl::InvalidArgumentError("not valid JSON");
+    } else if (row.is_object() && !row.contains("correct") && row.contains("verdicts") &&
+               row["verdicts"].is_array()) {
+      // A group's response (`kerneleval evaluate -s a -s b --json`): each
+      // of its verdicts.
+      for (Json& verdict : row["verdicts"]) {
+        if (status = rescore(verdict); !status.ok()) {
+          status = absl::InvalidArgumentError(
+              absl::StrCat("a verdict of the group: ", status.message()));
+          break;
+        }
+      }
+    } else {
+      status = rescore(row);
+    }
+    if (!status.ok()) {
       std::cout.flush();
       std::fprintf(stderr, "kerneleval rescore: %s:%zu: %s\n", source.c_str(), line_number,
-                   std::string(observation.status().message()).c_str());
+                   std::string(status.message()).c_str());
       return kExitUsage;
     }
-    row["reward"] = rubric::SanitizedScore(*config, *observation);
-    // A verdict says which settings gave its reward: now these.
-    if (row.contains("reward_settings")) row["reward_settings"] = RewardSettingsJson(*config);
     std::cout << row.dump(-1, ' ', false, Json::error_handler_t::replace) << '\n';
   }
   if (in->bad()) {

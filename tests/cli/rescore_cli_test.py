@@ -51,7 +51,9 @@ def check(name, condition, detail=""):
 def check_rewards(name, result, mode, partial):
     check(name + " exit", result.returncode == 0, f"rc={result.returncode} {result.stderr}")
     lines = result.stdout.splitlines()
-    check(name + " lines", len(lines) == len(ROWS), f"{len(lines)} lines")
+    # The input's trailing blank line comes back blank: line N is line N.
+    check(name + " lines", len(lines) == len(ROWS) + 1 and lines[-1] == "", f"{len(lines)} lines")
+    lines = lines[:-1]
     for line, row in zip(lines, ROWS):
         out = json.loads(line)
         expected = row[COLUMNS[(mode, partial)]]
@@ -66,7 +68,7 @@ def check_rewards(name, result, mode, partial):
 
 with tempfile.TemporaryDirectory() as tmp:
     path = os.path.join(tmp, "verdicts.jsonl")
-    text = "\n".join(json.dumps(row[0]) for row in ROWS) + "\n\n"  # trailing blank line skipped
+    text = "\n".join(json.dumps(row[0]) for row in ROWS) + "\n\n"  # a trailing blank line
     with open(path, "w") as f:
         f.write(text)
 
@@ -134,8 +136,18 @@ with tempfile.TemporaryDirectory() as tmp:
         check(f"malformed {bad}", result.returncode == 2, f"rc={result.returncode}")
         check(f"malformed {bad} names line 3", "<stdin>:3:" in result.stderr and
               needle in result.stderr, repr(result.stderr))
-        check(f"malformed {bad} prints good lines", result.stdout.count("\n") == 1,
-              repr(result.stdout))
+        check(f"malformed {bad} prints good lines", result.stdout.count("\n") == 2,
+              repr(result.stdout))  # the good line and the blank one
+
+    # A group's response, as `kerneleval evaluate -s a -s b --json` prints it:
+    # each verdict rescored.
+    group = {"verdicts": [dict(ROWS[0][0]), {"correct": False, "stage": "correctness"}]}
+    result = run(["-"], stdin=json.dumps(group) + "\n")
+    check("group exit", result.returncode == 0, f"rc={result.returncode} {result.stderr}")
+    out = json.loads(result.stdout) if result.returncode == 0 else {"verdicts": [{}, {}]}
+    check("group first", abs(out["verdicts"][0].get("reward", -1) -
+                             ROWS[0][COLUMNS[("speedup", False)]]) <= 1e-12, result.stdout)
+    check("group second", out["verdicts"][1].get("reward") == 0.0, result.stdout)
 
 # Parity with the seed, through the CLI: every row of the rubric's golden file
 # (tests/rubric/make_golden.py: the seed's rewards for ~13k observations, edge
