@@ -223,7 +223,7 @@ void AddCompileCommand(CLI::App& root) {
       "compile",
       "Compile a CUDA kernel as the server does (NVRTC, sandboxed) and show diagnostics and "
       "per-kernel resources (--server: on a kerneleval server).");
-  // Its own: the root's footer (0 passed, 1 judged and failed, ...) would
+  // Its own: the root's footer (evaluate's 0 passed, 1 judged and failed) would
   // otherwise follow this subcommand's help too.
   command->footer(
       "Exit codes: 0 compiled, 1 compile failed, 2 usage or bad input (a refused option or "

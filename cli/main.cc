@@ -43,8 +43,8 @@ int main(int argc, char** argv) {
   CLI::App app{"kerneleval: compile, run, check and time CUDA kernels, and score them."};
   app.require_subcommand(1);
   app.footer(
-      "Exit codes: 0 passed, 1 judged and failed, 2 usage or bad input, "
-      "3 server unreachable or refused.");
+      "Exit codes: 0 success (evaluate: the kernel passed), 1 evaluate: judged and failed, "
+      "2 usage or bad input, 3 server unreachable or refused.");
   auto& registry = cli::CommandRegistry();
   std::sort(registry.begin(), registry.end(),
             [](const auto& a, const auto& b) { return a.name < b.name; });
