@@ -504,6 +504,14 @@ absl::StatusOr<EngineImpl::Common> EngineImpl::Admit(const Request& request,
   common.settings.candidate_run_factor = options_.candidate_run_factor;
   common.settings.candidate_run_floor_seconds = options_.candidate_run_floor_seconds;
   common.settings.deadline = context.deadline;
+  if (request.limits().timeout_seconds() > 0 &&
+      request.limits().timeout_seconds() < kShortestRunLimitSeconds) {
+    // Raised to the floor, it was a limit other than the one given: a 1e-9 s
+    // limit passed (rt7 #18).
+    return absl::InvalidArgumentError(
+        absl::StrCat("limits.timeout_seconds: ", request.limits().timeout_seconds(),
+                     " is below the shortest run limit, ", kShortestRunLimitSeconds, " s"));
+  }
   if (request.limits().timeout_seconds() > 0) {
     const double most_seconds = options_.run_timeout_seconds * 10;  // one request's own limit
     common.settings.run_timeout_seconds =

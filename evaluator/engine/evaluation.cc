@@ -103,7 +103,7 @@ Evaluation::Evaluation(const v1::Problem& problem, Backend& backend,
 double Evaluation::WithinDeadline(double limit) const {
   const double left = absl::ToDoubleSeconds(settings_.deadline - absl::Now());
   // A floor so that a call made right at the deadline still gets an answer.
-  return std::max(0.05, std::min(limit, left));
+  return std::max(kShortestRunLimitSeconds, std::min(limit, left));
 }
 
 namespace {

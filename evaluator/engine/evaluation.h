@@ -45,6 +45,11 @@ struct ReferenceRun {
   double buffer_bytes = 0;            // [bytes] of every buffer of every case (BufferBytes)
 };
 
+// [s] The shortest time limit a backend call gets: the floor under a call
+// made at its deadline, and the least a request's limits.timeout_seconds may
+// set.
+inline constexpr double kShortestRunLimitSeconds = 0.05;
+
 struct EvaluationSettings {
   rubric::RewardConfig reward;
   v1::RewardSettings reward_settings;  // as applied, for the verdict

@@ -1300,6 +1300,21 @@ TEST_F(EngineTest, ACustomProblemsBrokenReferenceIsTheCallersError) {
       << verdict.status();
 }
 
+// A limit below the shortest a run gets is refused, not raised to it (a
+// 1e-9 s limit passed a kernel, "within the time limit of 0.05 s"; rt7 #18).
+TEST_F(EngineTest, ALimitBelowTheShortestRunLimitIsRefused) {
+  v1::EvaluateRequest request;
+  request.set_problem_id("vector_add");
+  request.mutable_submission()->set_source(kVectorAdd);
+  request.mutable_limits()->set_timeout_seconds(1e-9);
+  absl::StatusOr<v1::Verdict> verdict = engine_->Evaluate(request, CallContext{});
+  ASSERT_FALSE(verdict.ok()) << verdict->ShortDebugString();
+  EXPECT_TRUE(absl::IsInvalidArgument(verdict.status())) << verdict.status();
+  EXPECT_NE(verdict.status().message().find("is below the shortest run limit, 0.05 s"),
+            std::string::npos)
+      << verdict.status();
+}
+
 TEST_F(EngineTest, ASubmissionsPlanAndOptionsAreBounded) {
   v1::EvaluateRequest request;
   request.set_problem_id("vector_add");
