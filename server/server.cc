@@ -175,7 +175,7 @@ void KernelEvalServer::Shutdown(absl::Time deadline) {
     // deadline) and the engine (finishes or cancels its work by the same
     // deadline, which lets the waiting calls finish) in parallel.
     server_->GetHealthCheckService()->Shutdown();
-    service_->BeginShutdown();
+    service_->BeginShutdown(deadline);
     if (metrics_) metrics_->SetReady(false);
     std::thread grpc_shutdown(
         [this, deadline] { server_->Shutdown(absl::ToChronoTime(deadline)); });

@@ -78,8 +78,8 @@ std::string_view CodeName(grpc::StatusCode code) {
 // cancellation counts as the deadline.
 constexpr absl::Duration kDeadlineSlack = absl::Milliseconds(500);
 
-grpc::Status CancelledStatus(bool server_shutting_down, absl::Time deadline) {
-  if (server_shutting_down) {
+grpc::Status CancelledStatus(absl::Time shutdown_deadline, absl::Time deadline) {
+  if (shutdown_deadline <= absl::Now()) {
     return {grpc::StatusCode::UNAVAILABLE, "the server shut down before the call finished"};
   }
   if (deadline - kDeadlineSlack <= absl::Now()) {
@@ -148,12 +148,15 @@ struct CallState {
       : rpc(rpc_name),
         request_id(std::move(id)),
         metrics(environment.metrics),
-        server_shutting_down(environment.shutting_down) {
+        server_shutdown_deadline(environment.shutdown_deadline) {
     if (metrics) metrics->OnRequestStarted();
   }
 
   [[nodiscard]] grpc::Status Cancelled() const {
-    return CancelledStatus(server_shutting_down && server_shutting_down->load(), deadline);
+    return CancelledStatus(server_shutdown_deadline
+                               ? absl::FromUnixNanos(server_shutdown_deadline->load())
+                               : absl::InfiniteFuture(),
+                           deadline);
   }
 
   // True for exactly one caller: the one that finishes the RPC (and may
@@ -192,7 +195,9 @@ struct CallState {
   const std::string request_id;
   const absl::Time start = absl::Now();
   const std::shared_ptr<ServerMetrics> metrics;
-  const std::shared_ptr<const std::atomic<bool>> server_shutting_down;
+  // [Unix ns] When the server's shutdown cancels what is left (its grace
+  // period's end); the far future until then.
+  const std::shared_ptr<const std::atomic<int64_t>> server_shutdown_deadline;
   absl::Time deadline = absl::InfiniteFuture();  // the client's, set at admission
   // The fairness key of a call that does engine work, for its log line (set
   // before the engine starts, so read after without a lock).
@@ -316,7 +321,6 @@ struct StreamState : CallState {
   }
 
   void OnCancel() {
-    cancelled.store(true);
     Action action;
     {
       std::lock_guard lock(mutex);
@@ -327,6 +331,9 @@ struct StreamState : CallState {
       }
       action = PumpLocked();
     }
+    // Told after the status is decided, as for a unary call: the engine's
+    // answer to the cancellation would otherwise race this one.
+    cancelled.store(true);
     Perform(action);
   }
 
@@ -533,9 +540,11 @@ KernelEvalService::KernelEvalService(Engine* engine, ServiceOptions options,
       authenticator_(
           std::make_shared<const TokenAuthenticator>(options_.token, options_.client_tokens)),
       metrics_(std::move(metrics)),
-      environment_{.metrics = metrics_, .shutting_down = shutting_down_} {}
+      environment_{.metrics = metrics_, .shutdown_deadline = shutdown_deadline_} {}
 
-void KernelEvalService::BeginShutdown() { shutting_down_->store(true); }
+void KernelEvalService::BeginShutdown(absl::Time deadline) {
+  shutdown_deadline_->store(absl::ToUnixNanos(deadline));
+}
 
 KernelEvalService::~KernelEvalService() = default;
 

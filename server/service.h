@@ -12,6 +12,7 @@
 #pragma once
 
 #include <atomic>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -20,6 +21,7 @@
 #include <optional>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "evaluator/engine/engine.h"
 #include "kerneleval/v1/kerneleval.grpc.pb.h"
 #include "server/auth.h"
@@ -86,15 +88,17 @@ class KernelEvalService final : public RawKernelEvalService {
   // keep their key. Thread-safe.
   void SetClientTokens(std::vector<ClientToken> client_tokens);
 
-  // Calls cancelled from now on were cancelled by the server's shutdown
-  // (logged and counted as UNAVAILABLE, not as the client's cancellation).
-  void BeginShutdown();
+  // The server shuts down: calls cancelled from `deadline` on (the end of
+  // its grace period, when gRPC cancels what is left) were cancelled by the
+  // shutdown (logged and counted as UNAVAILABLE, not as the client's
+  // cancellation; a client leaving during the grace period is still its own).
+  void BeginShutdown(absl::Time deadline);
 
-  // What every call of this service shares: its metrics, and whether the
-  // server is shutting down.
+  // What every call of this service shares: its metrics, and when the
+  // server's shutdown cancels calls ([Unix ns]; the far future until then).
   struct CallEnvironment {
     std::shared_ptr<ServerMetrics> metrics;
-    std::shared_ptr<const std::atomic<bool>> shutting_down;
+    std::shared_ptr<const std::atomic<int64_t>> shutdown_deadline;
   };
 
  private:
@@ -106,7 +110,8 @@ class KernelEvalService final : public RawKernelEvalService {
   mutable std::mutex authenticator_mutex_;
   std::shared_ptr<const TokenAuthenticator> authenticator_;
   std::shared_ptr<ServerMetrics> metrics_;
-  std::shared_ptr<std::atomic<bool>> shutting_down_ = std::make_shared<std::atomic<bool>>(false);
+  std::shared_ptr<std::atomic<int64_t>> shutdown_deadline_ =
+      std::make_shared<std::atomic<int64_t>>(std::numeric_limits<int64_t>::max());
   CallEnvironment environment_;
 };
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 
@@ -15,7 +16,7 @@ inline CLI::Validator NumberAbove(double low, bool inclusive, const std::string&
       [=](std::string& input) -> std::string {
         char* end = nullptr;
         const double value = std::strtod(input.c_str(), &end);
-        const bool number = end != input.c_str() && *end == '\0' && value == value;
+        const bool number = end != input.c_str() && *end == '\0' && std::isfinite(value);
         if (number && (inclusive ? value >= low : value > low)) return {};
         return "must be a number " + std::string(inclusive ? ">= " : "> ") +
                CLI::detail::to_string(low) + ", got " + input;

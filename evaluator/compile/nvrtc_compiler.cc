@@ -46,8 +46,10 @@ absl::StatusOr<std::string> NvrtcProgram::Log() const {
   if (size > 0) KERNELEVAL_NVRTC_RETURN_IF_ERROR(nvrtcGetProgramLog(program_, log.data()));
   // NVRTC joins its front end's log and ptxas's with the first part's NUL
   // terminator between them: "ptxas error" then never started a line (no
-  // diagnostic, "compilation failed" alone) and the log read as binary.
-  log.erase(std::remove(log.begin(), log.end(), '\0'), log.end());
+  // diagnostic, "compilation failed" alone) and the log read as binary. A
+  // line break in its place (the front end's part may not end in one).
+  while (!log.empty() && log.back() == '\0') log.pop_back();
+  std::replace(log.begin(), log.end(), '\0', '\n');
   return log;
 }
 

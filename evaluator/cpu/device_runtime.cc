@@ -816,9 +816,16 @@ class BlockExecutor {
 };
 
 thread_local std::unique_ptr<BlockExecutor> tls_executor;
+// The same executor for a fault handler: a plain pointer, constant
+// initialised (the first use of the unique_ptr may register its destructor,
+// which allocates).
+thread_local BlockExecutor* tls_executor_for_faults = nullptr;
 
 BlockExecutor& Executor() {
-  if (!tls_executor) tls_executor = std::make_unique<BlockExecutor>();
+  if (!tls_executor) {
+    tls_executor = std::make_unique<BlockExecutor>();
+    tls_executor_for_faults = tls_executor.get();
+  }
   return *tls_executor;
 }
 
@@ -1085,7 +1092,7 @@ bool FindDynamicSharedFault(uint64_t address, uint64_t* offset, uint64_t* reques
 bool FindStackOverflow(uint64_t address, uint64_t* stack_bytes) {
   // A synchronous fault runs its handler on the faulting OS thread: the
   // stacks are that thread's executor's.
-  const BlockExecutor* executor = tls_executor.get();
+  const BlockExecutor* executor = tls_executor_for_faults;
   if (executor == nullptr || !executor->stacks().GuardPageHolds(address)) return false;
   *stack_bytes = executor->stacks().bytes();
   return true;

@@ -427,6 +427,12 @@ absl::StatusOr<ReferenceRun> Evaluation::RunReference(PreparedProgram reference)
     request.set_timeout_seconds(timeout);
     started = absl::Now();
     result = backend_.Run(request);
+    if (WorkerDied(result.status()) && settings_.custom_problem) {
+      // Twice: the caller's reference is the likely cause (UNAVAILABLE,
+      // which clients retry, would come back every time).
+      return ReferenceCannotRun(absl::StrCat("the worker running the reference of ", problem_.id(),
+                                             " died twice (", result.status().message(), ")"));
+    }
   }
   run.seconds = absl::ToDoubleSeconds(absl::Now() - started);
   if (ExceedsBackendLimit(result.status())) {

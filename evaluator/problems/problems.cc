@@ -269,6 +269,12 @@ plan::ParamMap ShapeParams(const v1::ShapeBinding& shape) {
   return params;
 }
 
+const v1::Distribution& InputDistributionAt(const v1::TensorSpec& input,
+                                            const v1::ShapeBinding& shape) {
+  const auto it = shape.input_distributions().find(input.name());
+  return it != shape.input_distributions().end() ? it->second : input.distribution();
+}
+
 std::vector<const v1::ShapeBinding*> AllShapes(const v1::Problem& problem) {
   std::vector<const v1::ShapeBinding*> shapes;
   shapes.push_back(&problem.timed_shape());

@@ -94,6 +94,11 @@ std::filesystem::path DefaultProblemsDir();
 // A binding's values as an expression environment.
 plan::ParamMap ShapeParams(const v1::ShapeBinding& shape);
 
+// The distribution `input` is drawn from at `shape`: the shape's
+// input_distributions entry for it, else the input's own.
+const v1::Distribution& InputDistributionAt(const v1::TensorSpec& input,
+                                            const v1::ShapeBinding& shape);
+
 // Every shape a problem declares, in order: the timed shape, the CPU timed
 // shape when set, then the correctness shapes.
 std::vector<const v1::ShapeBinding*> AllShapes(const v1::Problem& problem);

@@ -12,6 +12,7 @@
 #include <set>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "evaluator/compile/kernel_info.h"
 #include "evaluator/compile/options.h"
@@ -134,6 +135,23 @@ TEST_F(NvrtcCompilerTest, PtxasErrorsAreDiagnosticsAndTheLogHasNoNul) {
   EXPECT_EQ(r.diagnostics(0).severity(), "error");
   EXPECT_NE(r.diagnostics(0).message().find("too much shared data"), std::string::npos)
       << r.diagnostics(0).message();
+  // With a front-end warning first, whose part of the log need not end in a
+  // line break: the ptxas error still starts a line of its own.
+  const v1::CompileResult warned = Compile(
+      "__global__ void k(float* out) {\n"
+      "  int unused;\n"
+      "  __shared__ float big[1 << 20];\n"
+      "  big[threadIdx.x] = 1.0f;\n"
+      "  __syncthreads();\n"
+      "  out[threadIdx.x] = big[(threadIdx.x * 7) % 1024];\n"
+      "}\n");
+  EXPECT_FALSE(warned.success());
+  bool ptxas_error = false;
+  for (const v1::Diagnostic& d : warned.diagnostics()) {
+    ptxas_error |=
+        d.severity() == "error" && absl::StrContains(d.message(), "too much shared data");
+  }
+  EXPECT_TRUE(ptxas_error) << warned.log();
 }
 
 TEST_F(NvrtcCompilerTest, WarningsKeepTheirLines) {

@@ -191,14 +191,15 @@ const std::map<std::string, Implementations>& AllImplementations() {
 
 // ---------------------------------------------------------------- helpers
 
-Tensors GenerateInputs(const v1::Problem& problem, const Params& params, uint64_t seed) {
+Tensors GenerateInputs(const v1::Problem& problem, const v1::ShapeBinding& shape, uint64_t seed) {
+  const Params params = ShapeParams(shape);
   Tensors inputs;
   for (const auto& spec : problem.inputs()) {
     internal::BufferSpec buffer;
     buffer.set_name(spec.name());
     buffer.set_dtype(spec.dtype());
     buffer.set_elements(*ElementCount(spec, params));
-    *buffer.mutable_distribution() = spec.distribution();
+    *buffer.mutable_distribution() = InputDistributionAt(spec, shape);
     const std::string bytes = data::GenerateInput(buffer, seed);
     std::vector<double> values(buffer.elements());
     for (size_t i = 0; i < values.size(); ++i) {
@@ -279,7 +280,7 @@ TEST_F(ProblemsTest, HonestFp32PassesZerosAndFp16Fail) {
       for (const uint64_t seed : kSeeds) {
         SCOPED_TRACE(problem->id() + " " + shape.label() + " seed " + std::to_string(seed));
         const Params params = ShapeParams(shape);
-        const Tensors inputs = GenerateInputs(*problem, params, seed);
+        const Tensors inputs = GenerateInputs(*problem, shape, seed);
         const Tensors exact = impl.f64(inputs, params);
         const Tensors expected = impl.f32 ? impl.f32(inputs, params) : exact;
         Tensors zeros = exact;
@@ -320,7 +321,7 @@ TEST_F(ProblemsTest, ZeroOutputsFailEveryShape) {
       const Params params = ShapeParams(shape);
       int failed_trials = 0;
       for (const uint64_t seed : kSeeds) {
-        const Tensors inputs = GenerateInputs(*problem, params, seed);
+        const Tensors inputs = GenerateInputs(*problem, shape, seed);
         const Tensors expected = impl.f32 ? impl.f32(inputs, params) : impl.f64(inputs, params);
         Tensors zeros = expected;
         size_t elements = 0;
@@ -347,7 +348,7 @@ TEST_F(ProblemsTest, OutputsAreWellAboveAbsoluteTolerance) {
     for (const auto& shape : problem->correctness_shapes()) {
       SCOPED_TRACE(problem->id() + " " + shape.label());
       const Params params = ShapeParams(shape);
-      const Tensors exact = impl.f64(GenerateInputs(*problem, params, 7), params);
+      const Tensors exact = impl.f64(GenerateInputs(*problem, shape, 7), params);
       for (const auto& spec : problem->outputs()) {
         const double atol = data::ResolveTolerance(spec.dtype(), spec.tolerance()).atol;
         const auto& values = exact.at(spec.name());
@@ -371,7 +372,7 @@ TEST_F(ProblemsTest, RowSumSkippingElementsFails) {
     const int64_t rows = params.at("ROWS"), cols = params.at("COLS");
     if (cols < 100) continue;
     for (const uint64_t seed : kSeeds) {
-      const Tensors inputs = GenerateInputs(problem, params, seed);
+      const Tensors inputs = GenerateInputs(problem, shape, seed);
       const Tensors expected = RowSum32(inputs, params);
       // Sum 99% of each row and scale up (the law-of-large-numbers shortcut).
       Tensors sampled = expected;
@@ -392,7 +393,7 @@ TEST_F(ProblemsTest, SoftmaxWithoutMaxSubtractionFails) {
   for (const auto& shape : problem.correctness_shapes()) {
     const Params params = ShapeParams(shape);
     const int64_t rows = params.at("ROWS"), cols = params.at("COLS");
-    const Tensors inputs = GenerateInputs(problem, params, 3);
+    const Tensors inputs = GenerateInputs(problem, shape, 3);
     const Tensors expected = Softmax32(inputs, params);
     Tensors naive = expected;
     for (int64_t r = 0; r < rows; ++r) {
@@ -412,7 +413,7 @@ TEST_F(ProblemsTest, SoftmaxWithoutMaxSubtractionFails) {
 TEST_F(ProblemsTest, LayernormVariantsFail) {
   const v1::Problem& problem = *registry_->Find("layernorm");
   const Params params = ShapeParams(problem.correctness_shapes(0));  // 333 x 45
-  const Tensors inputs = GenerateInputs(problem, params, 5);
+  const Tensors inputs = GenerateInputs(problem, problem.correctness_shapes(0), 5);
   const Tensors expected = Layernorm32(inputs, params);
   const int64_t rows = params.at("ROWS"), cols = params.at("COLS");
   const auto variant = [&](double eps, bool unbiased, bool eps_outside, bool center) {
@@ -454,7 +455,7 @@ TEST_F(ProblemsTest, MatmulWithTf32InputsFails) {
   for (const auto& shape : problem.correctness_shapes()) {
     const Params params = ShapeParams(shape);
     if (params.at("K") < 30) continue;  // K = 1: one product, TF32 error ~1e-3 * |C| < atol
-    const Tensors inputs = GenerateInputs(problem, params, 11);
+    const Tensors inputs = GenerateInputs(problem, shape, 11);
     const Tensors expected = Matmul32(inputs, params);
     Tensors tf32_inputs = inputs;
     for (const char* name : {"A", "B"}) {

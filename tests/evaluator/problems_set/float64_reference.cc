@@ -435,7 +435,8 @@ const std::map<std::string, Float64Fn>& Float64References() {
   return *table;
 }
 
-Tensors GenerateInputs(const v1::Problem& problem, const plan::ParamMap& params, uint64_t seed) {
+Tensors GenerateInputs(const v1::Problem& problem, const v1::ShapeBinding& shape, uint64_t seed) {
+  const plan::ParamMap params = problems::ShapeParams(shape);
   Tensors inputs;
   for (const auto& spec : problem.inputs()) {
     internal::BufferSpec buffer;
@@ -443,7 +444,7 @@ Tensors GenerateInputs(const v1::Problem& problem, const plan::ParamMap& params,
     buffer.set_dtype(spec.dtype());
     buffer.set_elements(*problems::ElementCount(spec, params));
     buffer.set_role(internal::BUFFER_ROLE_INPUT);
-    *buffer.mutable_distribution() = spec.distribution();
+    *buffer.mutable_distribution() = problems::InputDistributionAt(spec, shape);
     const std::string bytes = data::GenerateInput(buffer, seed);
     Vec values(buffer.elements());
     for (size_t i = 0; i < values.size(); ++i)

@@ -22,6 +22,7 @@ using Float64Fn = std::function<Tensors(const Tensors& inputs, const plan::Param
 const std::map<std::string, Float64Fn>& Float64References();
 
 // The inputs the evaluator generates for `problem` with `seed` (prng.h), as doubles.
-Tensors GenerateInputs(const v1::Problem& problem, const plan::ParamMap& params, uint64_t seed);
+// The inputs of `shape` (its values and input distributions) for `seed`.
+Tensors GenerateInputs(const v1::Problem& problem, const v1::ShapeBinding& shape, uint64_t seed);
 
 }  // namespace kerneleval::problems_set

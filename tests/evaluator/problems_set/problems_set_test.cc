@@ -176,7 +176,7 @@ TEST(ProblemSetTest, ZerosAndFp16RoundedResultsFailEveryShape) {
                                   : std::vector<uint64_t>(std::begin(kSingleElementSeeds),
                                                           std::end(kSingleElementSeeds));
       for (const uint64_t seed : seeds) {
-        const Tensors exact = f64->second(GenerateInputs(*problem, params, seed), params);
+        const Tensors exact = f64->second(GenerateInputs(*problem, shape, seed), params);
         bool zeros_fail = false;
         for (const auto& spec : problem->outputs()) {
           const std::vector<double>& values = exact.at(spec.name());
@@ -227,10 +227,10 @@ TEST(ProblemSetTest, ConstantsCopiedInputsAndOtherTrialsAnswersFail) {
       for (const auto& shape : problem->correctness_shapes()) {
         SCOPED_TRACE(absl::StrCat(problem->id(), " / ", shape.label(), " seed ", seed));
         const plan::ParamMap params = ShapeParams(shape);
-        const Tensors inputs = GenerateInputs(*problem, params, seed);
+        const Tensors inputs = GenerateInputs(*problem, shape, seed);
         const Tensors exact = f64->second(inputs, params);
         const Tensors other_trial =
-            f64->second(GenerateInputs(*problem, params, other_seed), params);
+            f64->second(GenerateInputs(*problem, shape, other_seed), params);
         for (const auto& spec : problem->outputs()) {
           const std::vector<double>& values = exact.at(spec.name());
           const internal::Tensor expected = ToTensor(spec, values);
@@ -309,12 +309,22 @@ TEST_P(ReferenceTest, MatchesFloat64OnEveryCorrectnessShape) {
   request.mutable_program()->set_label("reference");
   request.mutable_program()->set_source(problem->reference_source());
   request.set_timeout_seconds(120);
+  std::vector<const v1::ShapeBinding*> shapes;  // of each case
   for (const auto& shape : problem->correctness_shapes()) {
     for (const uint64_t seed : {kSeeds[0], kSeeds[1]}) {
       const plan::ParamMap params = ShapeParams(shape);
       absl::StatusOr<internal::ResolvedPlan> plan =
           plan::ResolvePlan(problem->reference_plan(), *problem, params, *parsed);
       ASSERT_TRUE(plan.ok()) << shape.label() << ": " << plan.status();
+      // The shape's own input distributions, as the engine's Resolve applies them.
+      for (internal::BufferSpec& buffer : *plan->mutable_buffers()) {
+        for (const v1::TensorSpec& input : problem->inputs()) {
+          if (input.name() == buffer.name()) {
+            *buffer.mutable_distribution() = problems::InputDistributionAt(input, shape);
+          }
+        }
+      }
+      shapes.push_back(&shape);
       internal::Case* c = request.add_cases();
       c->set_label(absl::StrCat(shape.label(), "#", seed));
       *c->mutable_params() = shape.values();
@@ -334,7 +344,8 @@ TEST_P(ReferenceTest, MatchesFloat64OnEveryCorrectnessShape) {
     SCOPED_TRACE(c.label());
     plan::ParamMap params;
     for (const auto& [name, value] : c.params()) params[name] = value;
-    const Tensors exact = f64->second(GenerateInputs(*problem, params, c.input_seed()), params);
+    const Tensors exact = f64->second(
+        GenerateInputs(*problem, *shapes[static_cast<size_t>(i)], c.input_seed()), params);
     EXPECT_TRUE(result->cases(i).modified_input().empty()) << result->cases(i).modified_input();
     for (const auto& spec : problem->outputs()) {
       const internal::Tensor* got = nullptr;
