@@ -952,6 +952,62 @@ inline unsigned __dp4a(unsigned a, unsigned b, unsigned c) {
   for (int i = 0; i < 32; i += 8) c += ((a >> i) & 0xffu) * ((b >> i) & 0xffu);
   return c;
 }
+// The two 16-bit lanes of a times two bytes of b, the low two (_lo) or the
+// high two (_hi), plus c (PTX dp2a); the sums wrap around as the GPU's do.
+namespace kerneleval_cpu::detail {
+inline int Dp2aSigned(int a, int b, int c, int byte) {
+  const uint32_t sum =
+      static_cast<uint32_t>(c) +
+      static_cast<uint32_t>(static_cast<int16_t>(a) * static_cast<int8_t>(b >> (8 * byte))) +
+      static_cast<uint32_t>(static_cast<int16_t>(a >> 16) *
+                            static_cast<int8_t>(b >> (8 * byte + 8)));
+  return static_cast<int>(sum);
+}
+inline unsigned Dp2aUnsigned(unsigned a, unsigned b, unsigned c, int byte) {
+  return c + (a & 0xffffu) * ((b >> (8 * byte)) & 0xffu) +
+         (a >> 16) * ((b >> (8 * byte + 8)) & 0xffu);
+}
+template <class T>
+inline auto Bits32(const T& v) {
+  static_assert(sizeof(T) == 4);
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  return bits;
+}
+}  // namespace kerneleval_cpu::detail
+inline int __dp2a_lo(int a, int b, int c) { return kerneleval_cpu::detail::Dp2aSigned(a, b, c, 0); }
+inline int __dp2a_hi(int a, int b, int c) { return kerneleval_cpu::detail::Dp2aSigned(a, b, c, 2); }
+inline unsigned __dp2a_lo(unsigned a, unsigned b, unsigned c) {
+  return kerneleval_cpu::detail::Dp2aUnsigned(a, b, c, 0);
+}
+inline unsigned __dp2a_hi(unsigned a, unsigned b, unsigned c) {
+  return kerneleval_cpu::detail::Dp2aUnsigned(a, b, c, 2);
+}
+// The vector-typed overloads: the same bits.
+inline int __dp2a_lo(short2 a, char4 b, int c) {
+  using kerneleval_cpu::detail::Bits32;
+  return __dp2a_lo(static_cast<int>(Bits32(a)), static_cast<int>(Bits32(b)), c);
+}
+inline int __dp2a_hi(short2 a, char4 b, int c) {
+  using kerneleval_cpu::detail::Bits32;
+  return __dp2a_hi(static_cast<int>(Bits32(a)), static_cast<int>(Bits32(b)), c);
+}
+inline unsigned __dp2a_lo(ushort2 a, uchar4 b, unsigned c) {
+  using kerneleval_cpu::detail::Bits32;
+  return __dp2a_lo(Bits32(a), Bits32(b), c);
+}
+inline unsigned __dp2a_hi(ushort2 a, uchar4 b, unsigned c) {
+  using kerneleval_cpu::detail::Bits32;
+  return __dp2a_hi(Bits32(a), Bits32(b), c);
+}
+inline int __dp4a(char4 a, char4 b, int c) {
+  using kerneleval_cpu::detail::Bits32;
+  return __dp4a(static_cast<int>(Bits32(a)), static_cast<int>(Bits32(b)), c);
+}
+inline unsigned __dp4a(uchar4 a, uchar4 b, unsigned c) {
+  using kerneleval_cpu::detail::Bits32;
+  return __dp4a(Bits32(a), Bits32(b), c);
+}
 inline float norm4df(float a, float b, float c, float d) {
   return ::sqrtf(a * a + b * b + c * c + d * d);
 }

@@ -622,6 +622,38 @@ __global__ void values(float* y) {
   EXPECT_EQ(y[7], 35.f);
 }
 
+// __dp2a_lo/__dp2a_hi (16-bit lanes of a times the low or high two bytes of
+// b) and the vector-typed __dp4a overloads did not compile. NVRTC compiles
+// the same kernel.
+TEST_F(CpuBackendTest, Dp2aAndVectorDp4a) {
+  const char* source = R"(
+__global__ void dots(int* y) {
+  if (threadIdx.x != 0) return;
+  // a: lanes 2 and -1 (65535 unsigned); b: bytes 3, -1, -128, 127 (3, 255, 128, 127).
+  const int a = static_cast<int>(0xFFFF0002u), b = 0x7F80FF03;
+  y[0] = __dp2a_lo(a, b, 10);
+  y[1] = __dp2a_hi(a, b, 10);
+  y[2] = static_cast<int>(__dp2a_lo(static_cast<unsigned>(a), static_cast<unsigned>(b), 10u));
+  y[3] = static_cast<int>(__dp2a_hi(static_cast<unsigned>(a), static_cast<unsigned>(b), 10u));
+  y[4] = __dp2a_lo(make_short2(2, -1), make_char4(3, -1, -128, 127), 10);
+  y[5] = __dp4a(make_char4(1, -2, 3, -4), make_char4(5, 6, -7, 8), 100);
+  y[6] = static_cast<int>(__dp4a(make_uchar4(1, 2, 3, 250), make_uchar4(5, 6, 7, 2), 100u));
+}
+)";
+  const internal::RunResult result =
+      RunOk(MakeRequest(source, {MakeCase("values", 1, {Output("y", v1::DTYPE_I32, 7)},
+                                          {Launch("dots", {1}, {32}, {Buf("y")})})}));
+  ASSERT_EQ(result.cases_size(), 1);
+  const auto y = Values<int32_t>(result.cases(0).outputs(0));
+  EXPECT_EQ(y[0], 10 + 2 * 3 + -1 * -1);
+  EXPECT_EQ(y[1], 10 + 2 * -128 + -1 * 127);
+  EXPECT_EQ(y[2], 10 + 2 * 3 + 65535 * 255);
+  EXPECT_EQ(y[3], 10 + 2 * 128 + 65535 * 127);
+  EXPECT_EQ(y[4], 17);
+  EXPECT_EQ(y[5], 100 + 5 - 12 - 21 - 32);
+  EXPECT_EQ(y[6], 100 + 5 + 12 + 21 + 500);
+}
+
 // atomicAdd on __half2 and __nv_bfloat162 (a CAS loop through an integer:
 // the host types are not trivially copyable) and sm_90's float2/float4
 // (each element): none compiled (red team, 2026-12-04).
