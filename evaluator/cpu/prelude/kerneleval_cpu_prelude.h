@@ -967,13 +967,6 @@ inline unsigned Dp2aUnsigned(unsigned a, unsigned b, unsigned c, int byte) {
   return c + (a & 0xffffu) * ((b >> (8 * byte)) & 0xffu) +
          (a >> 16) * ((b >> (8 * byte + 8)) & 0xffu);
 }
-template <class T>
-inline auto Bits32(const T& v) {
-  static_assert(sizeof(T) == 4);
-  uint32_t bits;
-  std::memcpy(&bits, &v, 4);
-  return bits;
-}
 }  // namespace kerneleval_cpu::detail
 inline int __dp2a_lo(int a, int b, int c) { return kerneleval_cpu::detail::Dp2aSigned(a, b, c, 0); }
 inline int __dp2a_hi(int a, int b, int c) { return kerneleval_cpu::detail::Dp2aSigned(a, b, c, 2); }
@@ -983,30 +976,30 @@ inline unsigned __dp2a_lo(unsigned a, unsigned b, unsigned c) {
 inline unsigned __dp2a_hi(unsigned a, unsigned b, unsigned c) {
   return kerneleval_cpu::detail::Dp2aUnsigned(a, b, c, 2);
 }
-// The vector-typed overloads: the same bits.
+// The vector-typed overloads: the same bits (ToBits, as a shuffle reads them).
 inline int __dp2a_lo(short2 a, char4 b, int c) {
-  using kerneleval_cpu::detail::Bits32;
-  return __dp2a_lo(static_cast<int>(Bits32(a)), static_cast<int>(Bits32(b)), c);
+  using kerneleval_cpu::detail::ToBits;
+  return __dp2a_lo(static_cast<int>(ToBits(a)), static_cast<int>(ToBits(b)), c);
 }
 inline int __dp2a_hi(short2 a, char4 b, int c) {
-  using kerneleval_cpu::detail::Bits32;
-  return __dp2a_hi(static_cast<int>(Bits32(a)), static_cast<int>(Bits32(b)), c);
+  using kerneleval_cpu::detail::ToBits;
+  return __dp2a_hi(static_cast<int>(ToBits(a)), static_cast<int>(ToBits(b)), c);
 }
 inline unsigned __dp2a_lo(ushort2 a, uchar4 b, unsigned c) {
-  using kerneleval_cpu::detail::Bits32;
-  return __dp2a_lo(Bits32(a), Bits32(b), c);
+  using kerneleval_cpu::detail::ToBits;
+  return __dp2a_lo(static_cast<unsigned>(ToBits(a)), static_cast<unsigned>(ToBits(b)), c);
 }
 inline unsigned __dp2a_hi(ushort2 a, uchar4 b, unsigned c) {
-  using kerneleval_cpu::detail::Bits32;
-  return __dp2a_hi(Bits32(a), Bits32(b), c);
+  using kerneleval_cpu::detail::ToBits;
+  return __dp2a_hi(static_cast<unsigned>(ToBits(a)), static_cast<unsigned>(ToBits(b)), c);
 }
 inline int __dp4a(char4 a, char4 b, int c) {
-  using kerneleval_cpu::detail::Bits32;
-  return __dp4a(static_cast<int>(Bits32(a)), static_cast<int>(Bits32(b)), c);
+  using kerneleval_cpu::detail::ToBits;
+  return __dp4a(static_cast<int>(ToBits(a)), static_cast<int>(ToBits(b)), c);
 }
 inline unsigned __dp4a(uchar4 a, uchar4 b, unsigned c) {
-  using kerneleval_cpu::detail::Bits32;
-  return __dp4a(Bits32(a), Bits32(b), c);
+  using kerneleval_cpu::detail::ToBits;
+  return __dp4a(static_cast<unsigned>(ToBits(a)), static_cast<unsigned>(ToBits(b)), c);
 }
 inline float norm4df(float a, float b, float c, float d) {
   return ::sqrtf(a * a + b * b + c * c + d * d);
