@@ -301,12 +301,7 @@ absl::StatusOr<internal::ResolvedPlan> Evaluation::Resolve(const PreparedProgram
   absl::StatusOr<internal::ResolvedPlan> resolved =
       plan::ResolvePlan(program.plan, problem_, ParamsOf(shape), program.parsed, limits);
   if (!resolved.ok()) return resolved.status();
-  for (internal::BufferSpec& buffer : *resolved->mutable_buffers()) {
-    const auto it = shape.input_distributions().find(buffer.name());
-    if (buffer.role() == internal::BUFFER_ROLE_INPUT && it != shape.input_distributions().end()) {
-      *buffer.mutable_distribution() = it->second;
-    }
-  }
+  problems::ApplyInputDistributions(shape, &*resolved);
   // The symbol to load: NVRTC's mangled name for the kernel the plan names,
   // whose compiled parameter layout (CUBIN, else PTX) must be the one the
   // arguments are packed for. The plan is bound to the signature the source
@@ -447,19 +442,17 @@ absl::StatusOr<ReferenceRun> Evaluation::RunReference(PreparedProgram reference)
         !cut.ok()) {
       return cut;
     }
-    if (result->failure().stage() == "timeout" && settings_.custom_problem &&
-        !settings_.run_timeout_from_request) {
-      // The caller's reference hangs (or is too slow) under the server's
-      // limit: its bad input, not how the server is set up.
-      return ReferenceCannotRun(absl::StrCat(
-          "the reference of ", problem_.id(), " did not finish within the time limit of ",
-          absl::SixDigits(timeout), " s (", result->failure().message(), ")"));
-    }
     if (result->failure().stage() == "timeout") {
-      return LimitTooShort(absl::StrCat(
-          "the reference of ", problem_.id(), " did not finish within the time limit of ",
-          absl::SixDigits(timeout), " s: the limit is too short for this problem (",
-          result->failure().message(), ")"));
+      const std::string late =
+          absl::StrCat("the reference of ", problem_.id(),
+                       " did not finish within the time limit of ", absl::SixDigits(timeout), " s");
+      // A custom problem's reference that hangs (or is too slow) under the
+      // server's limit is the caller's bad input, not how the server is set up.
+      if (settings_.custom_problem && !settings_.run_timeout_from_request) {
+        return ReferenceCannotRun(absl::StrCat(late, " (", result->failure().message(), ")"));
+      }
+      return LimitTooShort(absl::StrCat(late, ": the limit is too short for this problem (",
+                                        result->failure().message(), ")"));
     }
     const std::string message =
         absl::StrCat("the reference of ", problem_.id(), " failed (", result->failure().stage(),

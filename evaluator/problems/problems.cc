@@ -275,6 +275,15 @@ const v1::Distribution& InputDistributionAt(const v1::TensorSpec& input,
   return it != shape.input_distributions().end() ? it->second : input.distribution();
 }
 
+void ApplyInputDistributions(const v1::ShapeBinding& shape, internal::ResolvedPlan* resolved) {
+  for (internal::BufferSpec& buffer : *resolved->mutable_buffers()) {
+    const auto it = shape.input_distributions().find(buffer.name());
+    if (buffer.role() == internal::BUFFER_ROLE_INPUT && it != shape.input_distributions().end()) {
+      *buffer.mutable_distribution() = it->second;
+    }
+  }
+}
+
 std::vector<const v1::ShapeBinding*> AllShapes(const v1::Problem& problem) {
   std::vector<const v1::ShapeBinding*> shapes;
   shapes.push_back(&problem.timed_shape());

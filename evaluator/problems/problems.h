@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "evaluator/plan/expr.h"
+#include "kerneleval/internal/worker.pb.h"
 #include "kerneleval/v1/problem.pb.h"
 
 namespace kerneleval::problems {
@@ -98,6 +99,10 @@ plan::ParamMap ShapeParams(const v1::ShapeBinding& shape);
 // input_distributions entry for it, else the input's own.
 const v1::Distribution& InputDistributionAt(const v1::TensorSpec& input,
                                             const v1::ShapeBinding& shape);
+
+// Gives the input buffers of `resolved` (a plan resolved for `shape`, whose
+// inputs carry their own distributions) the shape's input_distributions.
+void ApplyInputDistributions(const v1::ShapeBinding& shape, internal::ResolvedPlan* resolved);
 
 // Every shape a problem declares, in order: the timed shape, the CPU timed
 // shape when set, then the correctness shapes.

@@ -21,8 +21,8 @@ using Float64Fn = std::function<Tensors(const Tensors& inputs, const plan::Param
 // Problem id -> its float64 version (outputs by name, row-major).
 const std::map<std::string, Float64Fn>& Float64References();
 
-// The inputs the evaluator generates for `problem` with `seed` (prng.h), as doubles.
-// The inputs of `shape` (its values and input distributions) for `seed`.
+// The inputs the evaluator generates for `problem` at `shape` (its values and
+// input distributions) with `seed` (prng.h), as doubles.
 Tensors GenerateInputs(const v1::Problem& problem, const v1::ShapeBinding& shape, uint64_t seed);
 
 }  // namespace kerneleval::problems_set

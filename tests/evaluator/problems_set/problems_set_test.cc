@@ -317,13 +317,7 @@ TEST_P(ReferenceTest, MatchesFloat64OnEveryCorrectnessShape) {
           plan::ResolvePlan(problem->reference_plan(), *problem, params, *parsed);
       ASSERT_TRUE(plan.ok()) << shape.label() << ": " << plan.status();
       // The shape's own input distributions, as the engine's Resolve applies them.
-      for (internal::BufferSpec& buffer : *plan->mutable_buffers()) {
-        for (const v1::TensorSpec& input : problem->inputs()) {
-          if (input.name() == buffer.name()) {
-            *buffer.mutable_distribution() = problems::InputDistributionAt(input, shape);
-          }
-        }
-      }
+      problems::ApplyInputDistributions(shape, &*plan);
       shapes.push_back(&shape);
       internal::Case* c = request.add_cases();
       c->set_label(absl::StrCat(shape.label(), "#", seed));
