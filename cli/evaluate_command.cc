@@ -316,13 +316,19 @@ void RunGroup(const EvaluateFlags& flags, EngineSession& session) {
     return SetExitCode(kExitUnavailable);
   }
   if (!group->verdicts().empty()) NoteCpuFallback(flags, group->verdicts(0).backend());
-  bool all_correct = true;
-  bool refused_option = false;  // the same options for all: bad input
+  bool any_failed = false;
+  bool any_not_evaluated = false;  // the deadline (--rpc-timeout) came first: no verdict
+  bool refused_option = false;     // the same options for all: bad input
   for (const auto& verdict : group->verdicts()) {
-    all_correct = all_correct && verdict.correct();
+    const bool not_evaluated = verdict.stage() == "not_evaluated";
+    any_not_evaluated = any_not_evaluated || not_evaluated;
+    any_failed = any_failed || (!verdict.correct() && !not_evaluated);
     refused_option = refused_option || NvrtcRefusedAnOption(verdict.compile());
   }
-  const int exit_code = refused_option ? kExitUsage : all_correct ? kExitOk : kExitFailed;
+  const int exit_code = refused_option      ? kExitUsage
+                        : any_failed        ? kExitFailed
+                        : any_not_evaluated ? kExitUnavailable
+                                            : kExitOk;
   if (flags.json) {
     std::printf("%s\n", GroupJsonText(*group).c_str());
     return SetExitCode(exit_code);
@@ -350,7 +356,7 @@ void RunGroup(const EvaluateFlags& flags, EngineSession& session) {
                  Micros(group->reference_timing().median_us()),
                  group->reference_timing().samples());
   }
-  absl::PrintF("%-4s  %-12s  %9s  %8s  %s\n", "rank", "stage", "speedup", "reward", "source");
+  absl::PrintF("%-4s  %-13s  %9s  %8s  %s\n", "rank", "stage", "speedup", "reward", "source");
   for (size_t rank = 0; rank < order.size(); ++rank) {
     const v1::Verdict& v = group->verdicts(static_cast<int>(order[rank]));
     const ShownSpeedup shown = SpeedupToShow(v);
@@ -358,7 +364,7 @@ void RunGroup(const EvaluateFlags& flags, EngineSession& session) {
         v.has_timing() && v.timing().candidate().samples() > 0
             ? absl::StrFormat("%.3fx%s", shown.value, shown.not_rewarded ? "*" : "")
             : std::string("-");
-    absl::PrintF("%-4d  %-12s  %9s  %8.4g  [%d] %s\n", rank + 1, v.stage(), speedup, v.reward(),
+    absl::PrintF("%-4d  %-13s  %9s  %8.4g  [%d] %s\n", rank + 1, v.stage(), speedup, v.reward(),
                  order[rank] + 1, flags.source_paths[order[rank]]);
   }
   for (const v1::Verdict& v : group->verdicts()) {

@@ -44,7 +44,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.footer(
       "Exit codes: 0 success (evaluate: the kernel passed), 1 evaluate: judged and failed, "
-      "2 usage or bad input, 3 server unreachable or refused.");
+      "2 usage or bad input, 3 server unreachable or refused (evaluate: or a group's deadline "
+      "left kernels unjudged and no judged one failed).");
   auto& registry = cli::CommandRegistry();
   std::sort(registry.begin(), registry.end(),
             [](const auto& a, const auto& b) { return a.name < b.name; });

@@ -32,7 +32,6 @@
 #include "evaluator/problems/describe.h"
 #include "evaluator/problems/problems.h"
 #include "evaluator/process/worker_process.h"
-#include "evaluator/timing/sampling.h"
 #include "rubric/rubric.h"
 
 namespace kerneleval {
@@ -138,12 +137,41 @@ std::string CpuCacheDir(const std::string& configured) {
 
 // [s] What a request's timing run is expected to take: its sampling cap,
 // and as much again for the rest of it (warm-up, the checks, a re-run
-// alone); 0 when it skips timing.
-double TimingSeconds(const EvaluationSettings& settings) {
+// alone) on `backend`; 0 when it skips timing.
+double TimingSeconds(const EvaluationSettings& settings, std::string_view backend) {
   if (settings.skip_timing) return 0;
-  const double cap = timing::DefaultTimingConfig().max_seconds();
+  const double cap = TimingConfigFor(backend).max_seconds();
   return 2 *
          (settings.timing_budget_seconds > 0 ? std::min(settings.timing_budget_seconds, cap) : cap);
+}
+
+// A group answers with what it judged by its caller's deadline (a group of
+// one correct and five hanging kernels under a 12 s deadline returned
+// DEADLINE_EXCEEDED and no verdict; red team rt7 #2): its work ends before
+// that deadline by the time an answer needs to reach the caller, 1 s (a
+// tenth of a short deadline), and its correctness runs end early enough to
+// time what passed: twice the expected timing (the CPU backend's took 2.4 s
+// of the 3 s expected on an idle machine), at most half the time it has.
+void SetGroupDeadlines(absl::Time caller_deadline, absl::Time now, std::string_view backend,
+                       EvaluationSettings* settings) {
+  if (caller_deadline == absl::InfiniteFuture()) return;
+  const absl::Duration left = std::max(caller_deadline - now, absl::ZeroDuration());
+  settings->deadline = caller_deadline - std::min(absl::Seconds(1), left / 10);
+  const absl::Duration work = std::max(settings->deadline - now, absl::ZeroDuration());
+  settings->correctness_deadline =
+      settings->deadline - std::min(absl::Seconds(2 * TimingSeconds(*settings, backend)), work / 2);
+}
+
+// A group's candidate its deadline left unjudged: no verdict on the kernel
+// (its reward, 0, is not the kernel's: "not_evaluated" says to leave it out
+// or send it again). Its compile and correctness reports stay.
+void MarkNotEvaluated(std::string why, v1::Verdict* verdict) {
+  verdict->set_correct(false);
+  verdict->set_stage("not_evaluated");
+  verdict->set_error(absl::StrCat("not evaluated: ", why,
+                                  "; no verdict on this kernel (send it again with a later "
+                                  "deadline, or in a smaller group)"));
+  verdict->add_flags("not_evaluated");
 }
 
 // One request (a single evaluation is a group of one).
@@ -833,6 +861,8 @@ void EngineImpl::EvaluateGroupAsync(v1::EvaluateGroupRequest request, CallContex
   }
   job->settings = common->settings;
   job->settings.skip_timing = request.skip_timing();
+  SetGroupDeadlines(job->context.deadline, absl::Now(), common->device->backend().name(),
+                    &job->settings);
   job->done = [done, index_of](absl::StatusOr<v1::EvaluateGroupResponse> response) {
     if (!response.ok()) return done(response.status());
     v1::EvaluateGroupResponse expanded;
@@ -925,8 +955,8 @@ double EngineImpl::ServeAnotherClient(Device* device, const Job& job, double own
   const double longest_recent =
       recent.empty() ? 0 : *std::max_element(recent.begin(), recent.end());
   auto expected_seconds = [&](const Job& other) {
-    const double bound =
-        2 * other.settings.run_timeout_seconds + TimingSeconds(other.settings) + 10;
+    const double bound = 2 * other.settings.run_timeout_seconds +
+                         TimingSeconds(other.settings, device->backend().name()) + 10;
     return recent.empty() ? bound : std::min(bound, 1.5 * longest_recent);
   };
   // A single evaluation (bounded: one candidate), compiled already (the
@@ -1007,7 +1037,22 @@ void EngineImpl::RunJob(Device* device, Job& job, bool on_device_loop) {
     }
   }
 
+  // A group's deadline leaves the candidates from `first` on unjudged
+  // (SetGroupDeadlines); a single evaluation's is an error.
+  auto not_evaluated_from = [&](size_t first, const std::string& why) {
+    for (size_t i = first; i < n; ++i) {
+      if (decided[i]) continue;
+      MarkNotEvaluated(why, &verdicts[i]);
+      decided[i] = true;
+    }
+  };
+  auto past = [](absl::Time deadline) { return absl::Now() >= deadline; };
+
   std::optional<ReferenceRun> reference;
+  if (job.is_group && std::find(decided.begin(), decided.end(), false) != decided.end() &&
+      past(job.settings.correctness_deadline)) {
+    not_evaluated_from(0, "the group's deadline came before its correctness runs began");
+  }
   if (std::any_of(decided.begin(), decided.end(), [](bool d) { return !d; })) {
     job.ran_on_device = true;
     absl::StatusOr<PreparedProgram> prepared_reference =
@@ -1015,8 +1060,13 @@ void EngineImpl::RunJob(Device* device, Job& job, bool on_device_loop) {
     if (!prepared_reference.ok()) return finish(prepared_reference.status());
     const auto correctness_start = Clock::now();
     absl::StatusOr<ReferenceRun> run = evaluation.RunReference(*std::move(prepared_reference));
-    if (!run.ok()) return finish(run.status());
-    reference = *std::move(run);
+    if (job.is_group && absl::IsDeadlineExceeded(run.status())) {
+      not_evaluated_from(0, "the group's deadline came while the reference ran");
+    } else if (!run.ok()) {
+      return finish(run.status());
+    } else {
+      reference = *std::move(run);
+    }
     size_t ran = 0;
     const size_t to_run = static_cast<size_t>(std::count(decided.begin(), decided.end(), false));
     double serving_others = 0;  // [s] of the correctness stage, not this job's
@@ -1026,17 +1076,32 @@ void EngineImpl::RunJob(Device* device, Job& job, bool on_device_loop) {
       if (ran > 0) {
         const double per_candidate =
             (SecondsSince(correctness_start) - serving_others) / static_cast<double>(ran);
-        const double own_seconds_left =
-            per_candidate * static_cast<double>(to_run - ran) + TimingSeconds(job.settings);
+        const double own_seconds_left = per_candidate * static_cast<double>(to_run - ran) +
+                                        TimingSeconds(job.settings, device->backend().name());
         serving_others += ServeAnotherClient(device, job, own_seconds_left);
       }
       ++ran;
       if (job.context.cancelled && job.context.cancelled()) {
         return finish(absl::CancelledError("the caller went away"));
       }
+      if (job.is_group && past(job.settings.correctness_deadline)) {
+        not_evaluated_from(i, absl::StrCat("the group's deadline came before this candidate's "
+                                           "correctness run (",
+                                           ran - 1, " of its ", to_run, " were judged)"));
+        break;
+      }
       v1::CorrectnessReport report;
       absl::StatusOr<std::optional<v1::Verdict>> failed =
           evaluation.CheckCorrectness(*reference, *programs[i], &report);
+      if (job.is_group && absl::IsDeadlineExceeded(failed.status())) {
+        MarkNotEvaluated("the group's deadline came while this candidate's correctness cases ran",
+                         &verdicts[i]);
+        decided[i] = true;
+        not_evaluated_from(i + 1, absl::StrCat("the group's deadline came before this "
+                                               "candidate's correctness run (",
+                                               ran - 1, " of its ", to_run, " were judged)"));
+        break;
+      }
       if (!failed.ok()) return finish(failed.status());
       if (*failed) {
         (*failed)->mutable_compile()->Swap(verdicts[i].mutable_compile());
@@ -1080,7 +1145,20 @@ void EngineImpl::RunJob(Device* device, Job& job, bool on_device_loop) {
     const auto timing_start = Clock::now();
     absl::Status timed = evaluation.TimeAndScore(*reference, to_time, to_time_verdicts,
                                                  response.mutable_reference_timing());
-    if (!timed.ok()) return finish(timed);
+    if (job.is_group && absl::IsDeadlineExceeded(timed)) {
+      // Verdicts the timing gave before the deadline (a failure while
+      // timed, a group run that finished) have a stage; the rest passed
+      // their correctness cases and were not timed.
+      for (v1::Verdict* verdict : to_time_verdicts) {
+        if (!verdict->stage().empty()) continue;
+        MarkNotEvaluated(absl::StrCat("its correctness cases passed, but the group's deadline "
+                                      "came before its timing finished (",
+                                      timed.message(), ")"),
+                         verdict);
+      }
+    } else if (!timed.ok()) {
+      return finish(timed);
+    }
     Observe("timing", SecondsSince(timing_start));
   }
   for (auto& verdict : verdicts) {

@@ -100,8 +100,8 @@ Evaluation::Evaluation(const v1::Problem& problem, Backend& backend,
                        compile::CompileService& compiler, EvaluationSettings settings)
     : problem_(problem), backend_(backend), compiler_(compiler), settings_(std::move(settings)) {}
 
-double Evaluation::WithinDeadline(double limit) const {
-  const double left = absl::ToDoubleSeconds(settings_.deadline - absl::Now());
+double Evaluation::WithinDeadline(double limit, std::optional<absl::Time> deadline) const {
+  const double left = absl::ToDoubleSeconds(deadline.value_or(settings_.deadline) - absl::Now());
   // A floor so that a call made right at the deadline still gets an answer.
   return std::max(kShortestRunLimitSeconds, std::min(limit, left));
 }
@@ -537,7 +537,8 @@ absl::StatusOr<std::optional<v1::Verdict>> Evaluation::CheckCorrectness(
   *request.mutable_program() = candidate.program;
   for (const auto& c : *cases) *request.add_cases() = c;
   const double limit = CandidateRunLimit(reference, *cases);
-  double timeout = WithinDeadline(limit);
+  const absl::Time deadline = std::min(settings_.deadline, settings_.correctness_deadline);
+  double timeout = WithinDeadline(limit, deadline);
   request.set_timeout_seconds(timeout);
   absl::StatusOr<internal::RunResult> result = backend_.Run(request);
   if (WorkerDied(result.status())) {
@@ -545,7 +546,7 @@ absl::StatusOr<std::optional<v1::Verdict>> Evaluation::CheckCorrectness(
     // from outside lost the request, or a group's every verdict). The
     // reference ran there: a second death is this kernel's doing.
     const absl::Status first = result.status();
-    timeout = WithinDeadline(limit);
+    timeout = WithinDeadline(limit, deadline);
     request.set_timeout_seconds(timeout);
     result = backend_.Run(request);
     if (WorkerDied(result.status())) {
@@ -638,8 +639,6 @@ absl::StatusOr<std::optional<v1::Verdict>> Evaluation::CheckCorrectness(
   return std::optional<v1::Verdict>(std::move(verdict));
 }
 
-namespace {
-
 internal::TimingConfig TimingConfigFor(std::string_view backend) {
   internal::TimingConfig config;
   if (backend == "cpu") {
@@ -655,6 +654,8 @@ internal::TimingConfig TimingConfigFor(std::string_view backend) {
   }
   return timing::WithDefaults(config);
 }
+
+namespace {
 
 void FillStats(const timing::SampleStats& stats, double total_seconds, v1::TimingStats* out) {
   out->set_samples(stats.samples);

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -44,6 +45,10 @@ struct ReferenceRun {
   double seconds = 0;                 // [s] wall time of its correctness run (one backend call)
   double buffer_bytes = 0;            // [bytes] of every buffer of every case (BufferBytes)
 };
+
+// The timing request's sampling settings on `backend` ("cpu": fewer, shorter
+// samples of a small shape; else the defaults, DefaultTimingConfig).
+internal::TimingConfig TimingConfigFor(std::string_view backend);
 
 // [s] The shortest time limit a backend call gets: the floor under a call
 // made at its deadline, and the least a request's limits.timeout_seconds may
@@ -95,6 +100,11 @@ struct EvaluationSettings {
   // for a caller that has gone), and a run it cut short is an error, not a
   // "timeout" verdict (which the engine would keep for identical requests).
   absl::Time deadline = absl::InfiniteFuture();
+  // A group's candidates' correctness runs end by this (and by `deadline`):
+  // what is left before `deadline` is for timing those that passed, so that
+  // a group whose hanging kernels take its time still answers with its
+  // correct ones timed (EngineImpl::EvaluateGroupAsync).
+  absl::Time correctness_deadline = absl::InfiniteFuture();
 };
 
 class Evaluation {
@@ -172,7 +182,9 @@ class Evaluation {
                                              v1::TimingStats* reference_stats);
   // [s] A backend call's limit: `limit`, or what is left of the caller's
   // deadline when that is less.
-  double WithinDeadline(double limit) const;
+  // `limit` [s], cut to what is left before `deadline` (settings_.deadline
+  // when unset).
+  double WithinDeadline(double limit, std::optional<absl::Time> deadline = std::nullopt) const;
   // [s] The limit of a candidate's correctness run on `cases`
   // (candidate_run_factor), scaled up by how many more buffer bytes its
   // cases have than the reference's: the worker fills and checks them all.

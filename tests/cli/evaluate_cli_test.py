@@ -168,5 +168,60 @@ with tempfile.TemporaryDirectory() as tmp:
     check(parsed and "[debug]" in r.stderr,
           f"with SPDLOG_LEVEL=debug stdout is still JSON, the logs on stderr ({r.stdout[:200]})")
 
+# Against a server (when its binary is given): a group whose deadline
+# (--rpc-timeout) leaves kernels unjudged while no judged one failed exits 3,
+# not 1 (a failed kernel) or 0, and its JSON names them "not_evaluated". Two
+# hanging kernels under a 10 s deadline: the correctness runs end 4.5 s into
+# it (half of the 9 s before the answer is due), before a hang is cut at the
+# 5 s floor.
+if len(sys.argv) > 3:
+    import re
+    import threading
+    server = subprocess.Popen([sys.argv[3], "--backend", "cpu", "--listen", "127.0.0.1:0"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    port = None
+    log = []
+    timer = threading.Timer(120, server.kill)  # a server that never listens
+    timer.start()
+    for line in server.stdout:
+        log.append(line)
+        match = re.search(r"listening on port ([0-9]+)", line)
+        if match:
+            port = match.group(1)
+            break
+    timer.cancel()
+    threading.Thread(target=lambda: [log.append(l) for l in server.stdout], daemon=True).start()
+    try:
+        check(port is not None, f"the server listens ({''.join(log)[-500:]})")
+        if port is not None:
+            with tempfile.TemporaryDirectory() as tmp:
+                paths = []
+                for name, source in [("good", GOOD)] + [
+                        (f"hang{k}", GOOD.replace("if (i < n) c[i] = a[i] + b[i];",
+                                                 f"while ({k + 1}) {{ if (i < n) c[i] = a[i] + "
+                                                 f"b[i]; __threadfence(); }}"))
+                        for k in range(2)]:
+                    paths.append(os.path.join(tmp, name + ".cu"))
+                    open(paths[-1], "w").write(source)
+                args = [KERNELEVAL, "evaluate", "--server", f"127.0.0.1:{port}", "--rpc-timeout",
+                        "10", "--problem", "vector_add", "--json"]
+                for path in paths:
+                    args += ["--source", path]
+                r = subprocess.run(args, capture_output=True, text=True, timeout=120)
+                check(r.returncode == 3,
+                      f"a group its deadline left unjudged exits 3 (got {r.returncode}: "
+                      f"{r.stdout[-600:]} {r.stderr[-300:]})")
+                try:
+                    stages = [v["stage"] for v in json.loads(r.stdout)["verdicts"]]
+                except (json.JSONDecodeError, KeyError, TypeError):
+                    stages = []
+                check(stages[1:] == ["not_evaluated"] * 2 and stages[0] in ("passed",
+                                                                            "not_evaluated"),
+                      f"the hanging kernels are not_evaluated, the correct one passed or "
+                      f"not_evaluated (got {stages})")
+    finally:
+        server.kill()
+        server.wait()
+
 print("evaluate CLI:", "ok" if not failures else f"{len(failures)} checks failed")
 sys.exit(1 if failures else 0)

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <future>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -363,6 +364,68 @@ TEST_F(EngineTest, HangingKernelsOfAGroupAreCutAtAMultipleOfTheReferencesRun) {
         << verdict.error();
   }
   EXPECT_LT(seconds, 3 * 20.0) << "each hang held the device for the whole limit";
+}
+
+// A group answers with what it judged by its caller's deadline: the
+// correct kernel timed, hanging ones judged while time was left, the rest
+// "not_evaluated" (before, DEADLINE_EXCEEDED and no verdict at all: a group
+// of one correct and five hanging kernels under a 12 s deadline, rt7 #2).
+// Its correctness runs stop early enough to time what passed (6 s before
+// it on the CPU backend, whose timing takes ~2.5 s). Runs of hanging kernels are cut at 1 s
+// here, so that several are judged before the deadline.
+TEST(EngineDeadlineTest, AGroupPastItsDeadlineAnswersWithWhatItJudged) {
+  EngineOptions options = CpuEngineOptions();
+  options.run_timeout_seconds = 20;
+  options.candidate_run_floor_seconds = 1;
+  auto created = Engine::Create(options);
+  ASSERT_TRUE(created.ok()) << created.status();
+  constexpr int kSpinning = 8;
+  v1::EvaluateGroupRequest group = SpinningGroup(kSpinning, 77);
+  group.set_skip_timing(false);
+  group.mutable_submissions()->Add()->set_source(kVectorAdd);
+  // The correct kernel first: its verdict does not wait on the hangs.
+  std::rotate(group.mutable_submissions()->rbegin(), group.mutable_submissions()->rbegin() + 1,
+              group.mutable_submissions()->rend());
+  CallContext context;
+  constexpr double kDeadlineSeconds = 16;
+  context.deadline = absl::Now() + absl::Seconds(kDeadlineSeconds);
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<v1::EvaluateGroupResponse> response = (*created)->EvaluateGroup(group, context);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(response.ok()) << response.status();
+  ASSERT_EQ(response->verdicts_size(), kSpinning + 1);
+  EXPECT_LT(seconds, kDeadlineSeconds) << "the answer came after the caller's deadline";
+  const v1::Verdict& correct = response->verdicts(0);
+  EXPECT_TRUE(correct.correct()) << correct.stage() << ": " << correct.error();
+  EXPECT_GT(correct.timing().candidate().samples(), 0u);
+  EXPECT_GT(correct.reward(), 0);
+  int timed_out = 0;
+  int not_evaluated = 0;
+  for (int i = 1; i <= kSpinning; ++i) {
+    const v1::Verdict& verdict = response->verdicts(i);
+    std::cout << "[" << i << "] " << verdict.stage() << ": " << verdict.error() << "\n";
+    if (verdict.stage() == "timeout") {
+      ++timed_out;
+      // Judged ones come first: the group runs in order.
+      EXPECT_EQ(not_evaluated, 0) << "candidate " << i << " judged after an unjudged one";
+      continue;
+    }
+    ++not_evaluated;
+    EXPECT_EQ(verdict.stage(), "not_evaluated") << verdict.error();
+    EXPECT_FALSE(verdict.correct());
+    EXPECT_EQ(verdict.reward(), 0);
+    EXPECT_NE(std::find(verdict.flags().begin(), verdict.flags().end(), "not_evaluated"),
+              verdict.flags().end());
+    EXPECT_TRUE(verdict.error().starts_with("not evaluated: the group's deadline came"))
+        << verdict.error();
+    EXPECT_TRUE(verdict.compile().success()) << "its compile report stays";
+  }
+  std::cout << "answered after " << seconds << " s: " << timed_out << " timed out, "
+            << not_evaluated << " not evaluated\n";
+  // 8 hangs at >= 1 s each do not fit in the 16 s less the 7 s kept for the
+  // answer and the timing.
+  EXPECT_GT(not_evaluated, 0);
 }
 
 // A limit the request sets is each run's limit as given: no cut at a
