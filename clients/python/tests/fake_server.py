@@ -6,6 +6,7 @@ Grading is by markers in the source:
   SYNTAX   -> stage "compile" (with a compiler log)
   CRASH    -> stage "runtime"
   HANG     -> stage "timeout"
+  LATE     -> stage "not_evaluated" (a group's deadline came first; flagged)
   WRONG    -> stage "correctness" (with a failing OutputCheck and first mismatch)
   SLOW     -> passed, speedup 0.5
   otherwise-> passed, speedup 2.0, roofline_frac 0.25
@@ -97,6 +98,10 @@ def grade(problem_id: str, source: str, settings: Any) -> Any:
     elif "HANG" in source:
         verdict.stage = "timeout"
         verdict.error = "killed after 10 s"
+    elif "LATE" in source:
+        verdict.stage = "not_evaluated"
+        verdict.error = "not evaluated: the group's deadline came before this candidate's correctness run"
+        verdict.flags.append("not_evaluated")
     elif "WRONG" in source:
         verdict.stage = "correctness"
         verdict.error = "output c: 1000 of 1000 elements differ"

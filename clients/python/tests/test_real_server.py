@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import math
+import time
 import uuid
 
 import pytest
 
 from kerneleval import (
+    NOT_EVALUATED,
     AsyncClient,
     Client,
     InvalidArgument,
@@ -194,6 +196,27 @@ def test_group(client):
     assert [v.stage for v in group] == ["passed", "correctness", "compile"]
     assert group[0].reward >= MIN_CORRECT_REWARD and group.rewards[1:] == pytest.approx([0.05, 0.0])
     assert group.reference_timing is not None and group.reference_timing.samples > 0
+
+
+def test_a_group_answers_by_its_deadline_with_what_it_judged(client):
+    # One correct kernel and five that hang, under a 16 s deadline: the
+    # correct one is judged and timed, hanging ones are judged while time is
+    # left (each cut at the 5 s floor), the rest come back "not_evaluated".
+    # Before, DEADLINE_EXCEEDED and no verdict at all (a red team's 12 s
+    # deadline).
+    hanging = [VECTOR_ADD_HANG + f"// hang {k} {uuid.uuid4()}\n" for k in range(5)]
+    start = time.monotonic()
+    group = client.evaluate_group("vector_add", [VECTOR_ADD] + hanging, timeout=16.0)
+    assert time.monotonic() - start < 16.0
+    assert group[0].stage == "passed", group[0].error
+    assert group[0].timing is not None and group[0].timing.candidate.samples > 0
+    stages = [v.stage for v in group[1:]]
+    assert set(stages) <= {"timeout", NOT_EVALUATED}, [v.error for v in group[1:]]
+    assert NOT_EVALUATED in stages  # five hangs at 5 s do not fit
+    for verdict in group[1:]:
+        if verdict.stage == NOT_EVALUATED:
+            assert not verdict.correct and verdict.reward == 0 and "not_evaluated" in verdict.flags
+            assert verdict.error.startswith("not evaluated: the group's deadline came"), verdict.error
 
 
 def test_group_skip_timing(client):

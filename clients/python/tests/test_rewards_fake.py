@@ -36,6 +36,19 @@ def test_one_group_per_run_of_a_problem(fake):
     assert reward.__name__ == "kernel_reward"
 
 
+def test_a_kernel_the_groups_deadline_left_unjudged_scores_failure_reward(fake, caplog):
+    # Its verdict (stage "not_evaluated", reward 0) is no verdict on the
+    # kernel: it scores what a failed call scores, and the judged ones keep
+    # theirs.
+    reward = make_kernel_reward(client=Client(fake.target), partial_credit=True, failure_reward=-1.0)
+    completions = [fenced(VECTOR_ADD), fenced("HANG"), fenced("LATE 1"), fenced("LATE 2")]
+    with caplog.at_level(logging.WARNING, logger="kerneleval"):
+        rewards = reward(["p"] * 4, completions, problem_id=["vector_add"] * 4)
+    assert rewards == pytest.approx([1.3, 0.02, -1.0, -1.0])
+    assert [v.stage for v in reward.last_verdicts] == ["passed", "timeout", "not_evaluated", "not_evaluated"]
+    assert "completion 2 (vector_add): not evaluated" in caplog.text
+
+
 def test_consecutive_runs_and_concurrency_across_problems(fake):
     # Each group takes 0.3 s on the server: sequential would take >= 0.9 s.
     fake.servicer.script("EvaluateGroup", Sleep(0.3), Sleep(0.3), Sleep(0.3))

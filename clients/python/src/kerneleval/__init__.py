@@ -23,6 +23,7 @@ from kerneleval.errors import (
     Unavailable,
 )
 from kerneleval.results import (
+    NOT_EVALUATED,
     CompileResult,
     Compiled,
     CorrectnessDone,
@@ -48,6 +49,7 @@ from kerneleval.results import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "NOT_EVALUATED",
     "AsyncClient",
     "Cancelled",
     "Client",

@@ -277,6 +277,12 @@ class RewardSettings(_Result):
         )
 
 
+# Verdict.stage of a group's candidate its deadline left unjudged (flag
+# "not_evaluated", reward 0): no verdict on the kernel; leave it out of
+# training or send it again.
+NOT_EVALUATED = "not_evaluated"
+
+
 @dataclass
 class Verdict(_Result):
     """The grade of one submission. `correct`, `stage`, `speedup` and
@@ -286,7 +292,8 @@ class Verdict(_Result):
     kind: ClassVar[str] = "verdict"  # as the last event of evaluate_stream
 
     correct: bool = False
-    # "compile" | "runtime" | "timeout" | "correctness" for failures, "passed".
+    # "compile" | "runtime" | "timeout" | "correctness" for failures, "passed";
+    # in a group also NOT_EVALUATED (no verdict: its deadline came first).
     stage: str = ""
     speedup: Optional[float] = None  # t_ref / t_new on medians; None = not measured
     roofline_frac: Optional[float] = None  # t_min / t_new; None = unknown

@@ -51,7 +51,7 @@ from kerneleval._requests import utf8_problem
 from kerneleval.client import Client
 from kerneleval.errors import KernelEvalError, ResourceExhausted
 from kerneleval.extract import extract_source
-from kerneleval.results import Verdict
+from kerneleval.results import NOT_EVALUATED, Verdict
 
 logger = logging.getLogger("kerneleval.rewards")
 
@@ -168,8 +168,10 @@ def make_kernel_reward(
     pick: "last" | "largest" code block (kerneleval.extract).
     max_group_size: split longer runs (the server's --max-group-size, 128).
     max_concurrency: problems' groups in flight at once.
-    timeout: deadline of each EvaluateGroup call [s]; past it the group scores
-        failure_reward. None: the client's default; a client made here has
+    timeout: deadline of each EvaluateGroup call [s]. The server answers by
+        it with what it judged; a completion left unjudged (stage
+        "not_evaluated") scores failure_reward, and so does every completion
+        of a call that fails. None: the client's default; a client made here has
         DEFAULT_GROUP_TIMEOUT_SECONDS (30 min), so a server that stops
         answering cannot stall the trainer (one that froze or vanished fails
         the call within ~80 s by keepalive anyway).
@@ -303,6 +305,14 @@ def make_kernel_reward(
                     return
             for index, verdict in zip(pending, run_verdicts):
                 verdicts[index] = verdict
+                if verdict.stage == NOT_EVALUATED:
+                    # The group's deadline came before this one was judged:
+                    # no verdict on the kernel, scored as a failed call.
+                    logger.warning(
+                        "kernel_reward: completion %d (%s): %s; reward %s",
+                        index, problem_id, verdict.error, failure_reward,
+                    )
+                    continue
                 rewards[index] = float(verdict.reward)
                 if not verdict.correct:
                     logger.debug(
