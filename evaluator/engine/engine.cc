@@ -294,7 +294,8 @@ class EngineImpl final : public Engine {
   // deadline leaves room (not from within such a job). A group's
   // correctness runs are many backend calls (64 candidates, each up to its
   // run limit): without this, every other client waited for all of them.
-  // `own_seconds_left`: what the group still expects to take [s].
+  // `own_seconds_left`: what the group's correctness runs still expect to
+  // take [s].
   // Returns the seconds spent on it.
   double ServeAnotherClient(Device* device, const Job& job, double own_seconds_left);
   absl::StatusOr<PreparedProgram> ReferenceFor(Evaluation& evaluation, const Job& job);
@@ -940,13 +941,15 @@ void EngineImpl::RunQueuedJob(Device* device, Job& job, bool on_device_loop) {
 
 double EngineImpl::ServeAnotherClient(Device* device, const Job& job, double own_seconds_left) {
   if (device->serving_another()) return 0;
-  // The group keeps its verdicts only if its deadline leaves room for its
-  // own expected rest, a margin, and the served job. A fixed four times a
-  // served job's bound (200 s by default) served no one for a group whose
-  // caller set a deadline under that (RL clients set 60-180 s).
+  // Only while the group's correctness deadline (SetGroupDeadlines: its
+  // timing's time comes after it) leaves room for its own expected rest, a
+  // margin, and the served job: else the served job's time would leave some
+  // of the group's candidates unjudged. A fixed four times a served job's
+  // bound (200 s by default) served no one for a group whose caller set a
+  // deadline under that (RL clients set 60-180 s).
   constexpr double kMarginSeconds = 10;
-  const double room =
-      absl::ToDoubleSeconds(job.context.deadline - absl::Now()) - own_seconds_left - kMarginSeconds;
+  const double room = absl::ToDoubleSeconds(job.settings.correctness_deadline - absl::Now()) -
+                      own_seconds_left - kMarginSeconds;
   if (room <= 0) return 0;
   // What a served job may take: at most its own correctness run and timing
   // run (its limits); expected, 1.5 x the longest of the last single
@@ -1076,8 +1079,7 @@ void EngineImpl::RunJob(Device* device, Job& job, bool on_device_loop) {
       if (ran > 0) {
         const double per_candidate =
             (SecondsSince(correctness_start) - serving_others) / static_cast<double>(ran);
-        const double own_seconds_left = per_candidate * static_cast<double>(to_run - ran) +
-                                        TimingSeconds(job.settings, device->backend().name());
+        const double own_seconds_left = per_candidate * static_cast<double>(to_run - ran);
         serving_others += ServeAnotherClient(device, job, own_seconds_left);
       }
       ++ran;
