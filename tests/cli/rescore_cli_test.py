@@ -149,6 +149,23 @@ with tempfile.TemporaryDirectory() as tmp:
                              ROWS[0][COLUMNS[("speedup", False)]]) <= 1e-12, result.stdout)
     check("group second", out["verdicts"][1].get("reward") == 0.0, result.stdout)
 
+    # Numbers a double cannot hold as written come back as written: an id
+    # past 64 bits (was rewritten 1.2345678901234568e+29), and a speedup of
+    # 1e400, which Python's json reads as inf (was "not valid JSON"); a string
+    # that looks like one stays a string.
+    line = ('{"id": 123456789012345678901234567890, "correct": true, "stage": "passed", '
+            '"speedup": 1e400, "low": -99999999999999999999999, "s": "1e400 \\"7\\" 9", '
+            '"ok": 18446744073709551615}')
+    result = run(["-", "--mode", "speedup"], stdin=line + "\n")
+    check("numbers as written exit", result.returncode == 0, f"rc={result.returncode} {result.stderr}")
+    out = result.stdout.strip()
+    for token in ('"id":123456789012345678901234567890', '"speedup":1e400',
+                  '"low":-99999999999999999999999', '"s":"1e400 \\"7\\" 9"',
+                  '"ok":18446744073709551615'):
+        check(f"{token} kept as written", token in out, out)
+    parsed = json.loads(out) if result.returncode == 0 else {}
+    check("a speedup of 1e400 scores as inf", parsed.get("reward") == 0.3 + 3.0, out)
+
 # Parity with the seed, through the CLI: every row of the rubric's golden file
 # (tests/rubric/make_golden.py: the seed's rewards for ~13k observations, edge
 # cases included), rescored in each of the four settings. rescore reports the
