@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
+
 namespace kerneleval::cli {
 
 // Documented exit codes (README "CLI"): scripts and CI rely on them.
@@ -31,6 +33,16 @@ bool RegisterCommand(std::string name, CommandFactory add);
 // A command's callback reports its outcome here; main returns it.
 void SetExitCode(int code);
 int GetExitCode();
+
+// A command that fails: `message` on stderr ("kerneleval COMMAND: message"),
+// and with --json (`json`) also one object on stdout,
+// {"error": {"code", "message", "exit_code"}}, so that `kerneleval ... --json
+// | jq` reads an object on every outcome (it read nothing; rt7 #11, and the
+// docs audit rt9 #1 for parse errors and the other commands). `code`: the
+// status code's name (INVALID_ARGUMENT, UNAVAILABLE, ...). Returns
+// `exit_code`.
+int FailCommand(absl::string_view command, bool json, int exit_code, absl::string_view code,
+                absl::string_view message);
 
 }  // namespace kerneleval::cli
 

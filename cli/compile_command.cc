@@ -171,39 +171,37 @@ std::string ResultJson(v1::CompileResult result) {
 }
 
 int Run(const CompileFlags& flags) {
+  auto fail = [&](int exit_code, absl::string_view code, absl::string_view message) {
+    return FailCommand("compile", flags.json, exit_code, code, message);
+  };
+  auto fail_with = [&](const absl::Status& status) {
+    return fail(client::ExitCodeForStatus(status), absl::StatusCodeToString(status.code()),
+                status.message());
+  };
   absl::StatusOr<std::string> source = ReadSourceFile(flags.source_path);
-  if (!source.ok()) {
-    absl::FPrintF(stderr, "kerneleval compile: %s\n", source.status().message());
-    return kExitUsage;
-  }
+  if (!source.ok()) return fail(kExitUsage, "INVALID_ARGUMENT", source.status().message());
   // The allow-list and the architecture's spelling, checked here as the
   // compile service (or the server) would: a refused option is bad input.
   if (absl::Status s = CheckCompileFlags(flags.arch, flags.options); !s.ok()) {
-    absl::FPrintF(stderr, "kerneleval compile: %s\n", s.message());
-    return kExitUsage;
+    return fail(kExitUsage, "INVALID_ARGUMENT", s.message());
   }
 
   absl::StatusOr<v1::CompileResult> result =
       flags.server.remote() ? CompileOnServer(flags, *source) : CompileHere(flags, *source);
-  if (!result.ok()) {
-    absl::FPrintF(stderr, "kerneleval compile: %s\n", result.status().ToString());
-    return client::ExitCodeForStatus(result.status());
-  }
+  if (!result.ok()) return fail_with(result.status());
   if (NvrtcRefusedAnOption(*result)) {
     std::string log(result->log());
     while (!log.empty() && log.back() == '\n') log.pop_back();
-    absl::FPrintF(stderr, "kerneleval compile: %s (NVRTC %s, arch %s)\n", log,
-                  result->toolkit_version(), result->arch());
-    return kExitUsage;
+    return fail(
+        kExitUsage, "INVALID_ARGUMENT",
+        absl::StrFormat("%s (NVRTC %s, arch %s)", log, result->toolkit_version(), result->arch()));
   }
   if (!flags.ptx_path.empty() && result->success() && !WriteFile(flags.ptx_path, result->ptx())) {
-    absl::FPrintF(stderr, "kerneleval compile: cannot write %s\n", flags.ptx_path);
-    return kExitUsage;
+    return fail(kExitUsage, "INVALID_ARGUMENT", absl::StrCat("cannot write ", flags.ptx_path));
   }
   if (!flags.cubin_path.empty() && result->success() &&
       !WriteFile(flags.cubin_path, result->cubin())) {
-    absl::FPrintF(stderr, "kerneleval compile: cannot write %s\n", flags.cubin_path);
-    return kExitUsage;
+    return fail(kExitUsage, "INVALID_ARGUMENT", absl::StrCat("cannot write ", flags.cubin_path));
   }
   if (!flags.include_ptx) result->clear_ptx();
   if (!flags.include_cubin) result->clear_cubin();

@@ -17,15 +17,13 @@ struct DevicesFlags {
 
 void Run(const DevicesFlags& flags) {
   absl::StatusOr<std::unique_ptr<EngineSession>> session = OpenEngineSession(flags.session);
-  if (!session.ok()) {
-    std::fprintf(stderr, "kerneleval devices: %s\n", session.status().ToString().c_str());
-    return SetExitCode(ExitCodeFor(session.status()));
-  }
+  auto fail = [&](const absl::Status& status) {
+    SetExitCode(FailCommand("devices", flags.json, ExitCodeFor(status),
+                            absl::StatusCodeToString(status.code()), status.message()));
+  };
+  if (!session.ok()) return fail(session.status());
   absl::StatusOr<v1::ListDevicesResponse> devices = (*session)->ListDevices();
-  if (!devices.ok()) {
-    std::fprintf(stderr, "kerneleval devices: %s\n", devices.status().ToString().c_str());
-    return SetExitCode(ExitCodeFor(devices.status()));
-  }
+  if (!devices.ok()) return fail(devices.status());
   if (flags.json) {
     std::printf("%s\n", ToJson(*devices).c_str());
     return SetExitCode(kExitOk);

@@ -255,22 +255,11 @@ void SetCommon(const EvaluateFlags& flags, Request* request) {
   if (flags.backend == "cpu") request->set_backend(v1::BACKEND_CPU);
 }
 
-// An error that ends the command: on stderr, and with --json also as one
-// JSON object on stdout, so that `kerneleval evaluate --json | jq` reads
-// something on every outcome (it read nothing; rt7 #11). Returns
-// `exit_code` (cli/command.h).
+// An error that ends the command (FailCommand: with --json also a JSON
+// object on stdout). Returns `exit_code` (cli/command.h).
 int Fail(const EvaluateFlags& flags, int exit_code, absl::string_view code,
          absl::string_view message) {
-  std::fprintf(stderr, "kerneleval evaluate: %.*s\n", static_cast<int>(message.size()),
-               message.data());
-  if (flags.json) {
-    const nlohmann::json error = {{"error",
-                                   {{"code", std::string(code)},
-                                    {"message", std::string(message)},
-                                    {"exit_code", exit_code}}}};
-    std::printf("%s\n", error.dump().c_str());
-  }
-  return exit_code;
+  return FailCommand("evaluate", flags.json, exit_code, code, message);
 }
 int Fail(const EvaluateFlags& flags, const absl::Status& status) {
   return Fail(flags, ExitCodeFor(status), absl::StatusCodeToString(status.code()),

@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <nlohmann/json.hpp>
+#include <string>
 
 #include "cli/command.h"
 
@@ -26,6 +29,24 @@ bool RegisterCommand(std::string name, CommandFactory add) {
 
 void SetExitCode(int code) { g_exit_code = code; }
 int GetExitCode() { return g_exit_code; }
+
+int FailCommand(absl::string_view command, bool json, int exit_code, absl::string_view code,
+                absl::string_view message) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "kerneleval%s%.*s: %.*s\n", command.empty() ? "" : " ",
+               static_cast<int>(command.size()), command.data(), static_cast<int>(message.size()),
+               message.data());
+  if (json) {
+    const nlohmann::json error = {{"error",
+                                   {{"code", std::string(code)},
+                                    {"message", std::string(message)},
+                                    {"exit_code", exit_code}}}};
+    std::printf("%s\n",
+                error.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    std::fflush(stdout);
+  }
+  return exit_code;
+}
 
 }  // namespace kerneleval::cli
 
@@ -57,11 +78,20 @@ int main(int argc, char** argv) {
                  argv[1]);
     return cli::kExitUsage;
   }
+  // --json anywhere: a usage error is also a JSON object on stdout (as the
+  // commands' own failures are; a negative --seed printed nothing there).
+  bool json = false;
+  for (int i = 1; i < argc; ++i) json = json || std::strcmp(argv[i], "--json") == 0;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? cli::kExitOk : cli::kExitUsage;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    if (!json) {
+      app.exit(e);
+      return cli::kExitUsage;
+    }
+    std::string message = e.what();
+    return cli::FailCommand("", json, cli::kExitUsage, "INVALID_ARGUMENT", message);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kerneleval: %s\n", e.what());
     return cli::kExitUsage;

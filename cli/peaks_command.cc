@@ -104,10 +104,10 @@ int Peaks(const PeaksOptions& options) {
   const absl::StatusOr<v1::GpuPeakTable> table = options.table.empty()
                                                      ? gpu_peaks::LoadEmbeddedPeakTable()
                                                      : gpu_peaks::LoadPeakTable(options.table);
-  if (!table.ok()) {
-    std::fprintf(stderr, "kerneleval peaks: %s\n", std::string(table.status().message()).c_str());
-    return kExitUsage;
-  }
+  auto fail = [&](absl::string_view message) {
+    return FailCommand("peaks", options.json, kExitUsage, "INVALID_ARGUMENT", message);
+  };
+  if (!table.ok()) return fail(table.status().message());
   if (options.name.empty()) {
     if (options.json) return PrintJson(*table) ? kExitOk : kExitUsage;
     PrintTable(*table);
@@ -115,16 +115,12 @@ int Peaks(const PeaksOptions& options) {
   }
   const gpu_peaks::GpuNameMatch match = gpu_peaks::MatchGpuName(*table, options.name);
   if (!match.candidates.empty()) {
-    std::fprintf(stderr, "kerneleval peaks: \"%s\" could be any of: %s; name one\n",
-                 options.name.c_str(), absl::StrJoin(match.candidates, ", ").c_str());
-    return kExitUsage;
+    return fail(absl::StrCat("\"", options.name, "\" could be any of: ",
+                             absl::StrJoin(match.candidates, ", "), "; name one"));
   }
   if (!match.gpu.has_value()) {
-    std::fprintf(stderr,
-                 "kerneleval peaks: no GPU named \"%s\" in the peak table; "
-                 "`kerneleval peaks` lists them\n",
-                 options.name.c_str());
-    return kExitUsage;
+    return fail(absl::StrCat("no GPU named \"", options.name,
+                             "\" in the peak table; `kerneleval peaks` lists them"));
   }
   const v1::GpuPeaks* gpu = &*match.gpu;
   if (options.json) return PrintJson(*gpu) ? kExitOk : kExitUsage;
@@ -141,7 +137,7 @@ void AddPeaksCommand(CLI::App& root) {
   command->add_option("NAME", options->name,
                       "a GPU's canonical name (\"H100 SXM\") or driver name "
                       "(\"NVIDIA H100 80GB HBM3\"), any case, or words of one GPU's name "
-                      "(\"5090\"); several GPUs matching are listed");
+                      "(\"5090\"); words several GPUs share (\"h100\") are refused, naming them");
   command->add_flag("--json", options->json,
                     "print proto JSON (kerneleval.v1.GpuPeakTable, or GpuPeaks with NAME)");
   command->add_option("--table", options->table,

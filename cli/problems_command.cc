@@ -126,11 +126,10 @@ absl::StatusOr<std::unique_ptr<ProblemSource>> Open(const ProblemsOptions& optio
   return std::make_unique<RegistrySource>(*std::move(registry));
 }
 
-int Fail(const char* command, const absl::Status& status) {
-  const absl::string_view message = status.message();
-  std::fprintf(stderr, "kerneleval problems %s: %.*s\n", command, static_cast<int>(message.size()),
-               message.data());
-  return client::ExitCodeForStatus(status);
+int Fail(const char* command, const ProblemsOptions& options, const absl::Status& status) {
+  return FailCommand(absl::StrCat("problems ", command), options.json,
+                     client::ExitCodeForStatus(status), absl::StatusCodeToString(status.code()),
+                     status.message());
 }
 
 std::string Tags(const v1::Problem& problem) { return absl::StrJoin(problem.tags(), ", "); }
@@ -145,9 +144,9 @@ bool HasTag(const v1::Problem& problem, const std::string& tag) {
 
 int List(const ProblemsOptions& options) {
   absl::StatusOr<std::unique_ptr<ProblemSource>> source = Open(options);
-  if (!source.ok()) return Fail("list", source.status());
+  if (!source.ok()) return Fail("list", options, source.status());
   absl::StatusOr<std::vector<v1::ProblemSummary>> selected = (*source)->List(options.tag);
-  if (!selected.ok()) return Fail("list", selected.status());
+  if (!selected.ok()) return Fail("list", options, selected.status());
   if (options.json) {
     Json rows = Json::array();
     for (const v1::ProblemSummary& problem : *selected) {
@@ -210,9 +209,9 @@ Json TensorsJson(const google::protobuf::RepeatedPtrField<v1::TensorSpec>& tenso
 
 int Show(const ProblemsOptions& options) {
   absl::StatusOr<std::unique_ptr<ProblemSource>> source = Open(options);
-  if (!source.ok()) return Fail("show", source.status());
+  if (!source.ok()) return Fail("show", options, source.status());
   absl::StatusOr<v1::Problem> found = (*source)->Get(options.id);
-  if (!found.ok()) return Fail("show", found.status());
+  if (!found.ok()) return Fail("show", options, found.status());
   const v1::Problem* problem = &*found;
   const problems::ProblemDescription description = problems::Describe(*problem);
   if (options.prompt) {

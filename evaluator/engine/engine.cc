@@ -489,13 +489,16 @@ absl::StatusOr<EngineImpl::Common> EngineImpl::Admit(const Request& request,
     }
   }
   if (!common.device) {
+    // The server's or, in the CLI, this machine's ("this server" read oddly
+    // there): `kerneleval devices` (with --server: the server's) lists them.
     if (!request.device().empty()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("device: this server has no device \"", request.device(), "\""));
+      return absl::FailedPreconditionError(absl::StrCat("device: no device \"", request.device(),
+                                                        "\" here (kerneleval devices lists them)"));
     }
-    return absl::FailedPreconditionError(wanted == v1::BACKEND_CUDA
-                                             ? "backend: this server has no CUDA device"
-                                             : "backend: this server has no CPU backend");
+    return absl::FailedPreconditionError(
+        wanted == v1::BACKEND_CUDA
+            ? "backend: no CUDA device here (kerneleval devices lists them)"
+            : "backend: no CPU backend here (kerneleval devices lists them)");
   }
 
   // Reward settings: the request's, else the defaults read from the env.

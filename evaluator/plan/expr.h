@@ -41,7 +41,7 @@ inline constexpr size_t kMaxExprLength = 1024;  // [characters]
 inline constexpr int kMaxExprDepth = 64;        // nested parentheses/unary operators/calls
 
 // Evaluates `expr`. Errors name the expression and the column, e.g.
-//   expression "ceil_div(N, 0)": division by zero at column 10
+//   expression "ceil_div(N, 0)": division by zero in ceil_div at column 13
 absl::StatusOr<int64_t> EvalIntExpr(std::string_view expr, const ParamMap& params);
 absl::StatusOr<int64_t> EvalIntExpr(std::string_view expr, const ParamLookup& lookup);
 

@@ -168,6 +168,40 @@ with tempfile.TemporaryDirectory() as tmp:
     check(parsed and "[debug]" in r.stderr,
           f"with SPDLOG_LEVEL=debug stdout is still JSON, the logs on stderr ({r.stdout[:200]})")
 
+# Every command run with --json that fails prints one JSON error object on
+# stdout (besides the message on stderr), usage errors included: a negative
+# seed, an unknown problem for `problems show` and an empty source for
+# `compile` printed nothing there (docs audit rt9 #1).
+with tempfile.TemporaryDirectory() as tmp:
+    empty = os.path.join(tmp, "empty.cu")
+    open(empty, "w").write("")
+    for args, code in [
+            (["evaluate", "-p", "vector_add", "-s", empty.replace("empty", "missing"), "--json"],
+             "INVALID_ARGUMENT"),
+            (["evaluate", "-p", "vector_add", "-s", empty, "--json", "--seed", "-1"],
+             "INVALID_ARGUMENT"),
+            (["evaluate", "-p", "vector_add", "--json"], "INVALID_ARGUMENT"),  # no -s
+            (["evaluate", "-p", "vector_add", "--json", "--no-such-flag"], "INVALID_ARGUMENT"),
+            (["compile", empty, "--json"], "INVALID_ARGUMENT"),
+            (["problems", "show", "no_such_problem", "--json"], "NOT_FOUND"),
+            (["problems", "list", "--json", "--tag"], "INVALID_ARGUMENT"),
+            (["peaks", "h100", "--json"], "INVALID_ARGUMENT"),
+            (["devices", "--json", "--server", "127.0.0.1:1", "--rpc-timeout", "2"],
+             "UNAVAILABLE")]:
+        r = subprocess.run([KERNELEVAL, *args], capture_output=True, text=True, timeout=120)
+        try:
+            error = json.loads(r.stdout)["error"]
+        except (json.JSONDecodeError, KeyError, TypeError):
+            error = {}
+        check(r.returncode in (2, 3) and error.get("exit_code") == r.returncode and
+              error.get("code") == code and error.get("message") and r.stderr.strip(),
+              f"{' '.join(args)}: a {code} error object on stdout and a message on stderr "
+              f"(rc {r.returncode}, stdout {r.stdout[:300]!r}, stderr {r.stderr[-200:]!r})")
+    r = subprocess.run([KERNELEVAL, "evaluate", "--help", "--json"], capture_output=True,
+                       text=True, timeout=60)
+    check(r.returncode == 0 and "--problem" in r.stdout,
+          f"--help with --json is still the help (rc {r.returncode}: {r.stdout[:200]!r})")
+
 # Against a server (when its binary is given): a group whose deadline
 # (--rpc-timeout) leaves kernels unjudged while no judged one failed exits 3,
 # not 1 (a failed kernel) or 0, and its JSON names them "not_evaluated". Two
