@@ -306,18 +306,26 @@ void RunGroup(const EvaluateFlags& flags, EngineSession& session) {
   }
   if (!group->verdicts().empty()) NoteCpuFallback(flags, group->verdicts(0).backend());
   bool any_failed = false;
-  bool any_not_evaluated = false;  // the deadline (--rpc-timeout) came first: no verdict
-  bool refused_option = false;     // the same options for all: bad input
+  int not_evaluated = 0;        // the deadline (--rpc-timeout) came first: no verdict
+  bool refused_option = false;  // the same options for all: bad input
   for (const auto& verdict : group->verdicts()) {
-    const bool not_evaluated = verdict.stage() == "not_evaluated";
-    any_not_evaluated = any_not_evaluated || not_evaluated;
-    any_failed = any_failed || (!verdict.correct() && !not_evaluated);
+    const bool unjudged = verdict.stage() == "not_evaluated";
+    not_evaluated += unjudged ? 1 : 0;
+    any_failed = any_failed || (!verdict.correct() && !unjudged);
     refused_option = refused_option || NvrtcRefusedAnOption(verdict.compile());
   }
   const int exit_code = refused_option      ? kExitUsage
                         : any_failed        ? kExitFailed
-                        : any_not_evaluated ? kExitUnavailable
+                        : not_evaluated > 0 ? kExitUnavailable
                                             : kExitOk;
+  if (not_evaluated > 0) {
+    // Exit 3 (or 1) needs a reason where the table has only stages.
+    std::fflush(stdout);
+    std::fprintf(stderr,
+                 "kerneleval evaluate: %d of %d kernels not evaluated: the group's deadline "
+                 "(--rpc-timeout) came first\n",
+                 not_evaluated, group->verdicts_size());
+  }
   if (flags.json) {
     std::printf("%s\n", GroupJsonText(*group).c_str());
     return SetExitCode(exit_code);

@@ -669,15 +669,18 @@ grpc::ServerUnaryReactor* KernelEvalService::EvaluateGroup(grpc::CallbackServerC
         }
         int passed = 0;
         int deduplicated = 0;
+        int not_evaluated = 0;  // left unjudged at the group's deadline
         for (auto& verdict : *group->mutable_verdicts()) {
           if (verdict.request_id().empty()) verdict.set_request_id(state->request_id);
           passed += verdict.correct() ? 1 : 0;
           deduplicated += verdict.deduplicated() ? 1 : 0;
+          not_evaluated += verdict.stage() == "not_evaluated" ? 1 : 0;
         }
         const std::string summary = absl::StrCat(
             "problem=", group->verdicts_size() > 0 ? group->verdicts(0).problem_id() : "",
             " verdicts=", group->verdicts_size(), " correct=", passed,
-            deduplicated > 0 ? absl::StrCat(" deduplicated=", deduplicated) : "");
+            deduplicated > 0 ? absl::StrCat(" deduplicated=", deduplicated) : "",
+            not_evaluated > 0 ? absl::StrCat(" not_evaluated=", not_evaluated) : "");
         FinishUnary(
             state, reactor, grpc::Status::OK, [&] { *response = *std::move(group); }, summary);
       });

@@ -24,6 +24,27 @@ namespace fs = std::filesystem;
 // [s] Beyond the worker's own limits before the engine gives up on it.
 constexpr double kSlackSeconds = 15;
 
+// [s] A call's budget `budget`, cut to its caller's deadline
+// (call_deadline_unix_seconds; 0: none) plus a moment for the worker's own
+// answer at a limit that ends there. Sets *by_deadline when the deadline cut
+// it: a call that outlasts the budget then ran out of the caller's time (a
+// first run's build of the program may take most of it), not the kernel's.
+double CallBudget(double budget, double call_deadline_unix_seconds, bool* by_deadline) {
+  *by_deadline = false;
+  if (call_deadline_unix_seconds <= 0) return budget;
+  constexpr double kAnswerSeconds = 0.5;
+  const double left =
+      call_deadline_unix_seconds - absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch());
+  if (left + kAnswerSeconds >= budget) return budget;
+  *by_deadline = true;
+  return std::max(left, 0.0) + kAnswerSeconds;
+}
+
+absl::Status PastTheCallersDeadline(double budget) {
+  return absl::DeadlineExceededError(absl::StrCat(
+      "the deadline came while the CPU worker built or ran the program (", budget, " s)"));
+}
+
 std::string CpuModelName() {
   std::ifstream in("/proc/cpuinfo");
   std::string line;
@@ -201,8 +222,11 @@ absl::StatusOr<internal::RunResult> CpuBackend::Run(const internal::RunRequest& 
   const double timeout =
       request.timeout_seconds() > 0 ? request.timeout_seconds() : options_.timeout_seconds;
   internal::RunResult result;
-  absl::Status s =
-      Call(request, &result, options_.compile_timeout_seconds + timeout + kSlackSeconds);
+  bool by_deadline = false;
+  const double budget = CallBudget(options_.compile_timeout_seconds + timeout + kSlackSeconds,
+                                   request.call_deadline_unix_seconds(), &by_deadline);
+  absl::Status s = Call(request, &result, budget);
+  if (absl::IsDeadlineExceeded(s) && by_deadline) return PastTheCallersDeadline(budget);
   if (absl::IsDeadlineExceeded(s)) {
     // The worker's own limits should have answered first: treat as a hang.
     result.Clear();
@@ -224,10 +248,14 @@ absl::StatusOr<internal::RunResult> CpuBackend::Run(const internal::RunRequest& 
 absl::StatusOr<internal::TimingResult> CpuBackend::Time(const internal::TimingRequest& request) {
   const double timeout =
       request.timeout_seconds() > 0 ? request.timeout_seconds() : options_.timeout_seconds;
-  const double budget = options_.compile_timeout_seconds * std::max(1, request.programs_size()) +
-                        timeout + kSlackSeconds;
+  bool by_deadline = false;
+  const double budget =
+      CallBudget(options_.compile_timeout_seconds * std::max(1, request.programs_size()) + timeout +
+                     kSlackSeconds,
+                 request.call_deadline_unix_seconds(), &by_deadline);
   internal::TimingResult result;
   absl::Status s = Call(request, &result, budget);
+  if (absl::IsDeadlineExceeded(s) && by_deadline) return PastTheCallersDeadline(budget);
   if (absl::IsDeadlineExceeded(s)) {
     result.Clear();
     internal::RunFailure* failure = result.mutable_failure();

@@ -141,11 +141,15 @@ double Evaluation::CandidateRunLimit(const ReferenceRun& reference,
 }
 
 absl::Status Evaluation::CutShortByDeadline(const internal::RunFailure& failure, double timeout,
-                                            double limit) const {
-  if (failure.stage() != "timeout" || timeout >= limit) return absl::OkStatus();
-  return absl::DeadlineExceededError(
-      absl::StrCat("the caller's deadline passed while a kernel ran (", absl::SixDigits(timeout),
-                   " s of the ", absl::SixDigits(limit), " s limit were left)"));
+                                            double limit, absl::Time deadline) const {
+  // A worker answers a moment after the limit it was given ends.
+  constexpr absl::Duration kSlack = absl::Milliseconds(100);
+  if (failure.stage() != "timeout" || timeout >= limit || absl::Now() + kSlack < deadline) {
+    return absl::OkStatus();
+  }
+  return absl::DeadlineExceededError(absl::StrCat("the deadline came while a kernel ran (",
+                                                  absl::SixDigits(timeout), " s of the ",
+                                                  absl::SixDigits(limit), " s limit were left)"));
 }
 
 v1::Verdict Evaluation::Failed(std::string_view stage, std::string error) const {
@@ -411,15 +415,13 @@ absl::StatusOr<ReferenceRun> Evaluation::RunReference(PreparedProgram reference)
   internal::RunRequest request;
   *request.mutable_program() = reference.program;
   for (const auto& c : *cases) *request.add_cases() = c;
-  double timeout = WithinDeadline(settings_.run_timeout_seconds);
-  request.set_timeout_seconds(timeout);
+  double timeout = LimitCall(settings_.run_timeout_seconds, settings_.deadline, &request);
   absl::Time started = absl::Now();
   absl::StatusOr<internal::RunResult> result = backend_.Run(request);
   if (WorkerDied(result.status())) {
     // Killed from outside (the OOM killer, an operator): once more, on the
     // fresh worker the backend starts (the whole request was lost, rt7 #3).
-    timeout = WithinDeadline(settings_.run_timeout_seconds);
-    request.set_timeout_seconds(timeout);
+    timeout = LimitCall(settings_.run_timeout_seconds, settings_.deadline, &request);
     started = absl::Now();
     result = backend_.Run(request);
     if (WorkerDied(result.status()) && settings_.custom_problem) {
@@ -437,8 +439,8 @@ absl::StatusOr<ReferenceRun> Evaluation::RunReference(PreparedProgram reference)
   }
   if (!result.ok()) return result.status();
   if (result->has_failure()) {
-    if (absl::Status cut =
-            CutShortByDeadline(result->failure(), timeout, settings_.run_timeout_seconds);
+    if (absl::Status cut = CutShortByDeadline(result->failure(), timeout,
+                                              settings_.run_timeout_seconds, settings_.deadline);
         !cut.ok()) {
       return cut;
     }
@@ -529,25 +531,24 @@ std::string DescribeFailure(const v1::OutputCheck& check) {
 }  // namespace
 
 absl::StatusOr<std::optional<v1::Verdict>> Evaluation::CheckCorrectness(
-    const ReferenceRun& reference, const PreparedProgram& candidate,
-    v1::CorrectnessReport* report) {
+    const ReferenceRun& reference, const PreparedProgram& candidate, v1::CorrectnessReport* report,
+    absl::Time run_deadline) {
   absl::StatusOr<std::vector<internal::Case>> cases = BuildCases(candidate, reference.cases);
   if (!cases.ok()) return std::optional<v1::Verdict>(Failed("compile", PlanError(cases.status())));
   internal::RunRequest request;
   *request.mutable_program() = candidate.program;
   for (const auto& c : *cases) *request.add_cases() = c;
   const double limit = CandidateRunLimit(reference, *cases);
-  const absl::Time deadline = std::min(settings_.deadline, settings_.correctness_deadline);
-  double timeout = WithinDeadline(limit, deadline);
-  request.set_timeout_seconds(timeout);
+  const absl::Time deadline =
+      std::min({settings_.deadline, settings_.correctness_deadline, run_deadline});
+  double timeout = LimitCall(limit, deadline, &request);
   absl::StatusOr<internal::RunResult> result = backend_.Run(request);
   if (WorkerDied(result.status())) {
     // Once more on a fresh worker, as the reference's run (a worker killed
     // from outside lost the request, or a group's every verdict). The
     // reference ran there: a second death is this kernel's doing.
     const absl::Status first = result.status();
-    timeout = WithinDeadline(limit, deadline);
-    request.set_timeout_seconds(timeout);
+    timeout = LimitCall(limit, deadline, &request);
     result = backend_.Run(request);
     if (WorkerDied(result.status())) {
       return std::optional<v1::Verdict>(Failed(
@@ -559,7 +560,9 @@ absl::StatusOr<std::optional<v1::Verdict>> Evaluation::CheckCorrectness(
   if (!result.ok()) return result.status();
   if (result->has_failure()) {
     const internal::RunFailure& failure = result->failure();
-    if (absl::Status cut = CutShortByDeadline(failure, timeout, limit); !cut.ok()) return cut;
+    if (absl::Status cut = CutShortByDeadline(failure, timeout, limit, deadline); !cut.ok()) {
+      return cut;
+    }
     std::string error = failure.message();
     if (failure.stage() == "timeout" && limit < settings_.run_timeout_seconds &&
         settings_.candidate_run_factor <= 0) {
@@ -744,8 +747,7 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
   }
   const double limit =
       settings_.run_timeout_seconds + request.config().max_seconds() * (1 + candidates.size());
-  const double timeout = WithinDeadline(limit);
-  request.set_timeout_seconds(timeout);
+  const double timeout = LimitCall(limit, settings_.deadline, &request);
   std::vector<const PreparedProgram*> programs = {&reference.program};
   programs.insert(programs.end(), candidates.begin(), candidates.end());
   for (const PreparedProgram* program : programs) {
@@ -774,7 +776,7 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
     // Once more as it was: a worker that could not start, or a fork that
     // failed for a moment, is nobody's doing.
     const absl::Status first = result.status();
-    request.set_timeout_seconds(WithinDeadline(limit));
+    LimitCall(limit, settings_.deadline, &request);
     result = backend_.Time(request);
     if (absl::IsUnavailable(result.status()) || absl::IsResourceExhausted(result.status())) {
       // The reference against a copy of itself (the memory and work of an
@@ -782,7 +784,7 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
       internal::TimingRequest twin = request;
       *twin.mutable_programs(1) = request.programs(0);
       twin.mutable_programs(1)->mutable_program()->set_label("reference twin");
-      twin.set_timeout_seconds(WithinDeadline(limit));
+      LimitCall(limit, settings_.deadline, &twin);
       absl::StatusOr<internal::TimingResult> twin_result = backend_.Time(twin);
       if (ExceedsBackendLimit(first) && ExceedsBackendLimit(twin_result.status())) {
         return ReferenceCannotRun(absl::StrCat("the timed shape of ", problem_.id(),
@@ -801,7 +803,9 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
   }
   if (!result.ok()) return result.status();
   if (result->has_failure()) {
-    if (absl::Status cut = CutShortByDeadline(result->failure(), timeout, limit); !cut.ok()) {
+    if (absl::Status cut =
+            CutShortByDeadline(result->failure(), timeout, limit, settings_.deadline);
+        !cut.ok()) {
       return cut;
     }
   }
@@ -818,12 +822,12 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
       // it or the candidate timed with it is at fault.
       internal::TimingRequest alone = request;
       alone.mutable_programs()->DeleteSubrange(1, alone.programs_size() - 1);
-      alone.set_timeout_seconds(WithinDeadline(limit));
+      LimitCall(limit, settings_.deadline, &alone);
       absl::StatusOr<internal::TimingResult> alone_result = backend_.Time(alone);
       if (!alone_result.ok()) return alone_result.status();
       if (alone_result->has_failure()) {
-        if (absl::Status cut =
-                CutShortByDeadline(alone_result->failure(), alone.timeout_seconds(), limit);
+        if (absl::Status cut = CutShortByDeadline(alone_result->failure(), alone.timeout_seconds(),
+                                                  limit, settings_.deadline);
             !cut.ok()) {
           return cut;
         }

@@ -4,6 +4,7 @@
 // absl::Status errors are for what could not be judged at all.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -125,9 +126,12 @@ class Evaluation {
 
   // Runs the candidate on the same cases and compares every output. Returns
   // nullopt when it passed (report in *report), or the failing verdict.
-  absl::StatusOr<std::optional<v1::Verdict>> CheckCorrectness(const ReferenceRun& reference,
-                                                              const PreparedProgram& candidate,
-                                                              v1::CorrectnessReport* report);
+  // `run_deadline`: this run ends by it too (a group's share of its time for
+  // one candidate); a run it cut is DEADLINE_EXCEEDED, as one the
+  // settings' deadlines cut.
+  absl::StatusOr<std::optional<v1::Verdict>> CheckCorrectness(
+      const ReferenceRun& reference, const PreparedProgram& candidate,
+      v1::CorrectnessReport* report, absl::Time run_deadline = absl::InfiniteFuture());
 
   // Times the reference and every candidate interleaved on the timed shape,
   // checks the outputs of the timed runs, and fills one verdict per candidate
@@ -185,16 +189,31 @@ class Evaluation {
   // `limit` [s], cut to what is left before `deadline` (settings_.deadline
   // when unset).
   double WithinDeadline(double limit, std::optional<absl::Time> deadline = std::nullopt) const;
+  // Sets a backend request's time limit, WithinDeadline(limit, deadline), and
+  // the deadline the whole call ends by (call_deadline_unix_seconds; never
+  // before that limit's end). Returns the limit set [s].
+  template <typename Request>
+  double LimitCall(double limit, absl::Time deadline, Request* request) const {
+    const double timeout = WithinDeadline(limit, deadline);
+    request->set_timeout_seconds(timeout);
+    if (deadline != absl::InfiniteFuture()) {
+      const absl::Time end = std::max(deadline, absl::Now() + absl::Seconds(timeout));
+      request->set_call_deadline_unix_seconds(absl::ToDoubleSeconds(end - absl::UnixEpoch()));
+    }
+    return timeout;
+  }
   // [s] The limit of a candidate's correctness run on `cases`
   // (candidate_run_factor), scaled up by how many more buffer bytes its
   // cases have than the reference's: the worker fills and checks them all.
   double CandidateRunLimit(const ReferenceRun& reference,
                            const std::vector<internal::Case>& cases) const;
-  // DEADLINE_EXCEEDED when `failure` is a timeout of a call whose limit the
-  // caller's deadline cut below `limit` (WithinDeadline gave `timeout`): the
-  // kernel might have finished in time; OK otherwise.
-  absl::Status CutShortByDeadline(const internal::RunFailure& failure, double timeout,
-                                  double limit) const;
+  // DEADLINE_EXCEEDED when `failure` is a timeout of a call whose limit
+  // `deadline` cut below `limit` (WithinDeadline gave `timeout`) and that
+  // deadline has come: the kernel might have finished in time; OK otherwise
+  // (a timeout before the deadline is the kernel's: a CPU worker's bound on
+  // one timed sample was read as the deadline, rt8 #1).
+  absl::Status CutShortByDeadline(const internal::RunFailure& failure, double timeout, double limit,
+                                  absl::Time deadline) const;
   absl::StatusOr<std::vector<internal::Case>> BuildCases(const PreparedProgram& program,
                                                          const std::vector<internal::Case>& base);
   absl::StatusOr<internal::ResolvedPlan> Resolve(const PreparedProgram& program,
