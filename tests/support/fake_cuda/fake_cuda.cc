@@ -799,12 +799,16 @@ CUresult FakeInit(unsigned int flags) {
   return DeviceCount() > 0 ? CUDA_SUCCESS : CUDA_ERROR_NO_DEVICE;
 }
 
+// KERNELEVAL_FAKE_CUDA_DRIVER_VERSION: an older driver (e.g. 12080).
+int ClaimedDriverVersion() {
+  const char* claimed = std::getenv("KERNELEVAL_FAKE_CUDA_DRIVER_VERSION");
+  return claimed != nullptr && claimed[0] != '\0' ? std::atoi(claimed) : CUDA_VERSION;
+}
+
 CUresult FakeDriverGetVersion(int* version) {
   FAKE_API_ENTRY();
   if (version == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  // KERNELEVAL_FAKE_CUDA_DRIVER_VERSION: an older driver (e.g. 12080).
-  const char* claimed = std::getenv("KERNELEVAL_FAKE_CUDA_DRIVER_VERSION");
-  *version = claimed != nullptr && claimed[0] != '\0' ? std::atoi(claimed) : CUDA_VERSION;
+  *version = ClaimedDriverVersion();
   return CUDA_SUCCESS;
 }
 
@@ -1509,8 +1513,16 @@ const Entry kEntries[] = {
 
 // The one exported symbol, as the real driver's (CUDA 12.0+ signature).
 extern "C" __attribute__((visibility("default"))) CUresult cuGetProcAddress_v2(
-    const char* symbol, void** function, int, cuuint64_t, CUdriverProcAddressQueryResult* status) {
+    const char* symbol, void** function, int cuda_version, cuuint64_t,
+    CUdriverProcAddressQueryResult* status) {
   if (symbol == nullptr || function == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  // As cuda.h documents it: "If the specified CUDA version is greater than
+  // the driver version, the API will return CUDA_ERROR_INVALID_VALUE."
+  if (cuda_version > ClaimedDriverVersion()) {
+    *function = nullptr;
+    if (status != nullptr) *status = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
+    return CUDA_ERROR_INVALID_VALUE;
+  }
   for (const Entry& entry : kEntries) {
     if (std::strcmp(entry.name, symbol) == 0) {
       *function = entry.function;
