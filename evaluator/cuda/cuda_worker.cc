@@ -373,21 +373,29 @@ absl::StatusOr<CudaWorker::LoadedProgram> CudaWorker::LoadProgram(const internal
   loaded.label = program.label();
   const v1::CompileResult& compiled = program.compiled();
   const std::string arch = ArchName(properties_.cc_major, properties_.cc_minor);
-  // sm_90a CUBINs run on 9.0 devices only, like sm_90 ones. An unnamed arch:
-  // let the driver judge the CUBIN.
-  const bool cubin_matches =
-      !compiled.cubin().empty() &&
-      (compiled.arch().empty() || compiled.arch() == arch || compiled.arch() == arch + "a");
+  // Any CUBIN the device can run (sm_80 SASS on an sm_86 device, sm_100f on
+  // 10.3), not only one for its exact arch; the engine sends the PTX too,
+  // for what no CUBIN covers (a submission's compute_XX, another major).
+  const bool cubin_runs = !compiled.cubin().empty() &&
+                          CubinRunsOn(compiled.arch(), properties_.cc_major, properties_.cc_minor);
   std::string why_jit;
-  if (cubin_matches) {
+  if (cubin_runs) {
     absl::StatusOr<Module> module = Module::Load(api_, compiled.cubin());
     if (module.ok()) {
       loaded.module = std::make_unique<Module>(*std::move(module));
       if (absl::Status s = FindGlobals(program, &loaded, notes); !s.ok()) return s;
       return loaded;
     }
-    if (compiled.ptx().empty()) return FaultFrom(module.status());
-    why_jit = absl::StrCat("the CUBIN did not load: ", module.status().message());
+    // The driver judges the image: one it has no code in for this device
+    // (a family or minor it does not run, an unnamed arch) goes to the PTX;
+    // any other failure is the program's.
+    const std::optional<CUresult> result = CuResultOf(module.status());
+    const bool no_code =
+        result == CUDA_ERROR_NO_BINARY_FOR_GPU || result == CUDA_ERROR_INVALID_IMAGE;
+    if (compiled.ptx().empty() || !no_code) return FaultFrom(module.status());
+    // The first line: the JIT log after it is the driver's, not ours.
+    const absl::string_view message = module.status().message();
+    why_jit = absl::StrCat("the CUBIN did not load: ", message.substr(0, message.find('\n')));
   } else if (!compiled.cubin().empty()) {
     why_jit = absl::StrCat("the CUBIN is for ", compiled.arch(), ", the device is ", arch);
   } else {

@@ -38,6 +38,8 @@
 // each hold's report in the environment, for a test kernel to overwrite),
 // occupancy, timing of anything but the host.
 // KERNELEVAL_FAKE_CUDA_DEVICE_NAME: the name cuDeviceGetName reports.
+// KERNELEVAL_FAKE_CUDA_COMPUTE_CAPABILITY=X.Y: the compute capability it
+// reports (default 9.0); module images are host modules whatever it says.
 // KERNELEVAL_FAKE_CUDA_LAUNCH_STACK_BYTES=B: every launch grows
 // CU_LIMIT_STACK_SIZE to at least B, as the driver does for a kernel whose
 // frame needs more, and never shrinks it.
@@ -75,6 +77,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "evaluator/cpu/device_runtime.h"
@@ -108,12 +111,28 @@ int DeviceCount() {
 
 bool IsDevice(int ordinal) { return ordinal >= 0 && ordinal < DeviceCount(); }
 
+// KERNELEVAL_FAKE_CUDA_COMPUTE_CAPABILITY=X.Y: the compute capability the
+// device reports (default 9.0), for the worker's choice of CUBIN or PTX.
+std::pair<int, int> ComputeCapability() {
+  static const std::pair<int, int> capability = [] {
+    const char* text = std::getenv("KERNELEVAL_FAKE_CUDA_COMPUTE_CAPABILITY");
+    int major = 9;
+    int minor = 0;
+    if (text != nullptr && std::sscanf(text, "%d.%d", &major, &minor) != 2) {
+      major = 9;
+      minor = 0;
+    }
+    return std::pair{major, minor};
+  }();
+  return capability;
+}
+
 int Attribute(CUdevice_attribute attribute) {
   switch (attribute) {
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
-      return 9;
+      return ComputeCapability().first;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
-      return 0;
+      return ComputeCapability().second;
     case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
       return kSmCount;
     case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE:
