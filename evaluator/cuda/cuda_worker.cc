@@ -220,13 +220,20 @@ absl::Status CudaWorker::Initialise() {
     // No L2 set-aside: a persisting carve-out once made a kernel look 4x
     // faster than the memory system allows. Some partitions (MIG, vGPU)
     // report the attribute but refuse the limit: then there is no carve-out
-    // to fear, and the per-sample reset below is skipped too.
+    // to fear. Lines already persisting go back to normal, once: with no
+    // set-aside, and no host code in a submission to set an access-policy
+    // window, none persist later, so no sample resets them (a reset that
+    // failed there, NOT_SUPPORTED as cuda.h allows, was charged to the
+    // program being timed).
     const CUresult limited = api_.cuCtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0);
     if (limited == CUDA_ERROR_UNSUPPORTED_LIMIT || limited == CUDA_ERROR_NOT_SUPPORTED) {
       properties_.max_persisting_l2_bytes = 0;
     } else if (limited != CUDA_SUCCESS) {
       return CuError(limited, "cuCtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0)", __FILE__,
                      __LINE__);
+    } else if (const CUresult reset = api_.cuCtxResetPersistingL2Cache();
+               reset != CUDA_SUCCESS && reset != CUDA_ERROR_NOT_SUPPORTED) {
+      return CuError(reset, "cuCtxResetPersistingL2Cache()", __FILE__, __LINE__);
     }
   }
 
@@ -883,9 +890,6 @@ absl::StatusOr<CudaWorker::Sample> CudaWorker::TimeOnce(LoadedProgram& program,
   // work when its output already looks computed gains nothing.
   if (absl::Status s = PoisonWritable(buffers); !s.ok()) return FaultFrom(s);
   if (flush_l2) {
-    if (properties_.max_persisting_l2_bytes > 0) {
-      KE_CU_RETURN_IF_ERROR(api_.cuCtxResetPersistingL2Cache());
-    }
     KE_CU_RETURN_IF_ERROR(api_.cuMemsetD32Async(l2_flush_.ptr(), ++flush_value_,
                                                 l2_flush_.bytes() / 4, stream_.get()));
     // Then read it all back, so that L2 holds clean lines (ke_read_flush).

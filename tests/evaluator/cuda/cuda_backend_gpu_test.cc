@@ -1003,6 +1003,18 @@ TEST_F(CudaFakeDriverTest, AStickyErrorAtAnAllocationReplacesTheWorker) {
   EXPECT_FALSE(next->has_failure()) << next->failure().message();
 }
 
+TEST_F(CudaFakeDriverTest, APersistingL2ResetTheDeviceRefusesIsNoProgramsFault) {
+  // A device that takes the persisting limit of 0 but answers the reset with
+  // CUDA_ERROR_NOT_SUPPORTED (as cuda.h allows): timing goes on. The reset ran
+  // before every sample, and its error was the reference's: every
+  // evaluation on such a device failed as INTERNAL.
+  absl::StatusOr<internal::TimingResult> result = TimeAddWith(
+      "KERNELEVAL_FAKE_CUDA_PERSISTING_RESET_UNSUPPORTED", "1", {"reference", "candidate"});
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_GE(result->programs(0).samples_us_size(), 10);
+  EXPECT_GE(result->programs(1).samples_us_size(), 10);
+}
+
 TEST_F(CudaFakeDriverTest, EveryHoldThrottledKeepsEverySampleAndSaysSo) {
   absl::StatusOr<internal::TimingResult> result =
       TimeAddWith("KERNELEVAL_FAKE_CUDA_THROTTLE_EVERY", "1", {"reference"});

@@ -43,6 +43,8 @@
 // KERNELEVAL_FAKE_CUDA_LAUNCH_STACK_BYTES=B: every launch grows
 // CU_LIMIT_STACK_SIZE to at least B, as the driver does for a kernel whose
 // frame needs more, and never shrinks it.
+// KERNELEVAL_FAKE_CUDA_PERSISTING_RESET_UNSUPPORTED=1: cuCtxResetPersistingL2Cache
+// answers CUDA_ERROR_NOT_SUPPORTED.
 // KERNELEVAL_FAKE_CUDA_STICKY_ALLOC_BYTES=B: the first cuMemAlloc of B bytes
 // fails with a sticky CUDA_ERROR_ECC_UNCORRECTABLE.
 // KERNELEVAL_FAKE_CUDA_DEVICES sets the device count (default 1, at most 8);
@@ -96,7 +98,7 @@ constexpr char kDeviceName[] = "kerneleval fake CUDA device (host CPU)";
 constexpr int kSmCount = 4;
 constexpr int kClockKhz = 1'000'000;            // 1 GHz: the hold reports 1 cycle per ns
 constexpr int kL2Bytes = 1 << 20;               // small: the worker memsets 2x L2 per sample
-constexpr int kMaxPersistingL2Bytes = 1 << 18;  // non-zero: the worker's reset path runs
+constexpr int kMaxPersistingL2Bytes = 1 << 18;  // non-zero: the worker sets the limit, resets
 constexpr uint64_t kTotalMemoryBytes = uint64_t{16} << 30;
 constexpr int kDefaultMaxDynamicShared = 48 * 1024;
 constexpr int kMaxSharedOptIn = 227 * 1024;
@@ -951,9 +953,17 @@ CUresult FakeCtxGetLimit(size_t* value, CUlimit limit) {
   return CUDA_SUCCESS;
 }
 
+// KERNELEVAL_FAKE_CUDA_PERSISTING_RESET_UNSUPPORTED=1: the reset answers
+// CUDA_ERROR_NOT_SUPPORTED, which cuda.h allows (a partition that accepts a
+// persisting limit of 0 but refuses the reset).
 CUresult FakeCtxResetPersistingL2Cache() {
   FAKE_API_ENTRY();
-  return Sticky();
+  if (CUresult r = Sticky(); r != CUDA_SUCCESS) return r;
+  static const bool unsupported = [] {
+    const char* text = std::getenv("KERNELEVAL_FAKE_CUDA_PERSISTING_RESET_UNSUPPORTED");
+    return text != nullptr && std::strcmp(text, "1") == 0;
+  }();
+  return unsupported ? CUDA_ERROR_NOT_SUPPORTED : CUDA_SUCCESS;
 }
 
 CUresult FakeModuleLoadDataEx(CUmodule* module, const void* image, unsigned int count,
