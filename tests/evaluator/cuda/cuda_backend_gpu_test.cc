@@ -1156,6 +1156,24 @@ TEST_F(CudaFakeDriverTest, CalibrationReportsMeasuredFigures) {
   EXPECT_TRUE(std::isfinite(info.measured_fp32_flops_per_second()));
 }
 
+TEST_F(CudaFakeDriverTest, CalibrationLeavesTheHostsLaunchLatencyOutOfItsSamples) {
+  // Every launch spends 150 ms in the host's call (under the hold's 200 ms
+  // timeout); a sample of the calibration kernels takes ~15 ms here. With
+  // the start event recorded on an idle stream, every sample held the 150 ms;
+  // behind the stream hold, none does.
+  constexpr double kLatencySeconds = 0.15;
+  std::unique_ptr<CudaBackend> backend =
+      StartBackend(/*calibrate=*/true, "KERNELEVAL_FAKE_CUDA_LAUNCH_LATENCY_US", "150000");
+  ASSERT_NE(backend, nullptr);
+  const v1::DeviceInfo info = backend->device();
+  // The copy: 64 MiB read and written (the floor; the test device's L2 is 1 MiB).
+  const double copied_bytes = 2.0 * (uint64_t{64} << 20);
+  EXPECT_GT(info.measured_bandwidth_bytes_per_second(), copied_bytes / kLatencySeconds);
+  // The FMA kernel: 4 SMs x 16 blocks of 256 threads, 8 chains of 16384 FMAs.
+  const double flops = 2.0 * 8 * 16384 * (4 * 16) * 256;
+  EXPECT_GT(info.measured_fp32_flops_per_second(), flops / kLatencySeconds);
+}
+
 using fake_cuda::kSideChannelSource;  // Publish() and Published() for the kernels below
 
 // The reference says where its output is, and the candidate copies from

@@ -43,6 +43,8 @@
 // KERNELEVAL_FAKE_CUDA_LAUNCH_STACK_BYTES=B: every launch grows
 // CU_LIMIT_STACK_SIZE to at least B, as the driver does for a kernel whose
 // frame needs more, and never shrinks it.
+// KERNELEVAL_FAKE_CUDA_LAUNCH_LATENCY_US=N: every launch but the hold's takes
+// N us on the host before its work is queued.
 // KERNELEVAL_FAKE_CUDA_PERSISTING_RESET_UNSUPPORTED=1: cuCtxResetPersistingL2Cache
 // answers CUDA_ERROR_NOT_SUPPORTED.
 // KERNELEVAL_FAKE_CUDA_STICKY_ALLOC_BYTES=B: the first cuMemAlloc of B bytes
@@ -666,6 +668,18 @@ void AuxKernelDelay() {
     return text != nullptr ? std::strtoull(text, nullptr, 10) : 0;
   }();
   if (delay_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
+}
+
+// KERNELEVAL_FAKE_CUDA_LAUNCH_LATENCY_US=N: every launch but the stream
+// hold's spends N us in the host's launch call before its work is queued,
+// as a driver's launch path does (a few us on a GPU): a start event recorded
+// on an idle stream then completes N us before the kernel starts.
+void HostLaunchLatency() {
+  static const uint64_t latency_us = [] {
+    const char* text = std::getenv("KERNELEVAL_FAKE_CUDA_LAUNCH_LATENCY_US");
+    return text != nullptr ? std::strtoull(text, nullptr, 10) : 0;
+  }();
+  if (latency_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(latency_us));
 }
 
 void RunHold(const std::vector<std::vector<uint8_t>>& params) {
@@ -1425,6 +1439,7 @@ CUresult FakeLaunchKernel(CUfunction function_handle, unsigned int grid_x, unsig
   const uint64_t grid_blocks = uint64_t{grid_x} * grid_y * grid_z;
   Count(DriverStat::kLaunchesTotal);
   GrowStackForLaunch();
+  if (function->kind != KernelKind::kHold) HostLaunchLatency();
   switch (function->kind) {
     case KernelKind::kHold:
       return Submit(stream, [copies] { RunHold(copies); });
