@@ -220,13 +220,20 @@ absl::Status CudaWorker::Initialise() {
     // No L2 set-aside: a persisting carve-out once made a kernel look 4x
     // faster than the memory system allows. Some partitions (MIG, vGPU)
     // report the attribute but refuse the limit: then there is no carve-out
-    // to fear, and the per-sample reset below is skipped too.
+    // to fear. Lines already persisting go back to normal, once: with no
+    // set-aside, and no host code in a submission to set an access-policy
+    // window, none persist later, so no sample resets them (a reset that
+    // failed there, NOT_SUPPORTED as cuda.h allows, was charged to the
+    // program being timed).
     const CUresult limited = api_.cuCtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0);
     if (limited == CUDA_ERROR_UNSUPPORTED_LIMIT || limited == CUDA_ERROR_NOT_SUPPORTED) {
       properties_.max_persisting_l2_bytes = 0;
     } else if (limited != CUDA_SUCCESS) {
       return CuError(limited, "cuCtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0)", __FILE__,
                      __LINE__);
+    } else if (const CUresult reset = api_.cuCtxResetPersistingL2Cache();
+               reset != CUDA_SUCCESS && reset != CUDA_ERROR_NOT_SUPPORTED) {
+      return CuError(reset, "cuCtxResetPersistingL2Cache()", __FILE__, __LINE__);
     }
   }
 
@@ -373,21 +380,29 @@ absl::StatusOr<CudaWorker::LoadedProgram> CudaWorker::LoadProgram(const internal
   loaded.label = program.label();
   const v1::CompileResult& compiled = program.compiled();
   const std::string arch = ArchName(properties_.cc_major, properties_.cc_minor);
-  // sm_90a CUBINs run on 9.0 devices only, like sm_90 ones. An unnamed arch:
-  // let the driver judge the CUBIN.
-  const bool cubin_matches =
-      !compiled.cubin().empty() &&
-      (compiled.arch().empty() || compiled.arch() == arch || compiled.arch() == arch + "a");
+  // Any CUBIN the device can run (sm_80 SASS on an sm_86 device, sm_100f on
+  // 10.3), not only one for its exact arch; the engine sends the PTX too,
+  // for what no CUBIN covers (a submission's compute_XX, another major).
+  const bool cubin_runs = !compiled.cubin().empty() &&
+                          CubinRunsOn(compiled.arch(), properties_.cc_major, properties_.cc_minor);
   std::string why_jit;
-  if (cubin_matches) {
+  if (cubin_runs) {
     absl::StatusOr<Module> module = Module::Load(api_, compiled.cubin());
     if (module.ok()) {
       loaded.module = std::make_unique<Module>(*std::move(module));
       if (absl::Status s = FindGlobals(program, &loaded, notes); !s.ok()) return s;
       return loaded;
     }
-    if (compiled.ptx().empty()) return FaultFrom(module.status());
-    why_jit = absl::StrCat("the CUBIN did not load: ", module.status().message());
+    // The driver judges the image: one it has no code in for this device
+    // (a family or minor it does not run, an unnamed arch) goes to the PTX;
+    // any other failure is the program's.
+    const std::optional<CUresult> result = CuResultOf(module.status());
+    const bool no_code =
+        result == CUDA_ERROR_NO_BINARY_FOR_GPU || result == CUDA_ERROR_INVALID_IMAGE;
+    if (compiled.ptx().empty() || !no_code) return FaultFrom(module.status());
+    // The first line: the JIT log after it is the driver's, not ours.
+    const absl::string_view message = module.status().message();
+    why_jit = absl::StrCat("the CUBIN did not load: ", message.substr(0, message.find('\n')));
   } else if (!compiled.cubin().empty()) {
     why_jit = absl::StrCat("the CUBIN is for ", compiled.arch(), ", the device is ", arch);
   } else {
@@ -875,9 +890,6 @@ absl::StatusOr<CudaWorker::Sample> CudaWorker::TimeOnce(LoadedProgram& program,
   // work when its output already looks computed gains nothing.
   if (absl::Status s = PoisonWritable(buffers); !s.ok()) return FaultFrom(s);
   if (flush_l2) {
-    if (properties_.max_persisting_l2_bytes > 0) {
-      KE_CU_RETURN_IF_ERROR(api_.cuCtxResetPersistingL2Cache());
-    }
     KE_CU_RETURN_IF_ERROR(api_.cuMemsetD32Async(l2_flush_.ptr(), ++flush_value_,
                                                 l2_flush_.bytes() / 4, stream_.get()));
     // Then read it all back, so that L2 holds clean lines (ke_read_flush).
@@ -1354,6 +1366,40 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
 
 // ---------------------------------------------------------------- calibration
 
+absl::StatusOr<double> CudaWorker::TimeHeldLaunch(CUfunction kernel, unsigned blocks,
+                                                  unsigned threads, void** args) {
+  // Behind the stream hold, as a timed sample (TimeOnce): recorded on an idle
+  // stream, the start event completed before the host's launch call reached
+  // the GPU, and the sample held that latency (a few us: 1.5-3 % of the
+  // ~350 us copy on an H200, more where a small L2 leaves the 64 MiB floor).
+  auto* control = static_cast<uint8_t*>(control_.data());
+  volatile int* release = reinterpret_cast<volatile int*>(control + kReleaseOffset);
+  *release = 0;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  CUdeviceptr release_ptr = control_.device_ptr() + kReleaseOffset;
+  CUdeviceptr report_ptr = control_.device_ptr() + kHoldReportOffset;
+  uint64_t min_ns = options_.hold_min_ns, timeout_ns = options_.hold_timeout_ns;
+  // No program runs here: the report's seal is not checked, any keys do.
+  uint64_t keys[2] = {0, 0};
+  void* hold_args[] = {&release_ptr, &min_ns, &timeout_ns, &report_ptr, &keys[0], &keys[1]};
+  KE_CU_RETURN_IF_ERROR(api_.cuLaunchKernel(hold_kernel_.handle, 1, 1, 1, 1, 1, 1, 0, stream_.get(),
+                                            hold_args, nullptr));
+  absl::Status status = start_.Record(stream_.get());
+  if (status.ok()) {
+    const CUresult launched =
+        api_.cuLaunchKernel(kernel, blocks, 1, 1, threads, 1, 1, 0, stream_.get(), args, nullptr);
+    if (launched != CUDA_SUCCESS) status = CuError(launched, "cuLaunchKernel", __FILE__, __LINE__);
+  }
+  if (status.ok()) status = stop_.Record(stream_.get());
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  *release = 1;  // always: the hold must not keep the stream after a failure
+  if (!status.ok()) return status;
+  KE_CU_RETURN_IF_ERROR(api_.cuEventSynchronize(stop_.get()));
+  absl::StatusOr<float> ms = Event::ElapsedMilliseconds(api_, start_, stop_);
+  if (!ms.ok()) return ms.status();
+  return *ms * 1e-3;
+}
+
 absl::StatusOr<double> CudaWorker::MeasureBandwidth(uint64_t bytes) {
   bytes = std::max<uint64_t>(RoundUp(bytes, 16), 16);
   absl::StatusOr<DeviceBuffer> src = DeviceBuffer::Allocate(api_, bytes);
@@ -1367,14 +1413,9 @@ absl::StatusOr<double> CudaWorker::MeasureBandwidth(uint64_t bytes) {
   const unsigned blocks = static_cast<unsigned>(properties_.sm_count) * 4;
   std::vector<double> seconds;
   for (int i = 0; i < 12; ++i) {
-    if (absl::Status s = start_.Record(stream_.get()); !s.ok()) return s;
-    KE_CU_RETURN_IF_ERROR(api_.cuLaunchKernel(copy_kernel_.handle, blocks, 1, 1, 512, 1, 1, 0,
-                                              stream_.get(), args, nullptr));
-    if (absl::Status s = stop_.Record(stream_.get()); !s.ok()) return s;
-    KE_CU_RETURN_IF_ERROR(api_.cuEventSynchronize(stop_.get()));
-    absl::StatusOr<float> ms = Event::ElapsedMilliseconds(api_, start_, stop_);
-    if (!ms.ok()) return ms.status();
-    if (i >= 2) seconds.push_back(*ms * 1e-3);  // the first two warm up
+    absl::StatusOr<double> took = TimeHeldLaunch(copy_kernel_.handle, blocks, 512, args);
+    if (!took.ok()) return took.status();
+    if (i >= 2) seconds.push_back(*took);  // the first two warm up
   }
   return 2.0 * static_cast<double>(bytes) / MedianOf(seconds);
 }
@@ -1391,14 +1432,9 @@ absl::StatusOr<double> CudaWorker::MeasureFp32Throughput() {
   void* args[] = {&out_ptr, &iterations, &seed};
   std::vector<double> seconds;
   for (int i = 0; i < 7; ++i) {
-    if (absl::Status s = start_.Record(stream_.get()); !s.ok()) return s;
-    KE_CU_RETURN_IF_ERROR(api_.cuLaunchKernel(fma_kernel_.handle, blocks, 1, 1, kThreads, 1, 1, 0,
-                                              stream_.get(), args, nullptr));
-    if (absl::Status s = stop_.Record(stream_.get()); !s.ok()) return s;
-    KE_CU_RETURN_IF_ERROR(api_.cuEventSynchronize(stop_.get()));
-    absl::StatusOr<float> ms = Event::ElapsedMilliseconds(api_, start_, stop_);
-    if (!ms.ok()) return ms.status();
-    if (i >= 2) seconds.push_back(*ms * 1e-3);
+    absl::StatusOr<double> took = TimeHeldLaunch(fma_kernel_.handle, blocks, kThreads, args);
+    if (!took.ok()) return took.status();
+    if (i >= 2) seconds.push_back(*took);
   }
   const double flops = 2.0 * 8 * iterations * static_cast<double>(blocks) * kThreads;
   return flops / MedianOf(seconds);

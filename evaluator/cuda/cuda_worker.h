@@ -183,6 +183,10 @@ class CudaWorker {
   absl::Status LaunchGridStride(const KernelFunction& kernel, uint64_t items, void** args);
   absl::StatusOr<Sample> TimeOnce(LoadedProgram& program, const internal::ResolvedPlan& plan,
                                   const BufferSet& buffers, bool flush_l2, absl::Time deadline);
+  // Calibration: one launch of `kernel` (`blocks` x `threads`, 1-D) between
+  // the start and stop events, queued behind the stream hold [seconds].
+  absl::StatusOr<double> TimeHeldLaunch(CUfunction kernel, unsigned blocks, unsigned threads,
+                                        void** args);
   // A CUDA error seen while a program's work was in flight, as a fault.
   absl::Status FaultFrom(const absl::Status& status);
 

@@ -2,7 +2,10 @@
 
 #include <array>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 
 #ifdef KERNELEVAL_HAVE_GPU_PEAKS
 #include "gpu_peaks/peak_table.h"
@@ -95,6 +98,21 @@ std::string ArchName(int cc_major, int cc_minor) { return absl::StrCat("sm_", cc
 
 std::string NvrtcTargetArch(int cc_major, int cc_minor) {
   return absl::StrCat(ArchName(cc_major, cc_minor), cc_major >= 9 ? "a" : "");
+}
+
+bool CubinRunsOn(absl::string_view arch, int cc_major, int cc_minor) {
+  if (arch.empty()) return true;
+  if (absl::StartsWith(arch, "compute_")) return false;
+  if (!absl::ConsumePrefix(&arch, "sm_")) return true;
+  const char suffix = !arch.empty() && (arch.back() == 'a' || arch.back() == 'f') ? arch.back() : 0;
+  if (suffix != 0) arch.remove_suffix(1);
+  int number = 0;
+  if (arch.size() < 2 || !absl::SimpleAtoi(arch, &number)) return true;
+  // The last digit is the minor version: sm_90 is 9.0, sm_100 10.0, sm_121 12.1.
+  const int major = number / 10;
+  const int minor = number % 10;
+  if (major != cc_major) return false;
+  return suffix == 'a' ? minor == cc_minor : minor <= cc_minor;
 }
 
 v1::DeviceInfo ToDeviceInfo(const DeviceProperties& p) {

@@ -44,6 +44,15 @@ std::string ArchName(int cc_major, int cc_minor);
 // device's exact architecture does.
 std::string NvrtcTargetArch(int cc_major, int cc_minor);
 
+// Whether a CUBIN compiled for `arch` (a CompileResult.arch) can run on a
+// device of compute capability cc_major.cc_minor, by CUDA's binary
+// compatibility rules: "sm_XY" runs on X.Z for Z >= Y (sm_80 SASS on an
+// sm_86/sm_89 device), "sm_XYf" (a family) likewise within its major,
+// "sm_XYa" (arch-specific features) on X.Y only. "compute_XY" is PTX only:
+// false. An empty or unparsable arch: true (let the driver judge the image).
+// The driver has the last word: a CUBIN it refuses falls back to the PTX.
+bool CubinRunsOn(absl::string_view arch, int cc_major, int cc_minor);
+
 // id "cuda:N", backend "cuda", the driver's figures; no peaks (MatchPeaks).
 v1::DeviceInfo ToDeviceInfo(const DeviceProperties& properties);
 

@@ -102,31 +102,30 @@ absl::StatusOr<const DriverApi*> Load(const std::string& library) {
 
   auto api = std::make_unique<DriverApi>();
   api->library_path = library;
-  // Each entry point at the ABI version of the pointer type it is stored in.
-#define KERNELEVAL_CUDA_RESOLVE(name, abi_version)                                         \
-  {                                                                                        \
-    void* fn = nullptr;                                                                    \
-    CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;           \
-    const CUresult result =                                                                \
-        get_proc(#name, &fn, abi_version, CU_GET_PROC_ADDRESS_DEFAULT, &found);            \
-    if (result == CUDA_ERROR_STUB_LIBRARY) {                                               \
-      return close_on_error(NoDriver(library, "it is the CUDA toolkit's stub library"));   \
-    }                                                                                      \
-    if (result != CUDA_SUCCESS || fn == nullptr || found != CU_GET_PROC_ADDRESS_SUCCESS) { \
-      return close_on_error(absl::FailedPreconditionError(absl::StrCat(                    \
-          "CUDA driver ", library, " lacks ", #name, " (ABI ", abi_version,                \
-          "): ", result != CUDA_SUCCESS ? CuResultName(result) : "symbol not found")));    \
-    }                                                                                      \
-    api->name = reinterpret_cast<PFN_##name##_v##abi_version>(fn);                         \
-  }
-  KERNELEVAL_CUDA_DRIVER_FUNCTIONS(KERNELEVAL_CUDA_RESOLVE)
-#undef KERNELEVAL_CUDA_RESOLVE
-
-  if (CUresult result = api->cuDriverGetVersion(&api->driver_version); result != CUDA_SUCCESS) {
+  // The driver's version first: cuGetProcAddress refuses (INVALID_VALUE) a
+  // version above the driver's own, so the table below is resolved at
+  // min(ABI version, driver version), and an older driver is told apart
+  // here, before any entry point of a newer ABI is asked for.
+  {
+    void* fn = nullptr;
+    CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    const CUresult result =
+        get_proc("cuDriverGetVersion", &fn, 2020, CU_GET_PROC_ADDRESS_DEFAULT, &found);
     if (result == CUDA_ERROR_STUB_LIBRARY) {
       return close_on_error(NoDriver(library, "it is the CUDA toolkit's stub library"));
     }
-    return close_on_error(CuError(result, "cuDriverGetVersion", __FILE__, __LINE__));
+    if (result != CUDA_SUCCESS || fn == nullptr || found != CU_GET_PROC_ADDRESS_SUCCESS) {
+      return close_on_error(absl::FailedPreconditionError(
+          absl::StrCat("CUDA driver ", library, " lacks cuDriverGetVersion: ",
+                       result != CUDA_SUCCESS ? CuResultName(result) : "symbol not found")));
+    }
+    auto get_version = reinterpret_cast<PFN_cuDriverGetVersion_v2020>(fn);
+    if (CUresult got = get_version(&api->driver_version); got != CUDA_SUCCESS) {
+      if (got == CUDA_ERROR_STUB_LIBRARY) {
+        return close_on_error(NoDriver(library, "it is the CUDA toolkit's stub library"));
+      }
+      return close_on_error(CuError(got, "cuDriverGetVersion", __FILE__, __LINE__));
+    }
   }
   // What this toolkit builds (the worker's own kernels as PTX of its ISA,
   // 9.0 for CUDA 13.0) needs a driver of the same CUDA version or newer,
@@ -146,6 +145,31 @@ absl::StatusOr<const DriverApi*> Load(const std::string& library) {
         " or newer (R580 or later for CUDA 13.0), or set KERNELEVAL_CUDA_ALLOW_OLDER_DRIVER=1 to "
         "try anyway")));
   }
+
+  // Each entry point at the ABI version of the pointer type it is stored in,
+  // or at the driver's own version when that is older (allowed above): the
+  // driver then hands back its latest version, whose signature
+  // driver.h's table guarantees to be the same (cuEventElapsedTime:
+  // PFN_cuEventElapsedTime_v2000 and _v12080 in <cudaTypedefs.h>).
+#define KERNELEVAL_CUDA_RESOLVE(name, abi_version)                                                \
+  {                                                                                               \
+    void* fn = nullptr;                                                                           \
+    CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;                  \
+    const int asked = std::min(abi_version, api->driver_version);                                 \
+    const CUresult result = get_proc(#name, &fn, asked, CU_GET_PROC_ADDRESS_DEFAULT, &found);     \
+    if (result == CUDA_ERROR_STUB_LIBRARY) {                                                      \
+      return close_on_error(NoDriver(library, "it is the CUDA toolkit's stub library"));          \
+    }                                                                                             \
+    if (result != CUDA_SUCCESS || fn == nullptr || found != CU_GET_PROC_ADDRESS_SUCCESS) {        \
+      return close_on_error(absl::FailedPreconditionError(absl::StrCat(                           \
+          "CUDA driver ", library, " lacks ", #name, " (ABI ", abi_version, ", asked at ", asked, \
+          "): ", result != CUDA_SUCCESS ? CuResultName(result) : "symbol not found")));           \
+    }                                                                                             \
+    api->name = reinterpret_cast<PFN_##name##_v##abi_version>(fn);                                \
+  }
+  KERNELEVAL_CUDA_DRIVER_FUNCTIONS(KERNELEVAL_CUDA_RESOLVE)
+#undef KERNELEVAL_CUDA_RESOLVE
+
   // Past cuInit the driver may have started threads: never unload it again.
   const CUresult init = api->cuInit(0);
   if (init == CUDA_ERROR_STUB_LIBRARY) {

@@ -25,8 +25,14 @@ namespace kerneleval::cuda {
 // cuGetProcAddress wants it), `abi_version` the CUDA version whose signature
 // PFN_<name>_v<abi_version> from <cudaTypedefs.h> describes. Where cuda.h
 // binds a name to a newer version (cuEventElapsedTime_v2, CUDA 12.8: it no
-// longer reports other pending work's errors), we ask for that one; an older
-// driver answers with its own, which has the same signature.
+// longer reports other pending work's errors), we ask for that one. Each is
+// asked for at min(abi_version, the driver's version): cuGetProcAddress
+// refuses a version above the driver's with CUDA_ERROR_INVALID_VALUE, and a
+// driver older than the toolkit (KERNELEVAL_CUDA_ALLOW_OLDER_DRIVER=1) then
+// hands back its own, which has the same signature (cudaTypedefs.h:
+// PFN_cuEventElapsedTime_v2000 and _v12080 agree). So an abi_version above
+// 12000 (the oldest driver with cuGetProcAddress_v2) is only for entries
+// whose older versions share its signature.
 #define KERNELEVAL_CUDA_DRIVER_FUNCTIONS(X) \
   X(cuInit, 2000)                           \
   X(cuDriverGetVersion, 2020)               \

@@ -191,8 +191,13 @@ absl::StatusOr<Preparation> Evaluation::PrepareCandidate(const v1::Submission& s
   job.options.set_arch(submission.compile_options().arch().empty()
                            ? settings_.arch
                            : submission.compile_options().arch());
+  // The CUDA worker loads the CUBIN where the device runs it and JIT-compiles
+  // the PTX otherwise: a submission's compute_XX (no CUBIN at all), a CUBIN
+  // the driver refuses. PTX is text of the order of the CUBIN's size, held
+  // per program for the request only; the compile cache keeps both anyway,
+  // and Finish drops both from verdicts.
   job.want_cubin = backend_.name() == "cuda";
-  job.want_ptx = false;
+  job.want_ptx = backend_.name() == "cuda";
   absl::StatusOr<v1::CompileResult> compiled = compiler_.Compile(job);
   if (!compiled.ok()) {
     // Bad input to the compiler (oversize, forbidden option) is the
@@ -232,6 +237,7 @@ absl::StatusOr<Preparation> Evaluation::PrepareCandidate(const v1::Submission& s
     v1::Verdict verdict = Failed("compile", std::move(error));
     *verdict.mutable_compile() = program.program.compiled();
     verdict.mutable_compile()->clear_cubin();
+    verdict.mutable_compile()->clear_ptx();
     preparation.verdict = std::move(verdict);
     return preparation;
   };
@@ -282,6 +288,7 @@ absl::StatusOr<Preparation> Evaluation::PrepareCandidate(const v1::Submission& s
                                            settings_.memory_bytes, " bytes (limits.memory_bytes)"));
         *verdict.mutable_compile() = program.program.compiled();
         verdict.mutable_compile()->clear_cubin();
+        verdict.mutable_compile()->clear_ptx();
         preparation.verdict = std::move(verdict);
         return preparation;
       }

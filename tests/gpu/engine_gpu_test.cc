@@ -27,6 +27,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -354,6 +355,39 @@ extern "C" __global__ void spin(const float* a, const float* b, float* c, int n)
   // The run limit, the worker's 10 s grace and a replacement worker's start.
   EXPECT_LT(seconds, kRunTimeoutSeconds + 30);
   ExpectHealthy();
+}
+
+// A submission's own compile_options.arch: compute_XY of the device (PTX
+// only, JIT-compiled by the driver), and sm_80 (SASS that runs as it is on
+// an 8.x device; on another major its PTX is JIT-compiled). Each passes, and
+// the verdict says when the PTX was JIT-compiled. Both were "runtime"
+// failures: the engine sent the worker no PTX, and an sm_80 CUBIN counted
+// only on an 8.0 device.
+TEST_F(EngineGpuTest, ASubmissionsOwnArchRunsFromItsCubinOrItsPtx) {
+  const int major = static_cast<int>(device_->compute_capability_major());
+  const std::string device_arch = absl::StrCat(major, device_->compute_capability_minor());
+  std::vector<std::pair<std::string, std::string>> archs_and_notes = {
+      {"compute_" + device_arch, "candidate: PTX JIT (no CUBIN)"}};
+  if (major >= 8) {  // compute_80 PTX does not run before 8.0
+    archs_and_notes.emplace_back(
+        "sm_80", major == 8 ? ""
+                            : absl::StrCat("candidate: PTX JIT (the CUBIN is for sm_80, the device "
+                                           "is sm_",
+                                           device_arch, ")"));
+  }
+  for (const auto& [arch, note] : archs_and_notes) {
+    v1::EvaluateRequest request = Request("vector_add", kVectorAdd, /*skip_timing=*/true);
+    request.mutable_submission()->mutable_compile_options()->set_arch(arch);
+    const v1::Verdict verdict = Evaluate(request);
+    EXPECT_TRUE(verdict.correct()) << arch << ": " << verdict.stage() << ": " << verdict.error();
+    EXPECT_EQ(verdict.compile().arch(), arch);
+    if (note.empty()) {
+      EXPECT_EQ(verdict.correctness().notes_size(), 0) << verdict.correctness().ShortDebugString();
+    } else {
+      ASSERT_EQ(verdict.correctness().notes_size(), 1) << verdict.correctness().ShortDebugString();
+      EXPECT_EQ(verdict.correctness().notes(0), note);
+    }
+  }
 }
 
 TEST_F(EngineGpuTest, KernelModifyingItsInputFails) {

@@ -37,6 +37,7 @@
 #include "tests/support/fake_cuda/side_channel.h"
 
 #ifdef KERNELEVAL_TEST_FAKE_DRIVER
+#include <elf.h>
 #include <unistd.h>
 
 #include "tests/support/fake_cuda/fake_cuda_stats.h"
@@ -1002,6 +1003,18 @@ TEST_F(CudaFakeDriverTest, AStickyErrorAtAnAllocationReplacesTheWorker) {
   EXPECT_FALSE(next->has_failure()) << next->failure().message();
 }
 
+TEST_F(CudaFakeDriverTest, APersistingL2ResetTheDeviceRefusesIsNoProgramsFault) {
+  // A device that takes the persisting limit of 0 but answers the reset with
+  // CUDA_ERROR_NOT_SUPPORTED (as cuda.h allows): timing goes on. The reset ran
+  // before every sample, and its error was the reference's: every
+  // evaluation on such a device failed as INTERNAL.
+  absl::StatusOr<internal::TimingResult> result = TimeAddWith(
+      "KERNELEVAL_FAKE_CUDA_PERSISTING_RESET_UNSUPPORTED", "1", {"reference", "candidate"});
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_GE(result->programs(0).samples_us_size(), 10);
+  EXPECT_GE(result->programs(1).samples_us_size(), 10);
+}
+
 TEST_F(CudaFakeDriverTest, EveryHoldThrottledKeepsEverySampleAndSaysSo) {
   absl::StatusOr<internal::TimingResult> result =
       TimeAddWith("KERNELEVAL_FAKE_CUDA_THROTTLE_EVERY", "1", {"reference"});
@@ -1040,6 +1053,97 @@ TEST_F(CudaFakeDriverTest, CubinForAnotherArchFallsBackToPtxAndSaysSo) {
   EXPECT_EQ(result->notes(0), "candidate: PTX JIT (the CUBIN is for sm_80, the device is sm_90)");
 }
 
+// One vector-add case of a program with the given arch, CUBIN and PTX.
+internal::RunRequest ArchRequest(const std::string& arch, const std::string& cubin,
+                                 const std::string& ptx) {
+  internal::RunRequest request;
+  internal::Program* program = request.mutable_program();
+  program->set_label("candidate");
+  program->mutable_compiled()->set_success(true);
+  program->mutable_compiled()->set_arch(arch);
+  program->mutable_compiled()->set_cubin(cubin);
+  program->mutable_compiled()->set_ptx(ptx);
+  internal::Case* test_case = request.add_cases();
+  test_case->set_label("n=4096");
+  test_case->set_input_seed(5);
+  *test_case->mutable_plan() = CudaBackendGpuTest::PlanFor("add", 4096);
+  request.set_timeout_seconds(20);
+  return request;
+}
+
+// The test driver's PTX: text naming a host module file.
+std::string FakePtx(const std::string& module, const std::string& name) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream(path, std::ios::binary) << module;
+  return "// kerneleval fake CUDA host module: " + path;
+}
+
+TEST_F(CudaFakeDriverTest, ACubinForAnOlderMinorOfTheDevicesMajorLoadsAsItIs) {
+  // SASS for X.Y runs on X.Z, Z >= Y (sm_80 on an A10, L4, RTX 4090): loaded
+  // without JIT and without PTX. It was refused for not being sm_86 exactly,
+  // a "runtime" verdict for a submission whose compile_options chose sm_80.
+  std::unique_ptr<CudaBackend> backend =
+      StartBackend(false, "KERNELEVAL_FAKE_CUDA_COMPUTE_CAPABILITY", "8.6");
+  ASSERT_NE(backend, nullptr);
+  ASSERT_EQ(backend->target_arch(), "sm_86");
+  const std::string module = CompileCubin(kVectorAdd, "sm_80");
+  for (const char* arch : {"sm_80", "sm_86", "sm_86a", ""}) {
+    absl::StatusOr<internal::RunResult> result = backend->Run(ArchRequest(arch, module, ""));
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_FALSE(result->has_failure()) << arch << ": " << result->failure().message();
+    EXPECT_EQ(result->notes_size(), 0) << arch;
+  }
+  // A newer minor, an arch-specific CUBIN of another minor, another major: not
+  // for this device, and no PTX to fall back on.
+  for (const char* arch : {"sm_89", "sm_80a", "sm_90", "sm_75"}) {
+    absl::StatusOr<internal::RunResult> result = backend->Run(ArchRequest(arch, module, ""));
+    ASSERT_TRUE(result.ok()) << result.status();
+    ASSERT_TRUE(result->has_failure()) << arch;
+    EXPECT_EQ(result->failure().stage(), "runtime");
+    EXPECT_EQ(result->failure().message(),
+              absl::StrCat("program 'candidate' has no code for sm_86 (the CUBIN is for ", arch,
+                           ", the device is sm_86, no PTX)"));
+  }
+}
+
+TEST_F(CudaFakeDriverTest, APtxOnlyProgramIsJitCompiledAndSaysSo) {
+  // compute_90: NVRTC makes no CUBIN, only PTX.
+  std::unique_ptr<CudaBackend> backend = StartBackend();
+  ASSERT_NE(backend, nullptr);
+  const std::string module = CompileCubin(kVectorAdd, backend->target_arch());
+  absl::StatusOr<internal::RunResult> result =
+      backend->Run(ArchRequest("compute_90", "", FakePtx(module, "fake_ptx_only.so")));
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_FALSE(result->has_failure()) << result->failure().message();
+  ASSERT_EQ(result->notes_size(), 1);
+  EXPECT_EQ(result->notes(0), "candidate: PTX JIT (no CUBIN)");
+}
+
+TEST_F(CudaFakeDriverTest, ACubinTheDriverRefusesFallsBackToPtxAndSaysSo) {
+  // Named for the device, but the driver finds no code for it in the image
+  // (here a CUDA ELF, which the test driver cannot run): the PTX instead.
+  std::unique_ptr<CudaBackend> backend = StartBackend();
+  ASSERT_NE(backend, nullptr);
+  std::string cuda_elf(sizeof(Elf64_Ehdr), '\0');
+  Elf64_Ehdr header{};
+  std::memcpy(header.e_ident, ELFMAG, SELFMAG);
+  header.e_ident[EI_CLASS] = ELFCLASS64;
+  header.e_machine = 190;  // EM_CUDA
+  std::memcpy(cuda_elf.data(), &header, sizeof(header));
+  const std::string module = CompileCubin(kVectorAdd, backend->target_arch());
+  absl::StatusOr<internal::RunResult> result = backend->Run(
+      ArchRequest(backend->target_arch(), cuda_elf, FakePtx(module, "fake_refused.so")));
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_FALSE(result->has_failure()) << result->failure().message();
+  ASSERT_EQ(result->notes_size(), 1);
+  EXPECT_EQ(result->notes(0).rfind("candidate: PTX JIT (the CUBIN did not load: "
+                                   "CUDA_ERROR_NO_BINARY_FOR_GPU",
+                                   0),
+            0u)
+      << result->notes(0);
+  EXPECT_EQ(result->notes(0).find('\n'), std::string::npos) << result->notes(0);
+}
+
 TEST_F(CudaFakeDriverTest, CalibrationReportsMeasuredFigures) {
   std::unique_ptr<CudaBackend> backend = StartBackend(/*calibrate=*/true);
   ASSERT_NE(backend, nullptr);
@@ -1050,6 +1154,24 @@ TEST_F(CudaFakeDriverTest, CalibrationReportsMeasuredFigures) {
   EXPECT_TRUE(std::isfinite(info.measured_bandwidth_bytes_per_second()));
   EXPECT_GT(info.measured_fp32_flops_per_second(), 0);
   EXPECT_TRUE(std::isfinite(info.measured_fp32_flops_per_second()));
+}
+
+TEST_F(CudaFakeDriverTest, CalibrationLeavesTheHostsLaunchLatencyOutOfItsSamples) {
+  // Every launch spends 150 ms in the host's call (under the hold's 200 ms
+  // timeout); a sample of the calibration kernels takes ~15 ms here. With
+  // the start event recorded on an idle stream, every sample held the 150 ms;
+  // behind the stream hold, none does.
+  constexpr double kLatencySeconds = 0.15;
+  std::unique_ptr<CudaBackend> backend =
+      StartBackend(/*calibrate=*/true, "KERNELEVAL_FAKE_CUDA_LAUNCH_LATENCY_US", "150000");
+  ASSERT_NE(backend, nullptr);
+  const v1::DeviceInfo info = backend->device();
+  // The copy: 64 MiB read and written (the floor; the test device's L2 is 1 MiB).
+  const double copied_bytes = 2.0 * (uint64_t{64} << 20);
+  EXPECT_GT(info.measured_bandwidth_bytes_per_second(), copied_bytes / kLatencySeconds);
+  // The FMA kernel: 4 SMs x 16 blocks of 256 threads, 8 chains of 16384 FMAs.
+  const double flops = 2.0 * 8 * 16384 * (4 * 16) * 256;
+  EXPECT_GT(info.measured_fp32_flops_per_second(), flops / kLatencySeconds);
 }
 
 using fake_cuda::kSideChannelSource;  // Publish() and Published() for the kernels below

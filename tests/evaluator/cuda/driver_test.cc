@@ -9,6 +9,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -42,18 +43,42 @@ TEST(DriverLoadTest, TheToolkitStubIsNotADriver) {
 }
 
 TEST(DriverLoadTest, ADriverOlderThanTheToolkitIsAClearPrecondition) {
-  // An R570 driver (CUDA 12.8) with this CUDA 13 build: said at load, not as
-  // CUDA_ERROR_UNSUPPORTED_PTX_VERSION at the first module.
-  ::setenv("KERNELEVAL_FAKE_CUDA_DRIVER_VERSION", "12080", 1);
+  // An R570 driver (CUDA 12.8), and drivers for 12.4 and 12.0, with this
+  // CUDA 13 build: said at load, not as CUDA_ERROR_UNSUPPORTED_PTX_VERSION
+  // at the first module. Below 12.8 the driver refuses cuEventElapsedTime at
+  // ABI 12080 (CUDA_ERROR_INVALID_VALUE, as the test driver does too), which
+  // was what the load said before it reached the version.
+  for (const auto& [version, said] :
+       {std::pair{"12080", "12.8"}, std::pair{"12040", "12.4"}, std::pair{"12000", "12.0"}}) {
+    ::setenv("KERNELEVAL_FAKE_CUDA_DRIVER_VERSION", version, 1);
+    absl::StatusOr<const DriverApi*> api = LoadDriverFrom(KERNELEVAL_FAKE_CUDA_LIBRARY);
+    ::unsetenv("KERNELEVAL_FAKE_CUDA_DRIVER_VERSION");
+    ASSERT_FALSE(api.ok()) << version;
+    EXPECT_TRUE(absl::IsFailedPrecondition(api.status())) << api.status();
+    EXPECT_NE(api.status().message().find(
+                  absl::StrCat("supports CUDA ", said, ", older than the CUDA 13")),
+              std::string::npos)
+        << api.status();
+    EXPECT_NE(api.status().message().find("KERNELEVAL_CUDA_ALLOW_OLDER_DRIVER=1"),
+              std::string::npos)
+        << api.status();
+  }
+}
+
+TEST(DriverLoadTest, AnOlderDriverAllowedLoadsWithEveryEntryAtItsOwnVersion) {
+  // KERNELEVAL_CUDA_ALLOW_OLDER_DRIVER=1 on a CUDA 12.4 driver: every entry
+  // point is asked for at most at 12.4 (cuEventElapsedTime at 12080 would
+  // be refused), so the table loads.
+  ::setenv("KERNELEVAL_FAKE_CUDA_DRIVER_VERSION", "12040", 1);
+  ::setenv("KERNELEVAL_CUDA_ALLOW_OLDER_DRIVER", "1", 1);
   absl::StatusOr<const DriverApi*> api = LoadDriverFrom(KERNELEVAL_FAKE_CUDA_LIBRARY);
+  ::unsetenv("KERNELEVAL_CUDA_ALLOW_OLDER_DRIVER");
   ::unsetenv("KERNELEVAL_FAKE_CUDA_DRIVER_VERSION");
-  ASSERT_FALSE(api.ok());
-  EXPECT_TRUE(absl::IsFailedPrecondition(api.status())) << api.status();
-  EXPECT_NE(api.status().message().find("supports CUDA 12.8, older than the CUDA 13"),
-            std::string::npos)
-      << api.status();
-  EXPECT_NE(api.status().message().find("KERNELEVAL_CUDA_ALLOW_OLDER_DRIVER=1"), std::string::npos)
-      << api.status();
+  ASSERT_TRUE(api.ok()) << api.status();
+  EXPECT_EQ((*api)->driver_version, 12040);
+#define KE_EXPECT_RESOLVED(name, abi_version) EXPECT_NE((*api)->name, nullptr) << #name;
+  KERNELEVAL_CUDA_DRIVER_FUNCTIONS(KE_EXPECT_RESOLVED)
+#undef KE_EXPECT_RESOLVED
 }
 
 TEST(DriverLoadTest, AnOlderMinorVersionIsRefusedAndTheSameOrNewerLoads) {

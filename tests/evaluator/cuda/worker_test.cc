@@ -63,6 +63,26 @@ TEST(DeviceTest, ArchAndDeviceInfo) {
   EXPECT_EQ(NvrtcTargetArch(10, 3), "sm_103a");
   EXPECT_EQ(NvrtcTargetArch(12, 0), "sm_120a");
   EXPECT_EQ(NvrtcTargetArch(8, 9), "sm_89");
+  // Binary compatibility: same major, an equal or lower minor; "a" exact;
+  // "f" within its family (same major); compute_XX is PTX only.
+  EXPECT_TRUE(CubinRunsOn("sm_90", 9, 0));
+  EXPECT_TRUE(CubinRunsOn("sm_90a", 9, 0));
+  EXPECT_TRUE(CubinRunsOn("sm_80", 8, 9));
+  EXPECT_TRUE(CubinRunsOn("sm_86", 8, 9));
+  EXPECT_FALSE(CubinRunsOn("sm_89", 8, 6));
+  EXPECT_FALSE(CubinRunsOn("sm_80a", 8, 6));
+  EXPECT_FALSE(CubinRunsOn("sm_80", 9, 0));
+  EXPECT_FALSE(CubinRunsOn("sm_90", 10, 0));
+  EXPECT_TRUE(CubinRunsOn("sm_100", 10, 3));
+  EXPECT_TRUE(CubinRunsOn("sm_100f", 10, 0));
+  EXPECT_TRUE(CubinRunsOn("sm_100f", 10, 3));
+  EXPECT_FALSE(CubinRunsOn("sm_103f", 10, 0));
+  EXPECT_FALSE(CubinRunsOn("sm_100a", 10, 3));
+  EXPECT_TRUE(CubinRunsOn("sm_103a", 10, 3));
+  EXPECT_TRUE(CubinRunsOn("sm_120", 12, 1));
+  EXPECT_FALSE(CubinRunsOn("sm_120", 10, 0));
+  EXPECT_FALSE(CubinRunsOn("compute_90", 9, 0));
+  EXPECT_TRUE(CubinRunsOn("", 9, 0));  // the driver judges
   DeviceProperties p;
   p.ordinal = 1;
   p.name = "NVIDIA H200";

@@ -38,9 +38,15 @@
 // each hold's report in the environment, for a test kernel to overwrite),
 // occupancy, timing of anything but the host.
 // KERNELEVAL_FAKE_CUDA_DEVICE_NAME: the name cuDeviceGetName reports.
+// KERNELEVAL_FAKE_CUDA_COMPUTE_CAPABILITY=X.Y: the compute capability it
+// reports (default 9.0); module images are host modules whatever it says.
 // KERNELEVAL_FAKE_CUDA_LAUNCH_STACK_BYTES=B: every launch grows
 // CU_LIMIT_STACK_SIZE to at least B, as the driver does for a kernel whose
 // frame needs more, and never shrinks it.
+// KERNELEVAL_FAKE_CUDA_LAUNCH_LATENCY_US=N: every launch but the hold's takes
+// N us on the host before its work is queued.
+// KERNELEVAL_FAKE_CUDA_PERSISTING_RESET_UNSUPPORTED=1: cuCtxResetPersistingL2Cache
+// answers CUDA_ERROR_NOT_SUPPORTED.
 // KERNELEVAL_FAKE_CUDA_STICKY_ALLOC_BYTES=B: the first cuMemAlloc of B bytes
 // fails with a sticky CUDA_ERROR_ECC_UNCORRECTABLE.
 // KERNELEVAL_FAKE_CUDA_DEVICES sets the device count (default 1, at most 8);
@@ -75,6 +81,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "evaluator/cpu/device_runtime.h"
@@ -93,7 +100,7 @@ constexpr char kDeviceName[] = "kerneleval fake CUDA device (host CPU)";
 constexpr int kSmCount = 4;
 constexpr int kClockKhz = 1'000'000;            // 1 GHz: the hold reports 1 cycle per ns
 constexpr int kL2Bytes = 1 << 20;               // small: the worker memsets 2x L2 per sample
-constexpr int kMaxPersistingL2Bytes = 1 << 18;  // non-zero: the worker's reset path runs
+constexpr int kMaxPersistingL2Bytes = 1 << 18;  // non-zero: the worker sets the limit, resets
 constexpr uint64_t kTotalMemoryBytes = uint64_t{16} << 30;
 constexpr int kDefaultMaxDynamicShared = 48 * 1024;
 constexpr int kMaxSharedOptIn = 227 * 1024;
@@ -108,12 +115,28 @@ int DeviceCount() {
 
 bool IsDevice(int ordinal) { return ordinal >= 0 && ordinal < DeviceCount(); }
 
+// KERNELEVAL_FAKE_CUDA_COMPUTE_CAPABILITY=X.Y: the compute capability the
+// device reports (default 9.0), for the worker's choice of CUBIN or PTX.
+std::pair<int, int> ComputeCapability() {
+  static const std::pair<int, int> capability = [] {
+    const char* text = std::getenv("KERNELEVAL_FAKE_CUDA_COMPUTE_CAPABILITY");
+    int major = 9;
+    int minor = 0;
+    if (text != nullptr && std::sscanf(text, "%d.%d", &major, &minor) != 2) {
+      major = 9;
+      minor = 0;
+    }
+    return std::pair{major, minor};
+  }();
+  return capability;
+}
+
 int Attribute(CUdevice_attribute attribute) {
   switch (attribute) {
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
-      return 9;
+      return ComputeCapability().first;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
-      return 0;
+      return ComputeCapability().second;
     case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
       return kSmCount;
     case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE:
@@ -647,6 +670,18 @@ void AuxKernelDelay() {
   if (delay_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
 }
 
+// KERNELEVAL_FAKE_CUDA_LAUNCH_LATENCY_US=N: every launch but the stream
+// hold's spends N us in the host's launch call before its work is queued,
+// as a driver's launch path does (a few us on a GPU): a start event recorded
+// on an idle stream then completes N us before the kernel starts.
+void HostLaunchLatency() {
+  static const uint64_t latency_us = [] {
+    const char* text = std::getenv("KERNELEVAL_FAKE_CUDA_LAUNCH_LATENCY_US");
+    return text != nullptr ? std::strtoull(text, nullptr, 10) : 0;
+  }();
+  if (latency_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(latency_us));
+}
+
 void RunHold(const std::vector<std::vector<uint8_t>>& params) {
   const volatile int* release = nullptr;
   uint64_t min_ns = 0, timeout_ns = 0;
@@ -799,12 +834,16 @@ CUresult FakeInit(unsigned int flags) {
   return DeviceCount() > 0 ? CUDA_SUCCESS : CUDA_ERROR_NO_DEVICE;
 }
 
+// KERNELEVAL_FAKE_CUDA_DRIVER_VERSION: an older driver (e.g. 12080).
+int ClaimedDriverVersion() {
+  const char* claimed = std::getenv("KERNELEVAL_FAKE_CUDA_DRIVER_VERSION");
+  return claimed != nullptr && claimed[0] != '\0' ? std::atoi(claimed) : CUDA_VERSION;
+}
+
 CUresult FakeDriverGetVersion(int* version) {
   FAKE_API_ENTRY();
   if (version == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  // KERNELEVAL_FAKE_CUDA_DRIVER_VERSION: an older driver (e.g. 12080).
-  const char* claimed = std::getenv("KERNELEVAL_FAKE_CUDA_DRIVER_VERSION");
-  *version = claimed != nullptr && claimed[0] != '\0' ? std::atoi(claimed) : CUDA_VERSION;
+  *version = ClaimedDriverVersion();
   return CUDA_SUCCESS;
 }
 
@@ -928,9 +967,17 @@ CUresult FakeCtxGetLimit(size_t* value, CUlimit limit) {
   return CUDA_SUCCESS;
 }
 
+// KERNELEVAL_FAKE_CUDA_PERSISTING_RESET_UNSUPPORTED=1: the reset answers
+// CUDA_ERROR_NOT_SUPPORTED, which cuda.h allows (a partition that accepts a
+// persisting limit of 0 but refuses the reset).
 CUresult FakeCtxResetPersistingL2Cache() {
   FAKE_API_ENTRY();
-  return Sticky();
+  if (CUresult r = Sticky(); r != CUDA_SUCCESS) return r;
+  static const bool unsupported = [] {
+    const char* text = std::getenv("KERNELEVAL_FAKE_CUDA_PERSISTING_RESET_UNSUPPORTED");
+    return text != nullptr && std::strcmp(text, "1") == 0;
+  }();
+  return unsupported ? CUDA_ERROR_NOT_SUPPORTED : CUDA_SUCCESS;
 }
 
 CUresult FakeModuleLoadDataEx(CUmodule* module, const void* image, unsigned int count,
@@ -1392,6 +1439,7 @@ CUresult FakeLaunchKernel(CUfunction function_handle, unsigned int grid_x, unsig
   const uint64_t grid_blocks = uint64_t{grid_x} * grid_y * grid_z;
   Count(DriverStat::kLaunchesTotal);
   GrowStackForLaunch();
+  if (function->kind != KernelKind::kHold) HostLaunchLatency();
   switch (function->kind) {
     case KernelKind::kHold:
       return Submit(stream, [copies] { RunHold(copies); });
@@ -1509,8 +1557,16 @@ const Entry kEntries[] = {
 
 // The one exported symbol, as the real driver's (CUDA 12.0+ signature).
 extern "C" __attribute__((visibility("default"))) CUresult cuGetProcAddress_v2(
-    const char* symbol, void** function, int, cuuint64_t, CUdriverProcAddressQueryResult* status) {
+    const char* symbol, void** function, int cuda_version, cuuint64_t,
+    CUdriverProcAddressQueryResult* status) {
   if (symbol == nullptr || function == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  // As cuda.h documents it: "If the specified CUDA version is greater than
+  // the driver version, the API will return CUDA_ERROR_INVALID_VALUE."
+  if (cuda_version > ClaimedDriverVersion()) {
+    *function = nullptr;
+    if (status != nullptr) *status = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
+    return CUDA_ERROR_INVALID_VALUE;
+  }
   for (const Entry& entry : kEntries) {
     if (std::strcmp(entry.name, symbol) == 0) {
       *function = entry.function;

@@ -23,9 +23,12 @@ namespace kerneleval::fake_cuda {
 
 class HostModuleBackend : public Backend {
  public:
-  // `as_ptx`: deliver each module as "PTX" beside a CUBIN for another
-  // architecture, so the worker takes its PTX JIT fallback (the test driver
-  // loads PTX text that names a host module file).
+  // Each program's CUBIN becomes the host module, and its PTX, where the
+  // engine sent one, text naming that module's file (the test driver loads
+  // it as "PTX"): a CUBIN for another architecture, or none (compute_XX),
+  // takes the worker's PTX JIT fallback only when the engine sent the PTX.
+  // `as_ptx`: the CUBIN is replaced by one for another architecture
+  // (sm_80), so the worker takes its PTX JIT fallback.
   HostModuleBackend(std::unique_ptr<Backend> inner, cpu::HostCompiler compiler, bool as_ptx = false)
       : inner_(std::move(inner)), compiler_(std::move(compiler)), as_ptx_(as_ptx) {}
 
@@ -44,8 +47,8 @@ class HostModuleBackend : public Backend {
     bool ok = false;
     std::string log;  // why not
   };
-  // Replaces program->compiled().cubin with the host module built for the
-  // kernels `plan_kernels` names.
+  // Replaces program->compiled()'s CUBIN and PTX with the host module built
+  // for the kernels `plan_kernels` names (see the constructor).
   absl::StatusOr<Rebuilt> Rebuild(internal::Program* program,
                                   const std::vector<std::string>& plan_kernels);
 
