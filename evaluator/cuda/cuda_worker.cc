@@ -40,6 +40,10 @@ constexpr size_t kControlBytes = 4096;
 // Timed runs whose outputs are checked per input set besides the last: each
 // drawn at random (Time), fewer where their kept copies do not fit.
 constexpr int kMaxDrawnRunsPerSet = 4;
+// [bytes] The most of timed outputs one TimingResult sends back when the
+// request asks for them (TimingRequest.return_outputs): half of what a
+// message can hold (process::kMaxMessageBytes), the rest is small.
+constexpr uint64_t kMaxReturnedOutputBytes = uint64_t{1} << 30;
 
 // More launches than this queued behind the hold kernel risk filling the
 // launch queue while the host is blocked in cuLaunchKernel (the hold would
@@ -1005,6 +1009,12 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
   uint64_t bytes_per_set_but_kept = 0;  // [bytes] one set of every program, no kept copies
   uint64_t output_bytes_per_set = 0;    // [bytes] one kept copy of its outputs
   uint64_t largest_input = 0;
+  uint64_t reference_output_bytes = 0;  // [bytes] one copy of the reference's outputs
+  for (const internal::BufferSpec& spec : request.programs(0).plan().buffers()) {
+    if (spec.role() == internal::BUFFER_ROLE_OUTPUT) {
+      reference_output_bytes += spec.elements() * data::DTypeSize(spec.dtype());
+    }
+  }
   for (const internal::TimedProgram& timed : request.programs()) {
     for (const internal::BufferSpec& spec : timed.plan().buffers()) {
       const uint64_t payload = RoundUp(spec.elements() * data::DTypeSize(spec.dtype()), 256);
@@ -1250,6 +1260,19 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
   // good).
   const int ran = static_cast<int>(std::min<uint64_t>(
       static_cast<uint64_t>(sets), std::max<uint64_t>(rounds_run, config.warmup_runs())));
+  if (request.return_outputs()) {
+    // Every copy the reply would hold: each program's last and drawn runs,
+    // and the reference's on each candidate's inputs.
+    const uint64_t copies = static_cast<uint64_t>(ran) * static_cast<uint64_t>(1 + draws) *
+                            static_cast<uint64_t>(2 * program_count - 1);
+    if (copies * reference_output_bytes > kMaxReturnedOutputBytes) {
+      release_all();
+      return absl::InvalidArgumentError(
+          absl::StrCat("return_outputs: ", copies, " copies of ", reference_output_bytes,
+                       " bytes of outputs exceed the limit of ", kMaxReturnedOutputBytes,
+                       " bytes of outputs in one reply (the outputs are checked here without it)"));
+    }
+  }
   bool throttled = false, converged = true;
   for (int p = 0; p < program_count; ++p) {
     internal::ProgramTiming* timing = result.add_programs();
@@ -1276,6 +1299,8 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
                                              " samples whose stream hold timed out dropped"));
       }
     }
+    // The last run on each set: its guards and inputs. A candidate's
+    // outputs are read again below, to check them against the reference's.
     for (int s = 0; s < ran; ++s) {
       failed_program = p;
       absl::StatusOr<internal::CaseResult> outputs = Collect(buffers[p][s]);
@@ -1283,7 +1308,10 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
         result.clear_programs();
         return program_failed(outputs.status());
       }
-      *timing->add_last_outputs() = *std::move(outputs);
+      internal::TimedRunCheck* checked = timing->add_checked_runs();
+      checked->set_input_set(static_cast<uint32_t>(s));
+      checked->set_modified_input(outputs->modified_input());
+      if (request.return_outputs()) *timing->add_last_outputs() = *std::move(outputs);
     }
   }
   // After sampling, running out of time is no program's doing (the
@@ -1300,45 +1328,52 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
     }
     return program_failed(status);
   };
-  // The drawn runs' outputs go back into the stash, which Collect reads;
-  // set-major (set * draws + d), as TimingResult.drawn_outputs says.
-  for (int p = 0; p < program_count; ++p) {
-    for (int s = 0; s < ran; ++s) {
-      for (int d = 0; d < draws; ++d) {
-        failed_program = p;
-        absl::Status status = KeepStash(buffers[p][s], d, /*restore=*/true);
-        if (status.ok()) status = WaitFor(nullptr, deadline);
-        absl::StatusOr<internal::CaseResult> outputs =
-            status.ok() ? Collect(buffers[p][s], /*stashed_outputs_only=*/true)
-                        : absl::StatusOr<internal::CaseResult>(status);
-        if (!outputs.ok()) return checking_failed(outputs.status());
-        *result.mutable_programs(p)->add_drawn_outputs() = *std::move(outputs);
-      }
+  // Restores draw d's kept copy of set s of program p into its stash and
+  // reads it (Collect reads the stash).
+  auto collect_drawn = [&](int p, int s, int d) -> absl::StatusOr<internal::CaseResult> {
+    failed_program = p;
+    absl::Status status = KeepStash(buffers[p][s], d, /*restore=*/true);
+    if (status.ok()) status = WaitFor(nullptr, deadline);
+    if (!status.ok()) return status;
+    return Collect(buffers[p][s], /*stashed_outputs_only=*/true);
+  };
+  // The reference's drawn runs: nothing is checked against them (each
+  // candidate's inputs are its own), so they are read only to be sent back.
+  for (int s = 0; s < ran && request.return_outputs(); ++s) {
+    for (int d = 0; d < draws; ++d) {
+      absl::StatusOr<internal::CaseResult> outputs = collect_drawn(0, s, d);
+      if (!outputs.ok()) return checking_failed(outputs.status());
+      *result.mutable_programs(0)->add_drawn_outputs() = *std::move(outputs);
     }
   }
   // Each candidate's last and drawn runs on a set saw inputs of its own:
-  // the reference's outputs on those very inputs, to check them against.
-  // After every candidate has run for the last time (nothing it does can
-  // reach these runs); the reference's own outputs are collected above.
-  // A round several draws chose (or the last) is run once.
+  // they are checked here against the reference's outputs on those very
+  // inputs, from its runs after every candidate has run for the last time
+  // (nothing a candidate does can reach them), one per round checked. Only
+  // the checks go back: the outputs themselves, ~60 copies for one
+  // candidate, came to more than a reply can hold on most problems' timed
+  // shapes (red team rt10 #1). At most two copies are held here at a time.
   for (int p = 1; p < program_count; ++p) {
     internal::ProgramTiming* timing = result.mutable_programs(p);
+    // Set-major, as TimingResult.drawn_outputs.
+    std::vector<internal::TimedRunCheck> drawn_checks(static_cast<size_t>(ran * draws));
+    std::vector<internal::CaseResult> drawn_outputs, reference_drawn_outputs;
+    if (request.return_outputs()) {
+      drawn_outputs.resize(drawn_checks.size());
+      reference_drawn_outputs.resize(drawn_checks.size());
+    }
     for (int s = 0; s < ran; ++s) {
-      for (int d = -1; d < draws; ++d) {  // -1: the last round
-        const bool drawn = d >= 0;
-        const uint64_t round = drawn ? chosen_round[static_cast<size_t>(s)][static_cast<size_t>(d)]
-                                     : last_round[static_cast<size_t>(s)];
-        if (drawn && round == last_round[static_cast<size_t>(s)]) {
-          *timing->add_reference_drawn_outputs() = timing->reference_outputs(s);
-          continue;
+      const std::vector<uint64_t>& chosen = chosen_round[static_cast<size_t>(s)];
+      const uint64_t last = last_round[static_cast<size_t>(s)];
+      // The last round first: its outputs are in the stash until a drawn
+      // run's are restored there.
+      std::vector<uint64_t> rounds = {last};
+      for (const uint64_t round : chosen) {
+        if (std::find(rounds.begin(), rounds.end(), round) == rounds.end()) {
+          rounds.push_back(round);
         }
-        bool earlier_draw = false;
-        for (int e = 0; e < d && !earlier_draw; ++e) {
-          if (chosen_round[static_cast<size_t>(s)][static_cast<size_t>(e)] != round) continue;
-          *timing->add_reference_drawn_outputs() = timing->reference_drawn_outputs(s * draws + e);
-          earlier_draw = true;
-        }
-        if (earlier_draw) continue;
+      }
+      for (const uint64_t round : rounds) {
         failed_program = 0;
         BufferSet& set = buffers[0][static_cast<size_t>(s)];
         absl::Status status = RunUntimed(programs[0], request.programs(0).plan(), set,
@@ -1346,12 +1381,50 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
         // ClearAfterRun's stash kernels are queued; Collect reads on the
         // legacy stream.
         if (status.ok()) status = WaitFor(nullptr, deadline);
-        absl::StatusOr<internal::CaseResult> outputs =
+        absl::StatusOr<internal::CaseResult> expected =
             status.ok() ? Collect(set) : absl::StatusOr<internal::CaseResult>(status);
-        if (!outputs.ok()) return checking_failed(outputs.status());
-        *(drawn ? timing->add_reference_drawn_outputs() : timing->add_reference_outputs()) =
-            *std::move(outputs);
+        if (!expected.ok()) return checking_failed(expected.status());
+        // This candidate's runs of that round on the set: -1 its last.
+        for (int d = -1; d < draws; ++d) {
+          const bool drawn = d >= 0;
+          if ((drawn ? chosen[static_cast<size_t>(d)] : last) != round) continue;
+          failed_program = p;
+          absl::StatusOr<internal::CaseResult> got =
+              drawn ? collect_drawn(p, s, d)
+                    : Collect(buffers[p][static_cast<size_t>(s)], /*stashed_outputs_only=*/true);
+          if (!got.ok()) return checking_failed(got.status());
+          absl::StatusOr<std::vector<v1::OutputCheck>> checks =
+              data::CompareOutputs(request.check_outputs(), *expected, *got);
+          if (!checks.ok()) {
+            result.clear_programs();
+            release_all();
+            return checks.status();
+          }
+          const size_t slot = static_cast<size_t>(s * draws + d);
+          internal::TimedRunCheck* checked =
+              drawn ? &drawn_checks[slot] : timing->mutable_checked_runs(s);
+          checked->set_input_set(static_cast<uint32_t>(s));
+          checked->set_drawn(drawn);
+          checked->set_reference_modified_input(expected->modified_input());
+          for (v1::OutputCheck& check : *checks) *checked->add_outputs() = std::move(check);
+          if (!request.return_outputs()) continue;
+          if (drawn) {
+            drawn_outputs[slot] = *std::move(got);
+            reference_drawn_outputs[slot] = *expected;
+          } else {
+            *timing->add_reference_outputs() = *expected;
+          }
+        }
       }
+    }
+    for (internal::TimedRunCheck& checked : drawn_checks) {
+      *timing->add_checked_runs() = std::move(checked);
+    }
+    for (internal::CaseResult& outputs : drawn_outputs) {
+      *timing->add_drawn_outputs() = std::move(outputs);
+    }
+    for (internal::CaseResult& outputs : reference_drawn_outputs) {
+      *timing->add_reference_drawn_outputs() = std::move(outputs);
     }
   }
   result.set_sm_clock_mhz(all_clocks.empty() ? nominal_mhz : MedianOf(all_clocks));

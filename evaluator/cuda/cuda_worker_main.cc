@@ -152,6 +152,17 @@ int CudaWorkerMain(int fd, int argc, char** argv) {
       }
     }
     RecycleAfterDeviceMalloc(request, &reply);
+    // A reply too large for the wire is sent as an error the engine reads,
+    // rather than none at all from a worker that exits (a timing reply with
+    // every timed output in it once did: red team rt10 #1).
+    if (absl::Status fits = process::CheckMessageSize(reply); !fits.ok()) {
+      const bool exiting = reply.worker_exiting();
+      reply.Clear();
+      SetError(absl::ResourceExhaustedError(
+                   absl::StrCat("the CUDA worker's reply cannot be sent: ", fits.message())),
+               &reply);
+      reply.set_worker_exiting(exiting);
+    }
     if (absl::Status written = process::WriteMessage(fd, reply); !written.ok()) return 1;
     if (reply.worker_exiting()) {
       // The context is unusable or a kernel still runs: leave without

@@ -250,6 +250,31 @@ v1::OutputCheck CompareTensor(const internal::Tensor& expected, const internal::
   return check;
 }
 
+absl::StatusOr<std::vector<v1::OutputCheck>> CompareOutputs(
+    const google::protobuf::RepeatedPtrField<internal::CheckedOutput>& outputs,
+    const internal::CaseResult& expected, const internal::CaseResult& got) {
+  auto find = [](const internal::CaseResult& result,
+                 const std::string& name) -> const internal::Tensor* {
+    for (const internal::Tensor& tensor : result.outputs()) {
+      if (tensor.name() == name) return &tensor;
+    }
+    return nullptr;
+  };
+  std::vector<v1::OutputCheck> checks;
+  checks.reserve(static_cast<size_t>(outputs.size()));
+  for (const internal::CheckedOutput& output : outputs) {
+    const internal::Tensor* want = find(expected, output.name());
+    const internal::Tensor* have = find(got, output.name());
+    if (want == nullptr || have == nullptr) {
+      return absl::InternalError(absl::StrCat("output ", output.name(), " missing from a run"));
+    }
+    const std::vector<int64_t> dims(output.dims().begin(), output.dims().end());
+    checks.push_back(CompareTensor(*want, *have, dims, output.atol(), output.rtol()));
+    checks.back().set_output(output.name());
+  }
+  return checks;
+}
+
 void AppendOutput(const internal::BufferSpec& spec, const void* data,
                   internal::CaseResult* result) {
   internal::Tensor* tensor = result->add_outputs();

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "google/protobuf/repeated_ptr_field.h"
 #include "kerneleval/internal/worker.pb.h"
 #include "kerneleval/v1/kerneleval.pb.h"
 #include "kerneleval/v1/problem.pb.h"
@@ -66,5 +68,14 @@ void AppendOutput(const internal::BufferSpec& spec, const void* data, internal::
 v1::OutputCheck CompareTensor(const internal::Tensor& expected, const internal::Tensor& got,
                               const std::vector<int64_t>& dims, double atol, double rtol,
                               std::string* error = nullptr);
+
+// Compares each of `outputs` (name, shape, tolerance) of `got` with the
+// same of `expected`, by CompareTensor: one check per output, in order.
+// The timed outputs' check, in the CUDA worker and (for backends that send
+// the outputs back) in the engine. An output missing from either run is an
+// internal error.
+absl::StatusOr<std::vector<v1::OutputCheck>> CompareOutputs(
+    const google::protobuf::RepeatedPtrField<internal::CheckedOutput>& outputs,
+    const internal::CaseResult& expected, const internal::CaseResult& got);
 
 }  // namespace kerneleval::data

@@ -535,6 +535,73 @@ std::string DescribeFailure(const v1::OutputCheck& check) {
                       ", atol ", check.atol(), ", rtol ", check.rtol(), ")");
 }
 
+// For a backend that sends the timed outputs back (the CPU backend) rather
+// than checking them (the CUDA worker: ProgramTiming.checked_runs), the
+// same checks made here: per candidate, the last run of each input set
+// against the reference's outputs on its inputs (reference_outputs; empty:
+// the reference's own last outputs, the same inputs), then the drawn runs,
+// set-major, against the reference's drawn runs likewise. The reference
+// gets its own runs' modified_input.
+absl::Status CheckTimedOutputsHere(const internal::TimingRequest& request,
+                                   internal::TimingResult* result) {
+  if (result->programs_size() == 0 || result->programs(0).checked_runs_size() > 0) {
+    return absl::OkStatus();
+  }
+  internal::ProgramTiming* ref_timing = result->mutable_programs(0);
+  for (int set = 0; set < ref_timing->last_outputs_size(); ++set) {
+    internal::TimedRunCheck* run = ref_timing->add_checked_runs();
+    run->set_input_set(static_cast<uint32_t>(set));
+    run->set_modified_input(ref_timing->last_outputs(set).modified_input());
+  }
+  for (int d = 0; d < ref_timing->drawn_outputs_size(); ++d) {
+    internal::TimedRunCheck* run = ref_timing->add_checked_runs();
+    run->set_drawn(true);
+    run->set_modified_input(ref_timing->drawn_outputs(d).modified_input());
+  }
+  for (int p = 1; p < result->programs_size(); ++p) {
+    internal::ProgramTiming* timing = result->mutable_programs(p);
+    const auto& expected = timing->reference_outputs_size() > 0
+                               ? timing->reference_outputs()
+                               : result->programs(0).last_outputs();
+    const int sets = std::min(timing->last_outputs_size(), expected.size());
+    const auto& expected_drawn = timing->reference_drawn_outputs_size() > 0
+                                     ? timing->reference_drawn_outputs()
+                                     : result->programs(0).drawn_outputs();
+    const int drawn_count = std::min(timing->drawn_outputs_size(), expected_drawn.size());
+    // Several runs may be drawn per set (up to 4), set-major:
+    // drawn_outputs(set * per_set + d).
+    const int drawn_per_set =
+        sets > 0 && drawn_count > sets && drawn_count % sets == 0 ? drawn_count / sets : 1;
+    auto check = [&](const internal::CaseResult& want, const internal::CaseResult& got, int set,
+                     bool drawn) -> absl::Status {
+      absl::StatusOr<std::vector<v1::OutputCheck>> checks =
+          data::CompareOutputs(request.check_outputs(), want, got);
+      if (!checks.ok()) return checks.status();
+      internal::TimedRunCheck* run = timing->add_checked_runs();
+      run->set_input_set(static_cast<uint32_t>(set));
+      run->set_drawn(drawn);
+      run->set_modified_input(got.modified_input());
+      run->set_reference_modified_input(want.modified_input());
+      for (v1::OutputCheck& output : *checks) *run->add_outputs() = std::move(output);
+      return absl::OkStatus();
+    };
+    for (int set = 0; set < sets; ++set) {
+      if (absl::Status s = check(expected.Get(set), timing->last_outputs(set), set, false);
+          !s.ok()) {
+        return s;
+      }
+    }
+    for (int d = 0; d < drawn_count; ++d) {
+      if (absl::Status s =
+              check(expected_drawn.Get(d), timing->drawn_outputs(d), d / drawn_per_set, true);
+          !s.ok()) {
+        return s;
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::optional<v1::Verdict>> Evaluation::CheckCorrectness(
@@ -757,6 +824,19 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
   const double timeout = LimitCall(limit, settings_.deadline, &request);
   std::vector<const PreparedProgram*> programs = {&reference.program};
   programs.insert(programs.end(), candidates.begin(), candidates.end());
+  // What the timed outputs are checked for, resolved for the timed shape
+  // (the CUDA worker checks them itself).
+  const plan::ParamMap timed_params = ParamsOf(shape);
+  for (const v1::TensorSpec& spec : problem_.outputs()) {
+    absl::StatusOr<std::vector<int64_t>> dims = problems::EvalShape(spec, timed_params);
+    if (!dims.ok()) return dims.status();
+    const data::ToleranceValues tolerance = data::ResolveTolerance(spec.dtype(), spec.tolerance());
+    internal::CheckedOutput* output = request.add_check_outputs();
+    output->set_name(spec.name());
+    output->mutable_dims()->Assign(dims->begin(), dims->end());
+    output->set_atol(tolerance.atol);
+    output->set_rtol(tolerance.rtol);
+  }
   for (const PreparedProgram* program : programs) {
     absl::StatusOr<internal::ResolvedPlan> plan = Resolve(*program, shape);
     if (!plan.ok()) return plan.status();  // checked in PrepareCandidate already
@@ -885,6 +965,10 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
     return TimingRun{};
   }
 
+  if (absl::Status checked = CheckTimedOutputsHere(request, &*result); !checked.ok()) {
+    return checked;
+  }
+
   plan::ParamMap params = ParamsOf(shape);
   double flops = 0, bytes = 0;
   if (absl::StatusOr<double> f = problems::EvalFlops(problem_, params); f.ok()) flops = *f;
@@ -923,26 +1007,20 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
   // Its runs on the candidates' inputs (reference_outputs) run on inputs
   // generated for them, as every timed run.
   std::string reference_tampered;
-  auto check_reference_inputs = [&](const internal::CaseResult& ref_set) {
-    if (reference_tampered.empty() && !ref_set.modified_input().empty()) {
-      reference_tampered = absl::StrCat("the reference's input ", ref_set.modified_input(),
+  auto check_reference_inputs = [&](const std::string& modified_input) {
+    if (reference_tampered.empty() && !modified_input.empty()) {
+      reference_tampered = absl::StrCat("the reference's input ", modified_input,
                                         " changed during timing: a program timed with it wrote "
                                         "into its buffers");
     }
   };
-  for (const internal::CaseResult& ref_set : result->programs(0).last_outputs()) {
-    check_reference_inputs(ref_set);
+  for (const internal::TimedRunCheck& ref_run : result->programs(0).checked_runs()) {
+    check_reference_inputs(ref_run.modified_input());
   }
   for (const internal::ProgramTiming& timing : result->programs()) {
-    for (const internal::CaseResult& ref_set : timing.reference_outputs()) {
-      check_reference_inputs(ref_set);
+    for (const internal::TimedRunCheck& run : timing.checked_runs()) {
+      check_reference_inputs(run.reference_modified_input());
     }
-    for (const internal::CaseResult& ref_set : timing.reference_drawn_outputs()) {
-      check_reference_inputs(ref_set);
-    }
-  }
-  for (const internal::CaseResult& ref_set : result->programs(0).drawn_outputs()) {
-    check_reference_inputs(ref_set);
   }
   if (!reference_tampered.empty() && candidates.size() > 1) {
     return TimingRun{.next = TimingRun::Next::kEachAlone};
@@ -971,24 +1049,10 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
     report->set_sm_clock_min_mhz(result->sm_clock_min_mhz());
     report->set_throttled(result->throttled());
     report->set_converged(result->converged());
-    // What this candidate's timed outputs are checked against, per input
-    // set: the reference's outputs on the inputs this candidate saw (each
-    // program is given inputs of its own where programs share memory),
-    // else the reference's own last outputs (the same inputs).
-    const internal::ProgramTiming& ref_timing = result->programs(0);
-    const auto& expected = timing.reference_outputs_size() > 0 ? timing.reference_outputs()
-                                                               : ref_timing.last_outputs();
-    const int sets = std::min(timing.last_outputs_size(), expected.size());
-    // The same for the run drawn at random per set.
-    const auto& expected_drawn = timing.reference_drawn_outputs_size() > 0
-                                     ? timing.reference_drawn_outputs()
-                                     : ref_timing.drawn_outputs();
-    const int drawn_count = std::min(timing.drawn_outputs_size(), expected_drawn.size());
-    // Several runs may be drawn per set (up to 4), set-major:
-    // drawn_outputs(set * per_set + d).
-    const int drawn_per_set =
-        sets > 0 && drawn_count > sets && drawn_count % sets == 0 ? drawn_count / sets : 1;
-    // The sets whose outputs came back (the time cap may end timing first).
+    // The sets whose outputs were checked (the time cap may end timing
+    // before every set had a round).
+    int sets = 0;
+    for (const internal::TimedRunCheck& run : timing.checked_runs()) sets += run.drawn() ? 0 : 1;
     report->set_input_sets(static_cast<uint32_t>(sets));
     // The backend's notes on this candidate, the reference, or the whole
     // run; not those on the group's other candidates.
@@ -1005,46 +1069,31 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
     std::string error;
     v1::CorrectnessReport timed_report;
     if (!reference_tampered.empty()) error = reference_tampered;
-    // Per input set, the last run (label "timed#<set>") and a run drawn at
-    // random ("drawn#<set>").
-    struct TimedCheck {
-      const internal::CaseResult* expected;
-      const internal::CaseResult* got;
-      int set;
-      bool drawn;
-    };
-    std::vector<TimedCheck> timed_checks;
-    timed_checks.reserve(static_cast<size_t>(sets) + static_cast<size_t>(drawn_count));
-    for (int set = 0; set < sets; ++set) {
-      timed_checks.push_back({&expected.Get(set), &timing.last_outputs(set), set, false});
-    }
-    for (int d = 0; d < drawn_count; ++d) {
-      timed_checks.push_back(
-          {&expected_drawn.Get(d), &timing.drawn_outputs(d), d / drawn_per_set, true});
-    }
-    for (const TimedCheck& timed : timed_checks) {
+    // Per input set, the last run (label "timed#<set>"), then the runs drawn
+    // at random ("drawn#<set>"); the first that fails decides.
+    for (const internal::TimedRunCheck& timed : timing.checked_runs()) {
       if (!error.empty()) break;
-      internal::Case c;
-      *c.mutable_params() = shape.values();
-      absl::StatusOr<bool> passed =
-          CompareCase(problem_, c, *timed.expected, *timed.got, &timed_report, &failing,
-                      absl::StrCat(timed.drawn ? "drawn#" : "timed#", timed.set));
-      if (!passed.ok()) return passed.status();
-      if (!timed.got->modified_input().empty()) {
-        error = absl::StrCat("the kernel modified its input ", timed.got->modified_input(),
+      const std::string label =
+          absl::StrCat(timed.drawn() ? "drawn#" : "timed#", timed.input_set());
+      bool passed = true;
+      for (v1::OutputCheck check : timed.outputs()) {
+        check.set_shape_label(label);
+        check.set_trial(timed.input_set());
+        *check.mutable_shape() = shape.values();
+        if (check.passed()) continue;
+        passed = false;
+        if (failing++ < kMaxFailingChecksReported) *timed_report.add_checks() = std::move(check);
+      }
+      if (!timed.modified_input().empty()) {
+        error = absl::StrCat("the kernel modified its input ", timed.modified_input(),
                              " during timing");
         break;
       }
-      if (!*passed) {
-        for (const auto& check : timed_report.checks()) {
-          if (!check.passed()) {
-            error = absl::StrCat("during timing (input set ", timed.set,
-                                 timed.drawn ? ", a run drawn at random among its runs): "
-                                             : ", after repeated launches): ",
-                                 DescribeFailure(check));
-            break;
-          }
-        }
+      if (!passed) {
+        error = absl::StrCat("during timing (input set ", timed.input_set(),
+                             timed.drawn() ? ", a run drawn at random among its runs): "
+                                           : ", after repeated launches): ",
+                             DescribeFailure(timed_report.checks(0)));
         break;
       }
     }

@@ -73,7 +73,15 @@ absl::Status WriteFrame(int fd, std::string_view payload) {
   return WriteAll(fd, payload.data(), payload.size());
 }
 
+absl::Status CheckMessageSize(const google::protobuf::MessageLite& message, uint64_t max_bytes) {
+  const uint64_t bytes = message.ByteSizeLong();
+  if (bytes <= max_bytes) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "a message of ", bytes, " bytes exceeds the wire's limit of ", max_bytes, " bytes"));
+}
+
 absl::Status WriteMessage(int fd, const google::protobuf::MessageLite& message) {
+  if (absl::Status fits = CheckMessageSize(message); !fits.ok()) return fits;
   std::string payload;
   if (!message.SerializeToString(&payload)) return absl::InternalError("cannot serialise message");
   return WriteFrame(fd, payload);

@@ -590,6 +590,79 @@ absl::StatusOr<std::unique_ptr<Engine>> FakeDriverEngine(bool as_ptx = false) {
   return Engine::Create(options);
 }
 
+// The timed outputs are checked in the worker (red team rt10 #1). They came
+// back as tensors: ~60 copies of the output for one candidate (4 input sets
+// x (the last run + 4 drawn) for the reference, twice that for the candidate
+// with the reference's runs on its inputs), and a reply over protobuf's 2 GiB
+// could not be sent: the worker exited and every candidate got "runtime".
+// Here 48 MiB of y timed: 60 x 48 MiB = 2.8 GiB of copies, and 2.1 GiB
+// where only the 3 sets of the warm-up ran (a slow host). Both a correct copy
+// and one wrong only on the timed shape are judged, the latter with its first
+// mismatch. Grid-stride kernels: the test driver runs each thread on
+// the host, and 10 M of them would not finish in time.
+TEST(EngineFakeDriverTest, TimedOutputsOverTwoGibibytesOfCopiesAreCheckedInTheWorker) {
+  constexpr int64_t kTimedN = int64_t{12} << 20;  // 48 MiB of f32
+  absl::StatusOr<std::unique_ptr<Engine>> engine = FakeDriverEngine();
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  v1::Problem problem = CopyProblem();
+  (*problem.mutable_timed_shape()->mutable_values())["N"] = kTimedN;
+  problem.set_reference_source(R"(
+// @launch copy<<<64, 256>>>(x, y, N)
+__global__ void copy(const float* x, float* y, long long n) {
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    y[i] = x[i];
+  }
+}
+)");
+  v1::EvaluateRequest request;
+  *request.mutable_problem() = problem;
+  request.set_backend(v1::BACKEND_CUDA);
+  request.set_seed(7);
+  request.mutable_limits()->set_timeout_seconds(60);
+  request.mutable_submission()->set_source(problem.reference_source());
+  absl::StatusOr<v1::Verdict> verdict = (*engine)->Evaluate(request, {});
+  ASSERT_TRUE(verdict.ok()) << verdict.status();
+  EXPECT_TRUE(verdict->correct()) << verdict->stage() << ": " << verdict->error();
+  EXPECT_EQ(verdict->stage(), "passed");
+  // The warm-up's 3 rounds each on a set of their own; 4 sets once sampling
+  // reaches the fourth.
+  EXPECT_GE(verdict->timing().input_sets(), 3u);
+  EXPECT_GT(verdict->timing().candidate().samples(), 0u);
+
+  // Right on every correctness shape, one element off on the timed one.
+  request.mutable_submission()->set_source(R"(
+// @launch copy_off<<<64, 256>>>(x, y, N)
+__global__ void copy_off(const float* x, float* y, long long n) {
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    y[i] = x[i] + (n == 12582912 && i == 12345 ? 1.0f : 0.0f);
+  }
+}
+)");
+  absl::StatusOr<v1::Verdict> wrong = (*engine)->Evaluate(request, {});
+  ASSERT_TRUE(wrong.ok()) << wrong.status();
+  EXPECT_FALSE(wrong->correct());
+  EXPECT_EQ(wrong->stage(), "correctness") << wrong->error();
+  EXPECT_NE(wrong->error().find("during timing (input set 0, after repeated launches): output y "
+                                "is wrong on shape timed#0"),
+            std::string::npos)
+      << wrong->error();
+  EXPECT_NE(wrong->error().find("1 of 12582912 elements differ; first at [12345]"),
+            std::string::npos)
+      << wrong->error();
+  // After the correctness shapes' (passed) checks, the timed run's.
+  ASSERT_GT(wrong->correctness().checks_size(), 0);
+  const v1::OutputCheck& check =
+      wrong->correctness().checks(wrong->correctness().checks_size() - 1);
+  EXPECT_FALSE(check.passed());
+  EXPECT_EQ(check.output(), "y");
+  EXPECT_EQ(check.shape_label(), "timed#0");
+  EXPECT_EQ(check.trial(), 0u);
+  EXPECT_EQ(check.first_mismatch().flat_index(), 12345u);
+  EXPECT_EQ(check.shape().at("N"), kTimedN);
+}
+
 // vector_add as `engine` has it, timed on 2^16 elements (the test driver
 // runs the grid on the host), as an inline problem.
 absl::StatusOr<v1::Problem> SmallVectorAdd(Engine& engine) {
@@ -1097,8 +1170,8 @@ class ReferenceInputChangedBackend : public PassThroughBackend {
   using PassThroughBackend::PassThroughBackend;
   absl::StatusOr<internal::TimingResult> Time(const internal::TimingRequest& request) override {
     absl::StatusOr<internal::TimingResult> result = PassThroughBackend::Time(request);
-    if (result.ok() && result->programs_size() > 0 && result->programs(0).last_outputs_size() > 0) {
-      result->mutable_programs(0)->mutable_last_outputs(0)->set_modified_input("a");
+    if (result.ok() && result->programs_size() > 0 && result->programs(0).checked_runs_size() > 0) {
+      result->mutable_programs(0)->mutable_checked_runs(0)->set_modified_input("a");
     }
     return result;
   }

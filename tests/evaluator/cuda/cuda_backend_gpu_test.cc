@@ -305,6 +305,7 @@ class CudaBackendGpuTest : public testing::Test {
       const std::vector<std::pair<std::string, std::string>>& programs,
       uint32_t dynamic_shared = 0) {
     internal::TimingRequest request;
+    request.set_return_outputs(true);  // these tests read the outputs
     for (const auto& [label, kernel] : programs) {
       internal::TimedProgram* timed = request.add_programs();
       *timed->mutable_program() = Program(label);
@@ -427,6 +428,7 @@ TEST_F(CudaBackendGpuTest, InfiniteLoopTimesOutThenTheNextRunPasses) {
 // whatever its handles would need to wait for on the way out.
 TEST_F(CudaBackendGpuTest, AKernelHangingWhileTimedIsThatProgramsTimeout) {
   internal::TimingRequest request;
+  request.set_return_outputs(true);  // these tests read the outputs
   for (const auto& [label, kernel] : {std::pair{"reference", "add"}, {"spinner", "spin_forever"}}) {
     internal::TimedProgram* timed = request.add_programs();
     *timed->mutable_program() = Program(label);
@@ -451,6 +453,7 @@ TEST_F(CudaBackendGpuTest, AKernelHangingWhileTimedIsCutAtItsRunsBound) {
   // hangs on the timed shape is cut there, not at the timing's deadline
   // (30 s here).
   internal::TimingRequest request;
+  request.set_return_outputs(true);  // these tests read the outputs
   for (const auto& [label, kernel] : {std::pair{"reference", "add"}, {"spinner", "spin_forever"}}) {
     internal::TimedProgram* timed = request.add_programs();
     *timed->mutable_program() = Program(label);
@@ -520,8 +523,78 @@ TEST_F(CudaBackendGpuTest, LeftoverSharedMemoryIsNeverVisible) {
 // then.
 // count_runs writes how many runs came before: were the four sets checked on
 // their last rounds, those would be the last four runs, at most 3 apart.
+// The worker checks the timed outputs itself (TimingRequest.check_outputs)
+// and sends back only the checks (red team rt10 #1: ~60 copies of the
+// outputs exceeded what a reply can hold on most problems' timed shapes):
+// per candidate the last run of each set, then the drawn runs set-major,
+// each against the reference's run on the same inputs.
+TEST_F(CudaBackendGpuTest, TheWorkerChecksTheTimedOutputsAndSendsOnlyTheChecks) {
+  internal::TimingRequest request;
+  for (const auto& [label, kernel] :
+       {std::pair{"reference", "add"}, {"honest", "add"}, {"counter", "count_runs"}}) {
+    internal::TimedProgram* timed = request.add_programs();
+    *timed->mutable_program() = Program(label);
+    *timed->mutable_plan() = Plan(kernel, 4096);
+  }
+  internal::CheckedOutput* c = request.add_check_outputs();
+  c->set_name("c");
+  c->add_dims(4096);
+  c->set_atol(1e-5);
+  c->set_rtol(1e-4);
+  for (uint64_t seed : {1, 2, 3, 4}) request.add_input_seeds(seed);
+  *request.mutable_config() = timing::DefaultTimingConfig();
+  request.mutable_config()->set_input_sets(4);
+  request.mutable_config()->set_max_seconds(1);
+  request.set_timeout_seconds(60);
+  absl::StatusOr<internal::TimingResult> result = backend_->Time(request);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_FALSE(result->has_failure()) << result->failure().message();
+  ASSERT_EQ(result->programs_size(), 3);
+  for (const internal::ProgramTiming& program : result->programs()) {
+    EXPECT_EQ(program.last_outputs_size(), 0);
+    EXPECT_EQ(program.drawn_outputs_size(), 0);
+    EXPECT_EQ(program.reference_outputs_size(), 0);
+    EXPECT_EQ(program.reference_drawn_outputs_size(), 0);
+  }
+  // The reference: its last runs' inputs only.
+  const internal::ProgramTiming& reference = result->programs(0);
+  ASSERT_EQ(reference.checked_runs_size(), 4);
+  for (int s = 0; s < 4; ++s) {
+    EXPECT_EQ(reference.checked_runs(s).input_set(), static_cast<uint32_t>(s));
+    EXPECT_FALSE(reference.checked_runs(s).drawn());
+    EXPECT_TRUE(reference.checked_runs(s).modified_input().empty());
+    EXPECT_EQ(reference.checked_runs(s).outputs_size(), 0);
+  }
+  constexpr int kDraws = 4;
+  for (int p = 1; p < 3; ++p) {
+    const internal::ProgramTiming& candidate = result->programs(p);
+    const bool honest = p == 1;
+    ASSERT_EQ(candidate.checked_runs_size(), 4 + 4 * kDraws) << p;
+    for (int i = 0; i < candidate.checked_runs_size(); ++i) {
+      const internal::TimedRunCheck& run = candidate.checked_runs(i);
+      const bool drawn = i >= 4;
+      EXPECT_EQ(run.drawn(), drawn) << i;
+      EXPECT_EQ(run.input_set(), static_cast<uint32_t>(drawn ? (i - 4) / kDraws : i)) << i;
+      EXPECT_TRUE(run.modified_input().empty());
+      EXPECT_TRUE(run.reference_modified_input().empty());
+      ASSERT_EQ(run.outputs_size(), 1);
+      const v1::OutputCheck& check = run.outputs(0);
+      EXPECT_EQ(check.output(), "c");
+      EXPECT_EQ(check.elements(), 4096u);
+      EXPECT_EQ(check.passed(), honest) << p << " run " << i;
+      if (!honest) {
+        // 3 + 1000 k where a + b, both in [-1, 1], was expected.
+        EXPECT_EQ(check.mismatches(), 4096u);
+        EXPECT_EQ(check.first_mismatch().flat_index(), 0u);
+        EXPECT_GE(check.first_mismatch().got(), 3.0);
+      }
+    }
+  }
+}
+
 TEST_F(CudaBackendGpuTest, TheCheckedRoundOfAnInputSetIsDrawnAmongAllOfItsRounds) {
   internal::TimingRequest request;
+  request.set_return_outputs(true);  // these tests read the outputs
   for (const auto& [label, kernel] : {std::pair{"reference", "add"}, {"counter", "count_runs"}}) {
     internal::TimedProgram* timed = request.add_programs();
     *timed->mutable_program() = Program(label);
@@ -647,6 +720,7 @@ TEST_F(CudaBackendGpuTest, PrintfFloodIsBounded) {
 TEST_F(CudaBackendGpuTest, SelfTimingIsStable) {
   // The same kernel as reference and candidate: the medians must agree.
   internal::TimingRequest request;
+  request.set_return_outputs(true);  // these tests read the outputs
   // GPU: 192 MiB moved per run, well past launch overhead. Test driver: the
   // host runs the grid, so a smaller one keeps the test short.
   const int n = kFakeDriver ? 1 << 16 : 1 << 24;
@@ -759,6 +833,7 @@ TEST_F(CudaBackendGpuTest, DeviceGlobalsStayEachProgramsOwnWhileTimed) {
 
 TEST_F(CudaBackendGpuTest, TimingCatchesAFaultingCandidate) {
   internal::TimingRequest request;
+  request.set_return_outputs(true);  // these tests read the outputs
   internal::TimedProgram* reference = request.add_programs();
   *reference->mutable_program() = Program("reference");
   *reference->mutable_plan() = Plan("add", 4096);
@@ -897,6 +972,7 @@ class CudaFakeDriverTest : public testing::Test {
       CudaBackend& backend, const std::vector<TimedKernel>& programs, int n = 4096, int sets = 1,
       std::optional<internal::TimingConfig> config = std::nullopt) {
     internal::TimingRequest request;
+    request.set_return_outputs(true);  // these tests read the outputs
     for (const TimedKernel& program : programs) {
       internal::TimedProgram* timed = request.add_programs();
       timed->mutable_program()->set_label(program.label);

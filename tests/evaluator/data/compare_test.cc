@@ -211,6 +211,46 @@ TEST(CompareTest, LayoutMismatchesFailClearly) {
   EXPECT_TRUE(CompareTensor(F32({}), F32({}), {0}, 1e-5, 1e-4, &error).passed());
 }
 
+internal::CheckedOutput Checked(const std::string& name, std::vector<int64_t> dims, double atol,
+                                double rtol) {
+  internal::CheckedOutput output;
+  output.set_name(name);
+  output.mutable_dims()->Assign(dims.begin(), dims.end());
+  output.set_atol(atol);
+  output.set_rtol(rtol);
+  return output;
+}
+
+// The timed outputs' check (the CUDA worker's and the engine's): one
+// CompareTensor per output, in the order asked, each with its name.
+TEST(CompareOutputsTest, ChecksEachOutputInTheOrderAsked) {
+  internal::CaseResult expected, got;
+  *expected.add_outputs() = MakeTensor(v1::DTYPE_F32, {1, 2, 3, 4}, "y");
+  *expected.add_outputs() = MakeTensor(v1::DTYPE_I32, {5, 6}, "idx");
+  *got.add_outputs() = MakeTensor(v1::DTYPE_I32, {5, 7}, "idx");  // order need not match
+  *got.add_outputs() = MakeTensor(v1::DTYPE_F32, {1, 2, 3, 4}, "y");
+  google::protobuf::RepeatedPtrField<internal::CheckedOutput> outputs;
+  *outputs.Add() = Checked("y", {2, 2}, 1e-5, 1e-4);
+  *outputs.Add() = Checked("idx", {2}, 0, 0);
+  absl::StatusOr<std::vector<v1::OutputCheck>> checks = CompareOutputs(outputs, expected, got);
+  ASSERT_TRUE(checks.ok()) << checks.status();
+  ASSERT_EQ(checks->size(), 2u);
+  EXPECT_EQ((*checks)[0].output(), "y");
+  EXPECT_TRUE((*checks)[0].passed());
+  EXPECT_EQ((*checks)[0].atol(), 1e-5);
+  EXPECT_EQ((*checks)[1].output(), "idx");
+  EXPECT_FALSE((*checks)[1].passed());
+  EXPECT_EQ((*checks)[1].mismatches(), 1u);
+  EXPECT_EQ((*checks)[1].first_mismatch().flat_index(), 1u);
+  EXPECT_EQ((*checks)[1].first_mismatch().got(), 7);
+  EXPECT_EQ((*checks)[1].first_mismatch().expected(), 6);
+
+  *outputs.Add() = Checked("absent", {1}, 0, 0);
+  checks = CompareOutputs(outputs, expected, got);
+  EXPECT_TRUE(absl::IsInternal(checks.status())) << checks.status();
+  EXPECT_NE(checks.status().message().find("output absent missing from a run"), std::string::npos);
+}
+
 TEST(ToleranceTest, DefaultsAndOverrides) {
   EXPECT_EQ(DefaultTolerance(v1::DTYPE_F64).atol, 1e-10);
   EXPECT_EQ(DefaultTolerance(v1::DTYPE_F64).rtol, 1e-9);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "evaluator/process/framing.h"
 
 namespace kerneleval::process {
 namespace {
@@ -48,6 +49,22 @@ TEST(WorkerProcessTest, RoundTripsMessagesSmallAndLarge) {
     EXPECT_EQ(reply.value(), text);
   }
   EXPECT_TRUE(worker.Alive());
+}
+
+// A message over the limit is refused with both sizes (WriteMessage checks
+// it against protobuf's 2 GiB, which a test need not allocate).
+TEST(FramingTest, AMessageOverTheLimitIsRefusedWithItsSize) {
+  const google::protobuf::StringValue message = Text(std::string(1000, 'x'));
+  const uint64_t bytes = message.ByteSizeLong();
+  EXPECT_TRUE(CheckMessageSize(message, bytes).ok());
+  const absl::Status refused = CheckMessageSize(message, bytes - 1);
+  EXPECT_TRUE(absl::IsResourceExhausted(refused)) << refused;
+  EXPECT_NE(refused.message().find(absl::StrCat("a message of ", bytes,
+                                                " bytes exceeds the wire's limit of ", bytes - 1)),
+            std::string::npos)
+      << refused;
+  EXPECT_TRUE(CheckMessageSize(message).ok());
+  static_assert(kMaxMessageBytes < kMaxFrameBytes);
 }
 
 TEST(WorkerProcessTest, CrashIsUnavailableAndNamesTheSignal) {
