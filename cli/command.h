@@ -40,9 +40,10 @@ int GetExitCode();
 // | jq` reads an object on every outcome (it read nothing; rt7 #11, and the
 // docs audit rt9 #1 for parse errors and the other commands). `code`: the
 // status code's name (INVALID_ARGUMENT, UNAVAILABLE, ...). Returns
-// `exit_code`.
+// `exit_code`. `code_on_stderr`: the stderr line starts with the code too
+// (an engine's or server's status, "UNAUTHENTICATED: ...", as before).
 int FailCommand(absl::string_view command, bool json, int exit_code, absl::string_view code,
-                absl::string_view message);
+                absl::string_view message, bool code_on_stderr = false);
 
 }  // namespace kerneleval::cli
 

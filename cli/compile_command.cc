@@ -175,8 +175,9 @@ int Run(const CompileFlags& flags) {
     return FailCommand("compile", flags.json, exit_code, code, message);
   };
   auto fail_with = [&](const absl::Status& status) {
-    return fail(client::ExitCodeForStatus(status), absl::StatusCodeToString(status.code()),
-                status.message());
+    return FailCommand("compile", flags.json, client::ExitCodeForStatus(status),
+                       absl::StatusCodeToString(status.code()), status.message(),
+                       /*code_on_stderr=*/true);
   };
   absl::StatusOr<std::string> source = ReadSourceFile(flags.source_path);
   if (!source.ok()) return fail(kExitUsage, "INVALID_ARGUMENT", source.status().message());

@@ -19,7 +19,8 @@ void Run(const DevicesFlags& flags) {
   absl::StatusOr<std::unique_ptr<EngineSession>> session = OpenEngineSession(flags.session);
   auto fail = [&](const absl::Status& status) {
     SetExitCode(FailCommand("devices", flags.json, ExitCodeFor(status),
-                            absl::StatusCodeToString(status.code()), status.message()));
+                            absl::StatusCodeToString(status.code()), status.message(),
+                            /*code_on_stderr=*/true));
   };
   if (!session.ok()) return fail(session.status());
   absl::StatusOr<v1::ListDevicesResponse> devices = (*session)->ListDevices();

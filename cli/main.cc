@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "cli/command.h"
 
 namespace kerneleval::cli {
@@ -31,11 +32,12 @@ void SetExitCode(int code) { g_exit_code = code; }
 int GetExitCode() { return g_exit_code; }
 
 int FailCommand(absl::string_view command, bool json, int exit_code, absl::string_view code,
-                absl::string_view message) {
+                absl::string_view message, bool code_on_stderr) {
   std::fflush(stdout);
-  std::fprintf(stderr, "kerneleval%s%.*s: %.*s\n", command.empty() ? "" : " ",
-               static_cast<int>(command.size()), command.data(), static_cast<int>(message.size()),
-               message.data());
+  const std::string text =
+      code_on_stderr ? absl::StrCat(code, ": ", message) : std::string(message);
+  std::fprintf(stderr, "kerneleval%s%.*s: %s\n", command.empty() ? "" : " ",
+               static_cast<int>(command.size()), command.data(), text.c_str());
   if (json) {
     const nlohmann::json error = {{"error",
                                    {{"code", std::string(code)},

@@ -417,7 +417,16 @@ absl::StatusOr<CudaWorker::LoadedProgram> CudaWorker::LoadProgram(const internal
                                              arch, " (", why_jit, ", no PTX)"));
   }
   absl::StatusOr<Module> module = Module::Load(api_, compiled.ptx());
-  if (!module.ok()) return FaultFrom(module.status());
+  if (!module.ok()) {
+    // Both reasons: why the PTX was tried (a refused CUBIN says why) and
+    // why it failed; the payload (the CUresult) stays, for the fault's kind.
+    absl::Status failed(
+        module.status().code(),
+        absl::StrCat("PTX JIT (", why_jit, ") failed: ", module.status().message()));
+    module.status().ForEachPayload(
+        [&](absl::string_view key, const absl::Cord& value) { failed.SetPayload(key, value); });
+    return FaultFrom(failed);
+  }
   notes->push_back(absl::StrCat(program.label(), ": PTX JIT (", why_jit, ")"));
   loaded.module = std::make_unique<Module>(*std::move(module));
   if (absl::Status s = FindGlobals(program, &loaded, notes); !s.ok()) return s;

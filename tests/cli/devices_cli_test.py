@@ -58,15 +58,16 @@ if no_driver.returncode == 0:
     check(only == ["cpu"], f"without a driver only the CPU backend is listed (got {only})")
 
 # The engine's CUDA path reaches the worker: NVRTC's CUBIN is refused by the
-# test driver (it runs host code only), and that is a clear error with the
-# driver's reason, not a crash.
+# test driver (it runs host code only), so is the PTX it falls back to (it
+# cannot JIT), and that is a clear error with both of the driver's reasons,
+# not a crash.
 evaluated = run(["evaluate", "--problem", "softmax", "--source",
                  os.path.join(EXAMPLES, "softmax.cu"), "--backend", "cuda"],
                 KERNELEVAL_CUDA_DRIVER=FAKE_DRIVER)
 check(evaluated.returncode == 3,
       f"evaluate on the fake device is refused (exit 3), not judged (got {evaluated.returncode})")
-check("CUDA_ERROR_NO_BINARY_FOR_GPU" in evaluated.stderr and "runs host modules only" in
-      evaluated.stderr, f"the driver's reason reaches the user:\n{evaluated.stderr}")
+check("CUDA_ERROR_NO_BINARY_FOR_GPU" in evaluated.stderr and "cannot JIT-compile PTX" in
+      evaluated.stderr, f"the driver's reasons reach the user:\n{evaluated.stderr}")
 
 if failures:
     print(f"{len(failures)} check(s) failed")
