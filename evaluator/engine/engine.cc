@@ -1044,21 +1044,22 @@ void EngineImpl::RunJob(Device* device, Job& job, bool on_device_loop) {
     }
   }
 
-  // A group's deadline leaves the candidates from `first` on unjudged
-  // (SetGroupDeadlines); a single evaluation's is an error.
-  auto not_evaluated_from = [&](size_t first, const std::string& why) {
-    for (size_t i = first; i < n; ++i) {
-      if (decided[i]) continue;
-      MarkNotEvaluated(why, &verdicts[i]);
-      decided[i] = true;
+  // A group's deadline leaves candidates unjudged (SetGroupDeadlines); a
+  // single evaluation's is an error.
+  auto mark = [&](size_t i, const std::string& why) {
+    MarkNotEvaluated(why, &verdicts[i]);
+    decided[i] = true;
+  };
+  auto mark_undecided = [&](const std::string& why) {
+    for (size_t i = 0; i < n; ++i) {
+      if (!decided[i]) mark(i, why);
     }
   };
   auto past = [](absl::Time deadline) { return absl::Now() >= deadline; };
 
   std::optional<ReferenceRun> reference;
-  if (job.is_group && std::find(decided.begin(), decided.end(), false) != decided.end() &&
-      past(job.settings.correctness_deadline)) {
-    not_evaluated_from(0, "the group's deadline came before its correctness runs began");
+  if (job.is_group && past(job.settings.correctness_deadline)) {
+    mark_undecided("the group's deadline came before its correctness runs began");
   }
   if (std::any_of(decided.begin(), decided.end(), [](bool d) { return !d; })) {
     job.ran_on_device = true;
@@ -1068,7 +1069,7 @@ void EngineImpl::RunJob(Device* device, Job& job, bool on_device_loop) {
     const auto correctness_start = Clock::now();
     absl::StatusOr<ReferenceRun> run = evaluation.RunReference(*std::move(prepared_reference));
     if (job.is_group && absl::IsDeadlineExceeded(run.status())) {
-      not_evaluated_from(0, "the group's deadline came while the reference ran");
+      mark_undecided("the group's deadline came while the reference ran");
     } else if (!run.ok()) {
       return finish(run.status());
     } else {
@@ -1086,13 +1087,9 @@ void EngineImpl::RunJob(Device* device, Job& job, bool on_device_loop) {
       if (!decided[i]) pending.push_back(i);
     }
     const size_t to_run = pending.size();
-    size_t runs = 0;            // correctness runs started
-    size_t judged = 0;          // candidates with a correctness verdict
-    double serving_others = 0;  // [s] of the correctness stage, not this job's
-    auto mark = [&](size_t i, const std::string& why) {
-      MarkNotEvaluated(why, &verdicts[i]);
-      decided[i] = true;
-    };
+    size_t runs = 0;               // correctness runs started
+    size_t judged = 0;             // candidates with a correctness verdict
+    double serving_others = 0;     // [s] of the correctness stage, not this job's
     std::vector<size_t> deferred;  // cut at their share: run again in the second pass
     for (int pass = 0; pass < 2 && reference && !pending.empty(); ++pass) {
       for (size_t k = 0; k < pending.size(); ++k) {
@@ -1135,7 +1132,8 @@ void EngineImpl::RunJob(Device* device, Job& job, bool on_device_loop) {
         absl::StatusOr<std::optional<v1::Verdict>> failed =
             evaluation.CheckCorrectness(*reference, *programs[i], &report, share_deadline);
         if (job.is_group && absl::IsDeadlineExceeded(failed.status())) {
-          if (share_deadline < std::min(job.settings.deadline, job.settings.correctness_deadline)) {
+          // The share, not the correctness deadline (never after `deadline`).
+          if (share_deadline < job.settings.correctness_deadline) {
             deferred.push_back(i);
           } else {
             mark(i, "the group's deadline came while this candidate's correctness cases ran");

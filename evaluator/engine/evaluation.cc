@@ -100,8 +100,8 @@ Evaluation::Evaluation(const v1::Problem& problem, Backend& backend,
                        compile::CompileService& compiler, EvaluationSettings settings)
     : problem_(problem), backend_(backend), compiler_(compiler), settings_(std::move(settings)) {}
 
-double Evaluation::WithinDeadline(double limit, std::optional<absl::Time> deadline) const {
-  const double left = absl::ToDoubleSeconds(deadline.value_or(settings_.deadline) - absl::Now());
+double Evaluation::WithinDeadline(double limit, absl::Time deadline) const {
+  const double left = absl::ToDoubleSeconds(deadline - absl::Now());
   // A floor so that a call made right at the deadline still gets an answer.
   return std::max(kShortestRunLimitSeconds, std::min(limit, left));
 }
@@ -826,9 +826,9 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
   programs.insert(programs.end(), candidates.begin(), candidates.end());
   // What the timed outputs are checked for, resolved for the timed shape
   // (the CUDA worker checks them itself).
-  const plan::ParamMap timed_params = ParamsOf(shape);
+  const plan::ParamMap params = ParamsOf(shape);
   for (const v1::TensorSpec& spec : problem_.outputs()) {
-    absl::StatusOr<std::vector<int64_t>> dims = problems::EvalShape(spec, timed_params);
+    absl::StatusOr<std::vector<int64_t>> dims = problems::EvalShape(spec, params);
     if (!dims.ok()) return dims.status();
     const data::ToleranceValues tolerance = data::ResolveTolerance(spec.dtype(), spec.tolerance());
     internal::CheckedOutput* output = request.add_check_outputs();
@@ -969,7 +969,6 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
     return checked;
   }
 
-  plan::ParamMap params = ParamsOf(shape);
   double flops = 0, bytes = 0;
   if (absl::StatusOr<double> f = problems::EvalFlops(problem_, params); f.ok()) flops = *f;
   if (absl::StatusOr<double> b = problems::EvalBytes(problem_, params); b.ok()) bytes = *b;
@@ -1051,8 +1050,9 @@ absl::StatusOr<Evaluation::TimingRun> Evaluation::TimeAndScoreOnce(
     report->set_converged(result->converged());
     // The sets whose outputs were checked (the time cap may end timing
     // before every set had a round).
-    int sets = 0;
-    for (const internal::TimedRunCheck& run : timing.checked_runs()) sets += run.drawn() ? 0 : 1;
+    const auto sets =
+        std::count_if(timing.checked_runs().begin(), timing.checked_runs().end(),
+                      [](const internal::TimedRunCheck& checked) { return !checked.drawn(); });
     report->set_input_sets(static_cast<uint32_t>(sets));
     // The backend's notes on this candidate, the reference, or the whole
     // run; not those on the group's other candidates.

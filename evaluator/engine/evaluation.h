@@ -186,9 +186,8 @@ class Evaluation {
                                              v1::TimingStats* reference_stats);
   // [s] A backend call's limit: `limit`, or what is left of the caller's
   // deadline when that is less.
-  // `limit` [s], cut to what is left before `deadline` (settings_.deadline
-  // when unset).
-  double WithinDeadline(double limit, std::optional<absl::Time> deadline = std::nullopt) const;
+  // `limit` [s], cut to what is left before `deadline`.
+  double WithinDeadline(double limit, absl::Time deadline) const;
   // Sets a backend request's time limit, WithinDeadline(limit, deadline), and
   // the deadline the whole call ends by (call_deadline_unix_seconds; never
   // before that limit's end). Returns the limit set [s].
