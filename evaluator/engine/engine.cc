@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <condition_variable>
 #include <deque>
 #include <filesystem>
@@ -198,6 +199,12 @@ struct Job {
   std::once_flag reference_once;
   std::optional<absl::StatusOr<PreparedProgram>> reference;
   std::shared_future<void> prepared;
+  std::atomic<size_t> compiles_left{0};  // submissions not yet through the compile stage
+
+  // Set when a group's deadline came while it waited (DeadlineWatch): why
+  // its candidates are unjudged. The compile stage skips what is left.
+  std::string undecided_reason;
+  std::atomic<bool> answered_unrun{false};
 
   std::function<void(absl::StatusOr<v1::EvaluateGroupResponse>)> done;
 };
@@ -290,6 +297,17 @@ class EngineImpl final : public Engine {
   // compile stage (Enqueue).
   void RunQueuedJob(Device* device, Job& job, bool on_device_loop = true);
   void RunJob(Device* device, Job& job, bool on_device_loop);
+  // A job whose deadline comes while it still waits in its device's queue
+  // (for the device, or for its compiles) is answered then, by the watch
+  // thread: a group at its answer deadline (SetGroupDeadlines) with what its
+  // compile stage decided, its other candidates "not_evaluated" (rt8 #5: it
+  // got DEADLINE_EXCEEDED, and nothing, after its caller had gone); a single
+  // evaluation at its caller's deadline with DEADLINE_EXCEEDED, which frees
+  // its place in the queue and its bytes then, not when the device gets to
+  // it.
+  void WatchDeadline(const std::shared_ptr<Job>& job, Device* device);
+  void RunDeadlineWatch();
+  void AnswerUnrun(Device* device, const std::shared_ptr<Job>& job);
   // Between the candidates of a group: runs one single evaluation of another
   // client that waits for this device, compiled already, if the group's
   // deadline leaves room (not from within such a job). A group's
@@ -318,6 +336,14 @@ class EngineImpl final : public Engine {
   std::atomic<bool> ready_{false};
   std::atomic<bool> shut_down_{false};
   std::mutex shutdown_mutex_;
+
+  // Jobs waiting in a queue, by the time they are answered there
+  // (WatchDeadline).
+  std::mutex watch_mutex_;
+  std::condition_variable watch_cv_;
+  std::multimap<absl::Time, std::pair<std::weak_ptr<Job>, Device*>> watched_;
+  bool watch_stopped_ = false;
+  std::thread watch_thread_;
 
   // Prepared references per (problem, device): compiled once, reused, the
   // least recently used going first past options_.reference_cache_*.
@@ -424,6 +450,7 @@ absl::Status EngineImpl::Init() {
   for (auto& device : devices_) {
     device_threads_.emplace_back([this, d = device.get()] { RunDeviceLoop(d); });
   }
+  watch_thread_ = std::thread([this] { RunDeadlineWatch(); });
   ready_ = true;
   return absl::OkStatus();
 }
@@ -624,7 +651,7 @@ absl::StatusOr<ByteBudget::Hold> EngineImpl::HoldAdmittedBytes(uint64_t bytes) {
 
 void EngineImpl::Enqueue(const std::shared_ptr<Job>& job, Device* device) {
   // Admission first: a full queue answers at once, before any compile.
-  auto remaining = std::make_shared<std::atomic<size_t>>(job->submissions.size());
+  job->compiles_left = job->submissions.size();
   auto all_prepared = std::make_shared<std::promise<void>>();
   job->prepared = all_prepared->get_future().share();
   job->preparations.resize(job->submissions.size(), absl::UnknownError("not compiled"));
@@ -653,6 +680,7 @@ void EngineImpl::Enqueue(const std::shared_ptr<Job>& job, Device* device) {
   }
   device->in_flight()++;
   if (options_.observer) options_.observer->OnQueueDepth(device->id(), device->queue().size());
+  WatchDeadline(job, device);
   if (job->context.on_event) {
     v1::EvaluateEvent event;
     event.mutable_queued()->set_position(static_cast<uint32_t>(*ahead));
@@ -664,14 +692,13 @@ void EngineImpl::Enqueue(const std::shared_ptr<Job>& job, Device* device) {
   // 128 slow compiles does not queue every other client's compile behind
   // it); the device takes the job once `prepared`.
   for (size_t i = 0; i < job->submissions.size(); ++i) {
-    const bool queued = compile_pool_->Submit(job->client_id, [this, job, i, device, remaining,
-                                                               all_prepared] {
+    const bool queued = compile_pool_->Submit(job->client_id, [this, job, i, device, all_prepared] {
       const auto start = Clock::now();
       if (shut_down_) {
         // Shutdown drains the pool: queued compiles end at once.
         job->preparations[i] = absl::UnavailableError("the engine is shutting down");
       } else if ((job->context.cancelled && job->context.cancelled()) ||
-                 absl::Now() >= job->context.deadline) {
+                 absl::Now() >= job->context.deadline || job->answered_unrun) {
         job->preparations[i] = absl::CancelledError("cancelled before compiling");
       } else {
         Evaluation evaluation(*job->problem, device->backend(), *compiler_, job->settings);
@@ -687,7 +714,7 @@ void EngineImpl::Enqueue(const std::shared_ptr<Job>& job, Device* device) {
                                                       : p.verdict->compile().cache_hit());
         }
       }
-      if (--*remaining == 0) {
+      if (--job->compiles_left == 0) {
         all_prepared->set_value();
         // Every submission decided at compile time (a compile error, a bad
         // plan, ...): nothing to run, so the verdicts go out now rather
@@ -705,7 +732,7 @@ void EngineImpl::Enqueue(const std::shared_ptr<Job>& job, Device* device) {
     });
     if (!queued) {
       job->preparations[i] = absl::UnavailableError("the engine is shutting down");
-      if (--*remaining == 0) {
+      if (--job->compiles_left == 0) {
         all_prepared->set_value();
         device->queue().Notify();
       }
@@ -930,6 +957,87 @@ void EngineImpl::RunDeviceLoop(Device* device) {
   }
 }
 
+void EngineImpl::WatchDeadline(const std::shared_ptr<Job>& job, Device* device) {
+  const absl::Time when = job->is_group ? job->settings.deadline : job->context.deadline;
+  if (when == absl::InfiniteFuture()) return;
+  {
+    std::lock_guard lock(watch_mutex_);
+    watched_.emplace(when, std::make_pair(std::weak_ptr<Job>(job), device));
+  }
+  watch_cv_.notify_one();
+}
+
+void EngineImpl::RunDeadlineWatch() {
+  std::unique_lock lock(watch_mutex_);
+  while (!watch_stopped_) {
+    if (watched_.empty()) {
+      watch_cv_.wait(lock);
+      continue;
+    }
+    const absl::Duration until = watched_.begin()->first - absl::Now();
+    if (until > absl::ZeroDuration()) {
+      // Bounded: a far deadline's duration would overflow the wait's clock.
+      watch_cv_.wait_for(lock, absl::ToChronoNanoseconds(std::min(until, absl::Seconds(60))));
+      continue;
+    }
+    auto [weak_job, device] = watched_.begin()->second;
+    watched_.erase(watched_.begin());
+    std::shared_ptr<Job> job = weak_job.lock();
+    if (!job) continue;  // answered and gone
+    lock.unlock();
+    // Whoever takes a job off its queue answers it: here, only one that
+    // neither the device nor its compile stage took yet.
+    if (device->queue().Remove(job->client_id, job)) AnswerUnrun(device, job);
+    lock.lock();
+  }
+}
+
+void EngineImpl::AnswerUnrun(Device* device, const std::shared_ptr<Job>& job) {
+  job->answered_unrun = true;
+  if (!job->is_group) {
+    Observe("queue_wait", SecondsSince(job->admitted));
+    Observe("total", SecondsSince(job->admitted));
+    device->in_flight()--;
+    if (options_.observer) options_.observer->OnQueueDepth(device->id(), device->queue().size());
+    spdlog::warn("[{}] the deadline passed while queued for {}", job->request_id, device->id());
+    job->done(absl::DeadlineExceededError(
+        absl::StrCat("the deadline passed while queued for ", device->id())));
+    return;
+  }
+  const size_t n = job->submissions.size();
+  const std::string waited = absl::StrCat(
+      "the group's deadline came while it waited ",
+      absl::SixDigits(std::round(SecondsSince(job->admitted) * 10) / 10), " s for ", device->id(),
+      " (busy with other requests; ", device->queue().size(), " still queued there)");
+  spdlog::info("[{}] {}: answered with its compile verdicts", job->request_id, waited);
+  if (job->prepared.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+    // Compiled: RunJob answers with the compile stage's verdicts and marks
+    // the rest (past its correctness deadline, it makes no backend call).
+    job->undecided_reason = waited;
+    RunQueuedJob(device, *job, /*on_device_loop=*/false);
+    return;
+  }
+  // Still compiling (the compile limit is 30 s a source): no verdict is
+  // read from a compile in progress; every candidate is unjudged.
+  const size_t compiled = n - std::min(n, job->compiles_left.load());
+  Observe("queue_wait", SecondsSince(job->admitted));
+  Evaluation evaluation(*job->problem, device->backend(), *compiler_, job->settings);
+  v1::EvaluateGroupResponse response;
+  for (size_t i = 0; i < n; ++i) {
+    v1::Verdict* verdict = response.add_verdicts();
+    MarkNotEvaluated(absl::StrCat("the group's deadline came before its kernels were compiled (",
+                                  compiled, " of ", n, " distinct kernels were)"),
+                     verdict);
+    evaluation.Finish(verdict);
+    verdict->set_request_id(job->request_id);
+    if (options_.observer) options_.observer->OnVerdict(verdict->stage());
+  }
+  Observe("total", SecondsSince(job->admitted));
+  device->in_flight()--;
+  if (options_.observer) options_.observer->OnQueueDepth(device->id(), device->queue().size());
+  job->done(std::move(response));
+}
+
 void EngineImpl::RunQueuedJob(Device* device, Job& job, bool on_device_loop) {
   Observe("queue_wait", SecondsSince(job.admitted));
   const auto start = Clock::now();
@@ -1059,7 +1167,9 @@ void EngineImpl::RunJob(Device* device, Job& job, bool on_device_loop) {
 
   std::optional<ReferenceRun> reference;
   if (job.is_group && past(job.settings.correctness_deadline)) {
-    mark_undecided("the group's deadline came before its correctness runs began");
+    mark_undecided(job.undecided_reason.empty()
+                       ? "the group's deadline came before its correctness runs began"
+                       : job.undecided_reason);
   }
   if (std::any_of(decided.begin(), decided.end(), [](bool d) { return !d; })) {
     job.ran_on_device = true;
@@ -1342,6 +1452,12 @@ void EngineImpl::Shutdown(absl::Time deadline) {
   std::lock_guard lock(shutdown_mutex_);
   if (shut_down_.exchange(true)) return;
   ready_ = false;
+  {
+    std::lock_guard watch_lock(watch_mutex_);
+    watch_stopped_ = true;
+  }
+  watch_cv_.notify_all();
+  if (watch_thread_.joinable()) watch_thread_.join();
   for (auto& device : devices_) device->queue().Close();
   // Queued jobs drain quickly: each sees shut_down_ and answers UNAVAILABLE;
   // the job in progress finishes (its backend call is bounded by its timeout).

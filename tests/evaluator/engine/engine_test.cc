@@ -432,6 +432,85 @@ TEST(EngineDeadlineTest, AGroupPastItsDeadlineAnswersWithWhatItJudged) {
   EXPECT_GT(not_evaluated, 0);
 }
 
+// A group whose deadline comes while it waits for a device busy with
+// another client's request is answered by then with what its compile stage
+// decided, the rest "not_evaluated" (rt8 #5: it got DEADLINE_EXCEEDED, after
+// its caller had gone, when the device took it). A single evaluation gets
+// DEADLINE_EXCEEDED at its deadline, and its place in the queue is free
+// then (it was held until the device took it).
+TEST(EngineDeadlineTest, AJobWhoseDeadlineComesWhileItWaitsIsAnsweredThen) {
+  EngineOptions options = CpuEngineOptions();
+  options.run_timeout_seconds = 8;
+  options.candidate_run_floor_seconds = 8;
+  auto created = Engine::Create(options);
+  ASSERT_TRUE(created.ok()) << created.status();
+  Engine& engine = **created;
+  using Clock = std::chrono::steady_clock;
+  auto vector_add = [](uint64_t seed, const std::string& source) {
+    v1::EvaluateRequest request;
+    request.set_problem_id("vector_add");
+    request.set_skip_timing(true);
+    request.set_seed(seed);
+    request.mutable_submission()->set_source(source);
+    return request;
+  };
+  // Another client's hanging kernel holds the device for its run limit.
+  const v1::EvaluateRequest busy = vector_add(91, SpinningGroup(1, 91).submissions(0).source());
+  CallContext a;
+  a.client_id = "client-a";
+  std::promise<absl::StatusOr<v1::Verdict>> busy_done;
+  engine.EvaluateAsync(busy, a,
+                       [&](absl::StatusOr<v1::Verdict> verdict) { busy_done.set_value(verdict); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+
+  v1::EvaluateGroupRequest group;
+  group.set_problem_id("vector_add");
+  group.set_seed(92);
+  group.add_submissions()->set_source("this is not CUDA");
+  group.add_submissions()->set_source(kVectorAdd);
+  CallContext b;
+  b.client_id = "client-b";
+  constexpr double kDeadlineSeconds = 3;
+  b.deadline = absl::Now() + absl::Seconds(kDeadlineSeconds);
+  const auto start = Clock::now();
+  absl::StatusOr<v1::EvaluateGroupResponse> response = engine.EvaluateGroup(group, b);
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_LT(seconds, kDeadlineSeconds) << "the answer came after the caller's deadline";
+  ASSERT_EQ(response->verdicts_size(), 2);
+  const v1::Verdict& compile_error = response->verdicts(0);
+  EXPECT_EQ(compile_error.stage(), "compile") << compile_error.error();
+  EXPECT_FALSE(compile_error.compile().success());
+  const v1::Verdict& waited = response->verdicts(1);
+  EXPECT_EQ(waited.stage(), "not_evaluated") << waited.error();
+  EXPECT_EQ(waited.reward(), 0);
+  EXPECT_TRUE(waited.compile().success()) << "its compile report stays";
+  EXPECT_NE(waited.error().find("while it waited"), std::string::npos) << waited.error();
+  EXPECT_NE(waited.error().find("cpu"), std::string::npos)
+      << "names the device: " << waited.error();
+  std::cout << "answered after " << seconds << " s: " << waited.error() << "\n";
+
+  const v1::EvaluateRequest single = vector_add(94, kVectorAdd);
+  CallContext c;
+  c.client_id = "client-c";
+  constexpr double kSingleDeadlineSeconds = 1.5;
+  c.deadline = absl::Now() + absl::Seconds(kSingleDeadlineSeconds);
+  const auto single_start = Clock::now();
+  absl::StatusOr<v1::Verdict> expired = engine.Evaluate(single, c);
+  const double single_seconds = std::chrono::duration<double>(Clock::now() - single_start).count();
+  EXPECT_TRUE(absl::IsDeadlineExceeded(expired.status())) << expired.status();
+  EXPECT_LT(single_seconds, kSingleDeadlineSeconds + 1) << "answered when the device took it";
+  EXPECT_EQ(engine.ListDevices().devices(0).queue_depth(), 0u) << "its place is free";
+
+  // The device's request goes on as before, and the device serves the next.
+  absl::StatusOr<v1::Verdict> hung = busy_done.get_future().get();
+  ASSERT_TRUE(hung.ok()) << hung.status();
+  EXPECT_EQ(hung->stage(), "timeout") << hung->error();
+  absl::StatusOr<v1::Verdict> passed = engine.Evaluate(vector_add(93, kVectorAdd), {});
+  ASSERT_TRUE(passed.ok()) << passed.status();
+  EXPECT_TRUE(passed->correct()) << passed->error();
+}
+
 // A limit the request sets is each run's limit as given: no cut at a
 // multiple of the reference's run (a caller that knows its kernels are slow
 // raises the limit and gets it).
@@ -1109,6 +1188,39 @@ class EngineFairnessTest : public ::testing::Test {
   std::shared_ptr<CountingObserver> observer_ = std::make_shared<CountingObserver>();
   std::unique_ptr<Engine> engine_;
 };
+
+// A group whose deadline comes while its kernels still compile is answered
+// by then too: every candidate "not_evaluated" (none is read from a compile
+// in progress), not DEADLINE_EXCEEDED once the compile limit (3 s) is over.
+TEST_F(EngineFairnessTest, AGroupWhoseDeadlineComesWhileItCompilesIsAnsweredByIt) {
+  v1::EvaluateGroupRequest group;
+  group.set_problem_id("vector_add");
+  group.set_skip_timing(true);
+  group.add_submissions()->set_source(SlowToCompile(200));
+  group.add_submissions()->set_source(SlowToCompile(201));
+  CallContext a;
+  a.client_id = "client-a";
+  constexpr double kDeadlineSeconds = 2;
+  a.deadline = absl::Now() + absl::Seconds(kDeadlineSeconds);
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<v1::EvaluateGroupResponse> response = engine_->EvaluateGroup(group, a);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_LT(seconds, kDeadlineSeconds) << "the answer came after the caller's deadline";
+  ASSERT_EQ(response->verdicts_size(), 2);
+  for (const v1::Verdict& verdict : response->verdicts()) {
+    EXPECT_EQ(verdict.stage(), "not_evaluated") << verdict.error();
+    EXPECT_NE(verdict.error().find("before its kernels were compiled (0 of 2"), std::string::npos)
+        << verdict.error();
+    EXPECT_EQ(verdict.reward(), 0);
+  }
+  // The compiles still running end on their own; the engine serves on.
+  const v1::EvaluateRequest single = WarmedSingle();
+  absl::StatusOr<v1::Verdict> passed = engine_->Evaluate(single, {});
+  ASSERT_TRUE(passed.ok()) << passed.status();
+  EXPECT_TRUE(passed->correct()) << passed->error();
+}
 
 TEST_F(EngineFairnessTest, OneClientsSlowCompilesDoNotHoldAnotherClientsEvaluation) {
   Engine& engine = *engine_;
