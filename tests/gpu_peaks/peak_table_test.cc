@@ -264,7 +264,7 @@ const std::vector<ExpectedGpu>& RequiredGpus() {
        141,
        4.8,
        132,
-       50,
+       60,  // what an H200 reports (the H100 SXM's 50 was assumed before)
        {{COMPUTE_TYPE_FP64, 34},
         {COMPUTE_TYPE_FP64_TC, 67},
         {COMPUTE_TYPE_FP32, 67},
