@@ -167,7 +167,7 @@ void SetGroupDeadlines(absl::Time caller_deadline, absl::Time now, std::string_v
 // A group's candidate its deadline left unjudged: no verdict on the kernel
 // (its reward, 0, is not the kernel's: "not_evaluated" says to leave it out
 // or send it again). Its compile and correctness reports stay.
-void MarkNotEvaluated(std::string why, v1::Verdict* verdict) {
+void MarkNotEvaluated(const std::string& why, v1::Verdict* verdict) {
   verdict->set_correct(false);
   verdict->set_stage("not_evaluated");
   verdict->set_error(absl::StrCat("not evaluated: ", why,
