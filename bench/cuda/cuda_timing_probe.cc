@@ -1,30 +1,37 @@
 // kerneleval_cuda_timing_probe [--device N] [--calibrate] [--json FILE]
-//     [--copy-mib M] [--gemm-n N] [--max-seconds S]
+//     [--copy-mib M] [--check-mib M] [--gemm-n N] [--max-seconds S]
 // Times two kernels through CudaBackend exactly as evaluations are timed (a
 // worker process, L2 flush, stream hold, events, stopping rule) and writes
 // what it measured, with the kernels' source and launch, as JSON for
-// scripts/torch_crosscheck.py. Exit status: 0 measured, 1 error, 2 usage,
-// 3 no CUDA device.
+// scripts/torch_crosscheck.py (rewritten after each case: a crash keeps what
+// was measured). Then a small copy (--check-mib) is timed again with its
+// outputs sent back, to check that each is a round's input as the host
+// generates it (the GPU generates them). Exit status: 0 measured and
+// checked, 1 error, 2 usage, 3 no CUDA device.
 #include <nvrtc.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "bench/cuda/copy_check.h"
 #include "evaluator/cuda/cuda_backend.h"
-#include "evaluator/data/dtype.h"
-#include "evaluator/data/prng.h"
 #include "evaluator/timing/sampling.h"
 
 namespace {
 
 using kerneleval::internal::BufferSpec;
 using kerneleval::internal::ResolvedPlan;
+
+// One seed per input set (two sets, as evaluations time).
+constexpr uint64_t kInputSeeds[] = {1, 2};
 
 constexpr char kSource[] = R"(
 // One float4 per thread: bytes moved = 2 * 16 * n4 (read + write).
@@ -124,6 +131,9 @@ int main(int argc, char** argv) {
   bool calibrate = false;
   std::string json_path;
   uint64_t copy_mib = 256;
+  // The checked copy's size: ~2 sets x 5 runs of it come back (the worker
+  // refuses more than 1 GiB of returned outputs).
+  uint64_t check_mib = 4;
   int gemm_n = 2048;
   double max_seconds = 3;
   for (int i = 1; i < argc; ++i) {
@@ -143,6 +153,8 @@ int main(int argc, char** argv) {
       json_path = next();
     } else if (arg == "--copy-mib") {
       copy_mib = std::strtoull(next().c_str(), nullptr, 10);
+    } else if (arg == "--check-mib") {
+      check_mib = std::strtoull(next().c_str(), nullptr, 10);
     } else if (arg == "--gemm-n") {
       gemm_n = std::atoi(next().c_str()) / 16 * 16;
     } else if (arg == "--max-seconds") {
@@ -150,7 +162,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--device N] [--calibrate] [--json FILE] [--copy-mib M] "
-                   "[--gemm-n N] [--max-seconds S]\n",
+                   "[--check-mib M] [--gemm-n N] [--max-seconds S]\n",
                    argv[0]);
       return 2;
     }
@@ -171,20 +183,21 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  std::vector<Case> cases;
-  {
+  auto copy_case = [](uint64_t mib) {
     Case c;
     c.name = "copy";
     c.kernel = "copy_f32x4";
-    const uint64_t n = copy_mib * (uint64_t{1} << 20) / 4;
+    const uint64_t n = mib * (uint64_t{1} << 20) / 4;
     AddBuffer(&c.plan, "in", n, kerneleval::internal::BUFFER_ROLE_INPUT);
     AddBuffer(&c.plan, "out", n, kerneleval::internal::BUFFER_ROLE_OUTPUT);
     const uint64_t n4 = n / 4;
     AddLaunch(&c, {static_cast<uint32_t>((n4 + 255) / 256)}, {256}, {"in", "out"},
               static_cast<int64_t>(n4), 8);
     c.bytes = 2.0 * 4 * n;
-    cases.push_back(std::move(c));
-  }
+    return c;
+  };
+  std::vector<Case> cases;
+  cases.push_back(copy_case(copy_mib));
   {
     Case c;
     c.name = "sgemm";
@@ -213,22 +226,39 @@ int main(int argc, char** argv) {
       {"measured_fp32_flops_per_second", info.measured_fp32_flops_per_second()}};
   out["source"] = kSource;
   out["cases"] = nlohmann::json::array();
-  int failures = 0;
-  std::printf("%-8s %12s %10s %8s %10s %12s %s\n", "case", "median[us]", "min[us]", "samples",
-              "rel.err", "achieved", "converged");
-  for (Case& c : cases) {
+  // Rewritten after each case: a crash or a kill keeps what was measured.
+  auto write_json = [&] {
+    if (json_path.empty()) return;
+    const std::string partial = json_path + ".partial";
+    {
+      std::ofstream file(partial);
+      file << out.dump(2) << "\n";
+    }
+    std::rename(partial.c_str(), json_path.c_str());
+  };
+  write_json();
+  // One timing of `c` through the backend, exactly as an evaluation's.
+  auto time_case = [&](const Case& c, double seconds, bool return_outputs) {
     kerneleval::internal::TimingRequest request;
     auto* timed = request.add_programs();
     timed->mutable_program()->set_label(c.name);
     timed->mutable_program()->mutable_compiled()->set_arch((*backend)->target_arch());
     timed->mutable_program()->mutable_compiled()->set_cubin(cubin);
     *timed->mutable_plan() = c.plan;
-    request.add_input_seeds(1);
-    request.add_input_seeds(2);
+    for (const uint64_t seed : kInputSeeds) request.add_input_seeds(seed);
     *request.mutable_config() = kerneleval::timing::DefaultTimingConfig();
-    request.mutable_config()->set_max_seconds(max_seconds);
-    request.mutable_config()->set_input_sets(2);
-    auto result = (*backend)->Time(request);
+    request.mutable_config()->set_max_seconds(seconds);
+    request.mutable_config()->set_input_sets(static_cast<uint32_t>(std::size(kInputSeeds)));
+    request.set_return_outputs(return_outputs);
+    return (*backend)->Time(request);
+  };
+  int failures = 0;
+  std::printf("%-8s %12s %10s %8s %10s %12s %s\n", "case", "median[us]", "min[us]", "samples",
+              "rel.err", "achieved", "converged");
+  for (Case& c : cases) {
+    // Not the outputs: 256 MiB x ~10 copies would exceed what the worker
+    // sends back (the check below times a small copy for them).
+    auto result = time_case(c, max_seconds, /*return_outputs=*/false);
     nlohmann::json entry = {{"name", c.name},     {"kernel", c.kernel},
                             {"launch", c.launch}, {"bytes", c.bytes},
                             {"flops", c.flops},   {"buffers", nlohmann::json::array()}};
@@ -246,45 +276,12 @@ int main(int argc, char** argv) {
       entry["error"] = why;
       ++failures;
       out["cases"].push_back(entry);
+      write_json();
       continue;
     }
     const auto& samples = result->programs(0).samples_us();
     const kerneleval::timing::SampleStats stats =
         kerneleval::timing::Summarize(std::span<const double>(samples.data(), samples.size()));
-    // The copy's output must equal its input (a sanity check of the path).
-    // Timed rounds run on inputs generated for the round
-    // (data::TimedInputSeed) this probe does not track: find the round from
-    // the first element, then compare the whole buffer with that round's
-    // input (which the GPU generated: this also checks that it wrote the
-    // host generator's bytes).
-    if (c.name == "copy") {
-      namespace data = kerneleval::data;
-      const kerneleval::internal::BufferSpec& spec = c.plan.buffers(0);
-      const std::string& got = result->programs(0).last_outputs(1).outputs(0).data();
-      const data::ElementSampler sampler =
-          data::MakeElementSampler(spec.distribution(), spec.dtype());
-      const uint64_t name_hash = data::HashBufferName(spec.name());
-      const size_t element_bytes = data::DTypeSize(spec.dtype());
-      bool same = false;
-      for (uint64_t round = 0; round < 10'000'000 && got.size() >= element_bytes && !same;
-           ++round) {
-        const uint64_t seed = data::TimedInputSeed(2, round, 0);
-        uint64_t first = 0;  // element 0, of up to 8 bytes
-        data::WriteGeneratedElement(sampler, data::DrawElementWords(seed, name_hash, 0), 0, &first);
-        if (std::memcmp(&first, got.data(), element_bytes) != 0) continue;
-        same = got == data::GenerateInput(spec, seed, 8);  // else a chance match: go on
-      }
-      if (!same) {
-        // Either the copy is wrong or the GPU's ke_generate_input wrote other
-        // bytes than the host's generator (the worker's own input checks
-        // compare the GPU with itself and would not see it).
-        std::printf(
-            "copy: output is no round's input as the host generates it (a broken copy, or "
-            "ke_generate_input differs from data::GenerateInput on this GPU)\n");
-        entry["error"] = "copy output is no round's host-generated input";
-        ++failures;
-      }
-    }
     const double seconds = stats.median * 1e-6;
     const double achieved = c.flops > 0 ? c.flops / seconds : c.bytes / seconds;
     std::printf("%-8s %12.2f %10.2f %8u %10.5f %9.1f %s %s\n", c.name.c_str(), stats.median,
@@ -304,15 +301,38 @@ int main(int argc, char** argv) {
         {"sm_clock_min_mhz", result->sm_clock_min_mhz()},
         {"notes", std::vector<std::string>(result->notes().begin(), result->notes().end())}};
     out["cases"].push_back(entry);
+    write_json();
+  }
+  // The copy's output must equal its input (a sanity check of the path),
+  // on a small copy whose outputs the worker sends back.
+  {
+    const Case c = copy_case(check_mib);
+    auto result = time_case(c, std::min(max_seconds, 1.0), /*return_outputs=*/true);
+    nlohmann::json check = {{"mib", check_mib}};
+    if (!result.ok() || result->has_failure()) {
+      const std::string why =
+          !result.ok() ? result.status().ToString() : result->failure().message();
+      std::printf("copy check FAILED: %s\n", why.c_str());
+      check["verdict"] = "error";
+      check["detail"] = why;
+      ++failures;
+    } else {
+      const kerneleval::bench::CopyCheck verdict =
+          kerneleval::bench::CheckCopyOutputs(result->programs(0), c.plan.buffers(0), kInputSeeds);
+      std::printf("copy check (%llu MiB): %s: %s\n", static_cast<unsigned long long>(check_mib),
+                  kerneleval::bench::VerdictName(verdict.verdict), verdict.detail.c_str());
+      check["verdict"] = kerneleval::bench::VerdictName(verdict.verdict);
+      check["detail"] = verdict.detail;
+      // Not returned although asked for: the worker's bug, a failure too.
+      if (verdict.verdict != kerneleval::bench::CopyCheck::kSame) ++failures;
+    }
+    out["copy_check"] = check;
+    write_json();
   }
   if (calibrate) {
     std::printf("calibration: copy %.1f GB/s, fp32 %.1f TFLOP/s\n",
                 info.measured_bandwidth_bytes_per_second() * 1e-9,
                 info.measured_fp32_flops_per_second() * 1e-12);
-  }
-  if (!json_path.empty()) {
-    std::ofstream file(json_path);
-    file << out.dump(2) << "\n";
   }
   return failures == 0 ? 0 : 1;
 }

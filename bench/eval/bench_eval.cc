@@ -368,6 +368,52 @@ Json RecordJson(const EvaluationRecord& e) {
 
 std::string Fixed(double value, int digits) { return absl::StrFormat("%.*f", digits, value); }
 
+// Failures as the tables count them: evaluations that did not pass, and a
+// problem that could not run for another reason than the budget.
+int FailuresOf(const ProblemResult& r, const Summary& s) {
+  int failures = s.failed;
+  if ((!r.skipped.empty() || !s.cold) && r.skipped != kOutOfTime) ++failures;
+  return failures;
+}
+
+// Every problem's figures so far, as --json writes them.
+Json ProblemsJson(const std::vector<ProblemResult>& results, int* failures) {
+  Json problems = Json::array();
+  *failures = 0;
+  for (const ProblemResult& r : results) {
+    const Summary s = Summarize(r);
+    *failures += FailuresOf(r, s);
+    Json p;
+    p["id"] = r.id;
+    if (!r.skipped.empty()) {
+      p["skipped"] = r.skipped;
+      problems.push_back(p);
+      continue;
+    }
+    p["budget_cut"] = r.budget_cut;
+    if (s.cold) p["cold"] = RecordJson(*s.cold);
+    p["warm"] = {{"count", s.warm_count},
+                 {"median_wall_seconds", s.warm_median_wall_seconds},
+                 {"mean_wall_seconds", s.warm_mean_wall_seconds},
+                 {"median_stage_seconds", StagesJson(s.warm_median_stage_seconds)},
+                 {"evaluations_per_minute", s.evaluations_per_minute},
+                 {"compile_cache_hits", s.warm_cache_hits},
+                 {"compile_cache_misses", s.warm_cache_misses}};
+    p["self_speedup"] = {{"count", s.speedups.size()},
+                         {"min", s.speedup_min},
+                         {"median", s.speedup_median},
+                         {"max", s.speedup_max},
+                         {"fraction_within_tolerance", s.fraction_within_tolerance},
+                         {"values", s.speedups}};
+    p["failed"] = s.failed;
+    Json all = Json::array();
+    for (const EvaluationRecord& e : r.evaluations) all.push_back(RecordJson(e));
+    p["evaluations"] = all;
+    problems.push_back(p);
+  }
+  return problems;
+}
+
 int Main(int argc, char** argv) {
   Options options;
   std::string problems_list;
@@ -415,7 +461,40 @@ int Main(int argc, char** argv) {
                backend_name.c_str(), engine->device.id().c_str(), engine->device.name().c_str(),
                engine_start_seconds);
 
+  const std::string note =
+      emulated ? "CPU backend: timings are of a CPU emulation of the kernels; the self-speedup "
+                 "spread is an emulation figure, not a GPU figure"
+               : "CUDA backend: GPU timings";
   std::vector<ProblemResult> results;
+  // --json: rewritten after each problem (complete: false until the end), so
+  // that a run killed on its way keeps the problems it finished.
+  auto write_json = [&](bool complete) {
+    if (options.json_path.empty()) return true;
+    Json root;
+    root["backend"] = backend_name;
+    root["emulated"] = emulated;
+    root["note"] = note;
+    root["device"] = {{"id", engine->device.id()},
+                      {"name", engine->device.name()},
+                      {"roofline_known", engine->device.roofline_known()}};
+    root["repeats"] = options.repeats;
+    root["max_seconds"] = options.max_seconds;
+    root["engine_start_seconds"] = engine_start_seconds;
+    root["total_seconds"] = SecondsSince(start);
+    root["self_speedup_tolerance"] = kSelfSpeedupTolerance;
+    root["complete"] = complete;
+    int failures = 0;
+    Json problems = ProblemsJson(results, &failures);
+    root["failures"] = failures;
+    root["problems"] = std::move(problems);
+    const std::string partial = options.json_path + ".partial";
+    {
+      std::ofstream out(partial);
+      out << root.dump(2) << "\n";
+      if (!out) return false;
+    }
+    return std::rename(partial.c_str(), options.json_path.c_str()) == 0;
+  };
   for (size_t p = 0; p < options.problems.size(); ++p) {
     const std::string& id = options.problems[p];
     const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
@@ -433,14 +512,11 @@ int Main(int argc, char** argv) {
     results.push_back(RunProblem(*engine->engine, *observer, engine->backend, id, options.repeats,
                                  std::min(problem_deadline, deadline),
                                  /*first_seed=*/1000 * (p + 1)));
+    write_json(/*complete=*/false);
   }
   const double total_seconds = SecondsSince(start);
 
   // ------------------------------------------------------------ the tables
-  const std::string note =
-      emulated ? "CPU backend: timings are of a CPU emulation of the kernels; the self-speedup "
-                 "spread is an emulation figure, not a GPU figure"
-               : "CUDA backend: GPU timings";
   std::printf(
       "bench_eval results: backend %s, device %s (%s), %d evaluations per problem asked, "
       "budget %.0f s, ran %.1f s (engine start %.1f s)\n",
@@ -461,10 +537,9 @@ int Main(int argc, char** argv) {
   for (const ProblemResult& r : results) {
     summaries.push_back(Summarize(r));
     const Summary& s = summaries.back();
-    failures += s.failed;
+    // Out of time is the budget's doing; anything else (an unknown id) is an error.
+    failures += FailuresOf(r, s);
     if (!r.skipped.empty() || !s.cold) {
-      // Out of time is the budget's doing; anything else (an unknown id) is an error.
-      if (r.skipped != kOutOfTime) ++failures;
       std::printf("%-12s skipped: %s\n", r.id.c_str(), r.skipped.c_str());
       continue;
     }
@@ -513,59 +588,9 @@ int Main(int argc, char** argv) {
         failures);
   }
 
-  if (!options.json_path.empty()) {
-    Json root;
-    root["backend"] = backend_name;
-    root["emulated"] = emulated;
-    root["note"] = note;
-    root["device"] = {{"id", engine->device.id()},
-                      {"name", engine->device.name()},
-                      {"roofline_known", engine->device.roofline_known()}};
-    root["repeats"] = options.repeats;
-    root["max_seconds"] = options.max_seconds;
-    root["engine_start_seconds"] = engine_start_seconds;
-    root["total_seconds"] = total_seconds;
-    root["self_speedup_tolerance"] = kSelfSpeedupTolerance;
-    root["failures"] = failures;
-    Json problems = Json::array();
-    for (size_t i = 0; i < results.size(); ++i) {
-      const ProblemResult& r = results[i];
-      const Summary& s = summaries[i];
-      Json p;
-      p["id"] = r.id;
-      if (!r.skipped.empty()) {
-        p["skipped"] = r.skipped;
-        problems.push_back(p);
-        continue;
-      }
-      p["budget_cut"] = r.budget_cut;
-      if (s.cold) p["cold"] = RecordJson(*s.cold);
-      p["warm"] = {{"count", s.warm_count},
-                   {"median_wall_seconds", s.warm_median_wall_seconds},
-                   {"mean_wall_seconds", s.warm_mean_wall_seconds},
-                   {"median_stage_seconds", StagesJson(s.warm_median_stage_seconds)},
-                   {"evaluations_per_minute", s.evaluations_per_minute},
-                   {"compile_cache_hits", s.warm_cache_hits},
-                   {"compile_cache_misses", s.warm_cache_misses}};
-      p["self_speedup"] = {{"count", s.speedups.size()},
-                           {"min", s.speedup_min},
-                           {"median", s.speedup_median},
-                           {"max", s.speedup_max},
-                           {"fraction_within_tolerance", s.fraction_within_tolerance},
-                           {"values", s.speedups}};
-      p["failed"] = s.failed;
-      Json all = Json::array();
-      for (const EvaluationRecord& e : r.evaluations) all.push_back(RecordJson(e));
-      p["evaluations"] = all;
-      problems.push_back(p);
-    }
-    root["problems"] = problems;
-    std::ofstream out(options.json_path);
-    out << root.dump(2) << "\n";
-    if (!out) {
-      std::fprintf(stderr, "bench_eval: could not write %s\n", options.json_path.c_str());
-      return 2;
-    }
+  if (!write_json(/*complete=*/true)) {
+    std::fprintf(stderr, "bench_eval: could not write %s\n", options.json_path.c_str());
+    return 2;
   }
   return failures > 0 ? 1 : 0;
 }

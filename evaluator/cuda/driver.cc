@@ -127,11 +127,12 @@ absl::StatusOr<const DriverApi*> Load(const std::string& library) {
       return close_on_error(CuError(got, "cuDriverGetVersion", __FILE__, __LINE__));
     }
   }
-  // What this toolkit builds (the worker's own kernels as PTX of its ISA,
-  // 9.0 for CUDA 13.0) needs a driver of the same CUDA version or newer,
-  // minor included: a CUDA 12 driver, or a 13.0 one under a 13.1 build,
-  // would refuse the first module with CUDA_ERROR_UNSUPPORTED_PTX_VERSION.
-  // Said plainly here instead.
+  // What NVRTC of this toolkit builds (submissions' CUBINs and PTX) needs a
+  // driver of the same CUDA version or newer, minor included for PTX: a
+  // CUDA 12 driver, or a 13.0 one under a 13.1 build, would refuse the
+  // first module with CUDA_ERROR_UNSUPPORTED_PTX_VERSION. Said plainly here
+  // instead. (The worker's own kernels are embedded as PTX ISA 6.3,
+  // evaluator/cuda/CMakeLists.txt: they would load on an older driver.)
   // KERNELEVAL_CUDA_ALLOW_OLDER_DRIVER=1 tries anyway (what fails then fails
   // at its first module).
   const char* allow_older = std::getenv("KERNELEVAL_CUDA_ALLOW_OLDER_DRIVER");
