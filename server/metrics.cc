@@ -39,7 +39,8 @@ ServerMetrics::ServerMetrics()
                     .Register(*registry_)),
       stage_duration_(prometheus::BuildHistogram()
                           .Name("kerneleval_stage_duration_seconds")
-                          .Help("Engine stage durations [s]: compile, correctness, timing, "
+                          .Help("Engine stage durations [s]: compile, host_build (the CPU "
+                                "backend's builds in the compile stage), correctness, timing, "
                                 "queue_wait, total")
                           .Register(*registry_)),
       queue_depth_(prometheus::BuildGauge()

@@ -8,7 +8,7 @@
 //      different de-duplication key, so every evaluation really runs.
 //   2. The first evaluation starts with a cold compile cache (a fresh engine
 //      per run): its wall time and its parts (the engine's own EngineObserver
-//      stages compile, correctness, timing, queue_wait, total) are "cold".
+//      stages compile, host_build, correctness, timing, queue_wait, total) are "cold".
 //   3. The later ones hit the compile cache: their median wall time and parts,
 //      and evaluations per minute = 60 s / mean wall time (one at a time, as a
 //      caller waiting on each verdict sees it).
@@ -52,7 +52,8 @@ using Clock = std::chrono::steady_clock;
 using Json = nlohmann::ordered_json;
 
 // The engine's latency stages (EngineObserver::OnLatency), in reporting order.
-constexpr const char* kStages[] = {"compile", "correctness", "timing", "queue_wait", "total"};
+constexpr const char* kStages[] = {"compile", "host_build", "correctness",
+                                   "timing",  "queue_wait", "total"};
 // Self-speedup target on a GPU: |speedup - 1| <= 0.02.
 constexpr double kSelfSpeedupTolerance = 0.02;
 // ProblemResult::skipped when --max-seconds ran out before the problem's turn.

@@ -12,6 +12,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "evaluator/cpu/cpu_worker.h"
 #include "evaluator/cpu/host_compiler.h"
@@ -91,6 +92,36 @@ absl::Status WorkerError(const std::string& text) {
                       absl::StrCat("CPU backend: ", text.substr(colon + 1)));
 }
 
+// The worker's reply `answer` unpacked into `reply`, or its error.
+absl::Status Unpack(const google::protobuf::Any& answer, google::protobuf::Message* reply) {
+  if (answer.Is<google::protobuf::StringValue>()) {
+    google::protobuf::StringValue error;
+    answer.UnpackTo(&error);
+    return WorkerError(error.value());
+  }
+  if (!answer.UnpackTo(reply)) {
+    return absl::InternalError(absl::StrCat("CPU backend: unexpected reply ", answer.type_url()));
+  }
+  return absl::OkStatus();
+}
+
+// Sends `request` to `worker` and unpacks its reply into `reply`, waiting
+// until `deadline`. After an error the worker must not be used again; at
+// the deadline it is killed, unless `keep_running` (a builder left to
+// finish its build).
+absl::Status Exchange(process::WorkerProcess& worker, const google::protobuf::Message& request,
+                      google::protobuf::Message* reply, absl::Time deadline,
+                      bool keep_running = false) {
+  google::protobuf::Any envelope;
+  envelope.PackFrom(request);
+  if (absl::Status s = worker.Send(envelope); !s.ok()) return s;
+  google::protobuf::Any answer;
+  absl::Status s = worker.Receive(&answer, deadline);
+  if (absl::IsDeadlineExceeded(s) && !keep_running) worker.Kill();
+  if (!s.ok()) return s;
+  return Unpack(answer, reply);
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::Create(CpuBackendOptions options) {
@@ -168,6 +199,11 @@ CpuBackend::~CpuBackend() {
     std::lock_guard<std::mutex> lock(mutex_);
     worker_.reset();
   }
+  {
+    std::lock_guard<std::mutex> lock(builders_mutex_);
+    idle_builders_.clear();
+    finishing_builders_.clear();
+  }
   if (owns_cache_dir_) {
     std::error_code ec;
     fs::remove_all(options_.cache_dir, ec);
@@ -179,43 +215,114 @@ uint64_t CpuBackend::workers_started() const {
   return workers_started_;
 }
 
+absl::StatusOr<process::WorkerProcess> CpuBackend::StartWorker(bool build_only) const {
+  CpuWorkerSettings settings = SettingsFor(options_);
+  settings.build_only = build_only;
+  process::WorkerOptions worker_options;
+  worker_options.binary = options_.worker_binary;
+  worker_options.mode = "cpu";
+  worker_options.extra_args = settings.ToArgs();
+  worker_options.address_space_bytes = options_.memory_bytes;
+  // Outputs travel as frames, not files; compiled objects and the
+  // precompiled prelude (~100 MB) are the largest files written.
+  worker_options.max_file_bytes = uint64_t{1} << 30;
+  return process::WorkerProcess::Start(worker_options);
+}
+
 absl::Status CpuBackend::Call(const google::protobuf::Message& request,
                               google::protobuf::Message* reply, double budget_seconds) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (worker_ && !worker_->Alive()) worker_.reset();
   if (!worker_) {
-    process::WorkerOptions worker_options;
-    worker_options.binary = options_.worker_binary;
-    worker_options.mode = "cpu";
-    worker_options.extra_args = SettingsFor(options_).ToArgs();
-    worker_options.address_space_bytes = options_.memory_bytes;
-    // Outputs travel as frames, not files; compiled objects and the
-    // precompiled prelude (~100 MB) are the largest files written.
-    worker_options.max_file_bytes = uint64_t{1} << 30;
-    absl::StatusOr<process::WorkerProcess> started = process::WorkerProcess::Start(worker_options);
+    absl::StatusOr<process::WorkerProcess> started = StartWorker(/*build_only=*/false);
     if (!started.ok()) return started.status();
     worker_.emplace(*std::move(started));
     ++workers_started_;
   }
-  google::protobuf::Any envelope;
-  envelope.PackFrom(request);
-  google::protobuf::Any answer;
-  absl::Status s = worker_->Call(envelope, &answer, absl::Now() + absl::Seconds(budget_seconds));
-  if (!s.ok()) {
-    worker_.reset();
-    return s;
+  absl::Status s = Exchange(*worker_, request, reply, absl::Now() + absl::Seconds(budget_seconds));
+  if (!s.ok()) worker_.reset();
+  return s;
+}
+
+absl::StatusOr<PrepareReport> CpuBackend::Prepare(const internal::RunRequest& run,
+                                                  const internal::TimingRequest& timing,
+                                                  absl::Time deadline) {
+  std::optional<process::WorkerProcess> builder;
+  {
+    std::lock_guard<std::mutex> lock(builders_mutex_);
+    // Builders left building at an earlier deadline: idle again once they
+    // answered.
+    for (auto it = finishing_builders_.begin(); it != finishing_builders_.end();) {
+      google::protobuf::Any answer;
+      const absl::Status s = it->Receive(&answer, absl::Now());
+      if (absl::IsDeadlineExceeded(s)) {
+        ++it;
+        continue;
+      }
+      if (s.ok() && idle_builders_.size() < kIdleBuilders) idle_builders_.push_back(std::move(*it));
+      it = finishing_builders_.erase(it);
+    }
+    while (!builder && !idle_builders_.empty()) {
+      if (idle_builders_.back().Alive()) builder.emplace(std::move(idle_builders_.back()));
+      idle_builders_.pop_back();
+    }
   }
-  if (answer.Is<google::protobuf::StringValue>()) {
-    google::protobuf::StringValue error;
-    answer.UnpackTo(&error);
-    worker_.reset();
-    return WorkerError(error.value());
+  if (!builder) {
+    absl::StatusOr<process::WorkerProcess> started = StartWorker(/*build_only=*/true);
+    if (!started.ok()) return started.status();
+    builder.emplace(*std::move(started));
   }
-  if (!answer.UnpackTo(reply)) {
-    worker_.reset();
-    return absl::InternalError(absl::StrCat("CPU backend: unexpected reply ", answer.type_url()));
+  PrepareReport report;
+  // The builder builds what each request would, answering without running
+  // it: one note per build.
+  const auto build = [&](const google::protobuf::Message& request, int builds,
+                         auto* result) -> absl::Status {
+    const double left = absl::ToDoubleSeconds(deadline - absl::Now());
+    if (left <= 0) return absl::DeadlineExceededError("the deadline came before the host build");
+    // The deadline does not end the build: the builder finishes it into the
+    // cache, where the worker's first run waits for it (HostCompiler builds
+    // a program once at a time) instead of building it again.
+    const double limit = options_.compile_timeout_seconds * builds + kSlackSeconds;
+    const bool by_deadline = left < limit;
+    if (absl::Status s = Exchange(*builder, request, result,
+                                  absl::Now() + absl::Seconds(std::min(limit, left)), by_deadline);
+        !s.ok()) {
+      if (absl::IsDeadlineExceeded(s) && by_deadline) {
+        std::lock_guard<std::mutex> lock(builders_mutex_);
+        finishing_builders_.push_back(*std::move(builder));
+        // The oldest go first past the bound (killed, their builds lost).
+        if (finishing_builders_.size() > kFinishingBuilders) {
+          finishing_builders_.erase(finishing_builders_.begin());
+        }
+      }
+      builder.reset();  // left building, or not to be used again
+      return s;
+    }
+    for (const std::string& note : result->notes()) {
+      absl::string_view text = note;
+      double seconds = 0;
+      if (note == kBuildNoteCacheHit) {
+        ++report.cache_hits;
+      } else if (absl::ConsumePrefix(&text, kBuildNotePrefix) && absl::SimpleAtod(text, &seconds)) {
+        ++report.builds;
+        report.build_seconds += seconds;
+      }
+    }
+    if (result->has_failure()) report.failure = result->failure().message();
+    return absl::OkStatus();
+  };
+  internal::RunResult built;
+  absl::Status s = build(run, 1, &built);
+  if (s.ok() && report.failure.empty() && timing.programs_size() > 0) {
+    internal::TimingResult timed;
+    s = build(timing, timing.programs_size(), &timed);
   }
-  return absl::OkStatus();
+  if (builder) {
+    std::lock_guard<std::mutex> lock(builders_mutex_);
+    if (idle_builders_.size() < kIdleBuilders) idle_builders_.push_back(*std::move(builder));
+  }
+  if (!s.ok()) return s;
+  return report;
 }
 
 absl::StatusOr<internal::RunResult> CpuBackend::Run(const internal::RunRequest& request) {

@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "evaluator/engine/backend.h"
@@ -71,6 +72,16 @@ class CpuBackend : public Backend {
     return started > 0 ? started - 1 : 0;
   }
 
+  // Builds what `run` and `timing` will load (the correctness build, the
+  // timed build) into the cache, in a builder process of its own (a worker
+  // in build-only mode, kept for the next Prepare), so that their first Run
+  // and Time find it built. Calls run in parallel, beside Run and Time. A
+  // build the deadline cuts goes on in its builder (the worker's run waits
+  // for it rather than building it again).
+  absl::StatusOr<PrepareReport> Prepare(const internal::RunRequest& run,
+                                        const internal::TimingRequest& timing,
+                                        absl::Time deadline) override;
+
   // Compile failures (including features the CPU backend cannot run) come
   // back as RunResult.failure with stage "compile".
   absl::StatusOr<internal::RunResult> Run(const internal::RunRequest& request) override;
@@ -87,6 +98,13 @@ class CpuBackend : public Backend {
   // replaces the worker after any failure of the call.
   absl::Status Call(const google::protobuf::Message& request, google::protobuf::Message* reply,
                     double budget_seconds);
+  // A worker process: the one that runs (build_only false) or a builder.
+  absl::StatusOr<process::WorkerProcess> StartWorker(bool build_only) const;
+
+  // Builders no Prepare holds now (at most kIdleBuilders), and those a
+  // Prepare's deadline left finishing a build (at most kFinishingBuilders).
+  static constexpr size_t kIdleBuilders = 4;
+  static constexpr size_t kFinishingBuilders = 8;
 
   CpuBackendOptions options_;
   bool owns_cache_dir_;
@@ -94,6 +112,9 @@ class CpuBackend : public Backend {
   mutable std::mutex mutex_;
   std::optional<process::WorkerProcess> worker_;
   uint64_t workers_started_ = 0;
+  std::mutex builders_mutex_;
+  std::vector<process::WorkerProcess> idle_builders_;
+  std::vector<process::WorkerProcess> finishing_builders_;
 };
 
 }  // namespace kerneleval::cpu

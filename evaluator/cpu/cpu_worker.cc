@@ -376,6 +376,7 @@ class Worker {
 
   absl::StatusOr<internal::RunResult> Run(const internal::RunRequest& request) {
     if (!setup_error_.ok()) return setup_error_;
+    build_notes_.clear();
     internal::RunResult result;
     uint64_t output_bytes = 0;
     std::vector<const internal::ResolvedPlan*> plans;
@@ -402,6 +403,10 @@ class Worker {
     if (!compiled.ok()) return compiled.status();
     if (compiled->has_value()) {
       *result.mutable_failure() = **compiled;
+      return result;
+    }
+    if (settings_.build_only) {
+      for (std::string& note : TakeBuildNotes()) result.add_notes(std::move(note));
       return result;
     }
     RunnerConfig config = MakeConfig(names);
@@ -484,6 +489,7 @@ class Worker {
 
   absl::StatusOr<internal::TimingResult> Time(const internal::TimingRequest& request) {
     if (!setup_error_.ok()) return setup_error_;
+    build_notes_.clear();
     internal::TimingResult result;
     const internal::TimingConfig config = timing::WithDefaults(request.config());
     std::vector<uint64_t> seeds(request.input_seeds().begin(), request.input_seeds().end());
@@ -523,6 +529,10 @@ class Worker {
         return result;
       }
       configs.push_back(MakeConfig(names));
+    }
+    if (settings_.build_only) {
+      for (std::string& note : TakeBuildNotes()) result.add_notes(std::move(note));
+      return result;
     }
     const absl::Time deadline = absl::Now() + absl::Seconds(timeout);
     // Each program's buffers, shared with its runner only. This worker maps
@@ -870,8 +880,16 @@ class Worker {
       return failure;
     }
     library_path_ = compiled->library_path;
+    if (settings_.build_only) {
+      build_notes_.push_back(compiled->cache_hit
+                                 ? std::string(kBuildNoteCacheHit)
+                                 : absl::StrCat(kBuildNotePrefix, compiled->seconds));
+    }
     return std::optional<internal::RunFailure>();
   }
+
+  // The notes of a builder's builds since the last call.
+  std::vector<std::string> TakeBuildNotes() { return std::exchange(build_notes_, {}); }
 
   // Waits for the runner's kLoadingFrame: a runner that ends before it could
   // not set itself up (sandbox, job), which is not the submission's fault.
@@ -933,6 +951,7 @@ class Worker {
   absl::Status setup_error_;
   DeviceRuntimeOptions runtime_;
   std::string library_path_;
+  std::vector<std::string> build_notes_;  // build_only: one per build of this request
   std::string self_binary_;
 };
 
@@ -959,7 +978,8 @@ std::vector<std::string> CpuWorkerSettings::ToArgs() const {
           absl::StrCat("--heap-bytes=", heap_bytes),
           absl::StrCat("--max-output-bytes=", max_output_bytes),
           absl::StrCat("--precompiled-prelude=", precompiled_prelude ? 1 : 0),
-          absl::StrCat("--interleaved-runs=", interleaved_runs ? 1 : 0)};
+          absl::StrCat("--interleaved-runs=", interleaved_runs ? 1 : 0),
+          absl::StrCat("--build-only=", build_only ? 1 : 0)};
 }
 
 CpuWorkerSettings CpuWorkerSettings::FromArgs(int argc, char** argv) {
@@ -986,6 +1006,7 @@ CpuWorkerSettings CpuWorkerSettings::FromArgs(int argc, char** argv) {
     if (name == "max-output-bytes") s.max_output_bytes = static_cast<uint64_t>(number);
     if (name == "precompiled-prelude") s.precompiled_prelude = number != 0;
     if (name == "interleaved-runs") s.interleaved_runs = number != 0;
+    if (name == "build-only") s.build_only = number != 0;
   }
   return s;
 }

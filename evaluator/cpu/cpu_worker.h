@@ -16,6 +16,10 @@
 
 namespace kerneleval::cpu {
 
+// A builder's notes (CpuWorkerSettings::build_only), one per build.
+inline constexpr char kBuildNoteCacheHit[] = "host build: cache hit";
+inline constexpr char kBuildNotePrefix[] = "host build (s): ";
+
 struct CpuWorkerSettings {
   std::string cache_dir;         // compiled objects (shared with later workers)
   std::string prelude_dir;       // empty: KERNELEVAL_CPU_PRELUDE_DIR, else the build's
@@ -32,6 +36,12 @@ struct CpuWorkerSettings {
   // Correctness runs (Run) use the interleaved build, where a block's
   // threads run store by store (host_compiler.h); timing uses the plain one.
   bool interleaved_runs = true;
+  // A builder (CpuBackend::Prepare): a Run or Time request builds what that
+  // request would build (the same translation units, compilers and cache
+  // keys) and answers without running anything: an empty result, or the
+  // build's failure. Each build is a note: kBuildNoteCacheHit, or
+  // kBuildNotePrefix followed by its seconds.
+  bool build_only = false;
 
   // As command-line arguments of the worker ("--name=value") and back.
   [[nodiscard]] std::vector<std::string> ToArgs() const;

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -114,6 +115,36 @@ std::optional<int> WaitUntil(pid_t pid, std::chrono::steady_clock::time_point de
     }
   }
 }
+
+// An exclusive flock on `path` (created), waited for up to `wait_seconds`;
+// without it after that, the build goes on unlocked. The holder removes the
+// file as it lets go: a process waiting on it then finds the entry (or
+// builds, the entry missing), and a later one finds the entry first.
+class BuildLock {
+ public:
+  BuildLock(std::string path, double wait_seconds) : path_(std::move(path)) {
+    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd_ < 0) return;
+    const auto until = std::chrono::steady_clock::now() +
+                       std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                           std::chrono::duration<double>(wait_seconds));
+    while (!(held_ = ::flock(fd_, LOCK_EX | LOCK_NB) == 0) && errno == EWOULDBLOCK &&
+           std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  BuildLock(const BuildLock&) = delete;
+  BuildLock& operator=(const BuildLock&) = delete;
+  ~BuildLock() {
+    if (held_) ::unlink(path_.c_str());
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  bool held_ = false;
+};
 
 }  // namespace
 
@@ -338,13 +369,23 @@ absl::StatusOr<HostCompileResult> HostCompiler::Compile(std::string_view transla
   const std::string key_path = (fs::path(entry_dir) / "key").string();
   std::error_code ec;
   HostCompileResult result;
-  if (fs::exists(library, ec) && ReadFileOrEmpty(key_path) == key) {
+  const auto found = [&] {
+    if (!fs::exists(library, ec) || ReadFileOrEmpty(key_path) != key) return false;
     fs::last_write_time(key_path, fs::file_time_type::clock::now(), ec);  // recently used
     result.success = true;
     result.cache_hit = true;
     result.library_path = library;
-    return result;
-  }
+    return true;
+  };
+  if (found()) return result;
+  // One build of a program at a time among the processes sharing the
+  // cache: a later one waits for it (a builder the engine left building at
+  // its deadline, and the worker's first run of that program), then finds
+  // its entry.
+  const BuildLock lock(
+      (fs::path(options_.cache_dir) / "work" / absl::StrCat(Hex64(Fnv1a(key)), ".lock")).string(),
+      options_.timeout_seconds);
+  if (found()) return result;
 
   const auto start = std::chrono::steady_clock::now();
   const std::string work =
@@ -411,23 +452,49 @@ absl::StatusOr<HostCompileResult> HostCompiler::Compile(std::string_view transla
     result.log = std::move(log);
     return result;
   }
-  fs::create_directories(entry_dir, ec);
-  const std::string staged_key = (fs::path(work) / "key").string();
-  if (absl::Status s = WriteFile(staged_key, key); !s.ok()) return s;
-  fs::rename(fs::path(work) / "lib.so", library, ec);
-  if (!ec) fs::rename(staged_key, key_path, ec);
-  if (ec) {
-    // A colliding entry (another key with the same hash): keep this object
-    // beside the work files instead of caching it.
-    result.library_path = (fs::path(work) / "lib.so").string();
-  } else {
-    result.library_path = library;
-    fs::remove_all(work, ec);
-  }
+  // The entry is published whole, by renaming its directory into place:
+  // several processes build into one cache (the worker, the backend's
+  // builders, other backends), and a rename onto an entry that another
+  // process published first fails instead of replacing a library a runner
+  // may be loading (its sandbox allows that file alone).
+  const std::string staged = (fs::path(work) / "entry").string();
+  fs::create_directories(staged, ec);
+  if (ec) return absl::InternalError(absl::StrCat("cannot create ", staged, ": ", ec.message()));
+  fs::rename(fs::path(work) / "lib.so", fs::path(staged) / "lib.so", ec);
+  if (ec) return absl::InternalError(absl::StrCat("cannot stage the library: ", ec.message()));
+  if (absl::Status s = WriteFile((fs::path(staged) / "key").string(), key); !s.ok()) return s;
   result.success = true;
   result.log = std::move(log);
+  if (PublishEntry(staged, entry_dir, key)) {
+    result.library_path = library;
+    fs::remove_all(work, ec);
+  } else {
+    // A colliding entry (another key with the same hash): keep this object
+    // beside the work files instead of caching it.
+    result.library_path = (fs::path(staged) / "lib.so").string();
+  }
   TrimCache();
   return result;
+}
+
+bool HostCompiler::PublishEntry(const std::string& staged, const std::string& entry_dir,
+                                const std::string& key) {
+  std::error_code ec;
+  const fs::path key_path = fs::path(entry_dir) / "key";
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    fs::rename(staged, entry_dir, ec);  // onto nothing, or an empty directory
+    if (!ec) return true;
+    // Published by another process meanwhile: the same program, built alike.
+    if (fs::exists(fs::path(entry_dir) / "lib.so", ec) &&
+        ReadFileOrEmpty(key_path.string()) == key) {
+      return true;
+    }
+    // An entry without its key (a process that ended while publishing it
+    // file by file, as before entries were published whole): replaced.
+    if (fs::exists(key_path, ec)) return false;
+    fs::remove_all(entry_dir, ec);
+  }
+  return false;
 }
 
 void HostCompiler::TrimCache() {

@@ -6,7 +6,9 @@
 //
 // Must be used from a single-threaded process (the worker): the compiler is
 // forked and sandboxed before exec, and the sandbox refuses to run in a
-// process with other threads.
+// process with other threads. Several processes may share one cache
+// directory (a backend's worker and builders, other backends): an entry
+// appears whole or not at all.
 #pragma once
 
 #include <cstddef>
@@ -80,6 +82,11 @@ class HostCompiler {
                                        const std::string& work_dir,
                                        const std::vector<std::string>& extra_readable,
                                        uint64_t max_file_bytes);
+  // Moves the staged entry directory (lib.so, key) to `entry_dir`. True when
+  // `entry_dir` then holds this key's library (this one, or the same
+  // program published by another process first); false on a hash collision.
+  static bool PublishEntry(const std::string& staged, const std::string& entry_dir,
+                           const std::string& key);
   std::vector<std::string> CommonFlags() const;
   void PreparePrecompiledPrelude();
   void TrimCache();

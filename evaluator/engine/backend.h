@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
+#include "absl/time/time.h"
 #include "kerneleval/internal/worker.pb.h"
 #include "kerneleval/v1/kerneleval.pb.h"
 
@@ -23,6 +24,16 @@ inline bool ExceedsBackendLimit(const absl::Status& status) {
          absl::StrContains(status.message(), "backend's limit");
 }
 
+// What Backend::Prepare did.
+struct PrepareReport {
+  int builds = 0;            // programs built
+  int cache_hits = 0;        // programs found built already
+  double build_seconds = 0;  // [s] the builds took
+  // A build that failed (the submission's error, or its limit): the runs
+  // will build it again and answer with that failure themselves.
+  std::string failure;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -35,6 +46,22 @@ class Backend {
   // Worker processes started after the first: each replaced one that
   // crashed, hung, broke its context or was killed. Monotonic.
   [[nodiscard]] virtual uint64_t worker_restarts() const = 0;
+
+  // Optional work on a program before its runs, off its device's time: the
+  // engine's compile stage calls it, in parallel for a group's candidates
+  // and for the reference, once a program compiled and its plan resolved on
+  // every shape. `run`: the program and one case per correctness shape
+  // (plans, no seeds); `timing`: the program alone on the timed shape (no
+  // programs when it will not be timed). The CPU backend builds the host
+  // objects its Run and Time calls will load into its cache. Best effort:
+  // whatever happens here, a build error included, the runs answer as they
+  // would have without it (they build what is missing themselves). Ends by
+  // `deadline`. The default does nothing.
+  virtual absl::StatusOr<PrepareReport> Prepare(const internal::RunRequest& run,
+                                                const internal::TimingRequest& timing,
+                                                absl::Time deadline) {
+    return PrepareReport{};
+  }
 
   // Runs one program on every case in order: inputs generated in the worker
   // from each case's seed (evaluator/data/prng.h), outputs and scratch

@@ -31,7 +31,10 @@ namespace kerneleval {
 class EngineObserver {
  public:
   virtual ~EngineObserver() = default;
-  // stage: "compile", "correctness", "timing", "queue_wait", "total" [seconds].
+  // stage: "compile", "correctness", "timing", "queue_wait", "total" [seconds];
+  // "host_build": a backend's build of a compiled program for its runs, on
+  // the compile pool after "compile" (the CPU backend's host objects,
+  // Backend::Prepare; a cache hit takes milliseconds).
   virtual void OnLatency(std::string_view stage, double seconds) {}
   // A finished evaluation: its verdict's stage ("passed", "compile", ...).
   virtual void OnVerdict(std::string_view stage) {}

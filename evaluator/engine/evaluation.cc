@@ -306,6 +306,32 @@ absl::StatusOr<Preparation> Evaluation::PrepareCandidate(const v1::Submission& s
   return preparation;
 }
 
+absl::StatusOr<PrepareReport> Evaluation::PrepareRuns(const PreparedProgram& program) {
+  // The kernels a run loads are those of its cases' plans: one case per
+  // shape names them all (trials differ in their inputs alone).
+  internal::RunRequest run;
+  *run.mutable_program() = program.program;
+  for (int s = 0; s < problem_.correctness_shapes_size(); ++s) {
+    absl::StatusOr<internal::ResolvedPlan> plan = Resolve(program, problem_.correctness_shapes(s));
+    if (!plan.ok()) return plan.status();  // checked in PrepareCandidate already
+    internal::Case* c = run.add_cases();
+    c->set_label(absl::StrCat("shape", s));
+    c->set_shape_index(static_cast<uint32_t>(s));
+    *c->mutable_plan() = *std::move(plan);
+  }
+  internal::TimingRequest timing;
+  if (!settings_.skip_timing) {
+    absl::StatusOr<internal::ResolvedPlan> plan = Resolve(program, TimedShape());
+    if (!plan.ok()) return plan.status();
+    internal::TimedProgram* timed = timing.add_programs();
+    *timed->mutable_program() = program.program;
+    *timed->mutable_plan() = *std::move(plan);
+  }
+  return backend_.Prepare(
+      run, timing,
+      std::min({settings_.deadline, settings_.correctness_deadline, settings_.build_deadline}));
+}
+
 absl::StatusOr<internal::ResolvedPlan> Evaluation::Resolve(const PreparedProgram& program,
                                                            const v1::ShapeBinding& shape) {
   plan::PlanLimits limits;

@@ -106,6 +106,12 @@ struct EvaluationSettings {
   // a group whose hanging kernels take its time still answers with its
   // correct ones timed (EngineImpl::EvaluateGroupAsync).
   absl::Time correctness_deadline = absl::InfiniteFuture();
+  // A group's builds for its runs in the compile stage (PrepareRuns) end by
+  // this: half its correctness time, so that a build that takes its whole
+  // limit (a source made to compile slowly) leaves the others their runs
+  // (the job starts once every build ended; one cut here is made again in
+  // its first run, within its share, as before).
+  absl::Time build_deadline = absl::InfiniteFuture();
 };
 
 class Evaluation {
@@ -120,6 +126,13 @@ class Evaluation {
   // Compiles the submission and parses its plan.
   absl::StatusOr<Preparation> PrepareCandidate(const v1::Submission& submission, std::string label,
                                                const CallContext& context);
+
+  // The backend's work on a prepared program before its runs
+  // (Backend::Prepare: the CPU backend builds its host objects), with the
+  // plans its correctness run and its timing will use. Best effort: the
+  // runs do what it could not. Ends by the settings' deadlines (a group's
+  // build_deadline).
+  absl::StatusOr<PrepareReport> PrepareRuns(const PreparedProgram& program);
 
   // Runs the reference on every correctness case (fresh inputs per trial).
   absl::StatusOr<ReferenceRun> RunReference(PreparedProgram reference);

@@ -1824,6 +1824,67 @@ __global__ void checks(float* y) {
       << included.message();
 }
 
+// Prepare builds what a program's Run (its correctness build) and Time (its
+// timed build) load, in a builder process beside the worker: a second
+// Prepare finds both built, and the Run and Time that follow answer as usual.
+// A build error is reported, and the Run still gives its own compile failure.
+TEST_F(CpuBackendTest, PrepareBuildsWhatRunAndTimeWillLoad) {
+  // New to the cache, which the test runs share.
+  const std::string source = absl::StrCat(kVectorAdd, "// prepared ",
+                                          std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                              std::chrono::system_clock::now().time_since_epoch())
+                                              .count(),
+                                          "\n");
+  const int n = 1024;
+  const BufferSpec a = Input("a", v1::DTYPE_F32, n), b = Input("b", v1::DTYPE_F32, n);
+  const internal::RunRequest run = MakeRequest(
+      source,
+      {MakeCase("n1024", 5, {a, b, Output("c", v1::DTYPE_F32, n)},
+                {Launch("vector_add", {n / 256}, {256}, {Buf("a"), Buf("b"), Buf("c"), Int(n)})})});
+  internal::TimingRequest timing;
+  *timing.add_programs() = TimedVectorAdd("candidate", source, n, n / 256);
+
+  absl::StatusOr<PrepareReport> first = backend_->Prepare(run, timing, absl::InfiniteFuture());
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->builds, 2) << "the correctness build and the timed build";
+  EXPECT_EQ(first->cache_hits, 0);
+  EXPECT_GT(first->build_seconds, 0);
+  EXPECT_TRUE(first->failure.empty()) << first->failure;
+  absl::StatusOr<PrepareReport> again = backend_->Prepare(run, timing, absl::InfiniteFuture());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->builds, 0);
+  EXPECT_EQ(again->cache_hits, 2);
+
+  const internal::RunResult result = RunOk(run);
+  ASSERT_EQ(result.cases_size(), 1);
+  const std::vector<float> c = Values<float>(result.cases(0).outputs(0));
+  const std::vector<float> va = Generated<float>(a, 5), vb = Generated<float>(b, 5);
+  for (int i = 0; i < n; ++i) ASSERT_EQ(c[i], va[i] + vb[i]) << i;
+  internal::TimingRequest timed = ReferenceAndCandidate(source, n, n / 256);
+  timed.mutable_config()->set_min_samples(3);
+  timed.mutable_config()->set_max_seconds(0.5);
+  timed.set_timeout_seconds(30);
+  absl::StatusOr<internal::TimingResult> timed_result = backend_->Time(timed);
+  ASSERT_TRUE(timed_result.ok()) << timed_result.status();
+  EXPECT_FALSE(timed_result->has_failure()) << timed_result->failure().message();
+
+  // A build error comes back in the report (not cached), and the Run gives
+  // the same compile failure itself.
+  const internal::RunRequest broken =
+      MakeRequest(absl::StrCat(source, "not C++;\n"), {run.cases(0)});
+  absl::StatusOr<PrepareReport> failed =
+      backend_->Prepare(broken, internal::TimingRequest(), absl::InfiniteFuture());
+  ASSERT_TRUE(failed.ok()) << failed.status();
+  EXPECT_NE(failed->failure.find("submission.cu:8:"), std::string::npos) << failed->failure;
+  const internal::RunFailure failure = RunFails(broken);
+  EXPECT_EQ(failure.stage(), "compile");
+  EXPECT_EQ(failure.message(), failed->failure);
+
+  // A deadline already past builds nothing.
+  absl::StatusOr<PrepareReport> late = backend_->Prepare(run, timing, absl::Now());
+  EXPECT_TRUE(absl::IsDeadlineExceeded(late.status())) << late.status();
+}
+
 TEST_F(CpuBackendTest, TimeInterleavesProgramsAndReturnsLastOutputs) {
   const int n = 4096;
   internal::TimingRequest request =
