@@ -313,6 +313,7 @@ absl::StatusOr<PrepareReport> CpuBackend::Prepare(const internal::RunRequest& ru
   };
   internal::RunResult built;
   absl::Status s = build(run, 1, &built);
+  if (s.ok() && built.has_failure()) report.run_failure = built.failure();
   if (s.ok() && report.failure.empty() && timing.programs_size() > 0) {
     internal::TimingResult timed;
     s = build(timing, timing.programs_size(), &timed);

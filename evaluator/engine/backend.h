@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -29,9 +30,12 @@ struct PrepareReport {
   int builds = 0;            // programs built
   int cache_hits = 0;        // programs found built already
   double build_seconds = 0;  // [s] the builds took
-  // A build that failed (the submission's error, or its limit): the runs
-  // will build it again and answer with that failure themselves.
+  // A build that failed (the submission's error, or its limit).
   std::string failure;
+  // The correctness build's failure, as the first Run would answer it (the
+  // same build under the same limit): the engine gives it as the verdict
+  // instead of building again on the device.
+  std::optional<internal::RunFailure> run_failure;
 };
 
 class Backend {

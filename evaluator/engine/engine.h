@@ -89,6 +89,9 @@ struct EngineOptions {
   // every store (plain read-modify-writes of shared data lose updates, as on
   // a GPU; evaluator/cpu/README.md). Off: the plain build, where they pass.
   bool cpu_interleaved_runs = true;
+  // [s] The CPU backend's limit on one host build of a program; 0 = its
+  // default (CpuBackendOptions, 60 s).
+  double cpu_compile_timeout_seconds = 0;
   std::string default_arch = "sm_90";
   double run_timeout_seconds = 20;  // per backend call (correctness or timing)
   // A candidate's correctness run: at most this many times the reference's

@@ -61,6 +61,16 @@ class Footprint:
     def workers(self, mode: str) -> int:
         return sum(1 for command in self.processes.values() if command.endswith(f"kerneleval-worker {mode}"))
 
+    def builders(self) -> int:
+        """The CPU backend's idle host builders (kerneleval-worker cpu --build-only=1)."""
+        return sum(1 for command in self.processes.values() if command.endswith(BUILDER))
+
+
+# The CPU backend builds new kernels in the compile stage in builder
+# processes and keeps up to 4 idle (CpuBackend::kIdleBuilders).
+BUILDER = "kerneleval-worker cpu (builder)"
+IDLE_BUILDERS = 4
+
 
 def _children() -> dict[int, list[int]]:
     children: dict[int, list[int]] = {}
@@ -98,6 +108,8 @@ def footprint(server_pid: int) -> Footprint:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
             processes[pid] = " ".join(os.path.basename(a.decode()) if i == 0 else a.decode()
                                       for i, a in enumerate(argv[:2]))
+            if b"--build-only=1" in argv:
+                processes[pid] += " (builder)"
             tree_fds += len(os.listdir(f"/proc/{pid}/fd"))
         except OSError:  # ended while we looked
             continue
@@ -156,12 +168,16 @@ def test_footprint_stays_flat_over_rounds_of_every_verdict(tmp_path):
             where = f"round {r}: {now} vs after the warm-up round: {warm}"
             assert now.zombies == 0, where
             assert set(now.processes.values()) <= set(warm.processes.values()) | {
-                f"kerneleval-worker {mode}" for mode in ("cpu", "compile")}, where
-            # Workers are replaced after a crash or a hang, never added to.
+                f"kerneleval-worker {mode}" for mode in ("cpu", "compile")} | {BUILDER}, where
+            # Workers are replaced after a crash or a hang, never added to;
+            # idle builders are kept up to a bound.
             assert now.workers("cpu") <= 1 and now.workers("compile") <= warm.workers("compile"), where
-            assert now.server_fds == warm.server_fds, where
+            assert now.builders() <= IDLE_BUILDERS, where
+            # One descriptor in the server per worker process (its pipe):
+            # idle builders come and go up to their bound.
+            assert now.server_fds - now.builders() == warm.server_fds - warm.builders(), where
             assert now.server_threads <= warm.server_threads + 1, where
-            assert now.tree_fds <= warm.tree_fds + 8 * now.workers("cpu"), where
+            assert now.tree_fds <= warm.tree_fds + 8 * (now.workers("cpu") + now.builders()), where
         # Resident memory: allocator slack, not growth with each round.
         growth_kib = rounds[-1].server_rss_kib - warm.server_rss_kib
         assert growth_kib <= max(8 * 1024, warm.server_rss_kib // 10), (warm, rounds[-1])

@@ -634,6 +634,51 @@ TEST_F(EngineHostBuildTest, TheDeviceFindsACandidatesHostBuildsDone) {
 // before, all 8 in ~14 s now, on an idle 2-core VM; the engine's timing on
 // a loaded machine decides how many, so this checks where the builds are
 // done, not the count).
+// Counts the correctness stages the engine reports (one per job that ran
+// correctness cases on its device).
+class CorrectnessStageCounter : public EngineObserver {
+ public:
+  void OnLatency(std::string_view stage, double /*seconds*/) override {
+    if (stage == "correctness") ++correctness_stages;
+  }
+  std::atomic<int> correctness_stages{0};
+};
+
+// A kernel whose host build passes the CPU backend's limit fails at
+// "compile" from that build in the compile stage, without a run: before,
+// its first run on the device built it again (the same build under the
+// same limit), so it took the limit twice (120 s at the default 60 s, past
+// a caller's 100 s deadline: no verdict; rt12 #1).
+TEST_F(EngineHostBuildTest, ABuildOverTheHostLimitIsItsVerdictWithoutARun) {
+  v1::EvaluateRequest request;
+  request.set_problem_id("vector_add");
+  request.set_skip_timing(true);
+  request.set_seed(13);
+  request.mutable_submission()->set_source(kVectorAdd);
+  // The reference is built first, under the default limit, in the cache the
+  // limited engine shares.
+  absl::StatusOr<v1::Verdict> warm = engine_->Evaluate(request, {});
+  ASSERT_TRUE(warm.ok()) << warm.status();
+  ASSERT_TRUE(warm->correct()) << warm->error();
+
+  EngineOptions options = CpuEngineOptions();
+  options.cpu_cache_dir = *cache_dir_;
+  options.cpu_compile_timeout_seconds = 3;
+  auto counter = std::make_shared<CorrectnessStageCounter>();
+  options.observer = counter;
+  auto limited = Engine::Create(options);
+  ASSERT_TRUE(limited.ok()) << limited.status();
+  request.set_seed(14);
+  request.mutable_submission()->set_source(SlowToBuildOnTheHost(200, 40));  // ~15 s to build
+  absl::StatusOr<v1::Verdict> verdict = (*limited)->Evaluate(request, {});
+  ASSERT_TRUE(verdict.ok()) << verdict.status();
+  EXPECT_EQ(verdict->stage(), "compile") << verdict->error();
+  EXPECT_NE(verdict->error().find("did not finish within 3 s"), std::string::npos)
+      << verdict->error();
+  EXPECT_TRUE(verdict->compile().success()) << "NVRTC's report stays";
+  EXPECT_EQ(counter->correctness_stages.load(), 0) << "the device built it again in a run";
+}
+
 TEST_F(EngineHostBuildTest, AGroupsHostBuildsAreDoneBeforeTheDeviceTakesIt) {
   constexpr int kCandidates = 4;
   v1::EvaluateGroupRequest group;
