@@ -2,6 +2,7 @@
 
 #include <google/protobuf/any.pb.h>
 #include <google/protobuf/wrappers.pb.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -272,6 +273,11 @@ absl::StatusOr<PrepareReport> CpuBackend::Prepare(const internal::RunRequest& ru
     if (!started.ok()) return started.status();
     builder.emplace(*std::move(started));
   }
+  {
+    std::lock_guard<std::mutex> lock(builders_mutex_);
+    if (stopping_) return absl::UnavailableError("the CPU backend is stopping");
+    busy_builders_.insert(builder->pid());
+  }
   PrepareReport report;
   // The builder builds what each request would, answering without running
   // it: one note per build.
@@ -287,12 +293,15 @@ absl::StatusOr<PrepareReport> CpuBackend::Prepare(const internal::RunRequest& ru
     if (absl::Status s = Exchange(*builder, request, result,
                                   absl::Now() + absl::Seconds(std::min(limit, left)), by_deadline);
         !s.ok()) {
-      if (absl::IsDeadlineExceeded(s) && by_deadline) {
+      {
         std::lock_guard<std::mutex> lock(builders_mutex_);
-        finishing_builders_.push_back(*std::move(builder));
-        // The oldest go first past the bound (killed, their builds lost).
-        if (finishing_builders_.size() > kFinishingBuilders) {
-          finishing_builders_.erase(finishing_builders_.begin());
+        busy_builders_.erase(builder->pid());
+        if (absl::IsDeadlineExceeded(s) && by_deadline && !stopping_) {
+          finishing_builders_.push_back(*std::move(builder));
+          // The oldest go first past the bound (killed, their builds lost).
+          if (finishing_builders_.size() > kFinishingBuilders) {
+            finishing_builders_.erase(finishing_builders_.begin());
+          }
         }
       }
       builder.reset();  // left building, or not to be used again
@@ -320,10 +329,33 @@ absl::StatusOr<PrepareReport> CpuBackend::Prepare(const internal::RunRequest& ru
   }
   if (builder) {
     std::lock_guard<std::mutex> lock(builders_mutex_);
-    if (idle_builders_.size() < kIdleBuilders) idle_builders_.push_back(*std::move(builder));
+    busy_builders_.erase(builder->pid());
+    if (!stopping_ && idle_builders_.size() < kIdleBuilders) {
+      idle_builders_.push_back(*std::move(builder));
+    }
   }
   if (!s.ok()) return s;
   return report;
+}
+
+void CpuBackend::CancelPreparations() {
+  std::vector<process::WorkerProcess> ended;
+  {
+    std::lock_guard<std::mutex> lock(builders_mutex_);
+    stopping_ = true;
+    // Unreaped while their Prepare holds them (it takes them out of the set
+    // before it lets them go), so each id is still that builder's. Their
+    // Prepare sees the builder die and fails; the builds are lost.
+    for (const pid_t pid : busy_builders_) {
+      ::kill(-pid, SIGKILL);
+      ::kill(pid, SIGKILL);
+    }
+    for (auto* list : {&idle_builders_, &finishing_builders_}) {
+      for (auto& builder : *list) ended.push_back(std::move(builder));
+      list->clear();
+    }
+  }
+  // Killed and reaped here, outside the lock.
 }
 
 absl::StatusOr<internal::RunResult> CpuBackend::Run(const internal::RunRequest& request) {

@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -81,6 +82,9 @@ class CpuBackend : public Backend {
   absl::StatusOr<PrepareReport> Prepare(const internal::RunRequest& run,
                                         const internal::TimingRequest& timing,
                                         absl::Time deadline) override;
+  // Kills every builder, those building for a Prepare in progress included
+  // (which then fails), and refuses later Prepare calls.
+  void CancelPreparations() override;
 
   // Compile failures (including features the CPU backend cannot run) come
   // back as RunResult.failure with stage "compile".
@@ -115,6 +119,10 @@ class CpuBackend : public Backend {
   std::mutex builders_mutex_;
   std::vector<process::WorkerProcess> idle_builders_;
   std::vector<process::WorkerProcess> finishing_builders_;
+  // Process ids of the builders Prepare calls hold now (still unreaped),
+  // and whether CancelPreparations was called.
+  std::set<pid_t> busy_builders_;
+  bool stopping_ = false;
 };
 
 }  // namespace kerneleval::cpu

@@ -123,14 +123,23 @@ std::optional<int> WaitUntil(pid_t pid, std::chrono::steady_clock::time_point de
 class BuildLock {
  public:
   BuildLock(std::string path, double wait_seconds) : path_(std::move(path)) {
-    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd_ < 0) return;
     const auto until = std::chrono::steady_clock::now() +
                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                            std::chrono::duration<double>(wait_seconds));
-    while (!(held_ = ::flock(fd_, LOCK_EX | LOCK_NB) == 0) && errno == EWOULDBLOCK &&
-           std::chrono::steady_clock::now() < until) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    while (true) {
+      fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+      if (fd_ < 0) return;
+      while (!(held_ = ::flock(fd_, LOCK_EX | LOCK_NB) == 0) && errno == EWOULDBLOCK &&
+             std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      if (!held_ || IsStillThePath()) return;
+      // Locked a file its holder removed as it let go (another process may
+      // hold the one now at the path): lock the path's file instead, or two
+      // would build the same program (red team rt12 #5).
+      held_ = false;
+      ::close(fd_);
+      fd_ = -1;
     }
   }
   BuildLock(const BuildLock&) = delete;
@@ -141,6 +150,14 @@ class BuildLock {
   }
 
  private:
+  // The open file is the one at path_ (not removed, nor replaced).
+  bool IsStillThePath() const {
+    struct stat open_file {};
+    struct stat at_path {};
+    return ::fstat(fd_, &open_file) == 0 && ::stat(path_.c_str(), &at_path) == 0 &&
+           open_file.st_dev == at_path.st_dev && open_file.st_ino == at_path.st_ino;
+  }
+
   std::string path_;
   int fd_ = -1;
   bool held_ = false;

@@ -66,6 +66,10 @@ class Backend {
                                                 absl::Time deadline) {
     return PrepareReport{};
   }
+  // Ends the Prepare calls in progress and refuses new ones (shutdown: a
+  // build may take the whole compile limit, and the engine's shutdown
+  // waits for its compile stage). The default does nothing.
+  virtual void CancelPreparations() {}
 
   // Runs one program on every case in order: inputs generated in the worker
   // from each case's seed (evaluator/data/prng.h), outputs and scratch

@@ -1537,6 +1537,10 @@ void EngineImpl::Shutdown(absl::Time deadline) {
   watch_cv_.notify_all();
   if (watch_thread_.joinable()) watch_thread_.join();
   for (auto& device : devices_) device->queue().Close();
+  // Builds in the compile stage end now: one may take the whole compile
+  // limit, and the compile pool is joined below (a SIGTERM while builders
+  // built overran the server's grace period; rt12 #3).
+  for (auto& device : devices_) device->backend().CancelPreparations();
   // Queued jobs drain quickly: each sees shut_down_ and answers UNAVAILABLE;
   // the job in progress finishes (its backend call is bounded by its timeout).
   for (auto& thread : device_threads_) {

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "evaluator/cpu/cpu_worker.h"
@@ -90,6 +92,41 @@ TEST_F(HostCompilerTest, TheCacheKeepsAtMostItsBytesNewestFirst) {
   }
   EXPECT_EQ(CachedLibraries().second, 1);
   EXPECT_TRUE(fs::exists(newest));
+}
+
+// Compilers sharing a cache (the worker and the compile stage's builders
+// are processes of their own) build one program once: those that come
+// while it builds wait for it (an flock per key) and find it built.
+TEST_F(HostCompilerTest, CompilersSharingACacheBuildAProgramOnce) {
+  constexpr int kCompilers = 3;
+  // ~0.5-1 s of g++'s constant evaluation: the others arrive while it builds.
+  const std::string source =
+      "constexpr unsigned Spin(unsigned n) { unsigned x = 1; "
+      "for (unsigned i = 0; i < n; ++i) x = x * 1664525u + i; return x; }\n"
+      "constexpr unsigned kSpun1 = Spin(250000u), kSpun2 = Spin(249999u), "
+      "kSpun3 = Spin(249998u);\n"
+      "extern \"C\" unsigned Spun() { return kSpun1 ^ kSpun2 ^ kSpun3; }\n";
+  std::vector<absl::StatusOr<HostCompileResult>> results(kCompilers, absl::UnknownError("not run"));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kCompilers; ++i) {
+    threads.emplace_back([&, i] {
+      absl::StatusOr<HostCompiler> compiler = HostCompiler::Create(Options());
+      if (!compiler.ok()) {
+        results[i] = compiler.status();
+        return;
+      }
+      results[i] = compiler->Compile(source);
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  int built = 0;
+  for (const auto& result : results) {
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_TRUE(result->success) << result->log;
+    built += !result->cache_hit;
+  }
+  EXPECT_EQ(built, 1) << "compilers sharing the cache built the same program again";
+  EXPECT_EQ(CachedLibraries().second, 1);
 }
 
 TEST_F(HostCompilerTest, AHostFilesExistenceIsNotVisibleToTheSource) {
