@@ -1103,9 +1103,13 @@ void EngineImpl::AnswerUnrun(Device* device, const std::shared_ptr<Job>& job) {
   v1::EvaluateGroupResponse response;
   for (size_t i = 0; i < n; ++i) {
     v1::Verdict* verdict = response.add_verdicts();
-    MarkNotEvaluated(absl::StrCat("the group's deadline came before its kernels were compiled (",
-                                  compiled, " of ", n, " distinct kernels were)"),
-                     verdict);
+    // Compiled here: through the whole compile stage, the backend's own
+    // build for its runs included (CPU backend: g++, seconds).
+    MarkNotEvaluated(
+        absl::StrCat("the group's deadline came before its kernels were compiled (", compiled,
+                     " of ", n, " distinct kernels were, each with its build for the ",
+                     device->id(), " device)"),
+        verdict);
     evaluation.Finish(verdict);
     verdict->set_request_id(job->request_id);
     if (options_.observer) options_.observer->OnVerdict(verdict->stage());
