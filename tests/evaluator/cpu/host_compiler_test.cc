@@ -3,12 +3,12 @@
 #include "evaluator/cpu/host_compiler.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -96,7 +96,9 @@ TEST_F(HostCompilerTest, TheCacheKeepsAtMostItsBytesNewestFirst) {
 
 // Compilers sharing a cache (the worker and the compile stage's builders
 // are processes of their own) build one program once: those that come
-// while it builds wait for it (an flock per key) and find it built.
+// while it builds wait for it (an flock per key) and find it built. Each
+// compiler runs in a child process: HostCompiler forks and sandboxes its
+// compiler, which needs a single-threaded process (host_compiler.h).
 TEST_F(HostCompilerTest, CompilersSharingACacheBuildAProgramOnce) {
   constexpr int kCompilers = 3;
   // ~0.5-1 s of g++'s constant evaluation: the others arrive while it builds.
@@ -106,24 +108,28 @@ TEST_F(HostCompilerTest, CompilersSharingACacheBuildAProgramOnce) {
       "constexpr unsigned kSpun1 = Spin(250000u), kSpun2 = Spin(249999u), "
       "kSpun3 = Spin(249998u);\n"
       "extern \"C\" unsigned Spun() { return kSpun1 ^ kSpun2 ^ kSpun3; }\n";
-  std::vector<absl::StatusOr<HostCompileResult>> results(kCompilers, absl::UnknownError("not run"));
-  std::vector<std::thread> threads;
+  // A child's exit status: what its compile did.
+  enum : int { kBuilt = 0, kCacheHit = 1, kFailed = 2 };
+  const HostCompilerOptions options = Options();
+  std::vector<pid_t> children;
   for (int i = 0; i < kCompilers; ++i) {
-    threads.emplace_back([&, i] {
-      absl::StatusOr<HostCompiler> compiler = HostCompiler::Create(Options());
-      if (!compiler.ok()) {
-        results[i] = compiler.status();
-        return;
-      }
-      results[i] = compiler->Compile(source);
-    });
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      absl::StatusOr<HostCompiler> compiler = HostCompiler::Create(options);
+      absl::StatusOr<HostCompileResult> result =
+          compiler.ok() ? compiler->Compile(source) : compiler.status();
+      ::_exit(!result.ok() || !result->success ? kFailed : result->cache_hit ? kCacheHit : kBuilt);
+    }
+    children.push_back(pid);
   }
-  for (std::thread& thread : threads) thread.join();
   int built = 0;
-  for (const auto& result : results) {
-    ASSERT_TRUE(result.ok()) << result.status();
-    EXPECT_TRUE(result->success) << result->log;
-    built += !result->cache_hit;
+  for (const pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status)) << "compiler process ended by a signal";
+    ASSERT_NE(WEXITSTATUS(status), kFailed) << "a compile failed";
+    built += WEXITSTATUS(status) == kBuilt;
   }
   EXPECT_EQ(built, 1) << "compilers sharing the cache built the same program again";
   EXPECT_EQ(CachedLibraries().second, 1);
