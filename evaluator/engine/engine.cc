@@ -1072,52 +1072,53 @@ void EngineImpl::RunDeadlineWatch() {
 
 void EngineImpl::AnswerUnrun(Device* device, const std::shared_ptr<Job>& job) {
   job->answered_unrun = true;
-  if (!job->is_group) {
-    Observe("queue_wait", SecondsSince(job->admitted));
-    Observe("total", SecondsSince(job->admitted));
-    device->in_flight()--;
-    if (options_.observer) options_.observer->OnQueueDepth(device->id(), device->queue().size());
-    spdlog::warn("[{}] the deadline passed while queued for {}", job->request_id, device->id());
-    job->done(absl::DeadlineExceededError(
-        absl::StrCat("the deadline passed while queued for ", device->id())));
-    return;
-  }
-  const size_t n = job->submissions.size();
-  const std::string waited = absl::StrCat(
-      "the group's deadline came while it waited ",
-      absl::SixDigits(std::round(SecondsSince(job->admitted) * 10) / 10), " s for ", device->id(),
-      " (busy with other requests; ", device->queue().size(), " still queued there)");
-  spdlog::info("[{}] {}: answered with its compile verdicts", job->request_id, waited);
-  if (job->prepared.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
-    // Compiled: RunJob answers with the compile stage's verdicts and marks
-    // the rest (past its correctness deadline, it makes no backend call).
-    job->undecided_reason = waited;
+  const bool compiled =
+      job->prepared.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  if (job->is_group && compiled) {
+    // RunJob answers with the compile stage's verdicts and marks the rest
+    // (past its correctness deadline, it makes no backend call).
+    job->undecided_reason = absl::StrCat(
+        "the group's deadline came while it waited ",
+        absl::SixDigits(std::round(SecondsSince(job->admitted) * 10) / 10), " s for ", device->id(),
+        " (busy with other requests; ", device->queue().size(), " still queued there)");
+    spdlog::info("[{}] {}: answered with its compile verdicts", job->request_id,
+                 job->undecided_reason);
     RunQueuedJob(device, *job, /*on_device_loop=*/false);
     return;
   }
-  // Still compiling (the compile limit is 30 s a source): no verdict is
-  // read from a compile in progress; every candidate is unjudged.
-  const size_t compiled = n - std::min(n, job->compiles_left.load());
-  Observe("queue_wait", SecondsSince(job->admitted));
-  Evaluation evaluation(*job->problem, device->backend(), *compiler_, job->settings);
-  v1::EvaluateGroupResponse response;
-  for (size_t i = 0; i < n; ++i) {
-    v1::Verdict* verdict = response.add_verdicts();
-    // Compiled here: through the whole compile stage, the backend's own
-    // build for its runs included (CPU backend: g++, seconds).
-    MarkNotEvaluated(
-        absl::StrCat("the group's deadline came before its kernels were compiled (", compiled,
-                     " of ", n, " distinct kernels were, each with its build for the ",
-                     device->id(), " device)"),
-        verdict);
-    evaluation.Finish(verdict);
-    verdict->set_request_id(job->request_id);
-    if (options_.observer) options_.observer->OnVerdict(verdict->stage());
+  // A single evaluation: its deadline is its caller's. A group still
+  // compiling (the compile limit is 30 s a source): no verdict is read from
+  // a compile in progress; every candidate is unjudged.
+  absl::StatusOr<v1::EvaluateGroupResponse> answer = absl::DeadlineExceededError(
+      absl::StrCat("the deadline passed while queued for ", device->id()));
+  if (job->is_group) {
+    const size_t n = job->submissions.size();
+    const size_t done_compiling = n - std::min(n, job->compiles_left.load());
+    Evaluation evaluation(*job->problem, device->backend(), *compiler_, job->settings);
+    answer = v1::EvaluateGroupResponse();
+    for (size_t i = 0; i < n; ++i) {
+      v1::Verdict* verdict = answer->add_verdicts();
+      // Compiled here: through the whole compile stage, the backend's own
+      // build for its runs included (CPU backend: g++, seconds).
+      MarkNotEvaluated(absl::StrCat("the group's deadline came before its kernels were compiled (",
+                                    done_compiling, " of ", n,
+                                    " distinct kernels were, each with its build for the ",
+                                    device->id(), " device)"),
+                       verdict);
+      evaluation.Finish(verdict);
+      verdict->set_request_id(job->request_id);
+      if (options_.observer) options_.observer->OnVerdict(verdict->stage());
+    }
+    spdlog::info("[{}] the group's deadline came while it compiled: {} of {} compiled",
+                 job->request_id, done_compiling, n);
+  } else {
+    spdlog::warn("[{}] {}", job->request_id, std::string(answer.status().message()));
   }
+  Observe("queue_wait", SecondsSince(job->admitted));
   Observe("total", SecondsSince(job->admitted));
   device->in_flight()--;
   if (options_.observer) options_.observer->OnQueueDepth(device->id(), device->queue().size());
-  job->done(std::move(response));
+  job->done(std::move(answer));
 }
 
 void EngineImpl::RunQueuedJob(Device* device, Job& job, bool on_device_loop) {
