@@ -334,6 +334,13 @@ absl::Status CudaWorker::FaultFrom(const absl::Status& status) {
   return MakeFault("runtime", status.message());
 }
 
+absl::Status CudaWorker::OwnWorkFailed(const absl::Status& status, absl::string_view what) {
+  if (status.ok() || FaultStage(status).has_value()) return status;
+  if (IsStickyError(status)) MarkContextLost();
+  return absl::UnavailableError(absl::StrCat(
+      "the worker's own ", what, " failed (not the program's doing): ", status.message()));
+}
+
 absl::Status CudaWorker::LaunchGridStride(const KernelFunction& kernel, uint64_t items,
                                           void** args) {
   constexpr unsigned kThreads = 256;
@@ -640,13 +647,15 @@ absl::Status CudaWorker::GenerateInputs(BufferSet& set, uint64_t set_seed, uint6
 absl::Status CudaWorker::RunUntimed(LoadedProgram& program, const internal::ResolvedPlan& plan,
                                     BufferSet& set, uint64_t set_seed, uint64_t round,
                                     int inputs_of_program, absl::Time deadline) {
-  absl::Status status = GenerateInputs(set, set_seed, round, inputs_of_program);
-  if (status.ok()) status = UnstashGlobals(program);
-  if (status.ok()) status = PoisonWritable(set);
-  if (status.ok()) status = LaunchPlan(program, plan, set);
+  absl::Status prepared = GenerateInputs(set, set_seed, round, inputs_of_program);
+  if (prepared.ok()) prepared = UnstashGlobals(program);
+  if (prepared.ok()) prepared = PoisonWritable(set);
+  if (!prepared.ok()) return OwnWorkFailed(prepared, "preparation of a run (inputs, poison)");
+  absl::Status status = LaunchPlan(program, plan, set);
   if (status.ok()) status = WaitFor(nullptr, deadline);
-  if (status.ok()) status = ClearAfterRun(program, set);  // as after every timed run
-  return status;
+  if (!status.ok()) return status;
+  // As after every timed run.
+  return OwnWorkFailed(ClearAfterRun(program, set), "clean-up after a run (stashes, poison)");
 }
 
 absl::Status CudaWorker::PoisonWritable(const BufferSet& set) {
@@ -901,18 +910,11 @@ absl::StatusOr<CudaWorker::Sample> CudaWorker::TimeOnce(LoadedProgram& program,
                                                         absl::Time deadline) {
   // Fresh poison in every output before every sample: a kernel that skips
   // work when its output already looks computed gains nothing.
-  if (absl::Status s = PoisonWritable(buffers); !s.ok()) return FaultFrom(s);
+  if (absl::Status s = PoisonWritable(buffers); !s.ok()) {
+    return OwnWorkFailed(s, "poisoning of the outputs");
+  }
   if (flush_l2) {
-    KE_CU_RETURN_IF_ERROR(api_.cuMemsetD32Async(l2_flush_.ptr(), ++flush_value_,
-                                                l2_flush_.bytes() / 4, stream_.get()));
-    // Then read it all back, so that L2 holds clean lines (ke_read_flush).
-    CUdeviceptr flush_ptr = l2_flush_.ptr(), sink_ptr = flush_sink_.ptr();
-    uint64_t n16 = l2_flush_.bytes() / 16;
-    uint64_t never = uint64_t{1} << 32;  // above any 32-bit XOR: the sink is never written
-    void* args[] = {&flush_ptr, &n16, &sink_ptr, &never};
-    KE_CU_RETURN_IF_ERROR(api_.cuLaunchKernel(read_flush_kernel_.handle,
-                                              static_cast<unsigned>(properties_.sm_count) * 4, 1, 1,
-                                              512, 1, 1, 0, stream_.get(), args, nullptr));
+    if (absl::Status flushed = FlushL2(); !flushed.ok()) return OwnWorkFailed(flushed, "L2 flush");
   }
   auto* control = static_cast<uint8_t*>(control_.data());
   volatile int* release = reinterpret_cast<volatile int*>(control + kReleaseOffset);
@@ -929,10 +931,14 @@ absl::StatusOr<CudaWorker::Sample> CudaWorker::TimeOnce(LoadedProgram& program,
     // Fresh keys for this sample's seal (keyed_mix.h).
     for (uint64_t& key : hold_keys) key = DrawKey();
     void* args[] = {&release_ptr, &min_ns, &timeout_ns, &report_ptr, &hold_keys[0], &hold_keys[1]};
-    KE_CU_RETURN_IF_ERROR(api_.cuLaunchKernel(hold_kernel_.handle, 1, 1, 1, 1, 1, 1, 0,
-                                              stream_.get(), args, nullptr));
+    if (const CUresult held = api_.cuLaunchKernel(hold_kernel_.handle, 1, 1, 1, 1, 1, 1, 0,
+                                                  stream_.get(), args, nullptr);
+        held != CUDA_SUCCESS) {
+      return OwnWorkFailed(CuError(held, "cuLaunchKernel(ke_hold_stream)", __FILE__, __LINE__),
+                           "stream hold");
+    }
   }
-  absl::Status status = start_.Record(stream_.get());
+  absl::Status status = OwnWorkFailed(start_.Record(stream_.get()), "start event");
   if (status.ok()) status = LaunchPlan(program, plan, buffers);
   if (status.ok()) status = stop_.Record(stream_.get());
   std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -957,6 +963,20 @@ absl::StatusOr<CudaWorker::Sample> CudaWorker::TimeOnce(LoadedProgram& program,
     }
   }
   return sample;
+}
+
+absl::Status CudaWorker::FlushL2() {
+  KE_CU_RETURN_IF_ERROR(
+      api_.cuMemsetD32Async(l2_flush_.ptr(), ++flush_value_, l2_flush_.bytes() / 4, stream_.get()));
+  // Then read it all back, so that L2 holds clean lines (ke_read_flush).
+  CUdeviceptr flush_ptr = l2_flush_.ptr(), sink_ptr = flush_sink_.ptr();
+  uint64_t n16 = l2_flush_.bytes() / 16;
+  uint64_t never = uint64_t{1} << 32;  // above any 32-bit XOR: the sink is never written
+  void* args[] = {&flush_ptr, &n16, &sink_ptr, &never};
+  KE_CU_RETURN_IF_ERROR(api_.cuLaunchKernel(read_flush_kernel_.handle,
+                                            static_cast<unsigned>(properties_.sm_count) * 4, 1, 1,
+                                            512, 1, 1, 0, stream_.get(), args, nullptr));
+  return absl::OkStatus();
 }
 
 absl::Status CudaWorker::ClearAfterRun(LoadedProgram& program, BufferSet& set) {
@@ -1175,7 +1195,9 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
       });
       if (!status.ok()) return program_failed(status);
     }
-    if (absl::Status kept = keep_drawn(s, check); !kept.ok()) return program_failed(kept);
+    if (absl::Status kept = keep_drawn(s, check); !kept.ok()) {
+      return program_failed(OwnWorkFailed(kept, "copy of a drawn run's outputs"));
+    }
   }
 
   // Samples, interleaved A B A B ... so that drifts hit every program alike;
@@ -1189,10 +1211,12 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
   std::vector<std::vector<bool>> hold_timed_out(program_count);
   std::vector<int> reports_overwritten(program_count, 0);
   std::vector<double> all_clocks;
-  // The samples that count: throttled ones and those whose hold timed out
-  // go, unless most would (timing::KeepSamples).
-  auto kept = [&](int p) {
-    return timing::KeepSamples(raw[p], clocks[p], hold_timed_out[p], nominal_mhz);
+  // The samples that count: the rounds with a throttled clock reading go for
+  // every program, and each program's samples whose hold timed out, unless
+  // most would (timing::FindThrottledRounds, timing::KeepSamples).
+  auto throttled_rounds = [&] { return timing::FindThrottledRounds(clocks, nominal_mhz); };
+  auto kept = [&](int p, const timing::ThrottledRounds& rounds) {
+    return timing::KeepSamples(raw[p], rounds.dropped, hold_timed_out[p]);
   };
   // One round on input set round % sets: every program once, in order. All
   // programs share one context, so a candidate that finds another program's
@@ -1209,14 +1233,10 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
     for (int p = 0; p < program_count; ++p) {
       failed_program = p;
       BufferSet& set = buffers[p][s];
-      if (absl::Status generated =
-              GenerateInputs(set, request.input_seeds(s), config.warmup_runs() + round, p);
-          !generated.ok()) {
-        return FaultFrom(generated);
-      }
-      if (absl::Status unstashed = UnstashGlobals(programs[p]); !unstashed.ok()) {
-        return FaultFrom(unstashed);
-      }
+      absl::Status prepared =
+          GenerateInputs(set, request.input_seeds(s), config.warmup_runs() + round, p);
+      if (prepared.ok()) prepared = UnstashGlobals(programs[p]);
+      if (!prepared.ok()) return OwnWorkFailed(prepared, "preparation of a run (inputs, globals)");
       absl::StatusOr<Sample> sample;
       if (absl::Status ran = bounded_run([&](absl::Time run_deadline) {
             sample = TimeOnce(programs[p], request.programs(p).plan(), set, config.flush_l2(),
@@ -1231,9 +1251,11 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
       hold_timed_out[p].push_back(sample->hold_timed_out);
       reports_overwritten[p] += sample->report_overwritten;
       if (sample->clock_mhz > 0) all_clocks.push_back(sample->clock_mhz);
-      if (absl::Status cleared = ClearAfterRun(programs[p], set); !cleared.ok()) return cleared;
+      if (absl::Status cleared = ClearAfterRun(programs[p], set); !cleared.ok()) {
+        return OwnWorkFailed(cleared, "clean-up after a run (stashes, poison)");
+      }
     }
-    return keep_drawn(s, check);
+    return OwnWorkFailed(keep_drawn(s, check), "copy of a drawn run's outputs");
   };
   const absl::Time start = absl::Now();
   // Checking the rule sorts every program's samples: check at geometrically
@@ -1252,8 +1274,9 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
     if (round + 1 < static_cast<uint64_t>(sets) || round < next_check) continue;
     next_check = round + 1 + round / 16;
     bool all_stop = true;
+    const timing::ThrottledRounds dropped_rounds = throttled_rounds();
     for (int p = 0; p < program_count && all_stop; ++p) {
-      all_stop = rule.ShouldStop(kept(p).samples_us, elapsed);
+      all_stop = rule.ShouldStop(kept(p, dropped_rounds).samples_us, elapsed);
     }
     if (all_stop) break;
   }
@@ -1282,12 +1305,36 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
                        " bytes of outputs in one reply (the outputs are checked here without it)"));
     }
   }
-  bool throttled = false, converged = true;
+  const timing::ThrottledRounds dropped_rounds = throttled_rounds();
+  const bool throttled = dropped_rounds.throttled > 0;
+  if (dropped_rounds.kept_all) {
+    outcome.notes.push_back(absl::StrCat("most rounds had a throttled clock reading (",
+                                         dropped_rounds.throttled, " of ",
+                                         dropped_rounds.dropped.size(), "): every round kept"));
+  } else if (dropped_rounds.throttled > 0) {
+    outcome.notes.push_back(
+        absl::StrCat(dropped_rounds.throttled, " of ", dropped_rounds.dropped.size(),
+                     " rounds dropped for every program: a clock reading "
+                     "in them was below ",
+                     timing::kThrottleFraction * 100, " % of ",
+                     absl::SixDigits(dropped_rounds.reference_mhz), " MHz (throttled)"));
+  }
+  if (nominal_mhz > 0 &&
+      timing::IsThrottled(dropped_rounds.reference_mhz, nominal_mhz, timing::kThrottleFraction)) {
+    // Not throttling within the run: every sample ran at most this fast, so
+    // the programs compare fairly, but times (and roofline fractions) are
+    // this clock's, not the datasheet's.
+    outcome.notes.push_back(absl::StrCat(
+        "the SM clock while timing was at most ", absl::SixDigits(dropped_rounds.reference_mhz),
+        " MHz, under ", timing::kThrottleFraction * 100, " % of the device's maximum ",
+        absl::SixDigits(nominal_mhz),
+        " MHz (clocks locked or capped?): samples judged against the highest reading"));
+  }
+  bool converged = true;
   for (int p = 0; p < program_count; ++p) {
     internal::ProgramTiming* timing = result.add_programs();
-    const timing::KeptSamples counted = kept(p);
+    const timing::KeptSamples counted = kept(p, dropped_rounds);
     const std::vector<double>& samples = counted.samples_us;
-    throttled = throttled || counted.throttled > 0;
     converged = converged && rule.Converged(samples);
     timing->mutable_samples_us()->Assign(samples.begin(), samples.end());
     if (reports_overwritten[p] > 0) {
@@ -1296,17 +1343,11 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
                        reports_overwritten[p], " samples (kept; their clock is unknown)"));
     }
     if (counted.kept_all) {
-      outcome.notes.push_back(absl::StrCat(programs[p].label, ": most samples throttled or late (",
-                                           counted.throttled, " throttled): all kept"));
-    } else {
-      if (counted.throttled > 0) {
-        outcome.notes.push_back(
-            absl::StrCat(programs[p].label, ": ", counted.throttled, " throttled samples dropped"));
-      }
-      if (counted.late > 0) {
-        outcome.notes.push_back(absl::StrCat(programs[p].label, ": ", counted.late,
-                                             " samples whose stream hold timed out dropped"));
-      }
+      outcome.notes.push_back(absl::StrCat(programs[p].label, ": most samples (", counted.late,
+                                           ") had a stream hold that timed out: all kept"));
+    } else if (counted.late > 0) {
+      outcome.notes.push_back(absl::StrCat(programs[p].label, ": ", counted.late,
+                                           " samples whose stream hold timed out dropped"));
     }
     // The last run on each set: its guards and inputs. A candidate's
     // outputs are read again below, to check them against the reference's.

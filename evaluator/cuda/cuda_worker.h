@@ -176,6 +176,9 @@ class CudaWorker {
   // After every timed or warm-up run, on the stream: StashOutputs, outputs
   // and scratch poisoned, StashGlobals.
   absl::Status ClearAfterRun(LoadedProgram& program, BufferSet& set);
+  // Queues the L2 flush before a timed sample: cuMemsetD32Async over
+  // l2_flush_, then ke_read_flush reads it all back.
+  absl::Status FlushL2();
   uint64_t DrawKey();  // 64 bits from key_source_
   absl::Status Fill(CUdeviceptr ptr, uint64_t bytes, uint64_t pattern);
   // Launches one of the worker's grid-stride kernels over `items` on the
@@ -189,6 +192,17 @@ class CudaWorker {
                                         void** args);
   // A CUDA error seen while a program's work was in flight, as a fault.
   absl::Status FaultFrom(const absl::Status& status);
+  // A CUDA error of the worker's own work around a timed or warm-up run
+  // (`what`: its inputs, poison, stashes, the L2 flush, the stream hold), as
+  // UNAVAILABLE rather than a fault of the program run next or last: a
+  // program's faults surface at its own launches and at the wait for it,
+  // which every run has before the worker queues more (so a sticky error
+  // met at the worker's own calls is its own work's). The engine then times
+  // again, alone, against the reference's twin, before it blames a kernel.
+  // A sticky error still loses the context (the worker exits after
+  // answering); a status that is already a fault (a timeout) is returned as
+  // it is.
+  absl::Status OwnWorkFailed(const absl::Status& status, absl::string_view what);
 
   const DriverApi& api_;
   CudaWorkerOptions options_;

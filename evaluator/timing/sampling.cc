@@ -149,21 +149,60 @@ bool IsThrottled(double clock_mhz, double reference_clock_mhz, double fraction) 
   return clock_mhz < fraction * reference_clock_mhz;
 }
 
-KeptSamples KeepSamples(std::span<const double> samples_us, std::span<const double> clock_mhz,
-                        const std::vector<bool>& late, double reference_clock_mhz,
-                        double fraction) {
+double ThrottleReferenceMhz(const std::vector<std::vector<double>>& clock_mhz, double nominal_mhz) {
+  double highest = 0;
+  for (const std::vector<double>& readings : clock_mhz) {
+    for (const double reading : readings) highest = std::max(highest, reading);
+  }
+  if (!(highest > 0)) return nominal_mhz;
+  return nominal_mhz > 0 ? std::min(highest, nominal_mhz) : highest;
+}
+
+ThrottledRounds FindThrottledRounds(const std::vector<std::vector<double>>& clock_mhz,
+                                    double nominal_mhz, double fraction) {
+  ThrottledRounds rounds;
+  rounds.reference_mhz = ThrottleReferenceMhz(clock_mhz, nominal_mhz);
+  size_t round_count = 0;
+  for (const std::vector<double>& readings : clock_mhz) {
+    round_count = std::max(round_count, readings.size());
+  }
+  rounds.dropped.assign(round_count, false);
+  for (const std::vector<double>& readings : clock_mhz) {
+    for (size_t r = 0; r < readings.size(); ++r) {
+      if (readings[r] > 0 && IsThrottled(readings[r], rounds.reference_mhz, fraction)) {
+        rounds.dropped[r] = true;
+      }
+    }
+  }
+  rounds.throttled =
+      static_cast<int>(std::count(rounds.dropped.begin(), rounds.dropped.end(), true));
+  if (static_cast<size_t>(rounds.throttled) * 2 > round_count) {
+    rounds.dropped.assign(round_count, false);
+    rounds.kept_all = true;
+  }
+  return rounds;
+}
+
+KeptSamples KeepSamples(std::span<const double> samples_us,
+                        const std::vector<bool>& throttled_rounds, const std::vector<bool>& late) {
   KeptSamples kept;
+  std::vector<double> unthrottled;
+  unthrottled.reserve(samples_us.size());
   kept.samples_us.reserve(samples_us.size());
   for (size_t i = 0; i < samples_us.size(); ++i) {
-    const bool has_reading = i < clock_mhz.size() && clock_mhz[i] > 0;
-    const bool throttled = has_reading && IsThrottled(clock_mhz[i], reference_clock_mhz, fraction);
-    const bool is_late = !throttled && i < late.size() && late[i];
-    kept.throttled += throttled;
-    kept.late += is_late;
-    if (!throttled && !is_late) kept.samples_us.push_back(samples_us[i]);
+    if (i < throttled_rounds.size() && throttled_rounds[i]) {
+      ++kept.throttled;
+      continue;
+    }
+    unthrottled.push_back(samples_us[i]);
+    if (i < late.size() && late[i]) {
+      ++kept.late;
+      continue;
+    }
+    kept.samples_us.push_back(samples_us[i]);
   }
-  if (kept.samples_us.size() * 2 < samples_us.size()) {
-    kept.samples_us.assign(samples_us.begin(), samples_us.end());
+  if (kept.samples_us.size() * 2 < unthrottled.size()) {
+    kept.samples_us = std::move(unthrottled);
     kept.kept_all = true;
   }
   return kept;

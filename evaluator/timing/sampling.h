@@ -123,29 +123,57 @@ class TimedRunBound {
 };
 
 // A sample taken while the SM clock ran below this fraction of the reference
-// (nominal or start-of-run) clock is taken as throttled (nvbench's rule).
+// clock is taken as throttled (nvbench's rule).
 inline constexpr double kThrottleFraction = 0.75;
 
 // clock_mhz < fraction * reference_clock_mhz. False when the reference is
 // unknown (not positive).
 bool IsThrottled(double clock_mhz, double reference_clock_mhz, double fraction = kThrottleFraction);
 
+// The clock a timing run's readings are judged against [MHz]: the highest
+// reading of the run, but no higher than the device's maximum clock
+// (`nominal_mhz`; a reading above it is noise or forged, and must not make
+// the others look throttled). On a device whose clocks are locked or capped
+// below that maximum (application clocks, a power cap), the highest reading
+// is the locked clock, so its samples are not all throttled. Readings <= 0
+// (none taken) do not count; with none at all, `nominal_mhz`.
+double ThrottleReferenceMhz(const std::vector<std::vector<double>>& clock_mhz, double nominal_mhz);
+
+// Which rounds of an interleaved timing run (A B A B ...) are dropped because
+// a clock reading in them was throttled.
+struct ThrottledRounds {
+  std::vector<bool> dropped;  // per round: dropped for every program
+  int throttled = 0;          // rounds with a throttled reading
+  bool kept_all = false;      // most rounds throttled: the readings are suspect, none dropped
+  double reference_mhz = 0;   // what the readings were judged against (ThrottleReferenceMhz)
+};
+
+// clock_mhz[p][r]: program p's clock reading in round r (<= 0 or missing: no
+// reading, not throttled). A round is dropped for every program when any of
+// its readings is throttled: the programs of a round ran back to back, so
+// the slow clock (a heavy kernel heating the GPU shows in the next
+// program's reading) hits the round, and dropping one program's sample only
+// would compare it against samples of the others taken at full clock.
+// Nothing is dropped when more than half of the rounds would be.
+ThrottledRounds FindThrottledRounds(const std::vector<std::vector<double>>& clock_mhz,
+                                    double nominal_mhz, double fraction = kThrottleFraction);
+
 // The samples that count, and what was dropped.
 struct KeptSamples {
   std::vector<double> samples_us;
-  int throttled = 0;      // samples whose clock reading was throttled
-  int late = 0;           // samples flagged late and not throttled
-  bool kept_all = false;  // dropping would have left fewer than half: none dropped
+  int throttled = 0;      // samples dropped with their throttled round
+  int late = 0;           // samples flagged late and not in a throttled round
+  bool kept_all = false;  // dropping the late ones would have left fewer than half: none dropped
 };
 
-// Drops the samples whose clock (same index in `clock_mhz`) was throttled and
-// those flagged in `late` (e.g. a stream hold that timed out, so the sample may
-// hold launch latency), unless that would drop more than half: then the
-// readings themselves are suspect and every sample is kept. Samples without a
-// clock reading (clock_mhz shorter, or a reading <= 0) are not throttled;
-// `late` may be shorter than the samples (missing: not late).
-KeptSamples KeepSamples(std::span<const double> samples_us, std::span<const double> clock_mhz,
-                        const std::vector<bool>& late, double reference_clock_mhz,
-                        double fraction = kThrottleFraction);
+// One program's samples (one per round) less those of the rounds in
+// `throttled_rounds` (FindThrottledRounds) and those flagged in `late` (e.g.
+// a stream hold that timed out, so the sample may hold launch latency: the
+// program's own), unless dropping the late ones would leave fewer than half
+// of what the throttled rounds left: then every sample but the throttled
+// rounds' is kept. Either vector may be shorter than the samples (missing:
+// not dropped).
+KeptSamples KeepSamples(std::span<const double> samples_us,
+                        const std::vector<bool>& throttled_rounds, const std::vector<bool>& late);
 
 }  // namespace kerneleval::timing

@@ -699,9 +699,15 @@ extern "C" __global__ void add(const float* a, const float* b, float* c, int n) 
 // the same one every time): each verdict of a group says so, with the backend's notes on its
 // own candidate and on the reference, and none on the other candidates.
 TEST(EngineFakeDriverTest, ThrottlingReachesEachVerdictWithItsOwnNotes) {
-  ::setenv("KERNELEVAL_FAKE_CUDA_THROTTLE_EVERY", "4", 1);
+  // Every seventh hold throttled: its round goes for every program, a note
+  // on the whole run. Every fourth hold late: each program's own samples go,
+  // a note per program, which reaches the reference's and its own verdict,
+  // not the group's other candidates'.
+  ::setenv("KERNELEVAL_FAKE_CUDA_THROTTLE_EVERY", "7", 1);
+  ::setenv("KERNELEVAL_FAKE_CUDA_LATE_HOLD_EVERY", "4", 1);
   absl::StatusOr<std::unique_ptr<Engine>> engine = FakeDriverEngine();
   ::unsetenv("KERNELEVAL_FAKE_CUDA_THROTTLE_EVERY");
+  ::unsetenv("KERNELEVAL_FAKE_CUDA_LATE_HOLD_EVERY");
   ASSERT_TRUE(engine.ok()) << engine.status();
 
   absl::StatusOr<v1::EvaluateGroupResponse> response = TwoCorrectVectorAdds(**engine);
@@ -715,12 +721,15 @@ TEST(EngineFakeDriverTest, ThrottlingReachesEachVerdictWithItsOwnNotes) {
               verdict.flags().end());
     const std::string own = absl::StrCat("candidate[", i, "]: ");
     const std::string other = absl::StrCat("candidate[", 1 - i, "]: ");
-    bool reference_note = false, own_note = false, other_note = false;
+    bool rounds_note = false, reference_note = false, own_note = false, other_note = false;
     for (const std::string& note : verdict.timing().notes()) {
+      rounds_note =
+          rounds_note || note.find("rounds dropped for every program") != std::string::npos;
       reference_note = reference_note || note.rfind("reference: ", 0) == 0;
       own_note = own_note || note.rfind(own, 0) == 0;
       other_note = other_note || note.rfind(other, 0) == 0;
     }
+    EXPECT_TRUE(rounds_note) << verdict.timing().ShortDebugString();
     EXPECT_TRUE(reference_note) << verdict.timing().ShortDebugString();
     EXPECT_TRUE(own_note) << verdict.timing().ShortDebugString();
     EXPECT_FALSE(other_note) << verdict.timing().ShortDebugString();
@@ -785,6 +794,33 @@ TEST(EngineFakeDriverTest, TheFloorAllowsFasterAccurateArithmeticAndNoMore) {
       << impossible.error();
   EXPECT_NE(std::find(impossible.flags().begin(), impossible.flags().end(), "below_roofline_floor"),
             impossible.flags().end());
+}
+
+// A device that refuses the worker's own L2 flush (CUDA_ERROR_NOT_SUPPORTED
+// at every cuMemsetD32Async): no kernel is to blame, so the evaluation is
+// UNAVAILABLE saying why, after the engine timed again and against the
+// reference's twin. Charged to the program timed first, every evaluation on
+// such a device was INTERNAL, "the reference failed while timing".
+TEST(EngineFakeDriverTest, AFlushTheDeviceRefusesIsUnavailableAndNoKernelsVerdict) {
+  ::setenv("KERNELEVAL_FAKE_CUDA_MEMSET_D32_ERROR", "801", 1);
+  absl::StatusOr<std::unique_ptr<Engine>> engine = FakeDriverEngine();
+  ::unsetenv("KERNELEVAL_FAKE_CUDA_MEMSET_D32_ERROR");
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  absl::StatusOr<v1::Problem> problem = SmallVectorAdd(**engine);
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  v1::EvaluateRequest request;
+  *request.mutable_problem() = *std::move(problem);
+  request.set_backend(v1::BACKEND_CUDA);
+  request.mutable_submission()->set_source(kVectorAdd);
+  absl::StatusOr<v1::Verdict> verdict = (*engine)->Evaluate(request, {});
+  ASSERT_FALSE(verdict.ok()) << verdict->ShortDebugString();
+  EXPECT_TRUE(absl::IsUnavailable(verdict.status())) << verdict.status();
+  EXPECT_NE(verdict.status().message().find("L2 flush"), std::string::npos) << verdict.status();
+  // Without timing, the same engine judges the kernel.
+  request.set_skip_timing(true);
+  verdict = (*engine)->Evaluate(request, {});
+  ASSERT_TRUE(verdict.ok()) << verdict.status();
+  EXPECT_TRUE(verdict->correct()) << verdict->error();
 }
 
 // A CUBIN the device cannot load (built for another architecture): the worker

@@ -1024,20 +1024,79 @@ class CudaFakeDriverTest : public testing::Test {
   }
 };
 
-TEST_F(CudaFakeDriverTest, ThrottledSamplesAreDroppedAndReported) {
-  // Every third hold reports half the nominal clock (1000 MHz): below the 75 %
-  // rule, so a third of the samples go and the result says throttled.
+TEST_F(CudaFakeDriverTest, ThrottledRoundsAreDroppedForEveryProgramAndReported) {
+  // Every seventh hold reports half the clock the others read (1000 MHz):
+  // below the 75 % rule. Two programs a round, so about two rounds in seven
+  // have a throttled reading, and each goes for both programs: their samples
+  // stay paired, as interleaving meant them to be.
   absl::StatusOr<internal::TimingResult> result =
-      TimeAddWith("KERNELEVAL_FAKE_CUDA_THROTTLE_EVERY", "3", {"reference", "candidate"});
+      TimeAddWith("KERNELEVAL_FAKE_CUDA_THROTTLE_EVERY", "7", {"reference", "candidate"});
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_TRUE(result->throttled());
   EXPECT_NEAR(result->sm_clock_min_mhz(), 500, 1);
   EXPECT_NEAR(result->sm_clock_mhz(), 1000, 1);  // the median: most samples ran at full clock
   // The notes travel with the result (and from there into the verdict).
-  EXPECT_TRUE(HasNote(*result, "throttled samples dropped"));
-  for (const internal::ProgramTiming& program : result->programs()) {
-    EXPECT_GE(program.samples_us_size(), 10);
-  }
+  EXPECT_TRUE(HasNote(*result, "rounds dropped for every program")) << result->DebugString();
+  ASSERT_EQ(result->programs_size(), 2);
+  EXPECT_GE(result->programs(0).samples_us_size(), 10);
+  // Per program, the reference (whose readings are throttled in some rounds)
+  // would have lost other samples than the candidate.
+  EXPECT_EQ(result->programs(0).samples_us_size(), result->programs(1).samples_us_size());
+}
+
+TEST_F(CudaFakeDriverTest, ClocksLockedBelowTheMaximumAreNotThrottling) {
+  // Every hold reads 600 MHz of the device's 1000 (application clocks
+  // locked, or a power cap): judged against the maximum, every sample was
+  // "throttled" and the verdict flagged; the readings are steady, so nothing
+  // is, and a note says the times are that clock's.
+  absl::StatusOr<internal::TimingResult> result =
+      TimeAddWith("KERNELEVAL_FAKE_CUDA_HOLD_CLOCK_MHZ", "600", {"reference", "candidate"});
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_FALSE(result->throttled());
+  EXPECT_NEAR(result->sm_clock_mhz(), 600, 1);
+  EXPECT_TRUE(HasNote(*result, "clocks locked or capped")) << result->DebugString();
+  EXPECT_FALSE(HasNote(*result, "throttled")) << result->DebugString();
+}
+
+TEST_F(CudaFakeDriverTest, TheWorkersOwnFlushFailingIsNotTheProgramsFault) {
+  // The L2 flush before each sample is the worker's work: its failure
+  // (here CUDA_ERROR_NOT_SUPPORTED, 801) was charged to the program timed
+  // first, the reference, and every evaluation on the device failed as "the
+  // reference failed". It is UNAVAILABLE now, which the engine retries and
+  // checks against the reference's twin before it blames a kernel.
+  std::unique_ptr<CudaBackend> backend =
+      StartBackend(false, "KERNELEVAL_FAKE_CUDA_MEMSET_D32_ERROR", "801");
+  ASSERT_NE(backend, nullptr);
+  const int restarts = backend->restarts();
+  absl::StatusOr<internal::TimingResult> result = TimeAdd(*backend, {"reference", "candidate"});
+  ASSERT_FALSE(result.ok()) << "a failure charged to a program: " << result->DebugString();
+  EXPECT_TRUE(absl::IsUnavailable(result.status())) << result.status();
+  EXPECT_NE(result.status().message().find("L2 flush"), std::string::npos) << result.status();
+  EXPECT_NE(result.status().message().find("CUDA_ERROR_NOT_SUPPORTED"), std::string::npos)
+      << result.status();
+  // Not sticky: the same worker goes on (correctness runs flush nothing).
+  EXPECT_EQ(backend->restarts(), restarts);
+  const std::string module = CompileCubin(kVectorAdd, backend->target_arch());
+  absl::StatusOr<internal::RunResult> run = backend->Run(AddRequest(*backend, module, 4096, 7));
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_FALSE(run->has_failure()) << run->failure().message();
+}
+
+TEST_F(CudaFakeDriverTest, AStickyErrorInTheWorkersOwnFlushReplacesTheWorker) {
+  // An uncorrectable ECC error (214) at the flush: the context is lost, the
+  // worker answers UNAVAILABLE and a fresh one (without the fault) replaces
+  // it, which times the same request.
+  std::unique_ptr<CudaBackend> backend =
+      StartBackend(false, "KERNELEVAL_FAKE_CUDA_MEMSET_D32_ERROR", "214");
+  ASSERT_NE(backend, nullptr);
+  const int restarts = backend->restarts();
+  absl::StatusOr<internal::TimingResult> result = TimeAdd(*backend, {"reference", "candidate"});
+  ASSERT_FALSE(result.ok()) << "a failure charged to a program: " << result->DebugString();
+  EXPECT_TRUE(absl::IsUnavailable(result.status())) << result.status();
+  EXPECT_EQ(backend->restarts(), restarts + 1) << "the worker stayed on a lost context";
+  result = TimeAdd(*backend, {"reference", "candidate"});
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_FALSE(result->has_failure()) << result->failure().message();
 }
 
 TEST_F(CudaFakeDriverTest, SamplesWhoseHoldTimedOutAreDropped) {
@@ -1091,15 +1150,19 @@ TEST_F(CudaFakeDriverTest, APersistingL2ResetTheDeviceRefusesIsNoProgramsFault) 
   EXPECT_GE(result->programs(1).samples_us_size(), 10);
 }
 
-TEST_F(CudaFakeDriverTest, EveryHoldThrottledKeepsEverySampleAndSaysSo) {
+TEST_F(CudaFakeDriverTest, EveryRoundThrottledKeepsEverySampleAndSaysSo) {
+  // Every second hold reads half the clock: the candidate's, in every round.
+  // Dropping every round would leave nothing to judge: all kept, flagged.
+  // (Every hold at half the clock is a locked clock, not throttling:
+  // ClocksLockedBelowTheMaximumAreNotThrottling.)
   absl::StatusOr<internal::TimingResult> result =
-      TimeAddWith("KERNELEVAL_FAKE_CUDA_THROTTLE_EVERY", "1", {"reference"});
+      TimeAddWith("KERNELEVAL_FAKE_CUDA_THROTTLE_EVERY", "2", {"reference", "candidate"});
   ASSERT_TRUE(result.ok()) << result.status();
-  // Dropping all would leave nothing to judge: all kept, flagged.
   EXPECT_TRUE(result->throttled());
-  EXPECT_NEAR(result->sm_clock_mhz(), 500, 1);
-  EXPECT_TRUE(HasNote(*result, "all kept"));
+  EXPECT_NEAR(result->sm_clock_min_mhz(), 500, 1);
+  EXPECT_TRUE(HasNote(*result, "every round kept")) << result->DebugString();
   EXPECT_GE(result->programs(0).samples_us_size(), 10);
+  EXPECT_EQ(result->programs(0).samples_us_size(), result->programs(1).samples_us_size());
 }
 
 TEST_F(CudaFakeDriverTest, CubinForAnotherArchFallsBackToPtxAndSaysSo) {

@@ -200,27 +200,61 @@ TEST(ThrottleTest, SeventyFivePercentOfTheReference) {
   EXPECT_TRUE(IsThrottled(1400, 1980));   // 70.7 %
   EXPECT_FALSE(IsThrottled(1500, 1980));  // 75.8 %
   EXPECT_FALSE(IsThrottled(100, 0));      // no reference
-  const std::vector<double> samples = {10, 11, 12, 13};
-  const std::vector<double> clocks = {1980, 900, 1800};  // the last has no reading
-  EXPECT_EQ(KeepSamples(samples, clocks, {}, 1980).samples_us, (std::vector<double>{10, 12, 13}));
-  const std::vector<double> unmeasured = {0, 0, 1000, 0};  // 0: no reading, kept
-  EXPECT_EQ(KeepSamples(samples, unmeasured, {}, 1980).samples_us,
-            (std::vector<double>{10, 11, 13}));
+}
+
+TEST(ThrottleTest, TheReferenceIsTheHighestReadingUpToTheMaximum) {
+  // Locked at 1410 MHz on a 1980 MHz device: 1410 is what the run is judged
+  // against, not the datasheet's 1980 (which would make every sample look
+  // throttled).
+  EXPECT_DOUBLE_EQ(ThrottleReferenceMhz({{1410, 1400}, {1405, 0}}, 1980), 1410);
+  // A reading above the maximum (noise, or a forged report) does not raise it.
+  EXPECT_DOUBLE_EQ(ThrottleReferenceMhz({{1980, 9000}}, 1980), 1980);
+  EXPECT_DOUBLE_EQ(ThrottleReferenceMhz({{0, 0}, {}}, 1980), 1980);  // no readings
+  EXPECT_DOUBLE_EQ(ThrottleReferenceMhz({{1200}}, 0), 1200);         // maximum unknown
+}
+
+TEST(ThrottleTest, ARoundWithAThrottledReadingGoesForEveryProgram) {
+  // Two programs, five rounds; round 1's reading of the second program and
+  // round 3's of the first are throttled (a heavy kernel in round 1 shows in
+  // the next program's reading), round 4 has no reading for the second.
+  const std::vector<std::vector<double>> clocks = {{1980, 1980, 1980, 900, 1980},
+                                                   {1980, 1000, 1980, 1980, 0}};
+  const ThrottledRounds rounds = FindThrottledRounds(clocks, 1980);
+  EXPECT_EQ(rounds.dropped, (std::vector<bool>{false, true, false, true, false}));
+  EXPECT_EQ(rounds.throttled, 2);
+  EXPECT_FALSE(rounds.kept_all);
+  EXPECT_DOUBLE_EQ(rounds.reference_mhz, 1980);
+  const std::vector<double> first = {10, 11, 12, 13, 14}, second = {20, 21, 22, 23, 24};
+  const KeptSamples a = KeepSamples(first, rounds.dropped, {});
+  const KeptSamples b = KeepSamples(second, rounds.dropped, {});
+  EXPECT_EQ(a.samples_us, (std::vector<double>{10, 12, 14}));
+  EXPECT_EQ(b.samples_us, (std::vector<double>{20, 22, 24}));
+  EXPECT_EQ(a.throttled, 2);
+  EXPECT_EQ(b.throttled, 2);
+}
+
+TEST(ThrottleTest, MostRoundsThrottledKeepsEveryRound) {
+  const std::vector<std::vector<double>> clocks = {{1980, 900, 900}, {1980, 1980, 1980}};
+  const ThrottledRounds rounds = FindThrottledRounds(clocks, 1980);
+  EXPECT_EQ(rounds.throttled, 2);
+  EXPECT_TRUE(rounds.kept_all);
+  EXPECT_EQ(rounds.dropped, (std::vector<bool>{false, false, false}));
 }
 
 TEST(ThrottleTest, LateSamplesGoTooUnlessMostWould) {
   const std::vector<double> samples = {10, 11, 12, 13, 14, 15};
-  const std::vector<double> clocks = {1980, 900, 1980, 1980, 1980, 1980};
-  // Sample 1 throttled (and late: counted once, as throttled), sample 4 late.
-  const KeptSamples some = KeepSamples(samples, clocks, {false, true, false, false, true}, 1980);
+  const std::vector<bool> throttled = {false, true, false, false, false, false};
+  // Sample 1's round throttled (and late: counted once, as throttled),
+  // sample 4 late.
+  const KeptSamples some = KeepSamples(samples, throttled, {false, true, false, false, true});
   EXPECT_EQ(some.samples_us, (std::vector<double>{10, 12, 13, 15}));
   EXPECT_EQ(some.throttled, 1);
   EXPECT_EQ(some.late, 1);
   EXPECT_FALSE(some.kept_all);
-  // Four of six would go: the readings are suspect, every sample stays.
-  const KeptSamples most =
-      KeepSamples(samples, clocks, {true, false, true, true, false, false}, 1980);
-  EXPECT_EQ(most.samples_us, samples);
+  // Three of the five left would go: the readings are suspect, every sample
+  // the throttled round left stays.
+  const KeptSamples most = KeepSamples(samples, throttled, {true, false, true, true, false, false});
+  EXPECT_EQ(most.samples_us, (std::vector<double>{10, 12, 13, 14, 15}));
   EXPECT_EQ(most.throttled, 1);
   EXPECT_EQ(most.late, 3);
   EXPECT_TRUE(most.kept_all);

@@ -33,7 +33,8 @@
 //     barrier (on a GPU it would hang too).
 // Not modelled: L2, clocks (the hold kernel reports 1 cycle per ns at the
 // 1 GHz the device claims; KERNELEVAL_FAKE_CUDA_THROTTLE_EVERY=N halves every
-// Nth report; KERNELEVAL_FAKE_CUDA_LATE_HOLD_EVERY=N makes every Nth hold say
+// Nth report; KERNELEVAL_FAKE_CUDA_HOLD_CLOCK_MHZ=N makes every hold report N
+// MHz (locked clocks); KERNELEVAL_FAKE_CUDA_LATE_HOLD_EVERY=N makes every Nth hold say
 // it timed out; KERNELEVAL_FAKE_CUDA_PUBLISH_HOLD_REPORT=1 puts the address of
 // each hold's report in the environment, for a test kernel to overwrite),
 // occupancy, timing of anything but the host.
@@ -49,6 +50,8 @@
 // answers CUDA_ERROR_NOT_SUPPORTED.
 // KERNELEVAL_FAKE_CUDA_STICKY_ALLOC_BYTES=B: the first cuMemAlloc of B bytes
 // fails with a sticky CUDA_ERROR_ECC_UNCORRECTABLE.
+// KERNELEVAL_FAKE_CUDA_MEMSET_D32_ERROR=CODE: every cuMemsetD32Async (the
+// worker's L2 flush) fails with that CUresult (214, ECC: sticky).
 // KERNELEVAL_FAKE_CUDA_DEVICES sets the device count (default 1, at most 8);
 // KERNELEVAL_FAKE_CUDA_DRIVER_VERSION the version cuDriverGetVersion reports
 // (default: the toolkit's CUDA_VERSION).
@@ -638,6 +641,16 @@ uint64_t ThrottleEvery() {
   }();
   return every;
 }
+// KERNELEVAL_FAKE_CUDA_HOLD_CLOCK_MHZ=N: every hold reports N MHz, not the
+// claimed clock, as a GPU whose clocks are locked (or capped) below their
+// maximum would (0: the claimed clock).
+uint64_t HoldClockMhz() {
+  static const uint64_t mhz = [] {
+    const char* text = std::getenv("KERNELEVAL_FAKE_CUDA_HOLD_CLOCK_MHZ");
+    return text != nullptr ? std::strtoull(text, nullptr, 10) : 0;
+  }();
+  return mhz;
+}
 // KERNELEVAL_FAKE_CUDA_LATE_HOLD_EVERY=N: every Nth hold reports that it
 // timed out before the host released it (without waiting that long).
 uint64_t LateHoldEvery() {
@@ -707,8 +720,11 @@ void RunHold(const std::vector<std::vector<uint8_t>>& params) {
   }
   const uint64_t hold = holds_run.fetch_add(1) + 1;
   const bool throttled = ThrottleEvery() > 0 && hold % ThrottleEvery() == 0;
-  // Cycles at the claimed clock (1 GHz: one per ns), or at half of it.
-  out[0] = throttled ? ns / 2 : ns * (kClockKhz / 1'000'000);
+  // Cycles at the claimed clock (1 GHz: one per ns) or the one set, or at
+  // half of it.
+  const uint64_t cycles =
+      HoldClockMhz() > 0 ? ns * HoldClockMhz() / 1000 : ns * (kClockKhz / 1'000'000);
+  out[0] = throttled ? cycles / 2 : cycles;
   out[1] = ns;
   const bool late = LateHoldEvery() > 0 && hold % LateHoldEvery() == 0;
   out[2] = static_cast<uint64_t>(timed_out != 0 || late);
@@ -1252,6 +1268,17 @@ CUresult FakeMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t count, C
 
 CUresult FakeMemsetD32Async(CUdeviceptr dst, unsigned int value, size_t count, CUstream stream) {
   FAKE_API_ENTRY();
+  // KERNELEVAL_FAKE_CUDA_MEMSET_D32_ERROR=CODE: every call fails with that
+  // CUresult (the worker's L2 flush is its only caller); an uncorrectable ECC
+  // error is sticky, as on a GPU.
+  static const int injected = [] {
+    const char* value = std::getenv("KERNELEVAL_FAKE_CUDA_MEMSET_D32_ERROR");
+    return value == nullptr ? 0 : std::atoi(value);
+  }();
+  if (injected != CUDA_SUCCESS) {
+    if (injected == CUDA_ERROR_ECC_UNCORRECTABLE) SetSticky(CUDA_ERROR_ECC_UNCORRECTABLE);
+    return static_cast<CUresult>(injected);
+  }
   if (dst % 4 != 0) return CUDA_ERROR_INVALID_VALUE;
   if (!IsMapped(dst, count * 4)) return CUDA_ERROR_INVALID_VALUE;
   return Submit(stream, [=] {
