@@ -38,6 +38,12 @@ constexpr char kPreludeHeader[] = "kerneleval_cpu_prelude.h";
 constexpr char kAbiHeader[] = "kerneleval_cpu_abi.h";
 constexpr int kSandboxFailedExit = 120;
 constexpr int kExecFailedExit = 127;
+// The signal a compile's supervisor gets when the process that started it
+// dies (PR_SET_PDEATHSIG): it then kills its process group (RunSandboxed).
+constexpr int kSupervisorParentDied = SIGUSR1;
+
+// Async-signal-safe: the supervisor, g++ and every pass g++ started.
+void KillOwnProcessGroup(int) { ::kill(0, SIGKILL); }
 
 std::string ReadFileOrEmpty(const std::string& path, size_t limit = SIZE_MAX) {
   std::ifstream in(path, std::ios::binary);
@@ -286,8 +292,17 @@ absl::StatusOr<HostCompiler::Outcome> HostCompiler::RunSandboxed(
   if (pid < 0) return absl::ResourceExhaustedError(absl::StrCat("fork: ", std::strerror(errno)));
   if (pid == 0) {
     // The worker is single-threaded, so the child may allocate before exec.
-    ::setpgid(0, 0);  // a group of its own: a timeout kills cc1plus, as and ld too
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    //
+    // This child supervises the compile: a group of its own (a timeout
+    // kills g++, cc1plus, as and ld with it), the sandbox, then g++ in a
+    // child of its own, whose exit status it passes on. When the worker
+    // dies first (killed by the server, or a builder the engine cancels),
+    // the kernel signals it (PR_SET_PDEATHSIG) and it kills its whole
+    // group: a parent-death signal reaches g++ only, and the cc1plus it
+    // started ran on to its CPU limit (60 s) after its worker was gone.
+    ::setpgid(0, 0);
+    ::signal(kSupervisorParentDied, KillOwnProcessGroup);
+    ::prctl(PR_SET_PDEATHSIG, kSupervisorParentDied);
     if (::getppid() != parent) ::_exit(kSandboxFailedExit);
     const int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -320,8 +335,18 @@ absl::StatusOr<HostCompiler::Outcome> HostCompiler::RunSandboxed(
       (void)!::write(2, message.data(), message.size());
       ::_exit(kSandboxFailedExit);
     }
-    ::execve(argv[0], argv.data(), envp.data());
-    ::_exit(kExecFailedExit);
+    const pid_t compiler = ::fork();
+    if (compiler < 0) ::_exit(kSandboxFailedExit);
+    if (compiler == 0) {
+      ::signal(kSupervisorParentDied, SIG_DFL);
+      ::execve(argv[0], argv.data(), envp.data());
+      ::_exit(kExecFailedExit);
+    }
+    int compiler_status = 0;
+    while (::waitpid(compiler, &compiler_status, 0) < 0 && errno == EINTR) {
+    }
+    ::_exit(WIFEXITED(compiler_status) ? WEXITSTATUS(compiler_status)
+                                       : 128 + WTERMSIG(compiler_status));
   }
   ::setpgid(pid, pid);
   const std::optional<int> status = WaitUntil(pid, deadline);

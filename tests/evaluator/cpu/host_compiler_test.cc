@@ -3,12 +3,14 @@
 #include "evaluator/cpu/host_compiler.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -133,6 +135,78 @@ TEST_F(HostCompilerTest, CompilersSharingACacheBuildAProgramOnce) {
   }
   EXPECT_EQ(built, 1) << "compilers sharing the cache built the same program again";
   EXPECT_EQ(CachedLibraries().second, 1);
+}
+
+// The processes (other than this one) whose environment holds `entry`
+// exactly: a compile's g++ and its passes have TMPDIR set to their work
+// directory, under this test's own directory.
+std::vector<pid_t> ProcessesWithEnvironmentEntry(const std::string& entry) {
+  std::vector<pid_t> found;
+  std::error_code ec;
+  for (const auto& proc : fs::directory_iterator("/proc", ec)) {
+    const std::string name = proc.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(name));
+    if (pid == ::getpid()) continue;
+    std::ifstream in(proc.path() / "environ", std::ios::binary);
+    std::string variable;
+    while (std::getline(in, variable, '\0')) {
+      if (variable.rfind(entry, 0) == 0) {
+        found.push_back(pid);
+        break;
+      }
+    }
+  }
+  return found;
+}
+
+// A worker (or a compile-stage builder) killed while it compiles takes its
+// whole compile with it: g++ died with it, but the cc1plus g++ had started
+// ran on to its CPU limit (timeout + 5 s) with nobody waiting for it.
+TEST_F(HostCompilerTest, NothingOfACompileOutlivesTheProcessThatStartedIt) {
+  // ~25 s of g++'s constant evaluation (each Spin ~0.3 s): it is killed
+  // long before.
+  std::string source =
+      "constexpr unsigned Spin(unsigned n) { unsigned x = 1; "
+      "for (unsigned i = 0; i < n; ++i) x = x * 1664525u + i; return x; }\n";
+  std::string spun = "extern \"C\" unsigned Spun() { return 0";
+  for (int i = 0; i < 80; ++i) {
+    absl::StrAppend(&source, "constexpr unsigned kSpun", i, " = Spin(", 250000 - i, "u);\n");
+    absl::StrAppend(&spun, " ^ kSpun", i);
+  }
+  absl::StrAppend(&source, spun, "; }\n");
+  const HostCompilerOptions options = Options();
+  const pid_t worker = ::fork();
+  ASSERT_GE(worker, 0);
+  if (worker == 0) {
+    absl::StatusOr<HostCompiler> compiler = HostCompiler::Create(options);
+    if (compiler.ok()) (void)compiler->Compile(source);
+    ::_exit(0);
+  }
+  // TMPDIR=<cache>/work/<pid>-<n>: this test's compiles only.
+  const std::string tmpdir = absl::StrCat("TMPDIR=", (dir_ / "cache" / "work").string(), "/");
+  bool compiling = false;
+  for (int i = 0; i < 400 && !compiling; ++i) {  // up to 20 s
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    for (const pid_t pid : ProcessesWithEnvironmentEntry(tmpdir)) {
+      std::ifstream comm(absl::StrCat("/proc/", pid, "/comm"));
+      std::string name;
+      std::getline(comm, name);
+      compiling = compiling || name == "cc1plus";
+    }
+  }
+  ::kill(worker, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(::waitpid(worker, &status, 0), worker);
+  ASSERT_TRUE(compiling) << "no cc1plus of this test's compile was seen";
+  std::vector<pid_t> left = ProcessesWithEnvironmentEntry(tmpdir);
+  for (int i = 0; i < 100 && !left.empty(); ++i) {  // up to 5 s
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    left = ProcessesWithEnvironmentEntry(tmpdir);
+  }
+  for (const pid_t pid : left) ::kill(pid, SIGKILL);  // not to burn the CI's CPU
+  EXPECT_TRUE(left.empty()) << left.size()
+                            << " process(es) of the compile outlived the process that started it";
 }
 
 TEST_F(HostCompilerTest, AHostFilesExistenceIsNotVisibleToTheSource) {
