@@ -9,6 +9,7 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "evaluator/compile/options.h"
@@ -163,7 +164,15 @@ absl::StatusOr<std::unique_ptr<CompileService::Worker>> CompileService::StartWor
   {
     std::lock_guard lock(mutex_);
     ++stats_.workers_started;
-    if (sandbox_.empty()) sandbox_ = ready.sandbox();
+    if (sandbox_.empty()) {
+      sandbox_ = ready.sandbox();
+      if (absl::StartsWith(sandbox_, kUnsandboxedDescriptionPrefix)) {
+        spdlog::warn(
+            "compile workers run WITHOUT their sandbox ({}): submissions can read any "
+            "file this process can; for trusted sources only",
+            sandbox_);
+      }
+    }
   }
   spdlog::debug("compile worker {} ready ({})", worker->process.pid(), ready.sandbox());
   return worker;

@@ -22,6 +22,18 @@
 
 namespace kerneleval::compile {
 
+// KERNELEVAL_UNSANDBOXED_COMPILE_FOR_TRUSTED_SOURCES=1 in the environment:
+// compile workers run without their sandbox (no file-system view, no
+// seccomp filter), for an operator compiling only sources it trusts (the
+// GPU check's own kernels) on a machine where the sandbox cannot be built
+// (gVisor has no Landlock). A submission could then read any file the
+// server can: never for untrusted sources. The service's
+// sandbox_description() starts with kUnsandboxedDescriptionPrefix, and it
+// warns at start.
+inline constexpr char kUnsandboxedCompileVariable[] =
+    "KERNELEVAL_UNSANDBOXED_COMPILE_FOR_TRUSTED_SOURCES";
+inline constexpr char kUnsandboxedDescriptionPrefix[] = "NONE (";
+
 struct CompileServiceOptions {
   int workers = 0;                             // worker processes; 0: one per core
   absl::Duration timeout = absl::Seconds(30);  // wall-clock limit per compile
@@ -37,9 +49,10 @@ struct CompileServiceOptions {
   // headers.
   bool precompiled_headers = true;
   uint64_t pch_dir_limit_bytes = uint64_t{2} << 30;  // a worker clears its PCHs beyond this
-  // How workers confine their file system view (never "none"): both Landlock
-  // and a mount namespace where the kernel allows, else whichever works.
-  // Tests pick one mechanism to check each fallback on its own.
+  // How workers confine their file system view: both Landlock and a mount
+  // namespace where the kernel allows, else whichever works. Tests pick one
+  // mechanism to check each fallback on its own. Never "none", unless the
+  // process environment has kUnsandboxedCompileVariable=1 (below).
   sandbox::FilesystemMechanism filesystem_sandbox =
       sandbox::FilesystemMechanism::kLandlockAndMountNamespace;
   std::string scratch_dir;    // parent of the workers' scratch dirs; empty: $TMPDIR or /tmp

@@ -21,6 +21,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "evaluator/compile/compile_service.h"
 #include "evaluator/compile/nvrtc_compiler.h"
 #include "evaluator/compile/options.h"
 #include "evaluator/process/framing.h"
@@ -86,6 +87,35 @@ void TrimPchDir(const std::string& dir, uint64_t limit_bytes) {
   for (const auto& entry : fs::directory_iterator(dir, ec)) fs::remove(entry.path(), ec);
 }
 
+// Compiles each job the service sends until the channel closes.
+int ServeCompiles(int fd, const WorkerArgs& args, const NvrtcSettings& settings) {
+  internal::CompileJobRequest request;
+  while (process::ReadMessage(fd, &request, absl::InfiniteFuture()).ok()) {
+    internal::CompileJobResponse response;
+    // The service checked the options; checking again costs nothing and keeps
+    // this process safe on its own.
+    absl::StatusOr<std::vector<std::string>> options = CheckUserOptions(
+        std::vector<std::string>(request.options().begin(), request.options().end()));
+    absl::Status arch_ok = CheckArch(request.arch());
+    if (!options.ok() || !arch_ok.ok()) {
+      response.set_error(
+          absl::StrCat("compile worker refused a job: ",
+                       options.ok() ? arch_ok.message() : options.status().message()));
+    } else {
+      absl::StatusOr<v1::CompileResult> result =
+          CompileWithNvrtc(request.source(), *options, request.arch(), settings);
+      if (result.ok()) {
+        *response.mutable_result() = *std::move(result);
+      } else {
+        response.set_error(std::string(result.status().message()));
+      }
+    }
+    if (!process::WriteMessage(fd, response).ok()) return 1;
+    if (!settings.pch_dir.empty()) TrimPchDir(settings.pch_dir, args.pch_limit_bytes);
+  }
+  return 0;
+}
+
 int CompileWorkerMain(int fd, int argc, char** argv) {
   const WorkerArgs args = ParseArgs(argc, argv);
   if (args.scratch_dir.empty() || args.scratch_dir[0] != '/') {
@@ -120,6 +150,22 @@ int CompileWorkerMain(int fd, int argc, char** argv) {
     if (!warm->success()) return Fail(fd, absl::StrCat("NVRTC warm-up failed: ", warm->log()));
   }
 
+  // The operator's explicit choice for sources it trusts (its own test
+  // kernels) on a machine where the sandbox cannot be built (gVisor: no
+  // Landlock, and mount namespaces may not work): a submission could then
+  // read any file the server can. Never the default; the ready message
+  // says so and the service warns at start.
+  const char* unsandboxed = std::getenv(kUnsandboxedCompileVariable);
+  if (unsandboxed != nullptr && absl::string_view(unsandboxed) == "1") {
+    internal::CompileWorkerReady ready;
+    ready.set_ok(true);
+    ready.set_sandbox(absl::StrCat(kUnsandboxedDescriptionPrefix, kUnsandboxedCompileVariable,
+                                   "=1: for trusted sources only)"));
+    ready.set_toolkit_version(NvrtcVersionString());
+    if (!process::WriteMessage(fd, ready).ok()) return 1;
+    return ServeCompiles(fd, args, settings);
+  }
+
   sandbox::FilesystemPolicy policy;
   policy.read_only = {toolkit->include_dir, toolkit->kerneleval_include_dir};
   if (!toolkit->cccl_include_dir.empty()) policy.read_only.push_back(toolkit->cccl_include_dir);
@@ -140,31 +186,7 @@ int CompileWorkerMain(int fd, int argc, char** argv) {
   ready.set_toolkit_version(NvrtcVersionString());
   if (!process::WriteMessage(fd, ready).ok()) return 1;
 
-  internal::CompileJobRequest request;
-  while (process::ReadMessage(fd, &request, absl::InfiniteFuture()).ok()) {
-    internal::CompileJobResponse response;
-    // The service checked the options; checking again costs nothing and keeps
-    // this process safe on its own.
-    absl::StatusOr<std::vector<std::string>> options = CheckUserOptions(
-        std::vector<std::string>(request.options().begin(), request.options().end()));
-    absl::Status arch_ok = CheckArch(request.arch());
-    if (!options.ok() || !arch_ok.ok()) {
-      response.set_error(
-          absl::StrCat("compile worker refused a job: ",
-                       options.ok() ? arch_ok.message() : options.status().message()));
-    } else {
-      absl::StatusOr<v1::CompileResult> result =
-          CompileWithNvrtc(request.source(), *options, request.arch(), settings);
-      if (result.ok()) {
-        *response.mutable_result() = *std::move(result);
-      } else {
-        response.set_error(std::string(result.status().message()));
-      }
-    }
-    if (!process::WriteMessage(fd, response).ok()) return 1;
-    if (!settings.pch_dir.empty()) TrimPchDir(settings.pch_dir, args.pch_limit_bytes);
-  }
-  return 0;
+  return ServeCompiles(fd, args, settings);
 }
 
 }  // namespace

@@ -257,6 +257,37 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+// The operator's switch for trusted sources on a machine without a usable
+// sandbox (the GPU check on gVisor): the workers run without one, and the
+// service says so; a host file the sandbox hides is then readable, which is
+// why the switch is an explicit environment variable and never the
+// default (CompilesInASandboxedWorker: "seccomp" without it).
+TEST_F(CompileServiceTest, TheUnsandboxedSwitchForTrustedSourcesSaysWhatItIs) {
+  ::setenv(kUnsandboxedCompileVariable, "1", 1);
+  CompileServiceOptions options = TestOptions();
+  options.workers = 1;
+  absl::StatusOr<std::unique_ptr<CompileService>> service = CompileService::Create(options);
+  ::unsetenv(kUnsandboxedCompileVariable);
+  ASSERT_TRUE(service.ok()) << service.status();
+  EXPECT_THAT((*service)->sandbox_description(),
+              ::testing::StartsWith(std::string(kUnsandboxedDescriptionPrefix) +
+                                    kUnsandboxedCompileVariable));
+  const std::string token = RandomToken();
+  const fs::path header = dir_ / "trusted.h";
+  std::ofstream(header) << "#define TRUSTED_VALUE " << token.size() << "\n";
+  const v1::CompileResult r =
+      MustCompile(Job("#include \"" + header.string() +
+                      "\"\n__global__ void k(int* x) { x[threadIdx.x] = TRUSTED_VALUE; }\n"),
+                  service->get());
+  EXPECT_TRUE(r.success()) << r.log();
+  // Any other value is not the switch: sandboxed as ever.
+  ::setenv(kUnsandboxedCompileVariable, "yes", 1);
+  service = CompileService::Create(options);
+  ::unsetenv(kUnsandboxedCompileVariable);
+  ASSERT_TRUE(service.ok()) << service.status();
+  EXPECT_THAT((*service)->sandbox_description(), HasSubstr("seccomp"));
+}
+
 TEST_F(CompileServiceTest, HasIncludeSeesNoHostFile) {
   const fs::path secret = dir_ / "present.h";
   std::ofstream(secret) << "#define PRESENT 1\n";
