@@ -134,6 +134,7 @@ absl::StatusOr<WorkerProcess> WorkerProcess::Start(const WorkerOptions& options)
   envp.reserve(env_strings.size() + 1);
   for (auto& e : env_strings) envp.push_back(e.data());
   envp.push_back(nullptr);
+  const char* binary_path = binary.c_str();
   const pid_t parent = ::getpid();
 
   const pid_t pid = ::fork();
@@ -161,6 +162,10 @@ absl::StatusOr<WorkerProcess> WorkerProcess::Start(const WorkerOptions& options)
     // (a wrapper worker) from a descriptor that would be gone by then.
     ::fcntl(binary_fd, F_SETFD, 0);
     ::fexecve(binary_fd, argv.data(), envp.data());
+    // A kernel (or gVisor, which half of the lent GPU machines run) that
+    // cannot execute an O_PATH descriptor: the path, as any launcher would
+    // (the same binary unless it was replaced since the first start).
+    ::execve(binary_path, argv.data(), envp.data());
     ::_exit(127);
   }
   ::close(fds[1]);

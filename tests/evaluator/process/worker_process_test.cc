@@ -1,14 +1,22 @@
 #include "evaluator/process/worker_process.h"
 
+#include <fcntl.h>
 #include <google/protobuf/wrappers.pb.h>
 #include <gtest/gtest.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -147,6 +155,52 @@ TEST(WorkerProcessTest, AScriptWrappingTheWorkerStarts) {
   EXPECT_TRUE(status.ok()) << status;
   EXPECT_EQ(reply.value(), "wrapped");
   std::filesystem::remove(script);
+}
+
+// Where a descriptor cannot be executed (execveat refused: gVisor, which
+// half of the lent GPU machines run, or an older kernel), a worker still
+// starts, from its path: every worker exited 127 at once before, and no
+// backend could start there. A child process refuses execveat to itself and
+// its children (a seccomp filter: EPERM, so glibc's fexecve does not fall
+// back to /proc/self/fd) and starts a worker.
+TEST(WorkerProcessTest, AWorkerStartsWhereADescriptorCannotBeExecuted) {
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_execveat, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    sock_fprog program{static_cast<unsigned short>(std::size(filter)), filter};
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) != 0) {
+      ::_exit(2);
+    }
+    // The filter works: a descriptor of this very binary cannot be executed.
+    const int self = ::open("/proc/self/exe", O_PATH | O_CLOEXEC);
+    char* no_args[] = {nullptr};
+    if (::syscall(__NR_execveat, self, "", no_args, no_args, AT_EMPTY_PATH) == 0 ||
+        errno != EPERM) {
+      ::_exit(3);
+    }
+    IgnoreSigpipe();
+    WorkerOptions options;
+    options.binary = KERNELEVAL_TEST_WORKER;
+    options.mode = "test";
+    absl::StatusOr<WorkerProcess> worker = WorkerProcess::Start(options);
+    if (!worker.ok()) ::_exit(4);
+    google::protobuf::StringValue reply;
+    const bool answered = worker->Call(Text("hello"), &reply, In(20)).ok();
+    ::_exit(answered && reply.value() == "hello" ? 0 : 5);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_NE(WEXITSTATUS(status), 2) << "the seccomp filter could not be loaded";
+  ASSERT_NE(WEXITSTATUS(status), 3) << "the filter did not refuse execveat";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the worker did not start or answer (4: Start failed)";
 }
 
 TEST(WorkerProcessTest, MissingBinaryIsAClearError) {
