@@ -423,6 +423,11 @@ absl::Status EngineImpl::Init() {
       compile::CompileService::Create(compile_options);
   if (!compiler.ok()) return compiler.status();
   compiler_ = *std::move(compiler);
+  // What confines a submission's compile, in the start-up log (the
+  // operator's unsandboxed switch also warns there).
+  spdlog::info("compile: NVRTC {}, workers confined by {}", compiler_->toolkit_version(),
+               compiler_->sandbox_description().empty() ? std::string("(no worker started yet)")
+                                                        : compiler_->sandbox_description());
 
   std::string cuda_unavailable = "CUDA disabled";
   if (options_.enable_cuda && options_.default_backend != v1::BACKEND_CPU) {
