@@ -220,8 +220,11 @@ class CudaWorker {
   KernelFunction clear_shared_kernel_;
   KernelFunction generate_kernel_;
   uint32_t clear_shared_bytes_ = 0;  // dynamic shared memory it zeros per block; 0: off
-  size_t initial_stack_bytes_ = 0;   // [bytes per thread] CU_LIMIT_STACK_SIZE at start-up
-  PinnedHostBuffer control_;         // [0] release flag (int); [64..96) hold kernel's report
+  // The persisting-L2 call the device refused at start-up, and how (empty:
+  // none, or a refusal cuda.h documents).
+  std::string persisting_l2_refusal_;
+  size_t initial_stack_bytes_ = 0;  // [bytes per thread] CU_LIMIT_STACK_SIZE at start-up
+  PinnedHostBuffer control_;        // [0] release flag (int); [64..96) hold kernel's report
   // Where the keys of keyed_mix.h come from: the OS (a seeded generator's
   // 32-bit seed could be searched for from what a program can read).
   std::random_device key_source_;

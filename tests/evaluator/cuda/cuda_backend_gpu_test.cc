@@ -1138,6 +1138,18 @@ TEST_F(CudaFakeDriverTest, AStickyErrorAtAnAllocationReplacesTheWorker) {
   EXPECT_FALSE(next->has_failure()) << next->failure().message();
 }
 
+TEST_F(CudaFakeDriverTest, APersistingL2LimitRefusedWithAnyErrorStillStartsTheWorker) {
+  // CUDA_ERROR_OPERATING_SYSTEM (304), as a driver behind gVisor's nvproxy
+  // might answer a control it does not forward: the worker refused to start,
+  // so no CUDA backend at all. The context still works: timing goes on, and
+  // its notes say what was refused.
+  absl::StatusOr<internal::TimingResult> result =
+      TimeAddWith("KERNELEVAL_FAKE_CUDA_PERSISTING_LIMIT_ERROR", "304", {"reference", "candidate"});
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_GE(result->programs(0).samples_us_size(), 10);
+  EXPECT_TRUE(HasNote(*result, "CUDA_ERROR_OPERATING_SYSTEM")) << result->DebugString();
+}
+
 TEST_F(CudaFakeDriverTest, APersistingL2ResetTheDeviceRefusesIsNoProgramsFault) {
   // A device that takes the persisting limit of 0 but answers the reset with
   // CUDA_ERROR_NOT_SUPPORTED (as cuda.h allows): timing goes on. The reset ran

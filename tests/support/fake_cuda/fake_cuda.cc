@@ -48,6 +48,8 @@
 // N us on the host before its work is queued.
 // KERNELEVAL_FAKE_CUDA_PERSISTING_RESET_UNSUPPORTED=1: cuCtxResetPersistingL2Cache
 // answers CUDA_ERROR_NOT_SUPPORTED.
+// KERNELEVAL_FAKE_CUDA_PERSISTING_LIMIT_ERROR=CODE: cuCtxSetLimit of the
+// persisting-L2 size answers that CUresult.
 // KERNELEVAL_FAKE_CUDA_STICKY_ALLOC_BYTES=B: the first cuMemAlloc of B bytes
 // fails with a sticky CUDA_ERROR_ECC_UNCORRECTABLE.
 // KERNELEVAL_FAKE_CUDA_MEMSET_D32_ERROR=CODE: every cuMemsetD32Async (the
@@ -951,6 +953,16 @@ CUresult FakeCtxSetLimit(CUlimit limit, size_t value) {
   if (CUresult r = Sticky(); r != CUDA_SUCCESS) return r;
   std::lock_guard<std::mutex> lock(limits_mutex);
   if (!limits.contains(limit)) return CUDA_ERROR_UNSUPPORTED_LIMIT;
+  // KERNELEVAL_FAKE_CUDA_PERSISTING_LIMIT_ERROR=CODE: the persisting-L2
+  // limit is refused with that CUresult (gVisor's nvproxy answers driver
+  // controls it does not know with a generic error).
+  static const int persisting_error = [] {
+    const char* text = std::getenv("KERNELEVAL_FAKE_CUDA_PERSISTING_LIMIT_ERROR");
+    return text != nullptr ? std::atoi(text) : 0;
+  }();
+  if (limit == CU_LIMIT_PERSISTING_L2_CACHE_SIZE && persisting_error != CUDA_SUCCESS) {
+    return static_cast<CUresult>(persisting_error);
+  }
   if (limit == CU_LIMIT_PERSISTING_L2_CACHE_SIZE && value > kMaxPersistingL2Bytes) {
     return CUDA_ERROR_INVALID_VALUE;
   }
