@@ -462,8 +462,16 @@ absl::Status EngineImpl::Init() {
       cpu_options.compile_timeout_seconds = options_.cpu_compile_timeout_seconds;
     }
     absl::StatusOr<std::unique_ptr<cpu::CpuBackend>> backend = cpu::CpuBackend::Create(cpu_options);
-    if (!backend.ok()) return backend.status();
-    devices_.push_back(std::make_unique<Device>(*std::move(backend), options_.queue_capacity));
+    if (backend.ok()) {
+      devices_.push_back(std::make_unique<Device>(*std::move(backend), options_.queue_capacity));
+    } else if (devices_.empty()) {
+      return backend.status();
+    } else {
+      // The GPUs serve on: a CPU backend that cannot start (its runner's
+      // sandbox on gVisor, which has no Landlock) is no reason to refuse
+      // them; CPU requests get "no CPU backend here".
+      spdlog::warn("no CPU backend (the CUDA devices serve on): {}", backend.status().ToString());
+    }
   }
   if (devices_.empty()) {
     return absl::FailedPreconditionError(

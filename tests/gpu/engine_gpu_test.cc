@@ -590,6 +590,37 @@ absl::StatusOr<std::unique_ptr<Engine>> FakeDriverEngine(bool as_ptx = false) {
   return Engine::Create(options);
 }
 
+// A CPU backend that cannot start (here its prelude is missing; on gVisor,
+// its runner's sandbox) no longer stops the engine when a CUDA device
+// started: the GPU serves on, and a CPU request is told there is none.
+// Alone, the CPU backend's failure is still the engine's.
+TEST(EngineFakeDriverTest, ACpuBackendThatCannotStartLeavesTheGpuServing) {
+  ::setenv("KERNELEVAL_CPU_PRELUDE_DIR", "/nonexistent/kerneleval-prelude", 1);
+  EngineOptions options;
+  options.enable_cuda = true;
+  options.enable_cpu = true;
+  fake_cuda::UseFakeDriver(&options, false);
+  absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(options);
+  EngineOptions cpu_only;
+  cpu_only.enable_cuda = false;
+  cpu_only.enable_cpu = true;
+  absl::StatusOr<std::unique_ptr<Engine>> cpu_engine = Engine::Create(cpu_only);
+  ::unsetenv("KERNELEVAL_CPU_PRELUDE_DIR");
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  const v1::ListDevicesResponse devices = (*engine)->ListDevices();
+  ASSERT_EQ(devices.devices_size(), 1) << devices.ShortDebugString();
+  EXPECT_EQ(devices.devices(0).backend(), "cuda");
+  EXPECT_FALSE(cpu_engine.ok()) << "a CPU backend that cannot start was the engine's only one";
+  v1::EvaluateRequest request;
+  request.set_problem_id("vector_add");
+  request.set_backend(v1::BACKEND_CPU);
+  request.mutable_submission()->set_source(kVectorAdd);
+  absl::StatusOr<v1::Verdict> verdict = (*engine)->Evaluate(request, {});
+  ASSERT_FALSE(verdict.ok()) << verdict->ShortDebugString();
+  EXPECT_NE(verdict.status().message().find("no CPU backend"), std::string::npos)
+      << verdict.status();
+}
+
 // The timed outputs are checked in the worker (red team rt10 #1). They came
 // back as tensors: ~60 copies of the output for one candidate (4 input sets
 // x (the last run + 4 drawn) for the reference, twice that for the candidate
