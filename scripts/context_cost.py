@@ -19,6 +19,7 @@ measured, 1 a driver call failed, 3 no CUDA driver or device.
 import argparse
 import ctypes
 import json
+import platform
 import statistics
 import sys
 import time
@@ -144,6 +145,7 @@ def main():
         destroy_ms.append((time.perf_counter() - start) * 1e3)
 
     summary = {
+        "kernel": platform.release(),  # 4.4.0: gVisor, whose nvproxy carries each driver call
         "device": name.value.decode(),
         "contexts": args.contexts,
         "create_ms_median": statistics.median(create_ms),

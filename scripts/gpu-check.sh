@@ -348,6 +348,13 @@ DEFAULT_SOLUTIONS=matmul_f16,matmul_bf16,gelu_bf16,silu_f16,histogram,cumsum_row
 # go to the top of summary.txt.
 device_info() {
   local py_ld="$1"
+  # gVisor reports kernel 4.4.0: its nvproxy carries every driver call, so
+  # host-side and driver-call figures (context creation, worker start-up)
+  # are its, not the hardware's; GPU-side event timings are not affected.
+  local kernel
+  kernel="$(uname -r)"
+  echo "> runtime: kernel ${kernel}$([[ "${kernel}" == 4.4.0* ]] &&
+    echo ' (gVisor: host-side and driver-call figures include its nvproxy)')"
   echo "> gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,pstate \
     --format=csv,noheader 2>&1 | head -n 2 | paste -sd ';')"
   local driver_cuda machine_nvrtc_lib machine_nvrtc

@@ -24,6 +24,7 @@ could be compared (no GPU, no probe results).
 
 import argparse
 import json
+import platform
 import statistics
 import sys
 
@@ -161,6 +162,7 @@ def main():
     flush = torch.empty(2 * l2_bytes // 4, device="cuda", dtype=torch.float32)
     arch = probe["device"].get("arch")
     report["device"] = {"torch_name": props.name, "torch": torch.__version__,
+                        "kernel": platform.release(),  # 4.4.0: gVisor
                         "kerneleval": probe["device"]}
 
     all_ok = True

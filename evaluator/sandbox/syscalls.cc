@@ -66,8 +66,16 @@ absl::Status Add(scmp_filter_ctx ctx, uint32_t action, const char* name,
     if (absl::Status _s = (expr); !_s.ok()) return _s; \
   } while (0)
 
+// What a call no honest caller makes gets: the whole process killed. Where
+// the kernel cannot say that it supports that (gVisor answers seccomp's
+// GET_ACTION_AVAIL with EINVAL, so libseccomp refuses SCMP_ACT_KILL_PROCESS
+// and every filter failed to build there), SIGSYS: its default action ends
+// the process too (a handler could catch it, but the call is not made
+// either way).
+uint32_t KillAction() { return seccomp_api_get() >= 3 ? SCMP_ACT_KILL_PROCESS : SCMP_ACT_TRAP; }
+
 absl::Status AddCommonRules(scmp_filter_ctx ctx) {
-  const uint32_t kill = SCMP_ACT_KILL_PROCESS;
+  const uint32_t kill = KillAction();
   const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
   // Reading or writing another process, loading code into the kernel,
   // re-opening files by handle (escapes a mount namespace): no honest caller.
@@ -133,7 +141,7 @@ absl::Status AddCommonRules(scmp_filter_ctx ctx) {
 }
 
 absl::Status AddKernelRules(scmp_filter_ctx ctx) {
-  const uint32_t kill = SCMP_ACT_KILL_PROCESS;
+  const uint32_t kill = KillAction();
   const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
   // No new program: killed (nothing legitimate in a kernel worker execs).
   KERNELEVAL_RETURN_IF_ERROR(Add(ctx, kill, "execve"));
@@ -305,7 +313,10 @@ absl::Status LoadFilter(const std::function<absl::Status(scmp_filter_ctx)>& add_
   scmp_filter_ctx ctx = filter.get();
   // A 32-bit (int 0x80) or x32 system call would bypass a filter written for
   // x86-64 numbers: kill instead.
-  seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+  if (int rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, KillAction()); rc != 0) {
+    return absl::InternalError(
+        absl::StrCat("seccomp bad-architecture action: ", std::strerror(-rc)));
+  }
   seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 1);
   // A binary tree over the syscall numbers instead of a list: the kernel-code
   // filter has ~200 rules and runs on every call a runner makes. Where the
