@@ -1229,12 +1229,14 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
   std::vector<std::vector<bool>> hold_timed_out(program_count);
   std::vector<int> reports_overwritten(program_count, 0);
   std::vector<double> all_clocks;
-  // The samples that count: the rounds with a throttled clock reading go for
-  // every program, and each program's samples whose hold timed out, unless
-  // most would (timing::FindThrottledRounds, timing::KeepSamples).
-  auto throttled_rounds = [&] { return timing::FindThrottledRounds(clocks, nominal_mhz); };
-  auto kept = [&](int p, const timing::ThrottledRounds& rounds) {
-    return timing::KeepSamples(raw[p], rounds.dropped, hold_timed_out[p]);
+  // The samples that count: a throttled clock reading drops the sample it
+  // preceded and the next of every other program, and each program's
+  // samples whose hold timed out go, unless most would
+  // (timing::FindThrottledSamples, timing::KeepSamples).
+  auto throttled_samples = [&] { return timing::FindThrottledSamples(clocks, nominal_mhz); };
+  auto kept = [&](int p, const timing::ThrottledSamples& throttled) {
+    return timing::KeepSamples(raw[p], throttled.dropped[static_cast<size_t>(p)],
+                               hold_timed_out[p]);
   };
   // One round on input set round % sets: every program once, in order. All
   // programs share one context, so a candidate that finds another program's
@@ -1292,9 +1294,9 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
     if (round + 1 < static_cast<uint64_t>(sets) || round < next_check) continue;
     next_check = round + 1 + round / 16;
     bool all_stop = true;
-    const timing::ThrottledRounds dropped_rounds = throttled_rounds();
+    const timing::ThrottledSamples throttled = throttled_samples();
     for (int p = 0; p < program_count && all_stop; ++p) {
-      all_stop = rule.ShouldStop(kept(p, dropped_rounds).samples_us, elapsed);
+      all_stop = rule.ShouldStop(kept(p, throttled).samples_us, elapsed);
     }
     if (all_stop) break;
   }
@@ -1323,27 +1325,27 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
                        " bytes of outputs in one reply (the outputs are checked here without it)"));
     }
   }
-  const timing::ThrottledRounds dropped_rounds = throttled_rounds();
-  const bool throttled = dropped_rounds.throttled > 0;
-  if (dropped_rounds.kept_all) {
-    outcome.notes.push_back(absl::StrCat("most rounds had a throttled clock reading (",
-                                         dropped_rounds.throttled, " of ",
-                                         dropped_rounds.dropped.size(), "): every round kept"));
-  } else if (dropped_rounds.throttled > 0) {
-    outcome.notes.push_back(
-        absl::StrCat(dropped_rounds.throttled, " of ", dropped_rounds.dropped.size(),
-                     " rounds dropped for every program: a clock reading "
-                     "in them was below ",
-                     timing::kThrottleFraction * 100, " % of ",
-                     absl::SixDigits(dropped_rounds.reference_mhz), " MHz (throttled)"));
+  const timing::ThrottledSamples throttled_readings = throttled_samples();
+  const bool throttled = throttled_readings.throttled > 0;
+  if (throttled_readings.kept_all) {
+    outcome.notes.push_back(absl::StrCat(
+        throttled_readings.throttled, " of ", throttled_readings.rounds * program_count,
+        " clock readings throttled, too many to drop their samples: every sample kept"));
+  } else if (throttled) {
+    outcome.notes.push_back(absl::StrCat(
+        throttled_readings.throttled, " of ", throttled_readings.rounds * program_count,
+        " clock readings below ", timing::kThrottleFraction * 100, " % of ",
+        absl::SixDigits(throttled_readings.reference_mhz),
+        " MHz (throttled): each dropped the sample it preceded and the next sample of every "
+        "other program"));
   }
-  if (nominal_mhz > 0 &&
-      timing::IsThrottled(dropped_rounds.reference_mhz, nominal_mhz, timing::kThrottleFraction)) {
+  if (nominal_mhz > 0 && timing::IsThrottled(throttled_readings.reference_mhz, nominal_mhz,
+                                             timing::kThrottleFraction)) {
     // Not throttling within the run: every sample ran at most this fast, so
     // the programs compare fairly, but times (and roofline fractions) are
     // this clock's, not the datasheet's.
     outcome.notes.push_back(absl::StrCat(
-        "the SM clock while timing was at most ", absl::SixDigits(dropped_rounds.reference_mhz),
+        "the SM clock while timing was at most ", absl::SixDigits(throttled_readings.reference_mhz),
         " MHz, under ", timing::kThrottleFraction * 100, " % of the device's maximum ",
         absl::SixDigits(nominal_mhz),
         " MHz (clocks locked or capped?): samples judged against the highest reading"));
@@ -1351,7 +1353,7 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
   bool converged = true;
   for (int p = 0; p < program_count; ++p) {
     internal::ProgramTiming* timing = result.add_programs();
-    const timing::KeptSamples counted = kept(p, dropped_rounds);
+    const timing::KeptSamples counted = kept(p, throttled_readings);
     const std::vector<double>& samples = counted.samples_us;
     converged = converged && rule.Converged(samples);
     timing->mutable_samples_us()->Assign(samples.begin(), samples.end());
@@ -1362,7 +1364,7 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
     }
     if (counted.kept_all) {
       outcome.notes.push_back(absl::StrCat(programs[p].label, ": most samples (", counted.late,
-                                           ") had a stream hold that timed out: all kept"));
+                                           ") had a stream hold that timed out: each kept"));
     } else if (counted.late > 0) {
       outcome.notes.push_back(absl::StrCat(programs[p].label, ": ", counted.late,
                                            " samples whose stream hold timed out dropped"));

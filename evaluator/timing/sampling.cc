@@ -158,39 +158,48 @@ double ThrottleReferenceMhz(const std::vector<std::vector<double>>& clock_mhz, d
   return nominal_mhz > 0 ? std::min(highest, nominal_mhz) : highest;
 }
 
-ThrottledRounds FindThrottledRounds(const std::vector<std::vector<double>>& clock_mhz,
-                                    double nominal_mhz, double fraction) {
-  ThrottledRounds rounds;
-  rounds.reference_mhz = ThrottleReferenceMhz(clock_mhz, nominal_mhz);
-  size_t round_count = 0;
+ThrottledSamples FindThrottledSamples(const std::vector<std::vector<double>>& clock_mhz,
+                                      double nominal_mhz, double fraction) {
+  ThrottledSamples found;
+  found.reference_mhz = ThrottleReferenceMhz(clock_mhz, nominal_mhz);
+  const size_t programs = clock_mhz.size();
   for (const std::vector<double>& readings : clock_mhz) {
-    round_count = std::max(round_count, readings.size());
+    found.rounds = std::max(found.rounds, readings.size());
   }
-  rounds.dropped.assign(round_count, false);
-  for (const std::vector<double>& readings : clock_mhz) {
-    for (size_t r = 0; r < readings.size(); ++r) {
-      if (readings[r] > 0 && IsThrottled(readings[r], rounds.reference_mhz, fraction)) {
-        rounds.dropped[r] = true;
+  found.dropped.assign(programs, std::vector<bool>(found.rounds, false));
+  // Samples in the order they ran: round r, program q is the (r n + q)-th;
+  // a throttled reading drops that one and the n - 1 after it.
+  for (size_t r = 0; r < found.rounds; ++r) {
+    for (size_t q = 0; q < programs; ++q) {
+      const std::vector<double>& readings = clock_mhz[q];
+      if (r >= readings.size() || !(readings[r] > 0) ||
+          !IsThrottled(readings[r], found.reference_mhz, fraction)) {
+        continue;
+      }
+      ++found.throttled;
+      for (size_t k = 0; k < programs; ++k) {
+        const size_t round = r + (q + k) / programs;
+        if (round < found.rounds) found.dropped[(q + k) % programs][round] = true;
       }
     }
   }
-  rounds.throttled =
-      static_cast<int>(std::count(rounds.dropped.begin(), rounds.dropped.end(), true));
-  if (static_cast<size_t>(rounds.throttled) * 2 > round_count) {
-    rounds.dropped.assign(round_count, false);
-    rounds.kept_all = true;
+  for (const std::vector<bool>& row : found.dropped) {
+    if (static_cast<size_t>(std::count(row.begin(), row.end(), true)) * 2 > found.rounds) {
+      found.kept_all = true;
+    }
   }
-  return rounds;
+  if (found.kept_all) found.dropped.assign(programs, std::vector<bool>(found.rounds, false));
+  return found;
 }
 
-KeptSamples KeepSamples(std::span<const double> samples_us,
-                        const std::vector<bool>& throttled_rounds, const std::vector<bool>& late) {
+KeptSamples KeepSamples(std::span<const double> samples_us, const std::vector<bool>& throttled,
+                        const std::vector<bool>& late) {
   KeptSamples kept;
   std::vector<double> unthrottled;
   unthrottled.reserve(samples_us.size());
   kept.samples_us.reserve(samples_us.size());
   for (size_t i = 0; i < samples_us.size(); ++i) {
-    if (i < throttled_rounds.size() && throttled_rounds[i]) {
+    if (i < throttled.size() && throttled[i]) {
       ++kept.throttled;
       continue;
     }

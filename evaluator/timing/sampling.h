@@ -139,41 +139,47 @@ bool IsThrottled(double clock_mhz, double reference_clock_mhz, double fraction =
 // (none taken) do not count; with none at all, `nominal_mhz`.
 double ThrottleReferenceMhz(const std::vector<std::vector<double>>& clock_mhz, double nominal_mhz);
 
-// Which rounds of an interleaved timing run (A B A B ...) are dropped because
-// a clock reading in them was throttled.
-struct ThrottledRounds {
-  std::vector<bool> dropped;  // per round: dropped for every program
-  int throttled = 0;          // rounds with a throttled reading
-  bool kept_all = false;      // most rounds throttled: the readings are suspect, none dropped
-  double reference_mhz = 0;   // what the readings were judged against (ThrottleReferenceMhz)
+// Which samples of an interleaved timing run (programs 0..n-1 in turn, round
+// after round) a throttled clock reading drops.
+struct ThrottledSamples {
+  std::vector<std::vector<bool>> dropped;  // [program][round]
+  int throttled = 0;                       // throttled readings
+  bool kept_all = false;     // most samples of a program would go: readings suspect, none dropped
+  double reference_mhz = 0;  // what the readings were judged against (ThrottleReferenceMhz)
+  size_t rounds = 0;         // rounds run
 };
 
-// clock_mhz[p][r]: program p's clock reading in round r (<= 0 or missing: no
-// reading, not throttled). A round is dropped for every program when any of
-// its readings is throttled: the programs of a round ran back to back, so
-// the slow clock (a heavy kernel heating the GPU shows in the next
-// program's reading) hits the round, and dropping one program's sample only
-// would compare it against samples of the others taken at full clock.
-// Nothing is dropped when more than half of the rounds would be.
-ThrottledRounds FindThrottledRounds(const std::vector<std::vector<double>>& clock_mhz,
-                                    double nominal_mhz, double fraction = kThrottleFraction);
+// clock_mhz[p][r]: program p's clock reading in round r, taken just before
+// its sample (<= 0 or missing: no reading, not throttled). A throttled
+// reading drops the n samples that start at it, one of every program: its
+// own program's sample and those after it in the round, and those before it
+// in the next round. The slow clock hits the programs that run after the
+// reading (a heavy kernel that heats the GPU shows in the next program's
+// reading), every program loses one sample, and none a sample that ran
+// before the reading: dropping the whole round let a candidate that saw its
+// own sample was slow drive the clock down for the next program's reading
+// and have that sample dropped (red team rt13 #1); dropping the throttled
+// program's sample alone compared it against the others' samples of the
+// slow stretch. Nothing is dropped when more than half of any program's
+// samples would be.
+ThrottledSamples FindThrottledSamples(const std::vector<std::vector<double>>& clock_mhz,
+                                      double nominal_mhz, double fraction = kThrottleFraction);
 
 // The samples that count, and what was dropped.
 struct KeptSamples {
   std::vector<double> samples_us;
-  int throttled = 0;      // samples dropped with their throttled round
-  int late = 0;           // samples flagged late and not in a throttled round
+  int throttled = 0;      // samples dropped for a throttled reading
+  int late = 0;           // samples flagged late and not dropped for a throttled reading
   bool kept_all = false;  // dropping the late ones would have left fewer than half: none dropped
 };
 
-// One program's samples (one per round) less those of the rounds in
-// `throttled_rounds` (FindThrottledRounds) and those flagged in `late` (e.g.
-// a stream hold that timed out, so the sample may hold launch latency: the
+// One program's samples (one per round) less those `throttled` drops (its
+// row of ThrottledSamples::dropped) and those flagged in `late` (e.g. a
+// stream hold that timed out, so the sample may hold launch latency: the
 // program's own), unless dropping the late ones would leave fewer than half
-// of what the throttled rounds left: then every sample but the throttled
-// rounds' is kept. Either vector may be shorter than the samples (missing:
-// not dropped).
-KeptSamples KeepSamples(std::span<const double> samples_us,
-                        const std::vector<bool>& throttled_rounds, const std::vector<bool>& late);
+// of what `throttled` left: then every sample `throttled` left is kept.
+// Either vector may be shorter than the samples (missing: not dropped).
+KeptSamples KeepSamples(std::span<const double> samples_us, const std::vector<bool>& throttled,
+                        const std::vector<bool>& late);
 
 }  // namespace kerneleval::timing

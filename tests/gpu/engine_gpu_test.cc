@@ -725,13 +725,13 @@ extern "C" __global__ void add(const float* a, const float* b, float* c, int n) 
   return engine.EvaluateGroup(request, {});
 }
 
-// A device whose clock drops during every fourth sample (staged by the test
-// driver; not every third: with three programs timed in turn that would hit
-// the same one every time): each verdict of a group says so, with the backend's notes on its
-// own candidate and on the reference, and none on the other candidates.
+// A device whose clock drops now and then, and whose stream holds time out
+// now and then (staged by the test driver): each verdict of a group says
+// so, with the backend's notes on the whole run, its own candidate and the
+// reference, and none on the other candidates.
 TEST(EngineFakeDriverTest, ThrottlingReachesEachVerdictWithItsOwnNotes) {
-  // Every seventh hold throttled: its round goes for every program, a note
-  // on the whole run. Every fourth hold late: each program's own samples go,
+  // Every seventh hold throttled: it drops one sample of every program, a
+  // note on the whole run. Every fourth hold late: each program's own samples go,
   // a note per program, which reaches the reference's and its own verdict,
   // not the group's other candidates'.
   ::setenv("KERNELEVAL_FAKE_CUDA_THROTTLE_EVERY", "7", 1);
@@ -755,7 +755,7 @@ TEST(EngineFakeDriverTest, ThrottlingReachesEachVerdictWithItsOwnNotes) {
     bool rounds_note = false, reference_note = false, own_note = false, other_note = false;
     for (const std::string& note : verdict.timing().notes()) {
       rounds_note =
-          rounds_note || note.find("rounds dropped for every program") != std::string::npos;
+          rounds_note || note.find("each dropped the sample it preceded") != std::string::npos;
       reference_note = reference_note || note.rfind("reference: ", 0) == 0;
       own_note = own_note || note.rfind(own, 0) == 0;
       other_note = other_note || note.rfind(other, 0) == 0;

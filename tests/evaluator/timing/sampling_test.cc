@@ -213,32 +213,44 @@ TEST(ThrottleTest, TheReferenceIsTheHighestReadingUpToTheMaximum) {
   EXPECT_DOUBLE_EQ(ThrottleReferenceMhz({{1200}}, 0), 1200);         // maximum unknown
 }
 
-TEST(ThrottleTest, ARoundWithAThrottledReadingGoesForEveryProgram) {
-  // Two programs, five rounds; round 1's reading of the second program and
-  // round 3's of the first are throttled (a heavy kernel in round 1 shows in
-  // the next program's reading), round 4 has no reading for the second.
-  const std::vector<std::vector<double>> clocks = {{1980, 1980, 1980, 900, 1980},
-                                                   {1980, 1000, 1980, 1980, 0}};
-  const ThrottledRounds rounds = FindThrottledRounds(clocks, 1980);
-  EXPECT_EQ(rounds.dropped, (std::vector<bool>{false, true, false, true, false}));
-  EXPECT_EQ(rounds.throttled, 2);
-  EXPECT_FALSE(rounds.kept_all);
-  EXPECT_DOUBLE_EQ(rounds.reference_mhz, 1980);
-  const std::vector<double> first = {10, 11, 12, 13, 14}, second = {20, 21, 22, 23, 24};
-  const KeptSamples a = KeepSamples(first, rounds.dropped, {});
-  const KeptSamples b = KeepSamples(second, rounds.dropped, {});
-  EXPECT_EQ(a.samples_us, (std::vector<double>{10, 12, 14}));
-  EXPECT_EQ(b.samples_us, (std::vector<double>{20, 22, 24}));
+TEST(ThrottleTest, AThrottledReadingDropsTheSamplesFromItOnOnePerProgram) {
+  // Three programs (the reference and two candidates), six rounds. Round 1:
+  // the second candidate's reading is throttled (the first candidate, just
+  // before it, may have heated the GPU, or wants its own slow sample gone):
+  // that sample goes, then the reference's and the first candidate's of
+  // round 2; the first candidate's sample of round 1, taken before the
+  // reading, stays. Round 4: the reference's reading, the round's first:
+  // the whole round goes. Round 5's first candidate has no reading.
+  const std::vector<std::vector<double>> clocks = {{1980, 1980, 1980, 1980, 900, 1980},
+                                                   {1980, 1980, 1980, 1980, 1980, 0},
+                                                   {1980, 1000, 1980, 1980, 1980, 1980}};
+  const ThrottledSamples found = FindThrottledSamples(clocks, 1980);
+  EXPECT_EQ(found.throttled, 2);
+  EXPECT_FALSE(found.kept_all);
+  EXPECT_EQ(found.rounds, 6u);
+  EXPECT_DOUBLE_EQ(found.reference_mhz, 1980);
+  EXPECT_EQ(found.dropped[0], (std::vector<bool>{false, false, true, false, true, false}));
+  EXPECT_EQ(found.dropped[1], (std::vector<bool>{false, false, true, false, true, false}));
+  EXPECT_EQ(found.dropped[2], (std::vector<bool>{false, true, false, false, true, false}));
+  const std::vector<double> first = {10, 11, 12, 13, 14, 15};
+  const KeptSamples a = KeepSamples(first, found.dropped[1], {});
+  EXPECT_EQ(a.samples_us, (std::vector<double>{10, 11, 13, 15}));
   EXPECT_EQ(a.throttled, 2);
-  EXPECT_EQ(b.throttled, 2);
+  // The last program's reading in the last round: its own sample only (the
+  // next round never ran).
+  const ThrottledSamples last = FindThrottledSamples({{1980, 1980}, {1980, 900}}, 1980);
+  EXPECT_EQ(last.dropped[0], (std::vector<bool>{false, false}));
+  EXPECT_EQ(last.dropped[1], (std::vector<bool>{false, true}));
 }
 
-TEST(ThrottleTest, MostRoundsThrottledKeepsEveryRound) {
+TEST(ThrottleTest, MostSamplesThrottledKeepsEverySample) {
   const std::vector<std::vector<double>> clocks = {{1980, 900, 900}, {1980, 1980, 1980}};
-  const ThrottledRounds rounds = FindThrottledRounds(clocks, 1980);
-  EXPECT_EQ(rounds.throttled, 2);
-  EXPECT_TRUE(rounds.kept_all);
-  EXPECT_EQ(rounds.dropped, (std::vector<bool>{false, false, false}));
+  const ThrottledSamples found = FindThrottledSamples(clocks, 1980);
+  EXPECT_EQ(found.throttled, 2);
+  EXPECT_TRUE(found.kept_all);
+  for (const std::vector<bool>& row : found.dropped) {
+    EXPECT_EQ(row, (std::vector<bool>{false, false, false}));
+  }
 }
 
 TEST(ThrottleTest, LateSamplesGoTooUnlessMostWould) {
