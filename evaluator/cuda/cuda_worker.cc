@@ -243,8 +243,15 @@ absl::Status CudaWorker::Initialise() {
       refused = api_.cuCtxResetPersistingL2Cache();
     }
     if (refused != CUDA_SUCCESS) {
-      if (IsStickyError(refused)) return CuError(refused, refused_call, __FILE__, __LINE__);
-      KE_CU_RETURN_IF_ERROR(api_.cuCtxSynchronize());
+      // The context decides, not the error's name: CUDA_ERROR_UNKNOWN, which
+      // IsStickyError counts as sticky, is what a proxied driver may answer.
+      if (const CUresult synced = api_.cuCtxSynchronize(); synced != CUDA_SUCCESS) {
+        if (IsStickyError(synced)) MarkContextLost();
+        return CuError(
+            refused,
+            absl::StrCat(refused_call, " (then cuCtxSynchronize: ", CuResultName(synced), ")"),
+            __FILE__, __LINE__);
+      }
       properties_.max_persisting_l2_bytes = 0;
       if (refused != CUDA_ERROR_UNSUPPORTED_LIMIT && refused != CUDA_ERROR_NOT_SUPPORTED) {
         persisting_l2_refusal_ = absl::StrCat(refused_call, ": ", CuResultName(refused));

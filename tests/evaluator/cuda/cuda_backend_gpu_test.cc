@@ -1146,6 +1146,12 @@ TEST_F(CudaFakeDriverTest, APersistingL2LimitRefusedWithAnyErrorStillStartsTheWo
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_GE(result->programs(0).samples_us_size(), 10);
   EXPECT_TRUE(HasNote(*result, "CUDA_ERROR_OPERATING_SYSTEM")) << result->DebugString();
+  // CUDA_ERROR_UNKNOWN (999), which the sticky list counts as sticky: the
+  // context, still usable, decides (red team rt13 #2).
+  result =
+      TimeAddWith("KERNELEVAL_FAKE_CUDA_PERSISTING_LIMIT_ERROR", "999", {"reference", "candidate"});
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_TRUE(HasNote(*result, "CUDA_ERROR_UNKNOWN")) << result->DebugString();
 }
 
 TEST_F(CudaFakeDriverTest, APersistingL2ResetTheDeviceRefusesIsNoProgramsFault) {
