@@ -21,6 +21,7 @@
 #include "evaluator/data/dtype.h"
 #include "evaluator/data/poison.h"
 #include "evaluator/data/prng.h"
+#include "evaluator/engine/backend.h"
 #include "evaluator/plan/binding.h"
 #include "evaluator/timing/sampling.h"
 
@@ -358,7 +359,7 @@ absl::Status CudaWorker::OwnWorkFailed(const absl::Status& status, absl::string_
   if (status.ok() || FaultStage(status).has_value()) return status;
   if (IsStickyError(status)) MarkContextLost();
   return absl::UnavailableError(absl::StrCat(
-      "the worker's own ", what, " failed (not the program's doing): ", status.message()));
+      kWorkerOwnFailurePrefix, what, " failed (not the program's doing): ", status.message()));
 }
 
 absl::Status CudaWorker::LaunchGridStride(const KernelFunction& kernel, uint64_t items,

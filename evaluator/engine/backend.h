@@ -25,6 +25,15 @@ inline bool ExceedsBackendLimit(const absl::Status& status) {
          absl::StrContains(status.message(), "backend's limit");
 }
 
+// An UNAVAILABLE that is a worker's own work failing (its L2 flush, stream
+// hold, input generation, stashes: CudaWorker::OwnWorkFailed), not any
+// program's: the engine tries again but never turns it into a verdict.
+// Recognised by its message, as ExceedsBackendLimit.
+inline constexpr char kWorkerOwnFailurePrefix[] = "the worker's own ";
+inline bool IsWorkerOwnFailure(const absl::Status& status) {
+  return absl::IsUnavailable(status) && absl::StartsWith(status.message(), kWorkerOwnFailurePrefix);
+}
+
 // What Backend::Prepare did.
 struct PrepareReport {
   int builds = 0;            // programs built

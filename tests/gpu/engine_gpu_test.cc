@@ -854,6 +854,29 @@ TEST(EngineFakeDriverTest, AFlushTheDeviceRefusesIsUnavailableAndNoKernelsVerdic
   EXPECT_TRUE(verdict->correct()) << verdict->error();
 }
 
+// A device that refuses the worker's L2 flush now and then (the first two
+// flushes of the worker): the engine tries again and judges the kernel.
+// Taken for a worker that died twice, with the reference's twin then timed
+// fine, it failed an honest kernel at "runtime" (red team rt13 #3).
+TEST(EngineFakeDriverTest, AFlushRefusedNowAndThenIsTriedAgainAndNoKernelsFault) {
+  ::setenv("KERNELEVAL_FAKE_CUDA_MEMSET_D32_ERROR", "801", 1);
+  ::setenv("KERNELEVAL_FAKE_CUDA_MEMSET_D32_ERROR_FIRST", "2", 1);
+  absl::StatusOr<std::unique_ptr<Engine>> engine = FakeDriverEngine();
+  ::unsetenv("KERNELEVAL_FAKE_CUDA_MEMSET_D32_ERROR");
+  ::unsetenv("KERNELEVAL_FAKE_CUDA_MEMSET_D32_ERROR_FIRST");
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  absl::StatusOr<v1::Problem> problem = SmallVectorAdd(**engine);
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  v1::EvaluateRequest request;
+  *request.mutable_problem() = *std::move(problem);
+  request.set_backend(v1::BACKEND_CUDA);
+  request.mutable_submission()->set_source(kVectorAdd);
+  absl::StatusOr<v1::Verdict> verdict = (*engine)->Evaluate(request, {});
+  ASSERT_TRUE(verdict.ok()) << verdict.status();
+  EXPECT_TRUE(verdict->correct()) << verdict->stage() << ": " << verdict->error();
+  EXPECT_GT(verdict->timing().candidate().samples(), 0u) << verdict->ShortDebugString();
+}
+
 // A CUBIN the device cannot load (built for another architecture): the worker
 // JIT-compiles the PTX instead and the verdict's correctness notes say so.
 TEST(EngineFakeDriverTest, PtxJitFallbackIsNotedInTheVerdict) {

@@ -53,7 +53,8 @@
 // KERNELEVAL_FAKE_CUDA_STICKY_ALLOC_BYTES=B: the first cuMemAlloc of B bytes
 // fails with a sticky CUDA_ERROR_ECC_UNCORRECTABLE.
 // KERNELEVAL_FAKE_CUDA_MEMSET_D32_ERROR=CODE: every cuMemsetD32Async (the
-// worker's L2 flush) fails with that CUresult (214, ECC: sticky).
+// worker's L2 flush) fails with that CUresult (214, ECC: sticky); with
+// KERNELEVAL_FAKE_CUDA_MEMSET_D32_ERROR_FIRST=N only the first N.
 // KERNELEVAL_FAKE_CUDA_DEVICES sets the device count (default 1, at most 8);
 // KERNELEVAL_FAKE_CUDA_DRIVER_VERSION the version cuDriverGetVersion reports
 // (default: the toolkit's CUDA_VERSION).
@@ -1287,7 +1288,14 @@ CUresult FakeMemsetD32Async(CUdeviceptr dst, unsigned int value, size_t count, C
     const char* value = std::getenv("KERNELEVAL_FAKE_CUDA_MEMSET_D32_ERROR");
     return value == nullptr ? 0 : std::atoi(value);
   }();
-  if (injected != CUDA_SUCCESS) {
+  // KERNELEVAL_FAKE_CUDA_MEMSET_D32_ERROR_FIRST=N: only the first N calls
+  // of this process fail so (a device refusing now and then).
+  static const long long failing_calls = [] {
+    const char* value = std::getenv("KERNELEVAL_FAKE_CUDA_MEMSET_D32_ERROR_FIRST");
+    return value == nullptr ? -1LL : std::atoll(value);
+  }();
+  static std::atomic<long long> calls{0};
+  if (injected != CUDA_SUCCESS && (failing_calls < 0 || calls.fetch_add(1) < failing_calls)) {
     if (injected == CUDA_ERROR_ECC_UNCORRECTABLE) SetSticky(CUDA_ERROR_ECC_UNCORRECTABLE);
     return static_cast<CUresult>(injected);
   }
