@@ -335,16 +335,22 @@ absl::StatusOr<HostCompiler::Outcome> HostCompiler::RunSandboxed(
       (void)!::write(2, message.data(), message.size());
       ::_exit(kSandboxFailedExit);
     }
+    const pid_t supervisor = ::getpid();
     const pid_t compiler = ::fork();
     if (compiler < 0) ::_exit(kSandboxFailedExit);
     if (compiler == 0) {
       ::signal(kSupervisorParentDied, SIG_DFL);
+      // Should the supervisor alone die (the OOM killer), g++ goes too.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != supervisor) ::_exit(kSandboxFailedExit);
       ::execve(argv[0], argv.data(), envp.data());
       ::_exit(kExecFailedExit);
     }
     int compiler_status = 0;
-    while (::waitpid(compiler, &compiler_status, 0) < 0 && errno == EINTR) {
+    pid_t waited;
+    while ((waited = ::waitpid(compiler, &compiler_status, 0)) < 0 && errno == EINTR) {
     }
+    if (waited != compiler) ::_exit(kSandboxFailedExit);  // never a success unseen
     ::_exit(WIFEXITED(compiler_status) ? WEXITSTATUS(compiler_status)
                                        : 128 + WTERMSIG(compiler_status));
   }

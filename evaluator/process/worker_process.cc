@@ -5,6 +5,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -163,9 +164,15 @@ absl::StatusOr<WorkerProcess> WorkerProcess::Start(const WorkerOptions& options)
     ::fcntl(binary_fd, F_SETFD, 0);
     ::fexecve(binary_fd, argv.data(), envp.data());
     // A kernel (or gVisor, which half of the lent GPU machines run) that
-    // cannot execute an O_PATH descriptor: the path, as any launcher would
-    // (the same binary unless it was replaced since the first start).
-    ::execve(binary_path, argv.data(), envp.data());
+    // cannot execute an O_PATH descriptor: the path, as any launcher would,
+    // while it is still the file first started (a binary replaced since, by
+    // an upgrade or a rebuild, is not mixed in: the worker does not start).
+    struct stat pinned, at_path;
+    if (::fstat(binary_fd, &pinned) == 0 && ::stat(binary_path, &at_path) == 0 &&
+        pinned.st_dev == at_path.st_dev && pinned.st_ino == at_path.st_ino) {
+      ::fcntl(binary_fd, F_SETFD, FD_CLOEXEC);
+      ::execve(binary_path, argv.data(), envp.data());
+    }
     ::_exit(127);
   }
   ::close(fds[1]);

@@ -104,7 +104,10 @@ TEST(WorkerProcessTest, HangIsKilledAtTheDeadline) {
   EXPECT_EQ(worker.term_signal(), SIGKILL);
 }
 
-TEST(WorkerProcessTest, WorkersRunTheBinaryFirstStartedEvenWhenThePathGetsANewOne) {
+// `gvisor_like`: where the descriptor cannot be executed (gVisor), the path
+// is, only while it is the file first started: a worker whose binary was
+// replaced does not start rather than run another binary.
+void CheckWorkersRunTheBinaryFirstStarted(bool gvisor_like) {
   // As a linker or an upgrade does: a new file renamed over the path.
   IgnoreSigpipe();
   const std::filesystem::path dir =
@@ -123,15 +126,41 @@ TEST(WorkerProcessTest, WorkersRunTheBinaryFirstStartedEvenWhenThePathGetsANewOn
     return reply.value() == "hello" ? absl::OkStatus() : absl::DataLossError(reply.value());
   };
   EXPECT_TRUE(round_trip().ok());
-  {
+  if (gvisor_like) {
+    // A working worker, another file: run from its path, it would answer.
+    std::filesystem::copy_file(KERNELEVAL_TEST_WORKER, dir / "new");
+  } else {
     std::ofstream replacement(dir / "new", std::ios::binary);
     replacement << "not an executable";
   }
   std::filesystem::permissions(dir / "new", std::filesystem::perms::owner_all);
   std::filesystem::rename(dir / "new", binary);
   const absl::Status again = round_trip();
-  EXPECT_TRUE(again.ok()) << again;
+  if (gvisor_like) {
+    EXPECT_FALSE(again.ok()) << "a worker ran the replaced binary";
+  } else {
+    EXPECT_TRUE(again.ok()) << again;
+  }
   std::filesystem::remove_all(dir);
+}
+
+TEST(WorkerProcessTest, WorkersRunTheBinaryFirstStartedEvenWhenThePathGetsANewOne) {
+  CheckWorkersRunTheBinaryFirstStarted(/*gvisor_like=*/false);
+}
+
+TEST(WorkerProcessTest, WhereADescriptorCannotBeExecutedAReplacedBinaryIsNotStarted) {
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (!testing::LoadGvisorLikeFilter()) ::_exit(2);
+    CheckWorkersRunTheBinaryFirstStarted(/*gvisor_like=*/true);
+    ::_exit(::testing::Test::HasFailure() ? 1 : 0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_NE(WEXITSTATUS(status), 2) << "the seccomp filter could not be loaded";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "see the child's failures above";
 }
 
 TEST(WorkerProcessTest, AScriptWrappingTheWorkerStarts) {
