@@ -566,16 +566,21 @@ run() {
   # Most valuable first; limits ~3x the expected time on an H100/H200
   # (scripts/README.md has the table). The budget may cut only the last.
   step device-info 40 -- bash -c 'device_info "$1"' device_info "${py_ld}"
+  # Only the compile service's own refusal ("compile worker cannot serve:
+  # file-system sandbox: ..." or "...: seccomp: ..."), not any failure whose
+  # text names a namespace (an NVRTC error about namespace cub would).
+  local sandbox_refusal='compile worker cannot serve: (file-system sandbox|seccomp)'
   if ! step smoke 20 -- bash -c smoke &&
-    grep -qiE 'sandbox|seccomp|landlock|namespace' "${logs}/smoke.log"; then
+    grep -qE "^> compile FAILED: .*${sandbox_refusal}" "${logs}/smoke.log"; then
     # The compile sandbox cannot be built here (gVisor has no Landlock, and
     # its mount namespaces may not do what the sandbox needs): without it
     # every engine-level step would skip. This check compiles only its own
     # kernels, so it runs on without the sandbox, and says so first.
     export KERNELEVAL_UNSANDBOXED_COMPILE_FOR_TRUSTED_SOURCES=1
-    echo "> compile sandbox NOT available here ($(grep -iE -m 1 'sandbox|seccomp|landlock|namespace' \
+    echo "> compile sandbox NOT available here ($(grep -oE -m 1 "${sandbox_refusal}.*" \
       "${logs}/smoke.log" | cut -c1-120)): the steps below compile this check's own kernels" \
-      "with KERNELEVAL_UNSANDBOXED_COMPILE_FOR_TRUSTED_SOURCES=1" >"${logs}/sandbox-fallback.log"
+      "(the exploit suite's included) with KERNELEVAL_UNSANDBOXED_COMPILE_FOR_TRUSTED_SOURCES=1" \
+      >"${logs}/sandbox-fallback.log"
     step smoke-unsandboxed 20 -- bash -c smoke
   fi
   step timing-probe 45 -- kerneleval_cuda_timing_probe --calibrate --json "${results}/probe.json"

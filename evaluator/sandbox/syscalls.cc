@@ -70,8 +70,9 @@ absl::Status Add(scmp_filter_ctx ctx, uint32_t action, const char* name,
 // the kernel cannot say that it supports that (gVisor answers seccomp's
 // GET_ACTION_AVAIL with EINVAL, so libseccomp refuses SCMP_ACT_KILL_PROCESS
 // and every filter failed to build there), SIGSYS: its default action ends
-// the process too (a handler could catch it, but the call is not made
-// either way).
+// the process too. The call is not made either way; kernel code may not set
+// a SIGSYS handler (kKernelCode), but on gVisor, whose SIGSYS is not
+// forced, a process that blocks it lives on.
 uint32_t KillAction() { return seccomp_api_get() >= 3 ? SCMP_ACT_KILL_PROCESS : SCMP_ACT_TRAP; }
 
 absl::Status AddCommonRules(scmp_filter_ctx ctx) {
@@ -202,6 +203,11 @@ absl::Status AddKernelCodeRules(scmp_filter_ctx ctx) {
   // leases). SIGCONT sent so resumes the process while its worker holds it
   // stopped between samples, and its work escapes the measurement.
   KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, "timer_create"));
+  // A handler of its own for SIGSYS: where "kill" is SIGSYS (KillAction),
+  // kernel code that caught it lived on after a forbidden call (not made
+  // either way) instead of ending with "a system call the sandbox forbids"
+  // (red team rt13 #4).
+  KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, "rt_sigaction", {IntArgEquals(0, SIGSYS)}));
   for (const scmp_datum_t command : {F_SETSIG, F_SETOWN, F_SETOWN_EX, F_NOTIFY, F_SETLEASE}) {
     KERNELEVAL_RETURN_IF_ERROR(Add(ctx, eperm, "fcntl", {IntArgEquals(1, command)}));
   }

@@ -435,6 +435,33 @@ TEST(SyscallsTest, UnderGvisorsSeccompAnswersTheProfilesLoadAndStillKill) {
   }
 }
 
+// Where a forbidden call is SIGSYS rather than KILL_PROCESS (gVisor), kernel
+// code that set a handler for it lived on; it may not set one (red team
+// rt13 #4), under either action.
+TEST(SyscallsTest, KernelCodeMayNotCatchSigsys) {
+  for (const bool gvisor_like : {false, true}) {
+    const int status = RunInChild([gvisor_like] {
+      if (gvisor_like) {
+        if (!testing::LoadGvisorLikeFilter()) return 9;
+        seccomp_reset(nullptr, 0);
+      }
+      if (!RestrictSyscalls(SyscallProfile::kKernelCode).ok()) return 10;
+      struct sigaction action {};
+      action.sa_handler = [](int) {};
+      if (::sigaction(SIGSYS, &action, nullptr) == 0 || errno != EPERM) return 12;
+      // Other signals' handlers are the program's business.
+      if (::sigaction(SIGUSR1, &action, nullptr) != 0) return 13;
+      ::ptrace(PTRACE_TRACEME, 0, nullptr, nullptr);
+      return 11;
+    });
+    ASSERT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == 12)
+        << "a SIGSYS handler was set (gVisor-like: " << gvisor_like << ")";
+    ASSERT_TRUE(WIFSIGNALED(status))
+        << "exit " << WEXITSTATUS(status) << ", gVisor-like " << gvisor_like;
+    EXPECT_EQ(WTERMSIG(status), SIGSYS);
+  }
+}
+
 TEST(SyscallsTest, CompilerProfileMayForkAndExecButNotConnect) {
   const int status = RunInChild([] {
     if (!RestrictSyscalls(SyscallProfile::kCompiler).ok()) return 10;
