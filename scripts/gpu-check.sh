@@ -411,7 +411,8 @@ extern "C" __global__ void smoke(const __half* in, float* out, int n) {
 EOF
   out="$(kerneleval compile "${src}" 2>&1)" || rc=1
   local devices drc=0
-  devices="$(kerneleval devices 2>&1)" || drc=1
+  # At info level: the engine's start-up log says what confines a compile.
+  devices="$(SPDLOG_LEVEL=info kerneleval devices 2>&1)" || drc=1
   # The details first; the headlines ("> ", the summary's top) last.
   head -n 40 <<<"${out}"
   echo
@@ -421,6 +422,8 @@ EOF
     echo "> compile FAILED: $(grep -v '^\s*$' <<<"${out}" | head -n 3 | cut -c1-200 | paste -sd '|')"
   fi
   grep -v '^\[20' <<<"${devices}" | sed 's/^/> devices: /' | head -n 6
+  echo "> compile sandbox: $(grep -oE 'workers confined by .*' <<<"${devices}" | head -n 1 |
+    cut -c21-140)"
   if ! grep -q '^cuda' <<<"${devices}"; then
     echo "> devices: no CUDA device listed"
     drc=1
