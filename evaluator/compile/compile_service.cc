@@ -145,6 +145,7 @@ absl::StatusOr<std::unique_ptr<CompileService::Worker>> CompileService::StartWor
         absl::StrCat("--pch-limit-bytes=", options_.pch_dir_limit_bytes));
   }
   worker_options.address_space_bytes = options_.memory_bytes;
+  worker_options.extra_env = options_.worker_env;
   absl::StatusOr<process::WorkerProcess> started = process::WorkerProcess::Start(worker_options);
   if (!started.ok()) {
     std::error_code ec;

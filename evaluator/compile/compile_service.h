@@ -57,6 +57,10 @@ struct CompileServiceOptions {
       sandbox::FilesystemMechanism::kLandlockAndMountNamespace;
   std::string scratch_dir;    // parent of the workers' scratch dirs; empty: $TMPDIR or /tmp
   std::string worker_binary;  // empty: process::DefaultWorkerBinary()
+  // Variables the workers get besides (or instead of) this process's
+  // (process::WorkerOptions::extra_env): tests set the unsandboxed switch
+  // here rather than in their own, threaded, environment.
+  std::vector<std::string> worker_env;
   // Workers started by Create() (the first one also proves the worker binary,
   // the toolkit and the sandbox work).
   int prestart_workers = 1;

@@ -263,11 +263,10 @@ INSTANTIATE_TEST_SUITE_P(
 // why the switch is an explicit environment variable and never the
 // default (CompilesInASandboxedWorker: "seccomp" without it).
 TEST_F(CompileServiceTest, TheUnsandboxedSwitchForTrustedSourcesSaysWhatItIs) {
-  ::setenv(kUnsandboxedCompileVariable, "1", 1);
   CompileServiceOptions options = TestOptions();
   options.workers = 1;
+  options.worker_env = {absl::StrCat(kUnsandboxedCompileVariable, "=1")};
   absl::StatusOr<std::unique_ptr<CompileService>> service = CompileService::Create(options);
-  ::unsetenv(kUnsandboxedCompileVariable);
   ASSERT_TRUE(service.ok()) << service.status();
   EXPECT_THAT((*service)->sandbox_description(),
               ::testing::StartsWith(std::string(kUnsandboxedDescriptionPrefix) +
@@ -281,9 +280,8 @@ TEST_F(CompileServiceTest, TheUnsandboxedSwitchForTrustedSourcesSaysWhatItIs) {
                   service->get());
   EXPECT_TRUE(r.success()) << r.log();
   // Any other value is not the switch: sandboxed as ever.
-  ::setenv(kUnsandboxedCompileVariable, "yes", 1);
+  options.worker_env = {absl::StrCat(kUnsandboxedCompileVariable, "=yes")};
   service = CompileService::Create(options);
-  ::unsetenv(kUnsandboxedCompileVariable);
   ASSERT_TRUE(service.ok()) << service.status();
   EXPECT_THAT((*service)->sandbox_description(), HasSubstr("seccomp"));
 }
