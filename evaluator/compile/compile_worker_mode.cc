@@ -116,6 +116,36 @@ int ServeCompiles(int fd, const WorkerArgs& args, const NvrtcSettings& settings)
   return 0;
 }
 
+// Confines this worker (file-system view, then the seccomp profile);
+// returns how, or why it could not be (the ready message's error).
+absl::StatusOr<std::string> Confine(const ToolkitPaths& toolkit, const WorkerArgs& args) {
+  // The operator's explicit choice for sources it trusts (its own test
+  // kernels) on a machine where the sandbox cannot be built (gVisor: no
+  // Landlock, and mount namespaces may not work): a submission could then
+  // read any file the server can. Never the default; the ready message
+  // says so and the service warns at start.
+  const char* unsandboxed = std::getenv(kUnsandboxedCompileVariable);
+  if (unsandboxed != nullptr && absl::string_view(unsandboxed) == "1") {
+    return absl::StrCat(kUnsandboxedDescriptionPrefix, kUnsandboxedCompileVariable,
+                        "=1: for trusted sources only)");
+  }
+  sandbox::FilesystemPolicy policy;
+  policy.read_only = {toolkit.include_dir, toolkit.kerneleval_include_dir};
+  if (!toolkit.cccl_include_dir.empty()) policy.read_only.push_back(toolkit.cccl_include_dir);
+  if (!toolkit.library_dir.empty()) policy.read_only.push_back(toolkit.library_dir);
+  policy.read_write = {args.scratch_dir};
+  absl::StatusOr<sandbox::FilesystemMechanism> mechanism =
+      sandbox::RestrictFilesystemUsing(policy, args.filesystem);
+  if (!mechanism.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("file-system sandbox: ", mechanism.status().message()));
+  }
+  if (absl::Status s = sandbox::RestrictSyscalls(sandbox::SyscallProfile::kKernel); !s.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat("seccomp: ", s.message()));
+  }
+  return absl::StrCat(sandbox::MechanismName(*mechanism), " + seccomp");
+}
+
 int CompileWorkerMain(int fd, int argc, char** argv) {
   const WorkerArgs args = ParseArgs(argc, argv);
   if (args.scratch_dir.empty() || args.scratch_dir[0] != '/') {
@@ -150,39 +180,11 @@ int CompileWorkerMain(int fd, int argc, char** argv) {
     if (!warm->success()) return Fail(fd, absl::StrCat("NVRTC warm-up failed: ", warm->log()));
   }
 
-  // The operator's explicit choice for sources it trusts (its own test
-  // kernels) on a machine where the sandbox cannot be built (gVisor: no
-  // Landlock, and mount namespaces may not work): a submission could then
-  // read any file the server can. Never the default; the ready message
-  // says so and the service warns at start.
-  const char* unsandboxed = std::getenv(kUnsandboxedCompileVariable);
-  if (unsandboxed != nullptr && absl::string_view(unsandboxed) == "1") {
-    internal::CompileWorkerReady ready;
-    ready.set_ok(true);
-    ready.set_sandbox(absl::StrCat(kUnsandboxedDescriptionPrefix, kUnsandboxedCompileVariable,
-                                   "=1: for trusted sources only)"));
-    ready.set_toolkit_version(NvrtcVersionString());
-    if (!process::WriteMessage(fd, ready).ok()) return 1;
-    return ServeCompiles(fd, args, settings);
-  }
-
-  sandbox::FilesystemPolicy policy;
-  policy.read_only = {toolkit->include_dir, toolkit->kerneleval_include_dir};
-  if (!toolkit->cccl_include_dir.empty()) policy.read_only.push_back(toolkit->cccl_include_dir);
-  if (!toolkit->library_dir.empty()) policy.read_only.push_back(toolkit->library_dir);
-  policy.read_write = {args.scratch_dir};
-  absl::StatusOr<sandbox::FilesystemMechanism> mechanism =
-      sandbox::RestrictFilesystemUsing(policy, args.filesystem);
-  if (!mechanism.ok()) {
-    return Fail(fd, absl::StrCat("file-system sandbox: ", mechanism.status().message()));
-  }
-  if (absl::Status s = sandbox::RestrictSyscalls(sandbox::SyscallProfile::kKernel); !s.ok()) {
-    return Fail(fd, absl::StrCat("seccomp: ", s.message()));
-  }
-
+  absl::StatusOr<std::string> confined = Confine(*toolkit, args);
+  if (!confined.ok()) return Fail(fd, std::string(confined.status().message()));
   internal::CompileWorkerReady ready;
   ready.set_ok(true);
-  ready.set_sandbox(absl::StrCat(sandbox::MechanismName(*mechanism), " + seccomp"));
+  ready.set_sandbox(*confined);
   ready.set_toolkit_version(NvrtcVersionString());
   if (!process::WriteMessage(fd, ready).ok()) return 1;
 

@@ -706,6 +706,17 @@ absl::StatusOr<v1::Problem> SmallVectorAdd(Engine& engine) {
   return small;
 }
 
+// One correct vector addition (kVectorAdd) on SmallVectorAdd, CUDA backend.
+absl::StatusOr<v1::EvaluateRequest> SmallVectorAddRequest(Engine& engine) {
+  absl::StatusOr<v1::Problem> problem = SmallVectorAdd(engine);
+  if (!problem.ok()) return problem.status();
+  v1::EvaluateRequest request;
+  *request.mutable_problem() = *std::move(problem);
+  request.set_backend(v1::BACKEND_CUDA);
+  request.mutable_submission()->set_source(kVectorAdd);
+  return request;
+}
+
 // A group of two correct vector additions (a + b, b + a) on the CUDA backend,
 // SmallVectorAdd.
 absl::StatusOr<v1::EvaluateGroupResponse> TwoCorrectVectorAdds(Engine& engine) {
@@ -837,19 +848,15 @@ TEST(EngineFakeDriverTest, AFlushTheDeviceRefusesIsUnavailableAndNoKernelsVerdic
   absl::StatusOr<std::unique_ptr<Engine>> engine = FakeDriverEngine();
   ::unsetenv("KERNELEVAL_FAKE_CUDA_MEMSET_D32_ERROR");
   ASSERT_TRUE(engine.ok()) << engine.status();
-  absl::StatusOr<v1::Problem> problem = SmallVectorAdd(**engine);
-  ASSERT_TRUE(problem.ok()) << problem.status();
-  v1::EvaluateRequest request;
-  *request.mutable_problem() = *std::move(problem);
-  request.set_backend(v1::BACKEND_CUDA);
-  request.mutable_submission()->set_source(kVectorAdd);
-  absl::StatusOr<v1::Verdict> verdict = (*engine)->Evaluate(request, {});
+  absl::StatusOr<v1::EvaluateRequest> request = SmallVectorAddRequest(**engine);
+  ASSERT_TRUE(request.ok()) << request.status();
+  absl::StatusOr<v1::Verdict> verdict = (*engine)->Evaluate(*request, {});
   ASSERT_FALSE(verdict.ok()) << verdict->ShortDebugString();
   EXPECT_TRUE(absl::IsUnavailable(verdict.status())) << verdict.status();
   EXPECT_NE(verdict.status().message().find("L2 flush"), std::string::npos) << verdict.status();
   // Without timing, the same engine judges the kernel.
-  request.set_skip_timing(true);
-  verdict = (*engine)->Evaluate(request, {});
+  request->set_skip_timing(true);
+  verdict = (*engine)->Evaluate(*request, {});
   ASSERT_TRUE(verdict.ok()) << verdict.status();
   EXPECT_TRUE(verdict->correct()) << verdict->error();
 }
@@ -865,13 +872,9 @@ TEST(EngineFakeDriverTest, AFlushRefusedNowAndThenIsTriedAgainAndNoKernelsFault)
   ::unsetenv("KERNELEVAL_FAKE_CUDA_MEMSET_D32_ERROR");
   ::unsetenv("KERNELEVAL_FAKE_CUDA_MEMSET_D32_ERROR_FIRST");
   ASSERT_TRUE(engine.ok()) << engine.status();
-  absl::StatusOr<v1::Problem> problem = SmallVectorAdd(**engine);
-  ASSERT_TRUE(problem.ok()) << problem.status();
-  v1::EvaluateRequest request;
-  *request.mutable_problem() = *std::move(problem);
-  request.set_backend(v1::BACKEND_CUDA);
-  request.mutable_submission()->set_source(kVectorAdd);
-  absl::StatusOr<v1::Verdict> verdict = (*engine)->Evaluate(request, {});
+  absl::StatusOr<v1::EvaluateRequest> request = SmallVectorAddRequest(**engine);
+  ASSERT_TRUE(request.ok()) << request.status();
+  absl::StatusOr<v1::Verdict> verdict = (*engine)->Evaluate(*request, {});
   ASSERT_TRUE(verdict.ok()) << verdict.status();
   EXPECT_TRUE(verdict->correct()) << verdict->stage() << ": " << verdict->error();
   EXPECT_GT(verdict->timing().candidate().samples(), 0u) << verdict->ShortDebugString();
@@ -1426,13 +1429,9 @@ class TimingUnavailableOnce : public PassThroughBackend {
 TEST(EngineFakeDriverTest, AWorkerFailureThatDoesNotRepeatBlamesNoCandidate) {
   absl::StatusOr<std::unique_ptr<Engine>> engine = StagedFakeDriverEngine<TimingUnavailableOnce>();
   ASSERT_TRUE(engine.ok()) << engine.status();
-  absl::StatusOr<v1::Problem> problem = SmallVectorAdd(**engine);
-  ASSERT_TRUE(problem.ok()) << problem.status();
-  v1::EvaluateRequest request;
-  *request.mutable_problem() = *std::move(problem);
-  request.set_backend(v1::BACKEND_CUDA);
-  request.mutable_submission()->set_source(kVectorAdd);
-  absl::StatusOr<v1::Verdict> verdict = (*engine)->Evaluate(request, {});
+  absl::StatusOr<v1::EvaluateRequest> request = SmallVectorAddRequest(**engine);
+  ASSERT_TRUE(request.ok()) << request.status();
+  absl::StatusOr<v1::Verdict> verdict = (*engine)->Evaluate(*request, {});
   ASSERT_TRUE(verdict.ok()) << verdict.status();
   EXPECT_TRUE(verdict->correct()) << verdict->stage() << ": " << verdict->error();
   EXPECT_GT(verdict->timing().candidate().samples(), 0u);
