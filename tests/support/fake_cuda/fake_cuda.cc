@@ -635,32 +635,30 @@ bool NameMatches(const std::string& found, const std::string& wanted) {
 
 // ------------------------------------------------------------ aux kernels
 
+// The unsigned number in environment variable `name` (0 when unset): the
+// test driver's knobs below.
+uint64_t EnvNumber(const char* name) {
+  const char* text = std::getenv(name);
+  return text != nullptr ? std::strtoull(text, nullptr, 10) : 0;
+}
+
 // KERNELEVAL_FAKE_CUDA_THROTTLE_EVERY=N: every Nth hold reports half the
 // claimed clock, as a GPU throttling during that sample would (0: never).
 uint64_t ThrottleEvery() {
-  static const uint64_t every = [] {
-    const char* text = std::getenv("KERNELEVAL_FAKE_CUDA_THROTTLE_EVERY");
-    return text != nullptr ? std::strtoull(text, nullptr, 10) : 0;
-  }();
+  static const uint64_t every = EnvNumber("KERNELEVAL_FAKE_CUDA_THROTTLE_EVERY");
   return every;
 }
 // KERNELEVAL_FAKE_CUDA_HOLD_CLOCK_MHZ=N: every hold reports N MHz, not the
 // claimed clock, as a GPU whose clocks are locked (or capped) below their
 // maximum would (0: the claimed clock).
 uint64_t HoldClockMhz() {
-  static const uint64_t mhz = [] {
-    const char* text = std::getenv("KERNELEVAL_FAKE_CUDA_HOLD_CLOCK_MHZ");
-    return text != nullptr ? std::strtoull(text, nullptr, 10) : 0;
-  }();
+  static const uint64_t mhz = EnvNumber("KERNELEVAL_FAKE_CUDA_HOLD_CLOCK_MHZ");
   return mhz;
 }
 // KERNELEVAL_FAKE_CUDA_LATE_HOLD_EVERY=N: every Nth hold reports that it
 // timed out before the host released it (without waiting that long).
 uint64_t LateHoldEvery() {
-  static const uint64_t every = [] {
-    const char* text = std::getenv("KERNELEVAL_FAKE_CUDA_LATE_HOLD_EVERY");
-    return text != nullptr ? std::strtoull(text, nullptr, 10) : 0;
-  }();
+  static const uint64_t every = EnvNumber("KERNELEVAL_FAKE_CUDA_LATE_HOLD_EVERY");
   return every;
 }
 // KERNELEVAL_FAKE_CUDA_PUBLISH_HOLD_REPORT=1: every hold also says where its
@@ -679,10 +677,7 @@ std::atomic<uint64_t> holds_run{0};
 // more, as a GPU kernel takes its time: work queued on a stream is then
 // visibly unfinished when the host moves on without waiting for it.
 void AuxKernelDelay() {
-  static const uint64_t delay_us = [] {
-    const char* text = std::getenv("KERNELEVAL_FAKE_CUDA_AUX_DELAY_US");
-    return text != nullptr ? std::strtoull(text, nullptr, 10) : 0;
-  }();
+  static const uint64_t delay_us = EnvNumber("KERNELEVAL_FAKE_CUDA_AUX_DELAY_US");
   if (delay_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
 }
 
@@ -691,10 +686,7 @@ void AuxKernelDelay() {
 // as a driver's launch path does (a few us on a GPU): a start event recorded
 // on an idle stream then completes N us before the kernel starts.
 void HostLaunchLatency() {
-  static const uint64_t latency_us = [] {
-    const char* text = std::getenv("KERNELEVAL_FAKE_CUDA_LAUNCH_LATENCY_US");
-    return text != nullptr ? std::strtoull(text, nullptr, 10) : 0;
-  }();
+  static const uint64_t latency_us = EnvNumber("KERNELEVAL_FAKE_CUDA_LAUNCH_LATENCY_US");
   if (latency_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(latency_us));
 }
 
