@@ -232,11 +232,15 @@ std::vector<std::string> HostCompiler::CommonFlags() const {
   if (options_.interleave_stores) {
     flags.insert(flags.end(), {"-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0",
                                "--param=tsan-distinguish-volatile=1"});
-    // A load or store through a pointer not aligned to its type traps
-    // (SIGILL, no runtime needed), as a GPU faults on it ("misaligned
-    // address"); x86 does not care, so float4 loads of rows that start
-    // anywhere passed (red team, 2026-12-04).
-    flags.insert(flags.end(), {"-fsanitize=alignment", "-fsanitize-undefined-trap-on-error"});
+    // A load or store through a pointer not aligned to its type ends the
+    // run, as a GPU faults on it ("misaligned address"); x86 does not care,
+    // so float4 loads of rows that start anywhere passed (red team,
+    // 2026-12-04). A shift by the width or more and an out-of-range float to
+    // integer conversion end it too: a GPU and x86 answer them differently.
+    // The prelude's handlers (section 10b) name the line; UBSan's runtime is
+    // not linked (the link step has no -fsanitize).
+    flags.insert(flags.end(), {"-fsanitize=alignment,shift-exponent,float-cast-overflow",
+                               "-fno-sanitize-recover=all"});
   }
   return flags;
 }

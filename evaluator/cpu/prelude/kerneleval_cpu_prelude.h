@@ -1519,6 +1519,157 @@ extern "C" [[noreturn]] void __assert_fail(const char* expression, const char* f
 [[noreturn]] inline void __brkpt() { kerneleval_cpu::detail::Trap("__brkpt() called"); }
 inline void __prof_trigger(int) {}
 
+// ---- 10b. Undefined behaviour a GPU and x86 answer differently (the
+// interleaved build). A shift by the type's width or more, and a float
+// converted to an integer type that cannot hold it, are undefined in CUDA
+// C++ as in C++, yet a GPU gives one answer (PTX's shl/shr clamp the amount:
+// 0, or the sign bits; cvt saturates, NaN gives 0) and x86 another (the
+// amount modulo the width; 0x80000000). Emulated, a kernel relying on
+// either got x86's answer: wrong where it is right on a GPU, or right where
+// it is wrong there, and no word of why. The build that runs correctness
+// cases is compiled with -fsanitize=alignment,shift-exponent,
+// float-cast-overflow (and no recovery): g++ calls the handlers below,
+// which stand in for UBSan's runtime (never linked) and end the run naming
+// the line. A misaligned access is the third: a GPU refuses it ("misaligned
+// address"), x86 does not. Layouts: GCC's ubsan.cc (the data it emits).
+#define KERNELEVAL_CPU_UB_HOOK \
+  __attribute__((no_sanitize("undefined,float-cast-overflow"), no_sanitize_thread))
+namespace kerneleval_cpu::detail {
+struct UbsanLocation {
+  const char* file;
+  uint32_t line;
+  uint32_t column;
+};
+struct UbsanType {
+  // kind 0: integer (info: bit 0 signed, bits 1..: log2 of the width in
+  // bits); kind 1: float (info: the width in bits).
+  uint16_t kind;
+  uint16_t info;
+  char name[1];  // quoted, e.g. 'unsigned int'
+};
+struct UbsanShiftData {
+  UbsanLocation location;
+  const UbsanType* lhs;
+  const UbsanType* rhs;
+};
+struct UbsanCastData {  // GCC's second layout; the first has no location
+  UbsanLocation location;
+  const UbsanType* from;
+  const UbsanType* to;
+};
+struct UbsanMismatchData {
+  UbsanLocation location;
+  const UbsanType* type;
+  unsigned char log_alignment;
+  unsigned char check_kind;  // 0 load, 1 store, 2 reference binding, 3.. member access, call, ...
+};
+
+KERNELEVAL_CPU_UB_HOOK inline int UbsanWidth(const UbsanType* type) {
+  return type->kind == 0 ? 1 << (type->info >> 1) : type->info;
+}
+
+// A value that fits the handle's 64 bits is the handle (GCC passes larger
+// ones by address, never the case here): integers sign-extended or not by
+// their type, floats as their bits.
+KERNELEVAL_CPU_UB_HOOK inline void UbsanFormat(const UbsanType* type, uintptr_t value, char* out,
+                                               size_t size) {
+  const int width = UbsanWidth(type);
+  if (type->kind == 0 && width <= 64) {
+    if (type->info & 1) {
+      const int drop = 64 - width;
+      const long long v = static_cast<long long>(static_cast<unsigned long long>(value) << drop);
+      std::snprintf(out, size, "%lld", v >> drop);
+    } else {
+      std::snprintf(out, size, "%llu", static_cast<unsigned long long>(value));
+    }
+  } else if (type->kind == 1 && width == 32) {
+    std::snprintf(out, size, "%.9g",
+                  static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(value))));
+  } else if (type->kind == 1 && width == 64) {
+    std::snprintf(out, size, "%.17g", std::bit_cast<double>(static_cast<uint64_t>(value)));
+  } else {
+    std::snprintf(out, size, "a value");
+  }
+}
+
+KERNELEVAL_CPU_UB_HOOK inline const char* UbsanFile(const UbsanLocation& location) {
+  return location.file ? location.file : "?";
+}
+
+}  // namespace kerneleval_cpu::detail
+
+extern "C" [[noreturn]] KERNELEVAL_CPU_UB_HOOK void __ubsan_handle_shift_out_of_bounds_abort(
+    kerneleval_cpu::detail::UbsanShiftData* data, uintptr_t lhs, uintptr_t rhs) {
+  using namespace kerneleval_cpu::detail;
+  (void)lhs;
+  char amount[64];
+  UbsanFormat(data->rhs, rhs, amount, sizeof(amount));
+  char message[640];
+  std::snprintf(message, sizeof(message),
+                "%s:%u: a shift by %s of a %d-bit value (%s): undefined in CUDA C++, and a GPU "
+                "and this CPU answer it differently (a GPU's shift gives 0, or the sign bits for "
+                "a signed right shift; x86 shifts by the amount modulo the width); keep the "
+                "amount from 0 to %d",
+                UbsanFile(data->location), data->location.line, amount, UbsanWidth(data->lhs),
+                data->lhs->name, UbsanWidth(data->lhs) - 1);
+  Trap(message);
+}
+extern "C" [[noreturn]] KERNELEVAL_CPU_UB_HOOK void __ubsan_handle_shift_out_of_bounds(
+    kerneleval_cpu::detail::UbsanShiftData* data, uintptr_t lhs, uintptr_t rhs) {
+  __ubsan_handle_shift_out_of_bounds_abort(data, lhs, rhs);
+}
+
+extern "C" [[noreturn]] KERNELEVAL_CPU_UB_HOOK void __ubsan_handle_float_cast_overflow_abort(
+    void* data, uintptr_t from) {
+  using namespace kerneleval_cpu::detail;
+  // The first layout starts with the source type's descriptor (kind 0 or
+  // 1: a first byte under ' '), the second with the file name.
+  const auto* first = *static_cast<const char* const*>(data);
+  const bool located = first != nullptr && static_cast<unsigned char>(first[0]) >= ' ';
+  const auto* cast = static_cast<const UbsanCastData*>(data);
+  const auto* const* types = located ? &cast->from : static_cast<const UbsanType* const*>(data);
+  char value[64];
+  UbsanFormat(types[0], from, value, sizeof(value));
+  char where[320] = "";
+  if (located) {
+    std::snprintf(where, sizeof(where), "%s:%u: ", UbsanFile(cast->location), cast->location.line);
+  }
+  char message[768];
+  std::snprintf(message, sizeof(message),
+                "%s%s converted to %s, which cannot hold it: undefined in CUDA C++, and a GPU and "
+                "this CPU answer it differently (a GPU saturates to the nearest end of the range "
+                "and gives 0 for NaN; x86 does not); clamp first, or use "
+                "__float2int_rz and its kin, which saturate here as on a GPU",
+                where, value, types[1]->name);
+  Trap(message);
+}
+extern "C" [[noreturn]] KERNELEVAL_CPU_UB_HOOK void __ubsan_handle_float_cast_overflow(
+    void* data, uintptr_t from) {
+  __ubsan_handle_float_cast_overflow_abort(data, from);
+}
+
+extern "C" [[noreturn]] KERNELEVAL_CPU_UB_HOOK void __ubsan_handle_type_mismatch_v1_abort(
+    kerneleval_cpu::detail::UbsanMismatchData* data, uintptr_t pointer) {
+  using namespace kerneleval_cpu::detail;
+  const char* access = data->check_kind == 0   ? "a load of"
+                       : data->check_kind == 1 ? "a store of"
+                                               : "an access to";
+  char message[640];
+  std::snprintf(message, sizeof(message),
+                "%s:%u: misaligned access: %s %s at address 0x%llx, which is not a "
+                "multiple of its %u-byte alignment (a GPU refuses it: \"misaligned address\"; "
+                "x86 does not)",
+                UbsanFile(data->location), data->location.line, access, data->type->name,
+                static_cast<unsigned long long>(pointer), 1u << data->log_alignment);
+  Trap(message);
+}
+extern "C" [[noreturn]] KERNELEVAL_CPU_UB_HOOK void __ubsan_handle_type_mismatch_v1(
+    kerneleval_cpu::detail::UbsanMismatchData* data, uintptr_t pointer) {
+  __ubsan_handle_type_mismatch_v1_abort(data, pointer);
+}
+#undef KERNELEVAL_CPU_UB_HOOK
+// ---- End of 10b.
+
 // ---- 11. Cooperative groups: block, warp-tile and coalesced groups.
 // Grid-wide groups (this_grid, grid sync) are not supported.
 namespace cooperative_groups {

@@ -1772,7 +1772,14 @@ __global__ void sum4(const float* x, float* y, int offset) {
   RunOk(MakeRequest(source, {sum4_case(4)}));
   const internal::RunFailure failure = RunFails(MakeRequest(source, {sum4_case(1)}));
   EXPECT_EQ(failure.stage(), "runtime");
-  EXPECT_NE(failure.message().find("misaligned access"), std::string::npos) << failure.message();
+  // Said with the submission's line and the access (a SIGILL without either
+  // before 2026-12-05).
+  EXPECT_NE(failure.message().find("submission.cu:3: misaligned access: an access to 'const "
+                                   "struct float4' at address 0x"),
+            std::string::npos)
+      << failure.message();
+  EXPECT_NE(failure.message().find("not a multiple of its 16-byte alignment"), std::string::npos)
+      << failure.message();
   // The same trap where g++ proves a division by zero: said "misaligned"
   // alone, the message sent a model after the wrong fix (rt7 #5).
   const char* divides = R"(
@@ -1788,6 +1795,81 @@ __global__ void divide(const float* x, float* y, int offset) {
   EXPECT_NE(division.message().find("SIGILL"), std::string::npos) << division.message();
   EXPECT_NE(division.message().find("integer division by zero"), std::string::npos)
       << division.message();
+}
+
+// A shift by the type's width or more is undefined in CUDA C++; a GPU's
+// shl gives 0 there, x86 shifts by the amount modulo 32. `(1u << bits) - 1`
+// with bits = 32, a mask of every bit on a GPU, was 0 here: the kernel
+// failed at `correctness` with no word of why (or passed where a GPU's
+// answer is wrong). The correctness build now ends the run naming the line.
+TEST_F(CpuBackendTest, AShiftByTheWidthOrMoreFailsNamingTheLine) {
+  const char* source = R"(
+__global__ void low_bits(const int* x, int* y, int bits) {
+  y[threadIdx.x] = x[threadIdx.x] & static_cast<int>((1u << bits) - 1u);
+}
+__global__ void high_half(const int* x, int* y, int bits) {
+  const long long wide = static_cast<long long>(x[threadIdx.x]) << bits;
+  y[threadIdx.x] = static_cast<int>(wide >> 32);
+}
+)";
+  auto shift_case = [](const char* kernel, int bits) {
+    return MakeCase("bits", 1,
+                    {IntInput("x", v1::DTYPE_I32, 32, -1000, 1000), Output("y", v1::DTYPE_I32, 32)},
+                    {Launch(kernel, {1}, {32}, {Buf("x"), Buf("y"), Int(bits)})});
+  };
+  RunOk(MakeRequest(source, {shift_case("low_bits", 31)}));
+  RunOk(MakeRequest(source, {shift_case("high_half", 63)}));
+  const internal::RunFailure narrow = RunFails(MakeRequest(source, {shift_case("low_bits", 32)}));
+  EXPECT_EQ(narrow.stage(), "runtime");
+  EXPECT_NE(narrow.message().find("submission.cu:3: a shift by 32 of a 32-bit value ('unsigned "
+                                  "int'): undefined in CUDA C++"),
+            std::string::npos)
+      << narrow.message();
+  EXPECT_NE(narrow.message().find("keep the amount from 0 to 31"), std::string::npos)
+      << narrow.message();
+  const internal::RunFailure wide = RunFails(MakeRequest(source, {shift_case("high_half", 64)}));
+  EXPECT_EQ(wide.stage(), "runtime");
+  EXPECT_NE(wide.message().find("submission.cu:6: a shift by 64 of a 64-bit value"),
+            std::string::npos)
+      << wide.message();
+  const internal::RunFailure negative = RunFails(MakeRequest(source, {shift_case("low_bits", -1)}));
+  EXPECT_NE(negative.message().find("a shift by -1 of"), std::string::npos) << negative.message();
+}
+
+// A float converted to an integer type that cannot hold it is undefined; a
+// GPU saturates (NaN: 0), x86 gives INT_MIN. The correctness build ends the
+// run naming the line; CUDA's conversion intrinsics, which saturate here as
+// on a GPU, do not.
+TEST_F(CpuBackendTest, AnOutOfRangeFloatToIntegerConversionFailsNamingTheLine) {
+  const char* source = R"(
+__global__ void quantise(const float* x, int* y, float scale) {
+  y[threadIdx.x] = static_cast<int>(x[threadIdx.x] * scale);
+}
+__global__ void saturate(const float* x, int* y, float scale) {
+  y[threadIdx.x] = __float2int_rz(x[threadIdx.x] * scale);
+}
+__global__ void to_unsigned(const double* x, int* y, float scale) {
+  y[threadIdx.x] = static_cast<int>(static_cast<unsigned char>(x[threadIdx.x] * scale));
+}
+)";
+  auto convert_case = [](const char* kernel, double scale, v1::DType from = v1::DTYPE_F32) {
+    return MakeCase("scale", 1, {Input("x", from, 32), Output("y", v1::DTYPE_I32, 32)},
+                    {Launch(kernel, {1}, {32}, {Buf("x"), Buf("y"), Real(scale)})});
+  };
+  RunOk(MakeRequest(source, {convert_case("quantise", 1000.0)}));
+  RunOk(MakeRequest(source, {convert_case("saturate", 1e12)}));
+  const internal::RunFailure overflow =
+      RunFails(MakeRequest(source, {convert_case("quantise", 1e12)}));
+  EXPECT_EQ(overflow.stage(), "runtime");
+  EXPECT_NE(overflow.message().find("submission.cu:3: "), std::string::npos) << overflow.message();
+  EXPECT_NE(overflow.message().find("converted to 'int', which cannot hold it"), std::string::npos)
+      << overflow.message();
+  EXPECT_NE(overflow.message().find("__float2int_rz"), std::string::npos) << overflow.message();
+  const internal::RunFailure narrow =
+      RunFails(MakeRequest(source, {convert_case("to_unsigned", 1e6, v1::DTYPE_F64)}));
+  EXPECT_NE(narrow.message().find("submission.cu:9: "), std::string::npos) << narrow.message();
+  EXPECT_NE(narrow.message().find("converted to 'unsigned char'"), std::string::npos)
+      << narrow.message();
 }
 
 TEST_F(CpuBackendTest, PrintfFloodAssertAndTrap) {
