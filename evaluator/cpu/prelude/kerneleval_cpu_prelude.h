@@ -1596,12 +1596,19 @@ KERNELEVAL_CPU_UB_HOOK inline const char* UbsanFile(const UbsanLocation& locatio
   return location.file ? location.file : "?";
 }
 
-}  // namespace kerneleval_cpu::detail
+// The toolkit's headers, this prelude and the C++ library have absolute
+// paths; the submission is "submission.cu". Their code may convert or shift
+// out of range and mend the result itself (cuda_fp16.hpp's host
+// conversions); only the submission's own is reported. (A `#line` naming an
+// absolute path hides the submission's from this check: it then gets x86's
+// answer, as every kernel did before, and gains nothing a correct kernel
+// would not.)
+KERNELEVAL_CPU_UB_HOOK inline bool UbsanInSubmission(const UbsanLocation& location) {
+  return location.file != nullptr && location.file[0] != '/';
+}
 
-extern "C" [[noreturn]] KERNELEVAL_CPU_UB_HOOK void __ubsan_handle_shift_out_of_bounds_abort(
-    kerneleval_cpu::detail::UbsanShiftData* data, uintptr_t lhs, uintptr_t rhs) {
-  using namespace kerneleval_cpu::detail;
-  (void)lhs;
+[[noreturn]] KERNELEVAL_CPU_UB_HOOK inline void UbsanReportShift(const UbsanShiftData* data,
+                                                                 uintptr_t rhs) {
   char amount[64];
   UbsanFormat(data->rhs, rhs, amount, sizeof(amount));
   char message[640];
@@ -1614,24 +1621,24 @@ extern "C" [[noreturn]] KERNELEVAL_CPU_UB_HOOK void __ubsan_handle_shift_out_of_
                 data->lhs->name, UbsanWidth(data->lhs) - 1);
   Trap(message);
 }
-extern "C" [[noreturn]] KERNELEVAL_CPU_UB_HOOK void __ubsan_handle_shift_out_of_bounds(
-    kerneleval_cpu::detail::UbsanShiftData* data, uintptr_t lhs, uintptr_t rhs) {
-  __ubsan_handle_shift_out_of_bounds_abort(data, lhs, rhs);
-}
 
-extern "C" [[noreturn]] KERNELEVAL_CPU_UB_HOOK void __ubsan_handle_float_cast_overflow_abort(
-    void* data, uintptr_t from) {
-  using namespace kerneleval_cpu::detail;
-  // The first layout starts with the source type's descriptor (kind 0 or
-  // 1: a first byte under ' '), the second with the file name.
+// GCC's first layout of the conversion's data (no location) starts with the
+// source type's descriptor (kind 0 or 1: a first byte under ' '), the second
+// with the file name. nullptr: the first.
+KERNELEVAL_CPU_UB_HOOK inline const UbsanCastData* UbsanLocatedCast(const void* data) {
   const auto* first = *static_cast<const char* const*>(data);
   const bool located = first != nullptr && static_cast<unsigned char>(first[0]) >= ' ';
-  const auto* cast = static_cast<const UbsanCastData*>(data);
-  const auto* const* types = located ? &cast->from : static_cast<const UbsanType* const*>(data);
+  return located ? static_cast<const UbsanCastData*>(data) : nullptr;
+}
+
+[[noreturn]] KERNELEVAL_CPU_UB_HOOK inline void UbsanReportCast(const void* data, uintptr_t from) {
+  const UbsanCastData* cast = UbsanLocatedCast(data);
+  const auto* const* types =
+      cast != nullptr ? &cast->from : static_cast<const UbsanType* const*>(data);
   char value[64];
   UbsanFormat(types[0], from, value, sizeof(value));
   char where[320] = "";
-  if (located) {
+  if (cast != nullptr) {
     std::snprintf(where, sizeof(where), "%s:%u: ", UbsanFile(cast->location), cast->location.line);
   }
   char message[768];
@@ -1643,9 +1650,30 @@ extern "C" [[noreturn]] KERNELEVAL_CPU_UB_HOOK void __ubsan_handle_float_cast_ov
                 where, value, types[1]->name);
   Trap(message);
 }
-extern "C" [[noreturn]] KERNELEVAL_CPU_UB_HOOK void __ubsan_handle_float_cast_overflow(
+
+}  // namespace kerneleval_cpu::detail
+
+// Shifts and conversions recover (the build's flags): outside the
+// submission the handler returns and the code goes on with x86's answer.
+extern "C" KERNELEVAL_CPU_UB_HOOK void __ubsan_handle_shift_out_of_bounds(
+    kerneleval_cpu::detail::UbsanShiftData* data, uintptr_t, uintptr_t rhs) {
+  if (kerneleval_cpu::detail::UbsanInSubmission(data->location)) {
+    kerneleval_cpu::detail::UbsanReportShift(data, rhs);
+  }
+}
+extern "C" [[noreturn]] KERNELEVAL_CPU_UB_HOOK void __ubsan_handle_shift_out_of_bounds_abort(
+    kerneleval_cpu::detail::UbsanShiftData* data, uintptr_t, uintptr_t rhs) {
+  kerneleval_cpu::detail::UbsanReportShift(data, rhs);
+}
+extern "C" KERNELEVAL_CPU_UB_HOOK void __ubsan_handle_float_cast_overflow(void* data,
+                                                                          uintptr_t from) {
+  using namespace kerneleval_cpu::detail;
+  const UbsanCastData* cast = UbsanLocatedCast(data);
+  if (cast != nullptr && UbsanInSubmission(cast->location)) UbsanReportCast(data, from);
+}
+extern "C" [[noreturn]] KERNELEVAL_CPU_UB_HOOK void __ubsan_handle_float_cast_overflow_abort(
     void* data, uintptr_t from) {
-  __ubsan_handle_float_cast_overflow_abort(data, from);
+  kerneleval_cpu::detail::UbsanReportCast(data, from);
 }
 
 extern "C" [[noreturn]] KERNELEVAL_CPU_UB_HOOK void __ubsan_handle_type_mismatch_v1_abort(

@@ -1834,6 +1834,18 @@ __global__ void high_half(const int* x, int* y, int bits) {
       << wide.message();
   const internal::RunFailure negative = RunFails(MakeRequest(source, {shift_case("low_bits", -1)}));
   EXPECT_NE(negative.message().find("a shift by -1 of"), std::string::npos) << negative.message();
+  // Code of a header (an absolute path: the toolkit's, the prelude's, the
+  // C++ library's) goes on with x86's answer: cuda_fp16.hpp's host
+  // conversions convert first and mend the result after.
+  const char* header_source = R"(
+#line 1 "/usr/include/some_header.h"
+inline unsigned low_mask(int bits) { return (1u << bits) - 1u; }
+#line 4 "submission.cu"
+__global__ void low_bits(const int* x, int* y, int bits) {
+  y[threadIdx.x] = x[threadIdx.x] & static_cast<int>(low_mask(bits));
+}
+)";
+  RunOk(MakeRequest(header_source, {shift_case("low_bits", 32)}));
 }
 
 // A float converted to an integer type that cannot hold it is undefined; a
