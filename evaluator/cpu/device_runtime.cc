@@ -626,8 +626,10 @@ class BlockExecutor {
           }
           break;
         case KERNELEVAL_CPU_WARP_SHFL_XOR: {
+          // A lane of an earlier segment may be read; one of a later segment
+          // gives the caller its own value (PTX shfl.bfly: j <= maxLane).
           const uint32_t other = lane ^ static_cast<uint32_t>(op.lane_arg);
-          if (other >= segment && other < segment + static_cast<uint32_t>(width)) source = other;
+          if (other < segment + static_cast<uint32_t>(width)) source = other;
           break;
         }
         case KERNELEVAL_CPU_WARP_BALLOT:

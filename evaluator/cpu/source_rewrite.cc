@@ -162,6 +162,14 @@ std::optional<std::string> FindUnsupportedFeature(std::string_view source) {
       {"cudaTextureObject_t", "texture and surface objects"},
       {"cudaSurfaceObject_t", "texture and surface objects"},
       {"surf2Dwrite", "texture and surface objects"},
+      // One flat address space here: no answer to give that a GPU would.
+      {"__isShared", "address-space predicates (__isShared, __isGlobal, ...)"},
+      {"__isGlobal", "address-space predicates (__isShared, __isGlobal, ...)"},
+      {"__isLocal", "address-space predicates (__isShared, __isGlobal, ...)"},
+      {"__isConstant", "address-space predicates (__isShared, __isGlobal, ...)"},
+      {"__isGridConstant", "address-space predicates (__isShared, __isGlobal, ...)"},
+      {"__barrier_sync", "named barriers (__barrier_sync, __barrier_sync_count)"},
+      {"__barrier_sync_count", "named barriers (__barrier_sync, __barrier_sync_count)"},
   };
   size_t best_pos = std::string::npos;
   std::string_view best_feature;

@@ -941,6 +941,53 @@ inline double erfcx(double x) {
          (x * 1.7724538509055160273);
 }
 inline float erfcxf(float x) { return static_cast<float>(erfcx(x)); }
+inline float rnormf(int dim, const float* p) { return 1.0f / normf(dim, p); }
+inline double rnorm(int dim, const double* p) { return 1.0 / norm(dim, p); }
+inline double rhypot(double x, double y) { return 1.0 / ::hypot(x, y); }
+inline double norm3d(double a, double b, double c) { return std::sqrt(a * a + b * b + c * c); }
+inline double rnorm3d(double a, double b, double c) { return 1.0 / norm3d(a, b, c); }
+inline double norm4d(double a, double b, double c, double d) {
+  return std::sqrt(a * a + b * b + c * c + d * d);
+}
+inline double rnorm4d(double a, double b, double c, double d) { return 1.0 / norm4d(a, b, c, d); }
+inline void sincospi(double x, double* s, double* c) {
+  *s = sinpi(x);
+  *c = cospi(x);
+}
+// Modified Bessel functions of the first kind, orders 0 (even) and 1 (odd):
+// the C++ library's, which takes x >= 0 only.
+inline double cyl_bessel_i0(double x) { return std::cyl_bessel_i(0.0, std::fabs(x)); }
+inline double cyl_bessel_i1(double x) {
+  const double r = std::cyl_bessel_i(1.0, std::fabs(x));
+  return x < 0 ? -r : r;
+}
+inline float cyl_bessel_i0f(float x) { return static_cast<float>(cyl_bessel_i0(x)); }
+inline float cyl_bessel_i1f(float x) { return static_cast<float>(cyl_bessel_i1(x)); }
+// The bit position of the offset-th set bit of mask counted from base (up
+// for a positive offset, down for a negative one; offset 0: base itself, if
+// set); 0xffffffff when there is none (PTX fns.b32).
+inline unsigned __fns(unsigned mask, unsigned base, int offset) {
+  if (base > 31) return 0xffffffffu;
+  if (offset == 0) return (mask >> base) & 1u ? base : 0xffffffffu;
+  long long count = offset > 0 ? offset - 1ll : -1ll - offset;
+  const int step = offset > 0 ? 1 : -1;
+  for (int pos = static_cast<int>(base); pos >= 0 && pos < 32; pos += step) {
+    if (((mask >> pos) & 1u) && count-- == 0) return static_cast<unsigned>(pos);
+  }
+  return 0xffffffffu;
+}
+// Address-space conversions: one flat address space here, so the "raw"
+// address is the generic one (a GPU's shared addresses are 32-bit offsets:
+// code that truncates one and converts it back does not work here, nor does
+// the inline PTX such addresses are usually for).
+inline size_t __cvta_generic_to_global(const void* p) { return reinterpret_cast<size_t>(p); }
+inline size_t __cvta_generic_to_shared(const void* p) { return reinterpret_cast<size_t>(p); }
+inline size_t __cvta_generic_to_constant(const void* p) { return reinterpret_cast<size_t>(p); }
+inline size_t __cvta_generic_to_local(const void* p) { return reinterpret_cast<size_t>(p); }
+inline void* __cvta_global_to_generic(size_t a) { return reinterpret_cast<void*>(a); }
+inline void* __cvta_shared_to_generic(size_t a) { return reinterpret_cast<void*>(a); }
+inline void* __cvta_constant_to_generic(size_t a) { return reinterpret_cast<void*>(a); }
+inline void* __cvta_local_to_generic(size_t a) { return reinterpret_cast<void*>(a); }
 // Dot products of packed 8-bit (__dp4a) integers, plus c; signed and unsigned.
 inline int __dp4a(int a, int b, int c) {
   for (int i = 0; i < 32; i += 8) {
@@ -1318,9 +1365,15 @@ KERNELEVAL_CPU_IEEE_AND_FLOAT2(rd)
 // ---- End of 8a.
 
 namespace kerneleval_cpu::detail {
+// NaN gives 0, or 1 << (width - 1) for a 64-bit result or a double source
+// (PTX ISA 9.0, cvt; the toolkit's host __half2ll_rz agrees).
 template <class I, class F>
 inline I Convert(F x, int mode) {  // mode: 0 nearest-even, 1 toward zero, 2 up, 3 down
-  if (std::isnan(x)) return 0;
+  if (std::isnan(x)) {
+    using U = std::make_unsigned_t<I>;
+    if (sizeof(I) < 8 && sizeof(F) < 8) return 0;
+    return static_cast<I>(U{1} << (std::numeric_limits<U>::digits - 1));
+  }
   F r = mode == 0   ? std::nearbyint(x)
         : mode == 1 ? std::trunc(x)
         : mode == 2 ? std::ceil(x)
@@ -1393,69 +1446,145 @@ inline double __uint2double_rn(unsigned x) { return x; }
 
 // ---- 9. Half and bfloat16 functions the toolkit declares for device code only
 // (its round-toward-zero conversions have host versions).
-#define KERNELEVAL_CPU_LOW_PRECISION(T, T2, to_float, from_float)                  \
-  inline T __hfma(T a, T b, T c) {                                                 \
-    return from_float(::fmaf(to_float(a), to_float(b), to_float(c)));              \
-  }                                                                                \
-  inline T __hfma_sat(T a, T b, T c) {                                             \
-    return from_float(__saturatef(::fmaf(to_float(a), to_float(b), to_float(c)))); \
-  }                                                                                \
-  inline T __hfma_relu(T a, T b, T c) {                                            \
-    const float r = ::fmaf(to_float(a), to_float(b), to_float(c));                 \
-    return from_float(r > 0.0f ? r : 0.0f);                                        \
-  }                                                                                \
-  inline T2 __hfma2(T2 a, T2 b, T2 c) {                                            \
-    T2 r;                                                                          \
-    r.x = __hfma(a.x, b.x, c.x);                                                   \
-    r.y = __hfma(a.y, b.y, c.y);                                                   \
-    return r;                                                                      \
-  }                                                                                \
-  inline T hexp(T a) { return from_float(::expf(to_float(a))); }                   \
-  inline T hexp2(T a) { return from_float(::exp2f(to_float(a))); }                 \
-  inline T hexp10(T a) { return from_float(::powf(10.0f, to_float(a))); }          \
-  inline T hlog(T a) { return from_float(::logf(to_float(a))); }                   \
-  inline T hlog2(T a) { return from_float(::log2f(to_float(a))); }                 \
-  inline T hlog10(T a) { return from_float(::log10f(to_float(a))); }               \
-  inline T hsqrt(T a) { return from_float(::sqrtf(to_float(a))); }                 \
-  inline T hrsqrt(T a) { return from_float(1.0f / ::sqrtf(to_float(a))); }         \
-  inline T hrcp(T a) { return from_float(1.0f / to_float(a)); }                    \
-  inline T hsin(T a) { return from_float(::sinf(to_float(a))); }                   \
-  inline T hcos(T a) { return from_float(::cosf(to_float(a))); }                   \
-  inline T htanh(T a) { return from_float(::tanhf(to_float(a))); }                 \
-  inline T htanh_approx(T a) { return from_float(::tanhf(to_float(a))); }          \
-  inline T hfloor(T a) { return from_float(::floorf(to_float(a))); }               \
-  inline T hceil(T a) { return from_float(::ceilf(to_float(a))); }                 \
-  inline T htrunc(T a) { return from_float(::truncf(to_float(a))); }               \
-  inline T hrint(T a) { return from_float(::nearbyintf(to_float(a))); }            \
-  inline T2 kerneleval_cpu_lanewise(T2 a, T (*f)(T)) {                             \
-    T2 r;                                                                          \
-    r.x = f(a.x);                                                                  \
-    r.y = f(a.y);                                                                  \
-    return r;                                                                      \
-  }                                                                                \
-  inline T2 h2exp(T2 a) { return kerneleval_cpu_lanewise(a, hexp); }               \
-  inline T2 h2log(T2 a) { return kerneleval_cpu_lanewise(a, hlog); }               \
-  inline T2 h2sqrt(T2 a) { return kerneleval_cpu_lanewise(a, hsqrt); }             \
-  inline T2 h2rsqrt(T2 a) { return kerneleval_cpu_lanewise(a, hrsqrt); }           \
-  inline T2 h2rcp(T2 a) { return kerneleval_cpu_lanewise(a, hrcp); }               \
-  inline T2 h2sin(T2 a) { return kerneleval_cpu_lanewise(a, hsin); }               \
-  inline T2 h2cos(T2 a) { return kerneleval_cpu_lanewise(a, hcos); }
+#define KERNELEVAL_CPU_LOW_PRECISION(T, T2, to_float, from_float)                           \
+  inline T __hfma(T a, T b, T c) {                                                          \
+    return from_float(::fmaf(to_float(a), to_float(b), to_float(c)));                       \
+  }                                                                                         \
+  inline T __hfma_sat(T a, T b, T c) {                                                      \
+    return from_float(__saturatef(::fmaf(to_float(a), to_float(b), to_float(c))));          \
+  }                                                                                         \
+  inline T __hfma_relu(T a, T b, T c) {                                                     \
+    const float r = ::fmaf(to_float(a), to_float(b), to_float(c));                          \
+    return from_float(r > 0.0f ? r : 0.0f);                                                 \
+  }                                                                                         \
+                                                                                            \
+  inline T hexp(T a) { return from_float(::expf(to_float(a))); }                            \
+  inline T hexp2(T a) { return from_float(::exp2f(to_float(a))); }                          \
+  inline T hexp10(T a) { return from_float(::powf(10.0f, to_float(a))); }                   \
+  inline T hlog(T a) { return from_float(::logf(to_float(a))); }                            \
+  inline T hlog2(T a) { return from_float(::log2f(to_float(a))); }                          \
+  inline T hlog10(T a) { return from_float(::log10f(to_float(a))); }                        \
+  inline T hsqrt(T a) { return from_float(::sqrtf(to_float(a))); }                          \
+  inline T hrsqrt(T a) { return from_float(1.0f / ::sqrtf(to_float(a))); }                  \
+  inline T hrcp(T a) { return from_float(1.0f / to_float(a)); }                             \
+  inline T hsin(T a) { return from_float(::sinf(to_float(a))); }                            \
+  inline T hcos(T a) { return from_float(::cosf(to_float(a))); }                            \
+  inline T htanh(T a) { return from_float(::tanhf(to_float(a))); }                          \
+  inline T htanh_approx(T a) { return from_float(::tanhf(to_float(a))); }                   \
+  inline T hfloor(T a) { return from_float(::floorf(to_float(a))); }                        \
+  inline T hceil(T a) { return from_float(::ceilf(to_float(a))); }                          \
+  inline T htrunc(T a) { return from_float(::truncf(to_float(a))); }                        \
+  inline T hrint(T a) { return from_float(::nearbyintf(to_float(a))); }                     \
+  inline T2 kerneleval_cpu_lanewise(T2 a, T (*f)(T)) {                                      \
+    T2 r;                                                                                   \
+    r.x = f(a.x);                                                                           \
+    r.y = f(a.y);                                                                           \
+    return r;                                                                               \
+  }                                                                                         \
+  inline T2 h2exp(T2 a) { return kerneleval_cpu_lanewise(a, hexp); }                        \
+  inline T2 h2log(T2 a) { return kerneleval_cpu_lanewise(a, hlog); }                        \
+  inline T2 h2sqrt(T2 a) { return kerneleval_cpu_lanewise(a, hsqrt); }                      \
+  inline T2 h2rsqrt(T2 a) { return kerneleval_cpu_lanewise(a, hrsqrt); }                    \
+  inline T2 h2rcp(T2 a) { return kerneleval_cpu_lanewise(a, hrcp); }                        \
+  inline T2 h2sin(T2 a) { return kerneleval_cpu_lanewise(a, hsin); }                        \
+  inline T2 h2cos(T2 a) { return kerneleval_cpu_lanewise(a, hcos); }                        \
+  inline T2 h2exp2(T2 a) { return kerneleval_cpu_lanewise(a, hexp2); }                      \
+  inline T2 h2exp10(T2 a) { return kerneleval_cpu_lanewise(a, hexp10); }                    \
+  inline T2 h2log2(T2 a) { return kerneleval_cpu_lanewise(a, hlog2); }                      \
+  inline T2 h2log10(T2 a) { return kerneleval_cpu_lanewise(a, hlog10); }                    \
+  inline T2 h2tanh(T2 a) { return kerneleval_cpu_lanewise(a, htanh); }                      \
+  inline T2 h2tanh_approx(T2 a) { return kerneleval_cpu_lanewise(a, htanh_approx); }        \
+  inline T2 h2floor(T2 a) { return kerneleval_cpu_lanewise(a, hfloor); }                    \
+  inline T2 h2ceil(T2 a) { return kerneleval_cpu_lanewise(a, hceil); }                      \
+  inline T2 h2trunc(T2 a) { return kerneleval_cpu_lanewise(a, htrunc); }                    \
+  inline T2 h2rint(T2 a) { return kerneleval_cpu_lanewise(a, hrint); }                      \
+                                                                                            \
+  inline T2 kerneleval_cpu_lanewise3(T2 a, T2 b, T2 c, T (*f)(T, T, T)) {                   \
+    T2 r;                                                                                   \
+    r.x = f(a.x, b.x, c.x);                                                                 \
+    r.y = f(a.y, b.y, c.y);                                                                 \
+    return r;                                                                               \
+  }                                                                                         \
+  inline T2 __hfma2(T2 a, T2 b, T2 c) { return kerneleval_cpu_lanewise3(a, b, c, __hfma); } \
+  inline T2 __hfma2_sat(T2 a, T2 b, T2 c) {                                                 \
+    return kerneleval_cpu_lanewise3(a, b, c, __hfma_sat);                                   \
+  }                                                                                         \
+  inline T2 __hfma2_relu(T2 a, T2 b, T2 c) {                                                \
+    return kerneleval_cpu_lanewise3(a, b, c, __hfma_relu);                                  \
+  }                                                                                         \
+  /* Complex a * b + c in four roundings, as the toolkit's device code. */                  \
+  inline T2 __hcmadd(T2 a, T2 b, T2 c) {                                                    \
+    T2 r;                                                                                   \
+    r.x = __hfma(a.x, b.x, c.x);                                                            \
+    r.y = __hfma(a.x, b.y, c.y);                                                            \
+    r.x = __hfma(from_float(-to_float(a.y)), b.y, r.x);                                     \
+    r.y = __hfma(a.y, b.x, r.y);                                                            \
+    return r;                                                                               \
+  }
 KERNELEVAL_CPU_LOW_PRECISION(__half, __half2, __half2float, __float2half)
 KERNELEVAL_CPU_LOW_PRECISION(__nv_bfloat16, __nv_bfloat162, __bfloat162float, __float2bfloat16)
 #undef KERNELEVAL_CPU_LOW_PRECISION
 
-#define KERNELEVAL_CPU_HALF_TO_INT(prefix, T, to_float)                                \
-  inline int prefix##2int_rn(T a) { return __float2int_rn(to_float(a)); }              \
-  inline int prefix##2int_rd(T a) { return __float2int_rd(to_float(a)); }              \
-  inline int prefix##2int_ru(T a) { return __float2int_ru(to_float(a)); }              \
-  inline unsigned prefix##2uint_rn(T a) { return __float2uint_rn(to_float(a)); }       \
-  inline long long prefix##2ll_rn(T a) { return __float2ll_rn(to_float(a)); }          \
-  inline short prefix##2short_rn(T a) {                                                \
-    return static_cast<short>(std::clamp(__float2int_rn(to_float(a)), -32768, 32767)); \
+// To integers in the directed and nearest roundings (round toward zero has
+// host versions): saturated, NaN 0 (64-bit results: 1 << 63), as cvt does.
+#define KERNELEVAL_CPU_HALF_TO_INT_MODE(prefix, T, to_float, suffix, mode)         \
+  inline int prefix##2int_##suffix(T a) {                                          \
+    return kerneleval_cpu::detail::Convert<int>(to_float(a), mode);                \
+  }                                                                                \
+  inline unsigned prefix##2uint_##suffix(T a) {                                    \
+    return kerneleval_cpu::detail::Convert<unsigned>(to_float(a), mode);           \
+  }                                                                                \
+  inline long long prefix##2ll_##suffix(T a) {                                     \
+    return kerneleval_cpu::detail::Convert<long long>(to_float(a), mode);          \
+  }                                                                                \
+  inline unsigned long long prefix##2ull_##suffix(T a) {                           \
+    return kerneleval_cpu::detail::Convert<unsigned long long>(to_float(a), mode); \
+  }                                                                                \
+  inline short prefix##2short_##suffix(T a) {                                      \
+    return kerneleval_cpu::detail::Convert<short>(to_float(a), mode);              \
+  }                                                                                \
+  inline unsigned short prefix##2ushort_##suffix(T a) {                            \
+    return kerneleval_cpu::detail::Convert<unsigned short>(to_float(a), mode);     \
   }
+#define KERNELEVAL_CPU_HALF_TO_INT(prefix, T, to_float)       \
+  KERNELEVAL_CPU_HALF_TO_INT_MODE(prefix, T, to_float, rn, 0) \
+  KERNELEVAL_CPU_HALF_TO_INT_MODE(prefix, T, to_float, ru, 2) \
+  KERNELEVAL_CPU_HALF_TO_INT_MODE(prefix, T, to_float, rd, 3)
 KERNELEVAL_CPU_HALF_TO_INT(__half, __half, __half2float)
 KERNELEVAL_CPU_HALF_TO_INT(__bfloat16, __nv_bfloat16, __bfloat162float)
 #undef KERNELEVAL_CPU_HALF_TO_INT
+#undef KERNELEVAL_CPU_HALF_TO_INT_MODE
+
+// Integers to bfloat16 in the directed roundings (round to nearest has host
+// versions): 8 significant bits kept by integer arithmetic, so a 64-bit
+// value is rounded once, then converted exactly.
+namespace kerneleval_cpu::detail {
+template <class I>
+inline __nv_bfloat16 IntegerToBfloat16(I value, int mode) {  // 1 toward zero, 2 up, 3 down
+  const bool negative = value < 0;
+  const unsigned long long magnitude = negative ? 0ull - static_cast<unsigned long long>(value)
+                                                : static_cast<unsigned long long>(value);
+  if (magnitude == 0) return __float2bfloat16(0.0f);
+  const int bits = 64 - __builtin_clzll(magnitude);
+  const int drop = bits > 8 ? bits - 8 : 0;
+  unsigned long long kept = magnitude >> drop;
+  const bool inexact = drop > 0 && (magnitude & ((1ull << drop) - 1)) != 0;
+  if (inexact && ((mode == 2 && !negative) || (mode == 3 && negative))) ++kept;
+  const float rounded = std::ldexp(static_cast<float>(kept), drop);  // exact
+  return __float2bfloat16(negative ? -rounded : rounded);
+}
+}  // namespace kerneleval_cpu::detail
+#define KERNELEVAL_CPU_INT_TO_BF16(name, I)                                                       \
+  inline __nv_bfloat16 name##_rz(I a) { return kerneleval_cpu::detail::IntegerToBfloat16(a, 1); } \
+  inline __nv_bfloat16 name##_ru(I a) { return kerneleval_cpu::detail::IntegerToBfloat16(a, 2); } \
+  inline __nv_bfloat16 name##_rd(I a) { return kerneleval_cpu::detail::IntegerToBfloat16(a, 3); }
+KERNELEVAL_CPU_INT_TO_BF16(__int2bfloat16, int)
+KERNELEVAL_CPU_INT_TO_BF16(__uint2bfloat16, unsigned int)
+KERNELEVAL_CPU_INT_TO_BF16(__ll2bfloat16, long long)
+KERNELEVAL_CPU_INT_TO_BF16(__ull2bfloat16, unsigned long long)
+KERNELEVAL_CPU_INT_TO_BF16(__short2bfloat16, short)
+KERNELEVAL_CPU_INT_TO_BF16(__ushort2bfloat16, unsigned short)
+#undef KERNELEVAL_CPU_INT_TO_BF16
 
 // ---- 10. Timers, printf, malloc, assert, trap.
 inline long long clock64() {
@@ -1950,6 +2079,18 @@ inline T exclusive_scan(const Group& group, T value, Op op) {
   const T inclusive = inclusive_scan(group, value, op);
   const T shifted = group.shfl_up(inclusive, 1);
   return group.thread_rank() == 0 ? T{} : shifted;
+}
+
+// Without an operator: a sum (cooperative_groups/details/scan.h).
+template <class Group, class T>
+requires requires(const Group& group, T value) { group.shfl_up(value, 1u); }
+inline T inclusive_scan(const Group& group, T value) {
+  return inclusive_scan(group, value, plus<T>());
+}
+template <class Group, class T>
+requires requires(const Group& group, T value) { group.shfl_up(value, 1u); }
+inline T exclusive_scan(const Group& group, T value) {
+  return exclusive_scan(group, value, plus<T>());
 }
 
 // A coalesced group's, through its scan: every lane gets the result.

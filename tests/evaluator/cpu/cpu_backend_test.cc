@@ -760,6 +760,116 @@ __global__ void simd_and_rounding(int* y, float* f) {
   EXPECT_TRUE(std::signbit(f[8]));
 }
 
+// Device functions an honest-kernel sweep (2026-12-05) found missing here
+// (a host-compile error where NVRTC compiles): packed fp16/bf16 functions,
+// half/bf16 to integer conversions in every rounding, integers to bf16 in
+// the directed roundings, double-precision norms, Bessel I0/I1, __fns and
+// the address-space conversions; and NaN to a 64-bit integer gave 0 where
+// cvt gives 1 << 63. Expected values: the CUDA Math API's definitions (and
+// PTX's for cvt and fns).
+TEST_F(CpuBackendTest, DeviceOnlyLowPrecisionAndMathFunctions) {
+  const char* source = R"(
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+__global__ void functions(long long* y, float* f) {
+  if (threadIdx.x != 0) return;
+  const __half h = __float2half(-2.5f);
+  const __nv_bfloat16 b = __float2bfloat16(2.5f);
+  const __half nan_h = __float2half(nanf(""));
+  y[0] = __half2int_rd(h);          // -3
+  y[1] = __half2int_ru(h);          // -2
+  y[2] = __half2ll_rd(h);           // -3
+  y[3] = __half2uint_ru(__float2half(1.25f));  // 2
+  y[4] = __half2ull_rn(__float2half(2.5f));  // 2 (a tie, to even)
+  y[5] = __half2short_rd(__float2half(65504.f));  // saturates: 32767
+  y[6] = __half2ushort_rn(h);       // saturates: 0
+  y[7] = __bfloat162ll_ru(b);       // 3
+  y[8] = __bfloat162short_rd(b);    // 2
+  y[9] = __half2ll_rn(nan_h);       // cvt: 1 << 63 for a 64-bit result
+  y[10] = __half2int_rn(nan_h);     // 0
+  y[11] = __double2int_rz(nan(""));  // 1 << 31: a double source
+  y[12] = __fns(0xf0f0u, 0u, 3);    // third set bit from 0 up: 6
+  y[13] = __fns(0xf0f0u, 31u, -2);  // second set bit from 31 down: 14
+  y[14] = __fns(0xf0f0u, 3u, 0);    // bit 3 not set: 0xffffffff
+  f[0] = __bfloat162float(__int2bfloat16_rz(257));   // 256 (8 significant bits)
+  f[1] = __bfloat162float(__int2bfloat16_ru(257));   // 258
+  f[2] = __bfloat162float(__int2bfloat16_rd(-257));  // -258
+  f[3] = __bfloat162float(__ll2bfloat16_ru(0x7fffffffffffffffll));  // 2^63
+  f[4] = __bfloat162float(__ushort2bfloat16_rd(65535));  // 65280
+  const __half2 h2 = __floats2half2_rn(-1.5f, 2.25f);
+  const __half2 r = __hfma2_relu(h2, __floats2half2_rn(2.f, 2.f), __floats2half2_rn(0.f, 0.f));
+  f[5] = __low2float(r);   // relu(-3) = 0
+  f[6] = __high2float(r);  // 4.5
+  const __half2 fl = h2floor(h2);
+  f[7] = __low2float(fl);   // -2
+  f[8] = __high2float(fl);  // 2
+  const __half2 e = h2exp2(__floats2half2_rn(3.f, -1.f));
+  f[9] = __low2float(e) + __high2float(e);  // 8.5
+  const __half2 c = __hcmadd(__floats2half2_rn(1.f, 2.f), __floats2half2_rn(3.f, 4.f),
+                             __floats2half2_rn(0.5f, 0.25f));  // (1+2i)(3+4i) + c
+  f[10] = __low2float(c);   // 3 - 8 + 0.5 = -4.5
+  f[11] = __high2float(c);  // 4 + 6 + 0.25 = 10.25
+  const __nv_bfloat162 s = __hfma2_sat(__floats2bfloat162_rn(0.75f, -1.f),
+                                       __floats2bfloat162_rn(2.f, 1.f),
+                                       __floats2bfloat162_rn(0.f, 0.f));
+  f[12] = __low2float(s) + __high2float(s);  // 1 + 0
+  f[13] = (float)norm3d(2.0, 3.0, 6.0);      // 7
+  f[14] = (float)rnorm4d(1.0, 1.0, 1.0, 1.0);  // 0.5
+  f[15] = cyl_bessel_i0f(0.f) + cyl_bessel_i1f(-1.f);  // 1 - 0.565159...
+  const float x = 3.f;
+  f[16] = *static_cast<const float*>(__cvta_shared_to_generic(__cvta_generic_to_shared(&x)));
+}
+)";
+  const internal::RunResult result = RunOk(MakeRequest(
+      source,
+      {MakeCase("values", 1, {Output("y", v1::DTYPE_I64, 15), Output("f", v1::DTYPE_F32, 17)},
+                {Launch("functions", {1}, {32}, {Buf("y"), Buf("f")})})}));
+  ASSERT_EQ(result.cases_size(), 1);
+  ASSERT_EQ(result.cases(0).outputs_size(), 2);
+  const auto y = Values<int64_t>(result.cases(0).outputs(0));
+  const int64_t expected_y[15] = {-3, -2,        -3, 2,         2, 32767, 0,           3,
+                                  2,  INT64_MIN, 0,  INT32_MIN, 6, 14,    0xffffffffll};
+  for (int k = 0; k < 15; ++k) EXPECT_EQ(y[k], expected_y[k]) << "y[" << k << "]";
+  const auto f = Values<float>(result.cases(0).outputs(1));
+  const float expected_f[17] = {256,  258,   -258,   0x1p63f, 65280, 0,    4.5f, -2, 2,
+                                8.5f, -4.5f, 10.25f, 1,       7,     0.5f, 0.0f, 3};
+  for (int k = 0; k < 17; ++k) {
+    if (k == 15) continue;
+    EXPECT_EQ(f[k], expected_f[k]) << "f[" << k << "]";
+  }
+  EXPECT_NEAR(f[15], 1.0f - 0.5651591f, 1e-6f);
+}
+
+// cg::inclusive_scan / exclusive_scan without an operator sum
+// (cooperative_groups/details/scan.h); and __shfl_xor_sync with a width
+// under 32 may read a lane of an earlier segment (only a later one gives
+// the caller its own value): both differed here.
+TEST_F(CpuBackendTest, ScansWithoutAnOperatorAndXorShufflesIntoAnEarlierSegment) {
+  const char* source = R"(
+#include <cooperative_groups.h>
+#include <cooperative_groups/scan.h>
+namespace cg = cooperative_groups;
+__global__ void scans(int* y) {
+  const cg::thread_block_tile<32> warp = cg::tiled_partition<32>(cg::this_thread_block());
+  const int lane = warp.thread_rank();
+  y[lane] = cg::inclusive_scan(warp, lane + 1);        // (lane + 1)(lane + 2) / 2
+  y[32 + lane] = cg::exclusive_scan(warp, lane + 1);   // lane (lane + 1) / 2
+  y[64 + lane] = __shfl_xor_sync(0xffffffffu, lane, 16, 16);  // 16..31 read 0..15
+}
+)";
+  const internal::RunResult result =
+      RunOk(MakeRequest(source, {MakeCase("scans", 1, {Output("y", v1::DTYPE_I32, 96)},
+                                          {Launch("scans", {1}, {32}, {Buf("y")})})}));
+  ASSERT_EQ(result.cases_size(), 1);
+  const auto y = Values<int32_t>(result.cases(0).outputs(0));
+  for (int lane = 0; lane < 32; ++lane) {
+    EXPECT_EQ(y[lane], (lane + 1) * (lane + 2) / 2) << lane;
+    EXPECT_EQ(y[32 + lane], lane * (lane + 1) / 2) << lane;
+    // Lanes 0..15 would read 16..31, a later segment: their own value.
+    EXPECT_EQ(y[64 + lane], lane < 16 ? lane : lane - 16) << lane;
+  }
+}
+
 TEST_F(CpuBackendTest, AtomicAddOnHalf2Bfloat162AndFloat4) {
   const char* source = R"(
 #include <cuda_bf16.h>

@@ -39,6 +39,10 @@ TEST(FindUnsupportedFeature, OtherFeatures) {
       FindUnsupportedFeature("auto g = cooperative_groups::this_grid(); g.sync();").has_value());
   EXPECT_TRUE(FindUnsupportedFeature("__global__ void k() { child<<<1, 1>>>(); }").has_value());
   EXPECT_TRUE(FindUnsupportedFeature("#include <cub/cub.cuh>\n").has_value());
+  const auto predicate = FindUnsupportedFeature("bool s = __isShared(p);");
+  ASSERT_TRUE(predicate.has_value());
+  EXPECT_NE(predicate->find("address-space predicates"), std::string::npos) << *predicate;
+  EXPECT_TRUE(FindUnsupportedFeature("__barrier_sync(1);").has_value());
   // Not found on the host compiler's include path ("No such file" before).
   const auto libcudacxx = FindUnsupportedFeature("#include <cuda/atomic>\n");
   ASSERT_TRUE(libcudacxx.has_value());
