@@ -143,8 +143,6 @@ std::optional<std::string> FindUnsupportedFeature(std::string_view source) {
       {"asm", "inline PTX assembly (asm)"},
       {"__asm__", "inline PTX assembly (asm)"},
       {"__asm", "inline PTX assembly (asm)"},
-      {"wmma", "tensor-core matrix operations (nvcuda::wmma / mma.h)"},
-      {"nvcuda", "tensor-core matrix operations (nvcuda::wmma / mma.h)"},
       {"this_grid", "grid-wide cooperative groups (grid synchronisation)"},
       {"grid_group", "grid-wide cooperative groups (grid synchronisation)"},
       {"this_multi_grid", "grid-wide cooperative groups (grid synchronisation)"},
@@ -197,13 +195,8 @@ std::optional<std::string> FindUnsupportedFeature(std::string_view source) {
   static constexpr std::string_view kLibcudacxx = "libcu++ headers (<cuda/atomic>, <cuda/std/...>)";
   // Rule::token is a header prefix here, found anywhere.
   static constexpr Rule kHeaders[] = {
-      {"<cub/", kLibraries},
-      {"<thrust/", kLibraries},
-      {"<cutlass/", kLibraries},
-      {"<cute/", kLibraries},
-      {"<mma.h>", "tensor-core matrix operations (nvcuda::wmma / mma.h)"},
-      {"<cuda/", kLibcudacxx},
-      {"<nv/", kLibcudacxx},
+      {"<cub/", kLibraries},  {"<thrust/", kLibraries}, {"<cutlass/", kLibraries},
+      {"<cute/", kLibraries}, {"<cuda/", kLibcudacxx},  {"<nv/", kLibcudacxx},
   };
   for (const Rule& rule : kHeaders) {
     const size_t pos = masked.find(rule.token);

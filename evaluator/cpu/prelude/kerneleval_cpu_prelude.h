@@ -2101,6 +2101,167 @@ inline T reduce(const coalesced_group& group, T value, Op op) {
 
 }  // namespace cooperative_groups
 
+// ---- 11b. Tensor-core matrix operations (nvcuda::wmma). The toolkit's
+// mma.h declares nothing for a host compiler. A fragment's layout across a
+// warp's lanes is opaque in CUDA (only elementwise use of `x` is defined),
+// so each lane's fragment here holds the whole tile, row-major: every lane
+// loads, multiplies and stores all of it. Products accumulate in fp32 (in
+// double for double, in 32-bit integers for 8-bit ones); tf32 inputs keep
+// the 10 mantissa bits a tensor core reads. Each operation first meets its
+// warp (__syncwarp), as the warp-wide instruction does on a GPU.
+namespace nvcuda::wmma {
+struct row_major {};
+struct col_major {};
+struct matrix_a {};
+struct matrix_b {};
+struct accumulator {};
+enum layout_t { mem_row_major, mem_col_major };
+namespace precision {
+struct tf32 {};
+}  // namespace precision
+
+namespace detail {
+template <class T>
+struct Storage {
+  using type = T;
+};
+template <>
+struct Storage<precision::tf32> {
+  using type = float;
+};
+// Rows and columns of the tile a fragment of `Use` holds.
+template <class Use, int M, int N, int K>
+struct Tile;
+template <int M, int N, int K>
+struct Tile<matrix_a, M, N, K> {
+  static constexpr int kRows = M, kCols = K;
+};
+template <int M, int N, int K>
+struct Tile<matrix_b, M, N, K> {
+  static constexpr int kRows = K, kCols = N;
+};
+template <int M, int N, int K>
+struct Tile<accumulator, M, N, K> {
+  static constexpr int kRows = M, kCols = N;
+};
+// A value as the multiplier reads it: fp32 for the 16- and 32-bit float
+// types (tf32: its 10 mantissa bits), double, or a 64-bit integer.
+inline float Operand(__half v) { return __half2float(v); }
+inline float Operand(__nv_bfloat16 v) { return __bfloat162float(v); }
+inline float Operand(float v) {
+  return std::bit_cast<float>(std::bit_cast<uint32_t>(v) & 0xffffe000u);
+}
+inline double Operand(double v) { return v; }
+inline long long Operand(signed char v) { return v; }
+inline long long Operand(unsigned char v) { return v; }
+template <class T>
+inline T FromAccumulated(float v) {
+  if constexpr (std::is_same_v<T, __half>) {
+    return __float2half(v);
+  } else {
+    return static_cast<T>(v);
+  }
+}
+template <class T>
+inline T FromAccumulated(double v) {
+  return static_cast<T>(v);
+}
+template <class T>
+inline T FromAccumulated(long long v) {
+  return static_cast<T>(static_cast<int32_t>(static_cast<uint32_t>(v)));
+}
+inline float Accumulated(__half v) { return __half2float(v); }
+inline float Accumulated(float v) { return v; }
+inline double Accumulated(double v) { return v; }
+inline long long Accumulated(int v) { return v; }
+inline void MeetWarp() { __syncwarp(0xffffffffu); }
+}  // namespace detail
+
+template <class Use, int M, int N, int K, class T, class Layout = void>
+class fragment {
+ public:
+  using element_type = typename detail::Storage<T>::type;
+  static constexpr int kRows = detail::Tile<Use, M, N, K>::kRows;
+  static constexpr int kCols = detail::Tile<Use, M, N, K>::kCols;
+  static constexpr int num_elements = kRows * kCols;
+  element_type x[num_elements];  // row-major: x[row * kCols + col]
+};
+
+template <class Use, int M, int N, int K, class T, class Layout>
+inline void fill_fragment(fragment<Use, M, N, K, T, Layout>& f,
+                          const typename fragment<Use, M, N, K, T, Layout>::element_type& v) {
+  for (auto& e : f.x) e = v;
+}
+
+namespace detail {
+template <class F, class P>
+inline void Load(F& f, const P* p, unsigned ldm, bool row_major) {
+  MeetWarp();
+  for (int r = 0; r < F::kRows; ++r) {
+    for (int c = 0; c < F::kCols; ++c) {
+      f.x[r * F::kCols + c] =
+          row_major ? p[static_cast<size_t>(r) * ldm + c] : p[static_cast<size_t>(c) * ldm + r];
+    }
+  }
+}
+}  // namespace detail
+
+template <class Use, int M, int N, int K, class T, class Layout, class P>
+inline void load_matrix_sync(fragment<Use, M, N, K, T, Layout>& f, const P* p, unsigned ldm) {
+  static_assert(!std::is_same_v<Use, accumulator>, "an accumulator load names its layout");
+  detail::Load(f, p, ldm, std::is_same_v<Layout, row_major>);
+}
+template <int M, int N, int K, class T, class P>
+inline void load_matrix_sync(fragment<accumulator, M, N, K, T>& f, const P* p, unsigned ldm,
+                             layout_t layout) {
+  detail::Load(f, p, ldm, layout == mem_row_major);
+}
+template <int M, int N, int K, class T, class P>
+inline void store_matrix_sync(P* p, const fragment<accumulator, M, N, K, T>& f, unsigned ldm,
+                              layout_t layout) {
+  detail::MeetWarp();
+  using F = fragment<accumulator, M, N, K, T>;
+  for (int r = 0; r < F::kRows; ++r) {
+    for (int c = 0; c < F::kCols; ++c) {
+      const size_t at = layout == mem_row_major ? static_cast<size_t>(r) * ldm + c
+                                                : static_cast<size_t>(c) * ldm + r;
+      p[at] = f.x[r * F::kCols + c];
+    }
+  }
+}
+
+// d = a b + c. The fragments lie on the lane's own stack: the products
+// need no store points (no_sanitize_thread keeps the interleaved build from
+// yielding in them).
+template <int M, int N, int K, class Ta, class La, class Tb, class Lb, class Tc>
+__attribute__((no_sanitize_thread)) inline void mma_sync(
+    fragment<accumulator, M, N, K, Tc>& d, const fragment<matrix_a, M, N, K, Ta, La>& a,
+    const fragment<matrix_b, M, N, K, Tb, Lb>& b, const fragment<accumulator, M, N, K, Tc>& c,
+    bool = false) {
+  detail::MeetWarp();
+  using Product = decltype(detail::Operand(a.x[0]) * detail::Operand(b.x[0]));
+  Product a_values[M * K], b_values[K * N], sums[M * N];
+  for (int i = 0; i < M * K; ++i) a_values[i] = detail::Operand(a.x[i]);
+  for (int i = 0; i < K * N; ++i) b_values[i] = detail::Operand(b.x[i]);
+  for (int i = 0; i < M * N; ++i) sums[i] = static_cast<Product>(detail::Accumulated(c.x[i]));
+  for (int m = 0; m < M; ++m) {
+    for (int k = 0; k < K; ++k) {
+      const Product left = a_values[m * K + k];
+      for (int n = 0; n < N; ++n) sums[m * N + n] += left * b_values[k * N + n];
+    }
+  }
+  for (int i = 0; i < M * N; ++i) d.x[i] = detail::FromAccumulated<Tc>(sums[i]);
+}
+
+// fp32 to tf32, rounding to nearest with ties away from zero (cvt.rna).
+inline float __float_to_tf32(float v) {
+  if (!std::isfinite(v)) return v;
+  const uint32_t bits = std::bit_cast<uint32_t>(v);
+  return std::bit_cast<float>((bits + 0x1000u) & 0xffffe000u);
+}
+}  // namespace nvcuda::wmma
+// ---- End of 11b.
+
 // ---- 12. Launchers: the generated code after the submission instantiates
 // Launch<&kernel> once per kernel named in the plan.
 namespace kerneleval_cpu::detail {

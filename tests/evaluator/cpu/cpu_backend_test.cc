@@ -870,6 +870,102 @@ __global__ void scans(int* y) {
   }
 }
 
+// WMMA (nvcuda::wmma) was a "not supported" compile failure here; it is
+// emulated now (each lane's fragment holds the whole tile). Layouts (a
+// col_major matrix_b, an accumulator loaded column-major and stored
+// row-major), elementwise use of x[], the 32x8x16 shape, 8-bit integers
+// into int and doubles, on small integers whose products are exact.
+TEST_F(CpuBackendTest, WmmaFragmentsLayoutsAndTypes) {
+  const char* source = R"(
+#include <mma.h>
+using namespace nvcuda;
+__global__ void tiles(float* out, int* iout, double* dout) {
+  __shared__ __half a[32 * 16];
+  __shared__ __half b[16 * 8];
+  __shared__ float c[32 * 8];
+  __shared__ signed char a8[16 * 16];
+  __shared__ signed char b8[16 * 16];
+  __shared__ double ad[8 * 4];
+  __shared__ double bd[4 * 8];
+  for (int e = threadIdx.x; e < 512; e += 32) a[e] = __float2half((e / 16 + 2 * (e % 16)) % 5 - 2);
+  for (int e = threadIdx.x; e < 128; e += 32) {
+    const int n = e / 16, k = e % 16;  // column-major: (k, n) at n * 16 + k
+    b[e] = __float2half((3 * k + n) % 4 - 1);
+  }
+  for (int e = threadIdx.x; e < 256; e += 32) c[e] = (e % 32) - (e / 32);  // (m, n) at n * 32 + m
+  for (int e = threadIdx.x; e < 256; e += 32) {
+    a8[e] = static_cast<signed char>(((e / 16) * (e % 16)) % 11 - 5);
+    b8[e] = static_cast<signed char>((e / 16 + 2 * (e % 16)) % 9 - 4);
+  }
+  for (int e = threadIdx.x; e < 32; e += 32) {
+    ad[e] = e / 4 + 0.5 * (e % 4);  // 8 x 4
+    bd[e] = (e % 8) - (e / 8);      // 4 x 8
+  }
+  __syncwarp();
+  wmma::fragment<wmma::matrix_a, 32, 8, 16, __half, wmma::row_major> fa;
+  wmma::fragment<wmma::matrix_b, 32, 8, 16, __half, wmma::col_major> fb;
+  wmma::fragment<wmma::accumulator, 32, 8, 16, float> acc;
+  wmma::load_matrix_sync(fa, a, 16);
+  wmma::load_matrix_sync(fb, b, 16);
+  wmma::load_matrix_sync(acc, c, 32, wmma::mem_col_major);
+  wmma::mma_sync(acc, fa, fb, acc);
+  for (int i = 0; i < acc.num_elements; ++i) acc.x[i] *= 2.0f;
+  wmma::store_matrix_sync(out, acc, 8, wmma::mem_row_major);
+
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, signed char, wmma::row_major> ia;
+  wmma::fragment<wmma::matrix_b, 16, 16, 16, signed char, wmma::row_major> ib;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, int> iacc;
+  wmma::fill_fragment(iacc, 7);
+  wmma::load_matrix_sync(ia, a8, 16);
+  wmma::load_matrix_sync(ib, b8, 16);
+  wmma::mma_sync(iacc, ia, ib, iacc);
+  wmma::store_matrix_sync(iout, iacc, 16, wmma::mem_col_major);
+
+  wmma::fragment<wmma::matrix_a, 8, 8, 4, double, wmma::row_major> da;
+  wmma::fragment<wmma::matrix_b, 8, 8, 4, double, wmma::row_major> db;
+  wmma::fragment<wmma::accumulator, 8, 8, 4, double> dacc;
+  wmma::fill_fragment(dacc, 0.0);
+  wmma::load_matrix_sync(da, ad, 4);
+  wmma::load_matrix_sync(db, bd, 8);
+  wmma::mma_sync(dacc, da, db, dacc);
+  wmma::store_matrix_sync(dout, dacc, 8, wmma::mem_row_major);
+}
+)";
+  const internal::RunResult result = RunOk(MakeRequest(
+      source, {MakeCase("tiles", 1,
+                        {Output("out", v1::DTYPE_F32, 256), Output("iout", v1::DTYPE_I32, 256),
+                         Output("dout", v1::DTYPE_F64, 64)},
+                        {Launch("tiles", {1}, {32}, {Buf("out"), Buf("iout"), Buf("dout")})})}));
+  ASSERT_EQ(result.cases_size(), 1);
+  ASSERT_EQ(result.cases(0).outputs_size(), 3);
+  const auto out = Values<float>(result.cases(0).outputs(0));
+  for (int m = 0; m < 32; ++m) {
+    for (int n = 0; n < 8; ++n) {
+      float sum = static_cast<float>(m - n);
+      for (int k = 0; k < 16; ++k) {
+        sum += static_cast<float>((m + 2 * k) % 5 - 2) * static_cast<float>((3 * k + n) % 4 - 1);
+      }
+      EXPECT_EQ(out[m * 8 + n], 2 * sum) << m << ", " << n;
+    }
+  }
+  const auto iout = Values<int32_t>(result.cases(0).outputs(1));
+  for (int m = 0; m < 16; ++m) {
+    for (int n = 0; n < 16; ++n) {
+      int sum = 7;
+      for (int k = 0; k < 16; ++k) sum += ((m * k) % 11 - 5) * ((k + 2 * n) % 9 - 4);
+      EXPECT_EQ(iout[n * 16 + m], sum) << m << ", " << n;  // stored column-major
+    }
+  }
+  const auto dout = Values<double>(result.cases(0).outputs(2));
+  for (int m = 0; m < 8; ++m) {
+    for (int n = 0; n < 8; ++n) {
+      double sum = 0;
+      for (int k = 0; k < 4; ++k) sum += (m + 0.5 * k) * (n - k);
+      EXPECT_EQ(dout[m * 8 + n], sum) << m << ", " << n;
+    }
+  }
+}
+
 TEST_F(CpuBackendTest, AtomicAddOnHalf2Bfloat162AndFloat4) {
   const char* source = R"(
 #include <cuda_bf16.h>

@@ -34,7 +34,6 @@ TEST(FindUnsupportedFeature, InlineAsmWithLine) {
 }
 
 TEST(FindUnsupportedFeature, OtherFeatures) {
-  EXPECT_TRUE(FindUnsupportedFeature("using namespace nvcuda; wmma::fragment<> f;").has_value());
   EXPECT_TRUE(
       FindUnsupportedFeature("auto g = cooperative_groups::this_grid(); g.sync();").has_value());
   EXPECT_TRUE(FindUnsupportedFeature("__global__ void k() { child<<<1, 1>>>(); }").has_value());

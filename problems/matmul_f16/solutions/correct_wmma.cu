@@ -1,7 +1,8 @@
 // expect: pass
 // Tensor cores through WMMA (fp16 fragments, fp32 accumulator): one warp per
 // 16 x 16 tile of C. Tiles are staged through shared memory with zero padding,
-// so any M, N, K works. Not runnable on the CPU backend (no tensor cores).
+// so any M, N, K works. The CPU backend emulates WMMA (each lane holds the
+// whole tile; evaluator/cpu/README.md).
 // @launch mm_wmma<<<dim3(ceil_div(N, 16), ceil_div(M, 16)), 32>>>(A, B, C, M, N, K)
 #include <cuda_fp16.h>
 #include <mma.h>
