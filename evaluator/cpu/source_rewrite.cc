@@ -151,8 +151,6 @@ std::optional<std::string> FindUnsupportedFeature(std::string_view source) {
       {"cudaDeviceSynchronize", "dynamic parallelism (kernel launches from device code)"},
       {"cudaLaunchDevice", "dynamic parallelism (kernel launches from device code)"},
       {"cudaGetParameterBuffer", "dynamic parallelism (kernel launches from device code)"},
-      {"memcpy_async", "asynchronous copies (memcpy_async / pipelines)"},
-      {"__pipeline_memcpy_async", "asynchronous copies (memcpy_async / pipelines)"},
       {"tex1Dfetch", "texture and surface objects"},
       {"tex1D", "texture and surface objects"},
       {"tex2D", "texture and surface objects"},

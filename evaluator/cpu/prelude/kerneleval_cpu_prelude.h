@@ -70,6 +70,9 @@
 #define _COOPERATIVE_GROUPS_H_
 #define _COOPERATIVE_GROUPS_REDUCE_H
 #define _COOPERATIVE_GROUPS_SCAN_H
+#define _COOPERATIVE_GROUPS_MEMCPY_ASYNC
+#define _CUDA_PIPELINE_PRIMITIVES_H_    // __pipeline_memcpy_async & co. are below
+#define _CUDA_PIPELINE_H_               // (its nvcuda::experimental::pipeline is not)
 #define __DEVICE_LAUNCH_PARAMETERS_H__  // threadIdx & co. are below
 
 // ---- 3. Keywords.
@@ -2261,6 +2264,71 @@ inline float __float_to_tf32(float v) {
 }
 }  // namespace nvcuda::wmma
 // ---- End of 11b.
+
+// ---- 11c. Asynchronous copies (cuda_pipeline_primitives.h, cooperative
+// groups' memcpy_async), done at once: the copy a GPU makes some time before
+// the wait is made at the call here, by the calling thread (a group's by
+// each of its threads, a share each). What a kernel may read after its wait
+// (and the barrier a group's wait is) is the same; reading the destination
+// before the wait is a race on a GPU that this schedule happens to win.
+namespace kerneleval_cpu::detail {
+// Elements `first`, `first + step`, ... of `bytes`, in 4-byte words when
+// both ends and the size allow (loads and stores a store point can see).
+inline void CopyShare(void* destination, const void* source, size_t bytes, size_t first,
+                      size_t step) {
+  if ((reinterpret_cast<uintptr_t>(destination) | reinterpret_cast<uintptr_t>(source) | bytes) %
+          4 ==
+      0) {
+    auto* to = static_cast<uint32_t*>(destination);
+    const auto* from = static_cast<const uint32_t*>(source);
+    for (size_t i = first; i < bytes / 4; i += step) to[i] = from[i];
+    return;
+  }
+  auto* to = static_cast<unsigned char*>(destination);
+  const auto* from = static_cast<const unsigned char*>(source);
+  for (size_t i = first; i < bytes; i += step) to[i] = from[i];
+}
+}  // namespace kerneleval_cpu::detail
+
+// `size_and_align` bytes (4, 8 or 16), of which the last `zfill` are zeros.
+inline void __pipeline_memcpy_async(void* __restrict__ dst_shared,
+                                    const void* __restrict__ src_global, size_t size_and_align,
+                                    size_t zfill = 0) {
+  const size_t copied = zfill < size_and_align ? size_and_align - zfill : 0;
+  kerneleval_cpu::detail::CopyShare(dst_shared, src_global, copied, 0, 1);
+  auto* rest = static_cast<unsigned char*>(dst_shared) + copied;
+  for (size_t i = 0; i < size_and_align - copied; ++i) rest[i] = 0;
+}
+inline void __pipeline_commit() {}
+inline void __pipeline_wait_prior(size_t) {}
+
+namespace cooperative_groups {
+// `count` bytes (a size_t, or anything that converts to one, such as
+// cuda::aligned_size_t).
+template <class Group, class T, class Size>
+inline void memcpy_async(const Group& group, T* __restrict__ dst, const T* __restrict__ src,
+                         const Size& count) {
+  kerneleval_cpu::detail::CopyShare(dst, src, static_cast<size_t>(count), group.thread_rank(),
+                                    group.size());
+}
+// min(dst_count, src_count) elements.
+template <class Group, class T, class DstCount, class SrcCount>
+inline void memcpy_async(const Group& group, T* __restrict__ dst, const DstCount& dst_count,
+                         const T* __restrict__ src, const SrcCount& src_count) {
+  const size_t elements = std::min(static_cast<size_t>(dst_count), static_cast<size_t>(src_count));
+  kerneleval_cpu::detail::CopyShare(dst, src, elements * sizeof(T), group.thread_rank(),
+                                    group.size());
+}
+template <unsigned Stage, class Group>
+inline void wait_prior(const Group& group) {
+  group.sync();
+}
+template <class Group>
+inline void wait(const Group& group) {
+  group.sync();
+}
+}  // namespace cooperative_groups
+// ---- End of 11c.
 
 // ---- 12. Launchers: the generated code after the submission instantiates
 // Launch<&kernel> once per kernel named in the plan.

@@ -966,6 +966,62 @@ __global__ void tiles(float* out, int* iout, double* dout) {
   }
 }
 
+// Asynchronous copies were a "not supported" compile failure here: a block's
+// cg::memcpy_async of a tile and its cg::wait, a warp tile's of elements,
+// and a thread's __pipeline_memcpy_async with zero fill, committed and
+// waited for. Done at the call here; the wait is the group's barrier.
+TEST_F(CpuBackendTest, AsynchronousCopiesIntoSharedMemory) {
+  const char* source = R"(
+#include <cooperative_groups.h>
+#include <cooperative_groups/memcpy_async.h>
+#include <cuda_pipeline.h>
+namespace cg = cooperative_groups;
+__global__ void stage(const float* x, float* plain, float* tiles, float* rows, float* quads) {
+  __shared__ float tile[256];
+  __shared__ float row[32];
+  __shared__ __align__(16) float quad[4 * 64];
+  cg::thread_block block = cg::this_thread_block();
+  cg::memcpy_async(block, tile, x + 256 * blockIdx.x, sizeof(float) * 256);
+  cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+  if (warp.meta_group_rank() == 1) cg::memcpy_async(warp, row, 32, x, 40);  // 32 elements
+  cg::wait(block);
+  // Each thread: 16 bytes, of which the last 4 are zero-filled.
+  __pipeline_memcpy_async(&quad[4 * threadIdx.x], x + 4 * threadIdx.x, 16, 4);
+  __pipeline_commit();
+  __pipeline_wait_prior(0);
+  __syncthreads();
+  const int t = threadIdx.x, b = blockIdx.x;
+  for (int e = t; e < 256; e += 64) {
+    plain[256 * b + e] = x[256 * b + e];
+    tiles[256 * b + e] = tile[e];
+    quads[256 * b + e] = quad[e];
+  }
+  if (t < 32) rows[32 * b + t] = row[t];
+}
+)";
+  const internal::RunResult result = RunOk(MakeRequest(
+      source,
+      {MakeCase("stage", 1,
+                {Input("x", v1::DTYPE_F32, 512), Output("plain", v1::DTYPE_F32, 512),
+                 Output("tiles", v1::DTYPE_F32, 512), Output("rows", v1::DTYPE_F32, 64),
+                 Output("quads", v1::DTYPE_F32, 512)},
+                {Launch("stage", {2}, {64},
+                        {Buf("x"), Buf("plain"), Buf("tiles"), Buf("rows"), Buf("quads")})})}));
+  ASSERT_EQ(result.cases_size(), 1);
+  ASSERT_EQ(result.cases(0).outputs_size(), 4);
+  const auto x = Values<float>(result.cases(0).outputs(0));
+  const auto tiles = Values<float>(result.cases(0).outputs(1));
+  const auto rows = Values<float>(result.cases(0).outputs(2));
+  const auto quads = Values<float>(result.cases(0).outputs(3));
+  EXPECT_EQ(tiles, x);
+  for (int b = 0; b < 2; ++b) {
+    for (int t = 0; t < 32; ++t) EXPECT_EQ(rows[32 * b + t], x[t]) << b << ", " << t;
+    for (int e = 0; e < 256; ++e) {
+      EXPECT_EQ(quads[256 * b + e], e % 4 == 3 ? 0.0f : x[e]) << b << ", " << e;
+    }
+  }
+}
+
 TEST_F(CpuBackendTest, AtomicAddOnHalf2Bfloat162AndFloat4) {
   const char* source = R"(
 #include <cuda_bf16.h>
