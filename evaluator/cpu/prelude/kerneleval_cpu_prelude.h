@@ -126,12 +126,15 @@ inline const kerneleval_cpu_runtime& rt() { return *runtime; }
 // in an interleaved build (see "Store points" below): they are this OS
 // thread's bookkeeping, not memory of the kernel's.
 #if defined(__SANITIZE_THREAD__)
-#define KERNELEVAL_CPU_BOOKKEEPING __attribute__((no_sanitize_thread, noinline)) inline
+#define KERNELEVAL_CPU_BOOKKEEPING \
+  __attribute__((no_sanitize_thread, no_sanitize("undefined,float-cast-overflow"), noinline)) inline
 // This OS thread's state for the store hooks (kerneleval_cpu_abi.h): the
 // block's loads since its last barrier (a store or an atomic to one of them
 // may be the write of a read-modify-write) and the running thread's stack
 // top. nullptr before kerneleval_cpu_init (static initialisers).
-__attribute__((no_sanitize_thread)) inline kerneleval_cpu_thread_state* ThreadState() {
+__attribute__((no_sanitize_thread,
+               no_sanitize("undefined,float-cast-overflow"))) inline kerneleval_cpu_thread_state*
+ThreadState() {
   if (!runtime) return nullptr;
   return reinterpret_cast<kerneleval_cpu_thread_state*>(
       static_cast<char*>(__builtin_thread_pointer()) + runtime->thread_state_offset);
@@ -367,13 +370,15 @@ KERNELEVAL_CPU_BOOKKEEPING void SetFiberStackTop(uintptr_t top) {
   if (kerneleval_cpu_thread_state* state = ThreadState()) state->stack_top = top;
 }
 
-__attribute__((no_sanitize_thread)) inline kerneleval_cpu_load_slot* LoadSet(
-    kerneleval_cpu_thread_state* state, uint64_t granule) {
+__attribute__((no_sanitize_thread,
+               no_sanitize("undefined,float-cast-overflow"))) inline kerneleval_cpu_load_slot*
+LoadSet(kerneleval_cpu_thread_state* state, uint64_t granule) {
   static_assert(KERNELEVAL_CPU_LOAD_SETS == 512);
   return state->loads[(granule * 0x9E3779B97F4A7C15ull) >> 55];
 }
 
-__attribute__((no_sanitize_thread)) inline void NoteLoad(const volatile void* address) {
+__attribute__((no_sanitize_thread, no_sanitize("undefined,float-cast-overflow"))) inline void
+NoteLoad(const volatile void* address) {
   kerneleval_cpu_thread_state* state = ThreadState();
   if (!state) return;
   const uint64_t granule = reinterpret_cast<uintptr_t>(address) >> 3;
@@ -387,13 +392,14 @@ __attribute__((no_sanitize_thread)) inline void NoteLoad(const volatile void* ad
 
 // A load of `bytes` from `address`: its first and last granule (a float4
 // load covers two).
-__attribute__((no_sanitize_thread)) inline void NoteLoads(const volatile void* address,
-                                                          unsigned long bytes) {
+__attribute__((no_sanitize_thread, no_sanitize("undefined,float-cast-overflow"))) inline void
+NoteLoads(const volatile void* address, unsigned long bytes) {
   NoteLoad(address);
   if (bytes > 8) NoteLoad(static_cast<const volatile char*>(address) + bytes - 1);
 }
 
-__attribute__((no_sanitize_thread)) inline bool LoadedSinceBarrier(const volatile void* address) {
+__attribute__((no_sanitize_thread, no_sanitize("undefined,float-cast-overflow"))) inline bool
+LoadedSinceBarrier(const volatile void* address) {
   kerneleval_cpu_thread_state* state = ThreadState();
   if (!state) return false;
   const uint64_t granule = reinterpret_cast<uintptr_t>(address) >> 3;
@@ -402,14 +408,18 @@ __attribute__((no_sanitize_thread)) inline bool LoadedSinceBarrier(const volatil
          (set[1].granule == granule && set[1].filled_in == state->epoch);
 }
 
-__attribute__((no_sanitize_thread, noinline)) inline void Interleave(uint32_t kind) {
+__attribute__((no_sanitize_thread, no_sanitize("undefined,float-cast-overflow"),
+               noinline)) inline void
+Interleave(uint32_t kind) {
   if (!runtime) return;  // a static initialiser, before kerneleval_cpu_init
   const SwitchState saved = SaveSwitchState();
   runtime->interleave(kind);
   RestoreSwitchState(saved);
 }
 
-__attribute__((no_sanitize_thread, noinline)) inline void StorePoint(const volatile void* address) {
+__attribute__((no_sanitize_thread, no_sanitize("undefined,float-cast-overflow"),
+               noinline)) inline void
+StorePoint(const volatile void* address) {
   if (!LoadedSinceBarrier(address)) return;
   // The thread's own locals lie between this frame and its stack's top.
   const auto a = reinterpret_cast<uintptr_t>(address);
@@ -420,11 +430,13 @@ __attribute__((no_sanitize_thread, noinline)) inline void StorePoint(const volat
   Interleave(KERNELEVAL_CPU_INTERLEAVE_STORE);
 }
 
-__attribute__((no_sanitize_thread)) inline void AtomicPoint(const volatile void* address) {
+__attribute__((no_sanitize_thread, no_sanitize("undefined,float-cast-overflow"))) inline void
+AtomicPoint(const volatile void* address) {
   if (LoadedSinceBarrier(address)) Interleave(KERNELEVAL_CPU_INTERLEAVE_STORE);
 }
 
-__attribute__((no_sanitize_thread)) inline void SpinPoint() {
+__attribute__((no_sanitize_thread, no_sanitize("undefined,float-cast-overflow"))) inline void
+SpinPoint() {
   Interleave(KERNELEVAL_CPU_INTERLEAVE_SPIN);
 }
 
@@ -433,8 +445,8 @@ __attribute__((no_sanitize_thread)) inline void SpinPoint() {
 // again, while a compare-and-swap loop retries at once with the value it
 // found and succeeds (with every failure a spin point, 1,024 threads in
 // such loops on one word failed ~n^2/2 times, 5-7x the plain build).
-__attribute__((no_sanitize_thread)) inline void FailedCas(const volatile void* address,
-                                                          uint64_t expected, uint64_t found) {
+__attribute__((no_sanitize_thread, no_sanitize("undefined,float-cast-overflow"))) inline void
+FailedCas(const volatile void* address, uint64_t expected, uint64_t found) {
   kerneleval_cpu_thread_state* state = ThreadState();
   if (!state) return;
   const auto a = reinterpret_cast<uintptr_t>(address);
@@ -451,7 +463,8 @@ __attribute__((no_sanitize_thread)) inline void FailedCas(const volatile void* a
 }  // namespace kerneleval_cpu::detail
 
 // NOLINTBEGIN(readability-identifier-naming, bugprone-reserved-identifier)
-#define KERNELEVAL_CPU_HOOK extern "C" __attribute__((no_sanitize_thread))
+#define KERNELEVAL_CPU_HOOK \
+  extern "C" __attribute__((no_sanitize_thread, no_sanitize("undefined,float-cast-overflow")))
 KERNELEVAL_CPU_HOOK void __tsan_init(void) {}
 KERNELEVAL_CPU_HOOK void __tsan_func_entry(void*) {}
 KERNELEVAL_CPU_HOOK void __tsan_func_exit(void) {}
@@ -2237,10 +2250,10 @@ inline void store_matrix_sync(P* p, const fragment<accumulator, M, N, K, T>& f, 
 // need no store points (no_sanitize_thread keeps the interleaved build from
 // yielding in them).
 template <int M, int N, int K, class Ta, class La, class Tb, class Lb, class Tc>
-__attribute__((no_sanitize_thread)) inline void mma_sync(
-    fragment<accumulator, M, N, K, Tc>& d, const fragment<matrix_a, M, N, K, Ta, La>& a,
-    const fragment<matrix_b, M, N, K, Tb, Lb>& b, const fragment<accumulator, M, N, K, Tc>& c,
-    bool = false) {
+__attribute__((no_sanitize_thread, no_sanitize("undefined,float-cast-overflow"))) inline void
+mma_sync(fragment<accumulator, M, N, K, Tc>& d, const fragment<matrix_a, M, N, K, Ta, La>& a,
+         const fragment<matrix_b, M, N, K, Tb, Lb>& b, const fragment<accumulator, M, N, K, Tc>& c,
+         bool = false) {
   detail::MeetWarp();
   using Product = decltype(detail::Operand(a.x[0]) * detail::Operand(b.x[0]));
   Product a_values[M * K], b_values[K * N], sums[M * N];
