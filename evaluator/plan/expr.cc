@@ -64,7 +64,7 @@ class Parser {
     if (pos_ >= text_.size()) {
       return Error("empty expression");
     }
-    absl::StatusOr<Value> value = ParseSum();
+    absl::StatusOr<Value> value = ParseConditional();
     if (!value.ok()) {
       return value;
     }
@@ -118,6 +118,104 @@ class Parser {
     return text_.substr(start, pos_ - start);
   }
 
+  // COND ? A : B (right-associative, C's lowest precedence here). As in
+  // C, only the branch the condition picks is evaluated: the other is
+  // parsed, and its arithmetic errors (a division by zero the condition
+  // guards against) are not raised. An unknown condition gives an unknown
+  // value.
+  absl::StatusOr<Value> ParseConditional() {
+    if (++depth_ > kMaxExprDepth) {
+      return Error(detail::Cat("expression nested deeper than ", kMaxExprDepth, " levels"));
+    }
+    absl::StatusOr<Value> condition = ParseEquality();
+    if (!condition.ok() || !Consume('?')) {
+      --depth_;
+      return condition;
+    }
+    const bool known = condition->has_value();
+    const bool first_taken = known && **condition != 0;
+    absl::StatusOr<Value> first = ParseBranch(!known || first_taken);
+    if (!first.ok()) {
+      return first;
+    }
+    if (absl::Status status = Expect(':'); !status.ok()) {
+      return status;
+    }
+    absl::StatusOr<Value> second = ParseBranch(!known || !first_taken);
+    if (!second.ok()) {
+      return second;
+    }
+    --depth_;
+    if (!known) {
+      return Value();
+    }
+    return first_taken ? first : second;
+  }
+
+  absl::StatusOr<Value> ParseBranch(bool taken) {
+    if (!taken) {
+      ++untaken_;
+    }
+    absl::StatusOr<Value> value = ParseConditional();
+    if (!taken) {
+      --untaken_;
+    }
+    return value;
+  }
+
+  // An arithmetic error (overflow, division by zero): an error, unless in a
+  // branch the condition did not take, where the value is unknown instead.
+  bool RaiseArithmetic() const { return untaken_ == 0; }
+
+  // == != over < <= > >=, each left-associative, 1 or 0 as in C. "<<" and
+  // ">>" are shifts, which the language does not have: not comparisons.
+  absl::StatusOr<Value> ParseEquality() {
+    absl::StatusOr<Value> left = ParseRelational();
+    while (left.ok()) {
+      SkipSpaces();
+      const std::string_view rest = text_.substr(pos_);
+      if (rest.substr(0, 2) != "==" && rest.substr(0, 2) != "!=") {
+        break;
+      }
+      const bool equal = rest[0] == '=';
+      pos_ += 2;
+      absl::StatusOr<Value> right = ParseRelational();
+      if (!right.ok()) {
+        return right;
+      }
+      *left = left->has_value() && right->has_value() ? Value((**left == **right) == equal ? 1 : 0)
+                                                      : Value();
+    }
+    return left;
+  }
+
+  absl::StatusOr<Value> ParseRelational() {
+    absl::StatusOr<Value> left = ParseSum();
+    while (left.ok()) {
+      SkipSpaces();
+      const std::string_view rest = text_.substr(pos_);
+      if (rest.empty() || (rest[0] != '<' && rest[0] != '>') || rest.substr(0, 2) == "<<" ||
+          rest.substr(0, 2) == ">>") {
+        break;
+      }
+      const bool less = rest[0] == '<';
+      const bool or_equal = rest.size() > 1 && rest[1] == '=';
+      pos_ += or_equal ? 2 : 1;
+      absl::StatusOr<Value> right = ParseSum();
+      if (!right.ok()) {
+        return right;
+      }
+      if (!left->has_value() || !right->has_value()) {
+        *left = Value();
+        continue;
+      }
+      const int64_t a = **left, b = **right;
+      const bool holds = less ? (or_equal ? a <= b : a < b) : (or_equal ? a >= b : a > b);
+      *left = Value(holds ? 1 : 0);
+    }
+    return left;
+  }
+
   absl::StatusOr<Value> ParseSum() {
     absl::StatusOr<Value> left = ParseProduct();
     if (!left.ok()) {
@@ -145,7 +243,11 @@ class Parser {
       const bool overflow = op == '+' ? __builtin_add_overflow(**left, **right, &result)
                                       : __builtin_sub_overflow(**left, **right, &result);
       if (overflow) {
-        return ErrorAt("integer overflow", op_pos);
+        if (RaiseArithmetic()) {
+          return ErrorAt("integer overflow", op_pos);
+        }
+        *left = std::nullopt;
+        continue;
       }
       *left = result;
     }
@@ -172,7 +274,11 @@ class Parser {
         return right;
       }
       if (op != '*' && right->has_value() && **right == 0) {
-        return ErrorAt(op == '/' ? "division by zero" : "modulo by zero", op_pos);
+        if (RaiseArithmetic()) {
+          return ErrorAt(op == '/' ? "division by zero" : "modulo by zero", op_pos);
+        }
+        *left = std::nullopt;
+        continue;
       }
       if (!left->has_value() || !right->has_value()) {
         *left = std::nullopt;
@@ -182,12 +288,20 @@ class Parser {
       if (op == '*') {
         int64_t result = 0;
         if (__builtin_mul_overflow(a, b, &result)) {
-          return ErrorAt("integer overflow", op_pos);
+          if (RaiseArithmetic()) {
+            return ErrorAt("integer overflow", op_pos);
+          }
+          *left = std::nullopt;
+          continue;
         }
         *left = result;
       } else if (op == '/') {
         if (a == kInt64Min && b == -1) {
-          return ErrorAt("integer overflow", op_pos);
+          if (RaiseArithmetic()) {
+            return ErrorAt("integer overflow", op_pos);
+          }
+          *left = std::nullopt;
+          continue;
         }
         *left = a / b;
       } else {
@@ -209,7 +323,8 @@ class Parser {
       result = ParseUnary();
       if (result.ok() && op == '-' && result->has_value()) {
         if (**result == kInt64Min) {
-          result = ErrorAt("integer overflow", op_pos);
+          result = RaiseArithmetic() ? absl::StatusOr<Value>(ErrorAt("integer overflow", op_pos))
+                                     : absl::StatusOr<Value>(Value());
         } else {
           *result = -**result;
         }
@@ -229,7 +344,7 @@ class Parser {
     const char c = text_[pos_];
     if (c == '(') {
       ++pos_;
-      absl::StatusOr<Value> inner = ParseSum();
+      absl::StatusOr<Value> inner = ParseConditional();
       if (!inner.ok()) {
         return inner;
       }
@@ -377,7 +492,7 @@ class Parser {
     if (absl::Status status = Expect('('); !status.ok()) {
       return status;
     }
-    absl::StatusOr<Value> a = ParseSum();
+    absl::StatusOr<Value> a = ParseConditional();
     if (!a.ok()) {
       return a;
     }
@@ -389,7 +504,7 @@ class Parser {
     }
     SkipSpaces();
     const size_t b_pos = pos_;
-    absl::StatusOr<Value> b = ParseSum();
+    absl::StatusOr<Value> b = ParseConditional();
     if (!b.ok()) {
       return b;
     }
@@ -400,7 +515,10 @@ class Parser {
       return status;
     }
     if (is_ceil_div && b->has_value() && **b == 0) {
-      return ErrorAt("division by zero in ceil_div", b_pos);
+      if (RaiseArithmetic()) {
+        return ErrorAt("division by zero in ceil_div", b_pos);
+      }
+      return Value();
     }
     if (!a->has_value() || !b->has_value()) {
       return Value();
@@ -413,7 +531,10 @@ class Parser {
       return Value(x > y ? x : y);
     }
     if (x == kInt64Min && y == -1) {
-      return ErrorAt("integer overflow in ceil_div", name_pos);
+      if (RaiseArithmetic()) {
+        return ErrorAt("integer overflow in ceil_div", name_pos);
+      }
+      return Value();
     }
     // Ceiling of the exact quotient: C++ truncates toward zero, so round up
     // when there is a remainder and the exact quotient is positive.
@@ -465,6 +586,7 @@ class Parser {
   const NameResolver& resolver_;
   size_t pos_ = 0;
   int depth_ = 0;
+  int untaken_ = 0;  // > 0: inside a branch of ?: that its condition did not take
 };
 
 absl::StatusOr<Value> Run(std::string_view expr, const NameResolver& resolver) {

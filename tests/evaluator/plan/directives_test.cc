@@ -127,6 +127,17 @@ TEST(DirectivesTest, Dim3Forms) {
   EXPECT_THAT(plan.launches(2).args(), ElementsAre("a", "(N)", "ceil_div(N, 2)"));
 }
 
+// Comparisons and ?: inside <<<...>>> and the arguments: '<' and '>' there
+// are operators, not the launch brackets.
+TEST(DirectivesTest, ConditionalsInTheLaunch) {
+  const v1::LaunchPlan plan = Parse(
+      "// @launch k<<<N > 1024 ? ceil_div(N, 256) : 1, N < 256 ? N : 256>>>(a, N == 0 ? 1 : N)\n");
+  ASSERT_EQ(plan.launches_size(), 1);
+  EXPECT_EQ(plan.launches(0).grid().x(), "N > 1024 ? ceil_div(N, 256) : 1");
+  EXPECT_EQ(plan.launches(0).block().x(), "N < 256 ? N : 256");
+  EXPECT_THAT(plan.launches(0).args(), ElementsAre("a", "N == 0 ? 1 : N"));
+}
+
 TEST(DirectivesTest, QualifiedKernelName) {
   const v1::LaunchPlan plan = Parse("// @launch ops::k<<<1, 32>>>(x)\n");
   ASSERT_EQ(plan.launches_size(), 1);

@@ -90,6 +90,36 @@ TEST(ExprTest, MinMaxAndNesting) {
   EXPECT_EQ(Eval("min(ceil_div(N, 4), max(2, 3)) * 2", {{"N", 9}}), 6);
 }
 
+// C's comparisons (1 or 0) and COND ? A : B, which launch lines write
+// (`N < 256 ? N : 256`): an honest-kernel sweep's plan was refused for it.
+// Only the branch taken is evaluated, as in C.
+TEST(ExprTest, ComparisonsAndConditionals) {
+  EXPECT_EQ(Eval("3 <= 3"), 1);
+  EXPECT_EQ(Eval("3 < 3"), 0);
+  EXPECT_EQ(Eval("4 > 3"), 1);
+  EXPECT_EQ(Eval("3 >= 4"), 0);
+  EXPECT_EQ(Eval("2 == 2"), 1);
+  EXPECT_EQ(Eval("2 != 2"), 0);
+  EXPECT_EQ(Eval("1 < 2 == 1"), 1);  // relational binds tighter than equality
+  EXPECT_EQ(Eval("1 + 2 > 2"), 1);   // arithmetic tighter than both
+  EXPECT_EQ(Eval("N < 256 ? N : 256", {{"N", 100}}), 100);
+  EXPECT_EQ(Eval("N < 256 ? N : 256", {{"N", 1000}}), 256);
+  EXPECT_EQ(Eval("1 ? 2 : 3 ? 4 : 5"), 2);  // right-associative
+  EXPECT_EQ(Eval("0 ? 2 : 3 ? 4 : 5"), 4);
+  EXPECT_EQ(Eval("min(N > 1 ? N : 1, 64) * 2", {{"N", 0}}), 2);
+  EXPECT_EQ(Eval("(N % 4 == 0 ? N / 4 : N) + 1", {{"N", 8}}), 3);
+  // The branch not taken is parsed, not evaluated: a division the
+  // condition guards against is no error.
+  EXPECT_EQ(Eval("N == 0 ? 1 : 10 / N", {{"N", 0}}), 1);
+  EXPECT_EQ(Eval("N == 0 ? 1 : 10 / N", {{"N", 5}}), 2);
+  EXPECT_EQ(Eval("N != 0 ? ceil_div(10, N) : 0", {{"N", 0}}), 0);
+  EXPECT_THAT(EvalError("N == 0 ? 10 / N : 1", {{"N", 0}}), HasSubstr("division by zero"));
+  EXPECT_THAT(EvalError("N ? 1 : 10 / M", {{"N", 1}}), HasSubstr("unknown name"));
+  EXPECT_THAT(EvalError("N ? 1", {{"N", 1}}), HasSubstr("expected ':'"));
+  EXPECT_THAT(EvalError("N << 2", {{"N", 1}}), HasSubstr("unexpected '<'"));
+  EXPECT_THAT(EvalError("N > > 2", {{"N", 1}}), HasSubstr("unexpected '>'"));
+}
+
 TEST(ExprTest, Parameters) {
   const ParamMap params = {{"ROWS", 4096}, {"COLS", 1000}, {"_x1", -2}};
   EXPECT_EQ(Eval("ROWS * COLS", params), 4096000);
