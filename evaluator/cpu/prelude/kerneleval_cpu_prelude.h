@@ -122,19 +122,23 @@ inline const kerneleval_cpu_runtime* runtime = nullptr;
 
 inline const kerneleval_cpu_runtime& rt() { return *runtime; }
 
+// The prelude's own code: neither instrumented for store points (section
+// 5b) nor checked for undefined behaviour (section 10b); both are for the
+// submission's code. Checks in the store-point bookkeeping, which runs at
+// every load and store, cost the correctness stage 10-18 %.
+#define KERNELEVAL_CPU_UNCHECKED \
+  __attribute__((no_sanitize_thread, no_sanitize("undefined,float-cast-overflow")))
+
 // The prelude's own accesses to the built-in variables are not instrumented
 // in an interleaved build (see "Store points" below): they are this OS
 // thread's bookkeeping, not memory of the kernel's.
 #if defined(__SANITIZE_THREAD__)
-#define KERNELEVAL_CPU_BOOKKEEPING \
-  __attribute__((no_sanitize_thread, no_sanitize("undefined,float-cast-overflow"), noinline)) inline
+#define KERNELEVAL_CPU_BOOKKEEPING KERNELEVAL_CPU_UNCHECKED __attribute__((noinline)) inline
 // This OS thread's state for the store hooks (kerneleval_cpu_abi.h): the
 // block's loads since its last barrier (a store or an atomic to one of them
 // may be the write of a read-modify-write) and the running thread's stack
 // top. nullptr before kerneleval_cpu_init (static initialisers).
-__attribute__((no_sanitize_thread,
-               no_sanitize("undefined,float-cast-overflow"))) inline kerneleval_cpu_thread_state*
-ThreadState() {
+KERNELEVAL_CPU_UNCHECKED inline kerneleval_cpu_thread_state* ThreadState() {
   if (!runtime) return nullptr;
   return reinterpret_cast<kerneleval_cpu_thread_state*>(
       static_cast<char*>(__builtin_thread_pointer()) + runtime->thread_state_offset);
@@ -370,15 +374,13 @@ KERNELEVAL_CPU_BOOKKEEPING void SetFiberStackTop(uintptr_t top) {
   if (kerneleval_cpu_thread_state* state = ThreadState()) state->stack_top = top;
 }
 
-__attribute__((no_sanitize_thread,
-               no_sanitize("undefined,float-cast-overflow"))) inline kerneleval_cpu_load_slot*
-LoadSet(kerneleval_cpu_thread_state* state, uint64_t granule) {
+KERNELEVAL_CPU_UNCHECKED inline kerneleval_cpu_load_slot* LoadSet(
+    kerneleval_cpu_thread_state* state, uint64_t granule) {
   static_assert(KERNELEVAL_CPU_LOAD_SETS == 512);
   return state->loads[(granule * 0x9E3779B97F4A7C15ull) >> 55];
 }
 
-__attribute__((no_sanitize_thread, no_sanitize("undefined,float-cast-overflow"))) inline void
-NoteLoad(const volatile void* address) {
+KERNELEVAL_CPU_UNCHECKED inline void NoteLoad(const volatile void* address) {
   kerneleval_cpu_thread_state* state = ThreadState();
   if (!state) return;
   const uint64_t granule = reinterpret_cast<uintptr_t>(address) >> 3;
@@ -392,14 +394,12 @@ NoteLoad(const volatile void* address) {
 
 // A load of `bytes` from `address`: its first and last granule (a float4
 // load covers two).
-__attribute__((no_sanitize_thread, no_sanitize("undefined,float-cast-overflow"))) inline void
-NoteLoads(const volatile void* address, unsigned long bytes) {
+KERNELEVAL_CPU_UNCHECKED inline void NoteLoads(const volatile void* address, unsigned long bytes) {
   NoteLoad(address);
   if (bytes > 8) NoteLoad(static_cast<const volatile char*>(address) + bytes - 1);
 }
 
-__attribute__((no_sanitize_thread, no_sanitize("undefined,float-cast-overflow"))) inline bool
-LoadedSinceBarrier(const volatile void* address) {
+KERNELEVAL_CPU_UNCHECKED inline bool LoadedSinceBarrier(const volatile void* address) {
   kerneleval_cpu_thread_state* state = ThreadState();
   if (!state) return false;
   const uint64_t granule = reinterpret_cast<uintptr_t>(address) >> 3;
@@ -408,18 +408,15 @@ LoadedSinceBarrier(const volatile void* address) {
          (set[1].granule == granule && set[1].filled_in == state->epoch);
 }
 
-__attribute__((no_sanitize_thread, no_sanitize("undefined,float-cast-overflow"),
-               noinline)) inline void
-Interleave(uint32_t kind) {
+KERNELEVAL_CPU_UNCHECKED __attribute__((noinline)) inline void Interleave(uint32_t kind) {
   if (!runtime) return;  // a static initialiser, before kerneleval_cpu_init
   const SwitchState saved = SaveSwitchState();
   runtime->interleave(kind);
   RestoreSwitchState(saved);
 }
 
-__attribute__((no_sanitize_thread, no_sanitize("undefined,float-cast-overflow"),
-               noinline)) inline void
-StorePoint(const volatile void* address) {
+KERNELEVAL_CPU_UNCHECKED __attribute__((noinline)) inline void StorePoint(
+    const volatile void* address) {
   if (!LoadedSinceBarrier(address)) return;
   // The thread's own locals lie between this frame and its stack's top.
   const auto a = reinterpret_cast<uintptr_t>(address);
@@ -430,23 +427,19 @@ StorePoint(const volatile void* address) {
   Interleave(KERNELEVAL_CPU_INTERLEAVE_STORE);
 }
 
-__attribute__((no_sanitize_thread, no_sanitize("undefined,float-cast-overflow"))) inline void
-AtomicPoint(const volatile void* address) {
+KERNELEVAL_CPU_UNCHECKED inline void AtomicPoint(const volatile void* address) {
   if (LoadedSinceBarrier(address)) Interleave(KERNELEVAL_CPU_INTERLEAVE_STORE);
 }
 
-__attribute__((no_sanitize_thread, no_sanitize("undefined,float-cast-overflow"))) inline void
-SpinPoint() {
-  Interleave(KERNELEVAL_CPU_INTERLEAVE_SPIN);
-}
+KERNELEVAL_CPU_UNCHECKED inline void SpinPoint() { Interleave(KERNELEVAL_CPU_INTERLEAVE_SPIN); }
 
 // A failed compare-and-swap is a spin point only when it repeats the
 // thread's last one in this turn: a lock's waiter tries the same swap
 // again, while a compare-and-swap loop retries at once with the value it
 // found and succeeds (with every failure a spin point, 1,024 threads in
 // such loops on one word failed ~n^2/2 times, 5-7x the plain build).
-__attribute__((no_sanitize_thread, no_sanitize("undefined,float-cast-overflow"))) inline void
-FailedCas(const volatile void* address, uint64_t expected, uint64_t found) {
+KERNELEVAL_CPU_UNCHECKED inline void FailedCas(const volatile void* address, uint64_t expected,
+                                               uint64_t found) {
   kerneleval_cpu_thread_state* state = ThreadState();
   if (!state) return;
   const auto a = reinterpret_cast<uintptr_t>(address);
@@ -463,8 +456,7 @@ FailedCas(const volatile void* address, uint64_t expected, uint64_t found) {
 }  // namespace kerneleval_cpu::detail
 
 // NOLINTBEGIN(readability-identifier-naming, bugprone-reserved-identifier)
-#define KERNELEVAL_CPU_HOOK \
-  extern "C" __attribute__((no_sanitize_thread, no_sanitize("undefined,float-cast-overflow")))
+#define KERNELEVAL_CPU_HOOK extern "C" KERNELEVAL_CPU_UNCHECKED
 KERNELEVAL_CPU_HOOK void __tsan_init(void) {}
 KERNELEVAL_CPU_HOOK void __tsan_func_entry(void*) {}
 KERNELEVAL_CPU_HOOK void __tsan_func_exit(void) {}
@@ -1673,12 +1665,11 @@ inline void __prof_trigger(int) {}
 // either got x86's answer: wrong where it is right on a GPU, or right where
 // it is wrong there, and no word of why. The build that runs correctness
 // cases is compiled with -fsanitize=alignment,shift-exponent,
-// float-cast-overflow (and no recovery): g++ calls the handlers below,
-// which stand in for UBSan's runtime (never linked) and end the run naming
-// the line. A misaligned access is the third: a GPU refuses it ("misaligned
-// address"), x86 does not. Layouts: GCC's ubsan.cc (the data it emits).
-#define KERNELEVAL_CPU_UB_HOOK \
-  __attribute__((no_sanitize("undefined,float-cast-overflow"), no_sanitize_thread))
+// float-cast-overflow: g++ calls the handlers below, which stand in for
+// UBSan's runtime (never linked) and end the run naming the line (shifts and
+// conversions recover, so that code outside the submission goes on). A misaligned access is the
+// third: a GPU refuses it ("misaligned address"), x86 does not. Layouts: GCC's ubsan.cc (the data
+// it emits).
 namespace kerneleval_cpu::detail {
 struct UbsanLocation {
   const char* file;
@@ -1709,15 +1700,15 @@ struct UbsanMismatchData {
   unsigned char check_kind;  // 0 load, 1 store, 2 reference binding, 3.. member access, call, ...
 };
 
-KERNELEVAL_CPU_UB_HOOK inline int UbsanWidth(const UbsanType* type) {
+KERNELEVAL_CPU_UNCHECKED inline int UbsanWidth(const UbsanType* type) {
   return type->kind == 0 ? 1 << (type->info >> 1) : type->info;
 }
 
 // A value that fits the handle's 64 bits is the handle (GCC passes larger
 // ones by address, never the case here): integers sign-extended or not by
 // their type, floats as their bits.
-KERNELEVAL_CPU_UB_HOOK inline void UbsanFormat(const UbsanType* type, uintptr_t value, char* out,
-                                               size_t size) {
+KERNELEVAL_CPU_UNCHECKED inline void UbsanFormat(const UbsanType* type, uintptr_t value, char* out,
+                                                 size_t size) {
   const int width = UbsanWidth(type);
   if (type->kind == 0 && width <= 64) {
     if (type->info & 1) {
@@ -1737,7 +1728,7 @@ KERNELEVAL_CPU_UB_HOOK inline void UbsanFormat(const UbsanType* type, uintptr_t 
   }
 }
 
-KERNELEVAL_CPU_UB_HOOK inline const char* UbsanFile(const UbsanLocation& location) {
+KERNELEVAL_CPU_UNCHECKED inline const char* UbsanFile(const UbsanLocation& location) {
   return location.file ? location.file : "?";
 }
 
@@ -1748,12 +1739,12 @@ KERNELEVAL_CPU_UB_HOOK inline const char* UbsanFile(const UbsanLocation& locatio
 // absolute path hides the submission's from this check: it then gets x86's
 // answer, as every kernel did before, and gains nothing a correct kernel
 // would not.)
-KERNELEVAL_CPU_UB_HOOK inline bool UbsanInSubmission(const UbsanLocation& location) {
+KERNELEVAL_CPU_UNCHECKED inline bool UbsanInSubmission(const UbsanLocation& location) {
   return location.file != nullptr && location.file[0] != '/';
 }
 
-[[noreturn]] KERNELEVAL_CPU_UB_HOOK inline void UbsanReportShift(const UbsanShiftData* data,
-                                                                 uintptr_t rhs) {
+[[noreturn]] KERNELEVAL_CPU_UNCHECKED inline void UbsanReportShift(const UbsanShiftData* data,
+                                                                   uintptr_t rhs) {
   char amount[64];
   UbsanFormat(data->rhs, rhs, amount, sizeof(amount));
   char message[640];
@@ -1770,13 +1761,14 @@ KERNELEVAL_CPU_UB_HOOK inline bool UbsanInSubmission(const UbsanLocation& locati
 // GCC's first layout of the conversion's data (no location) starts with the
 // source type's descriptor (kind 0 or 1: a first byte under ' '), the second
 // with the file name. nullptr: the first.
-KERNELEVAL_CPU_UB_HOOK inline const UbsanCastData* UbsanLocatedCast(const void* data) {
+KERNELEVAL_CPU_UNCHECKED inline const UbsanCastData* UbsanLocatedCast(const void* data) {
   const auto* first = *static_cast<const char* const*>(data);
   const bool located = first != nullptr && static_cast<unsigned char>(first[0]) >= ' ';
   return located ? static_cast<const UbsanCastData*>(data) : nullptr;
 }
 
-[[noreturn]] KERNELEVAL_CPU_UB_HOOK inline void UbsanReportCast(const void* data, uintptr_t from) {
+[[noreturn]] KERNELEVAL_CPU_UNCHECKED inline void UbsanReportCast(const void* data,
+                                                                  uintptr_t from) {
   const UbsanCastData* cast = UbsanLocatedCast(data);
   const auto* const* types =
       cast != nullptr ? &cast->from : static_cast<const UbsanType* const*>(data);
@@ -1800,28 +1792,28 @@ KERNELEVAL_CPU_UB_HOOK inline const UbsanCastData* UbsanLocatedCast(const void* 
 
 // Shifts and conversions recover (the build's flags): outside the
 // submission the handler returns and the code goes on with x86's answer.
-extern "C" KERNELEVAL_CPU_UB_HOOK void __ubsan_handle_shift_out_of_bounds(
+extern "C" KERNELEVAL_CPU_UNCHECKED void __ubsan_handle_shift_out_of_bounds(
     kerneleval_cpu::detail::UbsanShiftData* data, uintptr_t, uintptr_t rhs) {
   if (kerneleval_cpu::detail::UbsanInSubmission(data->location)) {
     kerneleval_cpu::detail::UbsanReportShift(data, rhs);
   }
 }
-extern "C" [[noreturn]] KERNELEVAL_CPU_UB_HOOK void __ubsan_handle_shift_out_of_bounds_abort(
+extern "C" [[noreturn]] KERNELEVAL_CPU_UNCHECKED void __ubsan_handle_shift_out_of_bounds_abort(
     kerneleval_cpu::detail::UbsanShiftData* data, uintptr_t, uintptr_t rhs) {
   kerneleval_cpu::detail::UbsanReportShift(data, rhs);
 }
-extern "C" KERNELEVAL_CPU_UB_HOOK void __ubsan_handle_float_cast_overflow(void* data,
-                                                                          uintptr_t from) {
+extern "C" KERNELEVAL_CPU_UNCHECKED void __ubsan_handle_float_cast_overflow(void* data,
+                                                                            uintptr_t from) {
   using namespace kerneleval_cpu::detail;
   const UbsanCastData* cast = UbsanLocatedCast(data);
   if (cast != nullptr && UbsanInSubmission(cast->location)) UbsanReportCast(data, from);
 }
-extern "C" [[noreturn]] KERNELEVAL_CPU_UB_HOOK void __ubsan_handle_float_cast_overflow_abort(
+extern "C" [[noreturn]] KERNELEVAL_CPU_UNCHECKED void __ubsan_handle_float_cast_overflow_abort(
     void* data, uintptr_t from) {
   kerneleval_cpu::detail::UbsanReportCast(data, from);
 }
 
-extern "C" [[noreturn]] KERNELEVAL_CPU_UB_HOOK void __ubsan_handle_type_mismatch_v1_abort(
+extern "C" [[noreturn]] KERNELEVAL_CPU_UNCHECKED void __ubsan_handle_type_mismatch_v1_abort(
     kerneleval_cpu::detail::UbsanMismatchData* data, uintptr_t pointer) {
   using namespace kerneleval_cpu::detail;
   const char* access = data->check_kind == 0   ? "a load of"
@@ -1836,11 +1828,10 @@ extern "C" [[noreturn]] KERNELEVAL_CPU_UB_HOOK void __ubsan_handle_type_mismatch
                 static_cast<unsigned long long>(pointer), 1u << data->log_alignment);
   Trap(message);
 }
-extern "C" [[noreturn]] KERNELEVAL_CPU_UB_HOOK void __ubsan_handle_type_mismatch_v1(
+extern "C" [[noreturn]] KERNELEVAL_CPU_UNCHECKED void __ubsan_handle_type_mismatch_v1(
     kerneleval_cpu::detail::UbsanMismatchData* data, uintptr_t pointer) {
   __ubsan_handle_type_mismatch_v1_abort(data, pointer);
 }
-#undef KERNELEVAL_CPU_UB_HOOK
 // ---- End of 10b.
 
 // ---- 11. Cooperative groups: block, warp-tile and coalesced groups.
@@ -2210,14 +2201,15 @@ inline void fill_fragment(fragment<Use, M, N, K, T, Layout>& f,
 }
 
 namespace detail {
+// Where element (r, c) of a tile lies in memory with leading dimension ldm.
+inline size_t Offset(int r, int c, unsigned ldm, bool row_major) {
+  return row_major ? static_cast<size_t>(r) * ldm + c : static_cast<size_t>(c) * ldm + r;
+}
 template <class F, class P>
 inline void Load(F& f, const P* p, unsigned ldm, bool row_major) {
   MeetWarp();
   for (int r = 0; r < F::kRows; ++r) {
-    for (int c = 0; c < F::kCols; ++c) {
-      f.x[r * F::kCols + c] =
-          row_major ? p[static_cast<size_t>(r) * ldm + c] : p[static_cast<size_t>(c) * ldm + r];
-    }
+    for (int c = 0; c < F::kCols; ++c) f.x[r * F::kCols + c] = p[Offset(r, c, ldm, row_major)];
   }
 }
 }  // namespace detail
@@ -2239,21 +2231,20 @@ inline void store_matrix_sync(P* p, const fragment<accumulator, M, N, K, T>& f, 
   using F = fragment<accumulator, M, N, K, T>;
   for (int r = 0; r < F::kRows; ++r) {
     for (int c = 0; c < F::kCols; ++c) {
-      const size_t at = layout == mem_row_major ? static_cast<size_t>(r) * ldm + c
-                                                : static_cast<size_t>(c) * ldm + r;
-      p[at] = f.x[r * F::kCols + c];
+      p[detail::Offset(r, c, ldm, layout == mem_row_major)] = f.x[r * F::kCols + c];
     }
   }
 }
 
 // d = a b + c. The fragments lie on the lane's own stack: the products
-// need no store points (no_sanitize_thread keeps the interleaved build from
-// yielding in them).
+// need no store points (unchecked, the interleaved build does not yield in
+// them).
 template <int M, int N, int K, class Ta, class La, class Tb, class Lb, class Tc>
-__attribute__((no_sanitize_thread, no_sanitize("undefined,float-cast-overflow"))) inline void
-mma_sync(fragment<accumulator, M, N, K, Tc>& d, const fragment<matrix_a, M, N, K, Ta, La>& a,
-         const fragment<matrix_b, M, N, K, Tb, Lb>& b, const fragment<accumulator, M, N, K, Tc>& c,
-         bool = false) {
+KERNELEVAL_CPU_UNCHECKED inline void mma_sync(fragment<accumulator, M, N, K, Tc>& d,
+                                              const fragment<matrix_a, M, N, K, Ta, La>& a,
+                                              const fragment<matrix_b, M, N, K, Tb, Lb>& b,
+                                              const fragment<accumulator, M, N, K, Tc>& c,
+                                              bool = false) {
   detail::MeetWarp();
   using Product = decltype(detail::Operand(a.x[0]) * detail::Operand(b.x[0]));
   Product a_values[M * K], b_values[K * N], sums[M * N];
