@@ -120,9 +120,10 @@ class Parser {
 
   // COND ? A : B (right-associative, C's lowest precedence here). As in
   // C, only the branch the condition picks is evaluated: the other is
-  // parsed, and its arithmetic errors (a division by zero the condition
-  // guards against) are not raised. An unknown condition gives an unknown
-  // value.
+  // parsed with its values unknown (as when validating), so its arithmetic
+  // errors (a division by zero the condition guards against) do not arise;
+  // an unknown name there is still an error. An unknown condition gives an
+  // unknown value.
   absl::StatusOr<Value> ParseConditional() {
     if (++depth_ > kMaxExprDepth) {
       return Error(detail::Cat("expression nested deeper than ", kMaxExprDepth, " levels"));
@@ -162,10 +163,6 @@ class Parser {
     }
     return value;
   }
-
-  // An arithmetic error (overflow, division by zero): an error, unless in a
-  // branch the condition did not take, where the value is unknown instead.
-  bool RaiseArithmetic() const { return untaken_ == 0; }
 
   // == != over < <= > >=, each left-associative, 1 or 0 as in C. "<<" and
   // ">>" are shifts, which the language does not have: not comparisons.
@@ -243,11 +240,7 @@ class Parser {
       const bool overflow = op == '+' ? __builtin_add_overflow(**left, **right, &result)
                                       : __builtin_sub_overflow(**left, **right, &result);
       if (overflow) {
-        if (RaiseArithmetic()) {
-          return ErrorAt("integer overflow", op_pos);
-        }
-        *left = std::nullopt;
-        continue;
+        return ErrorAt("integer overflow", op_pos);
       }
       *left = result;
     }
@@ -274,11 +267,7 @@ class Parser {
         return right;
       }
       if (op != '*' && right->has_value() && **right == 0) {
-        if (RaiseArithmetic()) {
-          return ErrorAt(op == '/' ? "division by zero" : "modulo by zero", op_pos);
-        }
-        *left = std::nullopt;
-        continue;
+        return ErrorAt(op == '/' ? "division by zero" : "modulo by zero", op_pos);
       }
       if (!left->has_value() || !right->has_value()) {
         *left = std::nullopt;
@@ -288,20 +277,12 @@ class Parser {
       if (op == '*') {
         int64_t result = 0;
         if (__builtin_mul_overflow(a, b, &result)) {
-          if (RaiseArithmetic()) {
-            return ErrorAt("integer overflow", op_pos);
-          }
-          *left = std::nullopt;
-          continue;
+          return ErrorAt("integer overflow", op_pos);
         }
         *left = result;
       } else if (op == '/') {
         if (a == kInt64Min && b == -1) {
-          if (RaiseArithmetic()) {
-            return ErrorAt("integer overflow", op_pos);
-          }
-          *left = std::nullopt;
-          continue;
+          return ErrorAt("integer overflow", op_pos);
         }
         *left = a / b;
       } else {
@@ -323,14 +304,16 @@ class Parser {
       result = ParseUnary();
       if (result.ok() && op == '-' && result->has_value()) {
         if (**result == kInt64Min) {
-          result = RaiseArithmetic() ? absl::StatusOr<Value>(ErrorAt("integer overflow", op_pos))
-                                     : absl::StatusOr<Value>(Value());
+          result = ErrorAt("integer overflow", op_pos);
         } else {
           *result = -**result;
         }
       }
     } else {
       result = ParsePrimary();
+      if (untaken_ > 0 && result.ok()) {
+        *result = std::nullopt;  // a value of a branch ?: did not take: not evaluated
+      }
     }
     --depth_;
     return result;
@@ -515,10 +498,7 @@ class Parser {
       return status;
     }
     if (is_ceil_div && b->has_value() && **b == 0) {
-      if (RaiseArithmetic()) {
-        return ErrorAt("division by zero in ceil_div", b_pos);
-      }
-      return Value();
+      return ErrorAt("division by zero in ceil_div", b_pos);
     }
     if (!a->has_value() || !b->has_value()) {
       return Value();
@@ -531,10 +511,7 @@ class Parser {
       return Value(x > y ? x : y);
     }
     if (x == kInt64Min && y == -1) {
-      if (RaiseArithmetic()) {
-        return ErrorAt("integer overflow in ceil_div", name_pos);
-      }
-      return Value();
+      return ErrorAt("integer overflow in ceil_div", name_pos);
     }
     // Ceiling of the exact quotient: C++ truncates toward zero, so round up
     // when there is a remainder and the exact quotient is positive.
