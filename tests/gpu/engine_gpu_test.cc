@@ -37,6 +37,7 @@
 #include "rubric/rubric.h"
 #include "tests/support/fake_cuda/fake_driver_build.h"
 #include "tests/support/fake_cuda/side_channel.h"
+#include "tests/support/scoped_env.h"
 
 namespace kerneleval {
 namespace {
@@ -590,22 +591,36 @@ absl::StatusOr<std::unique_ptr<Engine>> FakeDriverEngine(bool as_ptx = false) {
   return Engine::Create(options);
 }
 
+// The test driver's engine with its knobs (KERNELEVAL_FAKE_CUDA_*) set while
+// it starts: the workers it starts get them, workers started later do not.
+absl::StatusOr<std::unique_ptr<Engine>> FakeDriverEngineWith(
+    std::initializer_list<std::pair<const char*, const char*>> knobs) {
+  std::vector<std::unique_ptr<test_support::ScopedEnv>> set;
+  for (const auto& [name, value] : knobs) {
+    set.push_back(std::make_unique<test_support::ScopedEnv>(name, value));
+  }
+  return FakeDriverEngine();
+}
+
 // A CPU backend that cannot start (here its prelude is missing; on gVisor,
 // its runner's sandbox) no longer stops the engine when a CUDA device
 // started: the GPU serves on, and a CPU request is told there is none.
 // Alone, the CPU backend's failure is still the engine's.
 TEST(EngineFakeDriverTest, ACpuBackendThatCannotStartLeavesTheGpuServing) {
-  ::setenv("KERNELEVAL_CPU_PRELUDE_DIR", "/nonexistent/kerneleval-prelude", 1);
   EngineOptions options;
   options.enable_cuda = true;
   options.enable_cpu = true;
   fake_cuda::UseFakeDriver(&options, false);
-  absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(options);
   EngineOptions cpu_only;
   cpu_only.enable_cuda = false;
   cpu_only.enable_cpu = true;
-  absl::StatusOr<std::unique_ptr<Engine>> cpu_engine = Engine::Create(cpu_only);
-  ::unsetenv("KERNELEVAL_CPU_PRELUDE_DIR");
+  absl::StatusOr<std::unique_ptr<Engine>> engine, cpu_engine;
+  {
+    test_support::ScopedEnv no_prelude("KERNELEVAL_CPU_PRELUDE_DIR",
+                                       "/nonexistent/kerneleval-prelude");
+    engine = Engine::Create(options);
+    cpu_engine = Engine::Create(cpu_only);
+  }
   ASSERT_TRUE(engine.ok()) << engine.status();
   const v1::ListDevicesResponse devices = (*engine)->ListDevices();
   ASSERT_EQ(devices.devices_size(), 1) << devices.ShortDebugString();
@@ -745,11 +760,9 @@ TEST(EngineFakeDriverTest, ThrottlingReachesEachVerdictWithItsOwnNotes) {
   // note on the whole run. Every fourth hold late: each program's own samples go,
   // a note per program, which reaches the reference's and its own verdict,
   // not the group's other candidates'.
-  ::setenv("KERNELEVAL_FAKE_CUDA_THROTTLE_EVERY", "7", 1);
-  ::setenv("KERNELEVAL_FAKE_CUDA_LATE_HOLD_EVERY", "4", 1);
-  absl::StatusOr<std::unique_ptr<Engine>> engine = FakeDriverEngine();
-  ::unsetenv("KERNELEVAL_FAKE_CUDA_THROTTLE_EVERY");
-  ::unsetenv("KERNELEVAL_FAKE_CUDA_LATE_HOLD_EVERY");
+  absl::StatusOr<std::unique_ptr<Engine>> engine =
+      FakeDriverEngineWith({{"KERNELEVAL_FAKE_CUDA_THROTTLE_EVERY", "7"},
+                            {"KERNELEVAL_FAKE_CUDA_LATE_HOLD_EVERY", "4"}});
   ASSERT_TRUE(engine.ok()) << engine.status();
 
   absl::StatusOr<v1::EvaluateGroupResponse> response = TwoCorrectVectorAdds(**engine);
@@ -785,9 +798,8 @@ TEST(EngineFakeDriverTest, ThrottlingReachesEachVerdictWithItsOwnNotes) {
 // roofline alone failed it), and one whose floor is ten times the time fails
 // at "correctness", saying why.
 TEST(EngineFakeDriverTest, TheFloorAllowsFasterAccurateArithmeticAndNoMore) {
-  ::setenv("KERNELEVAL_FAKE_CUDA_DEVICE_NAME", "NVIDIA H100 80GB HBM3", 1);
-  absl::StatusOr<std::unique_ptr<Engine>> engine = FakeDriverEngine();
-  ::unsetenv("KERNELEVAL_FAKE_CUDA_DEVICE_NAME");
+  absl::StatusOr<std::unique_ptr<Engine>> engine =
+      FakeDriverEngineWith({{"KERNELEVAL_FAKE_CUDA_DEVICE_NAME", "NVIDIA H100 80GB HBM3"}});
   ASSERT_TRUE(engine.ok()) << engine.status();
   absl::StatusOr<v1::Problem> problem = SmallVectorAdd(**engine);
   ASSERT_TRUE(problem.ok()) << problem.status();
@@ -844,9 +856,8 @@ TEST(EngineFakeDriverTest, TheFloorAllowsFasterAccurateArithmeticAndNoMore) {
 // reference's twin. Charged to the program timed first, every evaluation on
 // such a device was INTERNAL, "the reference failed while timing".
 TEST(EngineFakeDriverTest, AFlushTheDeviceRefusesIsUnavailableAndNoKernelsVerdict) {
-  ::setenv("KERNELEVAL_FAKE_CUDA_MEMSET_D32_ERROR", "801", 1);
-  absl::StatusOr<std::unique_ptr<Engine>> engine = FakeDriverEngine();
-  ::unsetenv("KERNELEVAL_FAKE_CUDA_MEMSET_D32_ERROR");
+  absl::StatusOr<std::unique_ptr<Engine>> engine =
+      FakeDriverEngineWith({{"KERNELEVAL_FAKE_CUDA_MEMSET_D32_ERROR", "801"}});
   ASSERT_TRUE(engine.ok()) << engine.status();
   absl::StatusOr<v1::EvaluateRequest> request = SmallVectorAddRequest(**engine);
   ASSERT_TRUE(request.ok()) << request.status();
@@ -866,11 +877,9 @@ TEST(EngineFakeDriverTest, AFlushTheDeviceRefusesIsUnavailableAndNoKernelsVerdic
 // Taken for a worker that died twice, with the reference's twin then timed
 // fine, it failed an honest kernel at "runtime" (red team rt13 #3).
 TEST(EngineFakeDriverTest, AFlushRefusedNowAndThenIsTriedAgainAndNoKernelsFault) {
-  ::setenv("KERNELEVAL_FAKE_CUDA_MEMSET_D32_ERROR", "801", 1);
-  ::setenv("KERNELEVAL_FAKE_CUDA_MEMSET_D32_ERROR_FIRST", "2", 1);
-  absl::StatusOr<std::unique_ptr<Engine>> engine = FakeDriverEngine();
-  ::unsetenv("KERNELEVAL_FAKE_CUDA_MEMSET_D32_ERROR");
-  ::unsetenv("KERNELEVAL_FAKE_CUDA_MEMSET_D32_ERROR_FIRST");
+  absl::StatusOr<std::unique_ptr<Engine>> engine =
+      FakeDriverEngineWith({{"KERNELEVAL_FAKE_CUDA_MEMSET_D32_ERROR", "801"},
+                            {"KERNELEVAL_FAKE_CUDA_MEMSET_D32_ERROR_FIRST", "2"}});
   ASSERT_TRUE(engine.ok()) << engine.status();
   absl::StatusOr<v1::EvaluateRequest> request = SmallVectorAddRequest(**engine);
   ASSERT_TRUE(request.ok()) << request.status();

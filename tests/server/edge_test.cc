@@ -23,6 +23,7 @@
 #include "server/service.h"
 #include "server/status.h"
 #include "server/validation.h"
+#include "tests/support/scoped_env.h"
 
 namespace kerneleval {
 namespace {
@@ -352,29 +353,7 @@ ParsedConfig Parse(std::vector<std::string> args) {
   return parsed;
 }
 
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    const char* old = std::getenv(name);
-    if (old != nullptr) old_ = old;
-    if (value != nullptr) {
-      setenv(name, value, 1);
-    } else {
-      unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      setenv(name_, old_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using ::kerneleval::test_support::ScopedEnv;
 
 TEST(ServerConfig, DefaultsAndMapping) {
   ScopedEnv reward("KERNEL_ENV_REWARD", nullptr);

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "evaluator/compile/kernel_info.h"
 #include "evaluator/compile/options.h"
+#include "tests/support/scoped_env.h"
 
 namespace kerneleval::compile {
 namespace {
@@ -25,25 +26,7 @@ using ::testing::Not;
 
 static_assert(!std::is_copy_constructible_v<NvrtcProgram>);
 
-// Sets an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using ::kerneleval::test_support::ScopedEnv;
 
 TEST(FindToolkitTest, FindsTheHeadersAndNamesWhereItLooked) {
   absl::StatusOr<ToolkitPaths> found = FindToolkit();
