@@ -24,6 +24,7 @@
 #include "evaluator/compile/compile_service.h"
 #include "evaluator/compile/kernel_info.h"
 #include "evaluator/compile/options.h"
+#include "evaluator/plan/directives.h"
 
 namespace kerneleval::cli {
 namespace {
@@ -32,6 +33,9 @@ struct CompileFlags {
   std::string source_path;
   std::string arch;
   std::vector<std::string> options;
+  // Template kernels to instantiate; those the source's @launch lines name
+  // are added.
+  std::vector<std::string> name_expressions;
   bool json = false;
   bool include_ptx = false;
   bool include_cubin = false;
@@ -144,6 +148,9 @@ absl::StatusOr<v1::CompileResult> CompileHere(const CompileFlags& flags, std::st
   job.source = std::move(source);
   job.options.set_arch(flags.arch);
   for (const auto& option : flags.options) job.options.add_options(option);
+  for (const auto& expression : flags.name_expressions) {
+    job.options.add_name_expressions(expression);
+  }
   job.want_ptx = flags.include_ptx || !flags.ptx_path.empty();
   job.want_cubin = flags.include_cubin || !flags.cubin_path.empty();
   return (*service)->Compile(job);
@@ -157,6 +164,9 @@ absl::StatusOr<v1::CompileResult> CompileOnServer(const CompileFlags& flags, std
   request.set_source(std::move(source));
   request.mutable_options()->set_arch(flags.arch);
   for (const auto& option : flags.options) request.mutable_options()->add_options(option);
+  for (const auto& expression : flags.name_expressions) {
+    request.mutable_options()->add_name_expressions(expression);
+  }
   request.set_include_ptx(flags.include_ptx || !flags.ptx_path.empty());
   request.set_include_cubin(flags.include_cubin || !flags.cubin_path.empty());
   return (*client)->Compile(request);
@@ -170,7 +180,7 @@ std::string ResultJson(v1::CompileResult result) {
   return client::ToJson(result, /*pretty=*/true);
 }
 
-int Run(const CompileFlags& flags) {
+int Run(CompileFlags flags) {
   auto fail = [&](int exit_code, absl::string_view code, absl::string_view message) {
     return FailCommand("compile", flags.json, exit_code, code, message);
   };
@@ -186,6 +196,19 @@ int Run(const CompileFlags& flags) {
   if (absl::Status s = CheckCompileFlags(flags.arch, flags.options); !s.ok()) {
     return fail(kExitUsage, "INVALID_ARGUMENT", s.message());
   }
+  // The template kernels the source launches, as an evaluation instantiates
+  // them (a plan that does not parse launches nothing here).
+  if (absl::StatusOr<v1::LaunchPlan> plan = plan::ParseDirectives(*source); plan.ok()) {
+    for (const v1::Launch& launch : plan->launches()) {
+      if (absl::StrContains(launch.kernel(), '<'))
+        flags.name_expressions.push_back(launch.kernel());
+    }
+  }
+  absl::StatusOr<std::vector<std::string>> expressions =
+      compile::CheckNameExpressions(flags.name_expressions);
+  if (!expressions.ok())
+    return fail(kExitUsage, "INVALID_ARGUMENT", expressions.status().message());
+  flags.name_expressions = *std::move(expressions);
 
   absl::StatusOr<v1::CompileResult> result =
       flags.server.remote() ? CompileOnServer(flags, *source) : CompileHere(flags, *source);
@@ -232,6 +255,9 @@ void AddCompileCommand(CLI::App& root) {
   command->add_option(
       "--option,-O", flags->options,
       "an NVRTC option from the allow-list (repeatable): " + compile::AllowedOptionsSummary());
+  command->add_option("--instantiate", flags->name_expressions,
+                      "a template kernel to instantiate, e.g. 'scale<float, 4>' (repeatable; the "
+                      "template kernels the source's @launch lines name are instantiated too)");
   command->add_flag("--json", flags->json,
                     "print the CompileResult as JSON (proto field names, every field; "
                     "device_globals: the source's own, without the prelude's constants)");

@@ -47,6 +47,12 @@ std::string CacheKey(const CacheKeyInputs& inputs) {
     for (const std::string& option : *inputs.options) hash.UpdateField(option);
   }
   hash.UpdateField(inputs.source);
+  // After the source: a key without name expressions is the one it always
+  // was (the settings version need not change).
+  if (inputs.name_expressions != nullptr && !inputs.name_expressions->empty()) {
+    hash.UpdateField(absl::StrCat("name expressions ", inputs.name_expressions->size()));
+    for (const std::string& expression : *inputs.name_expressions) hash.UpdateField(expression);
+  }
   return hash.HexDigest();
 }
 

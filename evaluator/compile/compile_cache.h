@@ -27,6 +27,8 @@ struct CacheKeyInputs {
   std::string_view arch;
   std::string_view toolkit_version;  // NVRTC's, e.g. "13.0"
   std::string_view prelude;          // the pre-included header's content
+  // Canonical (CheckNameExpressions); nullptr: none.
+  const std::vector<std::string>* name_expressions = nullptr;
 };
 // SHA-256 (hex) of every input, each length-prefixed, and the settings
 // version.

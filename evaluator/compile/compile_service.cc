@@ -236,12 +236,13 @@ void CompileService::DiscardWorker(std::unique_ptr<Worker> worker, bool retired)
 
 absl::StatusOr<v1::CompileResult> CompileService::RunInWorker(
     const std::string& source, const std::vector<std::string>& options, const std::string& arch,
-    bool* cacheable) {
+    const std::vector<std::string>& name_expressions, bool* cacheable) {
   *cacheable = false;
   internal::CompileJobRequest request;
   request.set_source(source);
   for (const std::string& option : options) request.add_options(option);
   request.set_arch(arch);
+  for (const std::string& expression : name_expressions) request.add_name_expressions(expression);
 
   // An idle worker may have died since its last job: one retry with another.
   for (int attempt = 0;; ++attempt) {
@@ -317,12 +318,19 @@ absl::StatusOr<v1::CompileResult> CompileService::Compile(const CompileJob& job)
   if (!checked.ok()) {
     return Refused(std::string(checked.status().message()), arch, job.options.options());
   }
+  absl::StatusOr<std::vector<std::string>> name_expressions =
+      CheckNameExpressions(std::vector<std::string>(job.options.name_expressions().begin(),
+                                                    job.options.name_expressions().end()));
+  if (!name_expressions.ok()) {
+    return Refused(std::string(name_expressions.status().message()), arch, job.options.options());
+  }
 
   const std::string key = CacheKey({.source = job.source,
                                     .options = &*checked,
                                     .arch = arch,
                                     .toolkit_version = toolkit_version_,
-                                    .prelude = prelude_});
+                                    .prelude = prelude_,
+                                    .name_expressions = &*name_expressions});
   auto deliver = [&](const v1::CompileResult& full, bool hit) {
     v1::CompileResult result;
     // Copy all but the bulky fields the job did not ask for.
@@ -362,7 +370,8 @@ absl::StatusOr<v1::CompileResult> CompileService::Compile(const CompileJob& job)
   }
 
   bool cacheable = false;
-  absl::StatusOr<v1::CompileResult> result = RunInWorker(job.source, *checked, arch, &cacheable);
+  absl::StatusOr<v1::CompileResult> result =
+      RunInWorker(job.source, *checked, arch, *name_expressions, &cacheable);
   if (result.ok() && cacheable && cache_) {
     cache_->Insert(key, std::make_shared<const v1::CompileResult>(*result));
   }

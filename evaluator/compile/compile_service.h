@@ -136,7 +136,9 @@ class CompileService {
   void DiscardWorker(std::unique_ptr<Worker> worker, bool retired = false);
   absl::StatusOr<v1::CompileResult> RunInWorker(const std::string& source,
                                                 const std::vector<std::string>& options,
-                                                const std::string& arch, bool* cacheable);
+                                                const std::string& arch,
+                                                const std::vector<std::string>& name_expressions,
+                                                bool* cacheable);
 
   CompileServiceOptions options_;
   std::string toolkit_version_;

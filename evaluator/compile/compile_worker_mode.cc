@@ -97,13 +97,18 @@ int ServeCompiles(int fd, const WorkerArgs& args, const NvrtcSettings& settings)
     absl::StatusOr<std::vector<std::string>> options = CheckUserOptions(
         std::vector<std::string>(request.options().begin(), request.options().end()));
     absl::Status arch_ok = CheckArch(request.arch());
-    if (!options.ok() || !arch_ok.ok()) {
-      response.set_error(
-          absl::StrCat("compile worker refused a job: ",
-                       options.ok() ? arch_ok.message() : options.status().message()));
+    absl::StatusOr<std::vector<std::string>> name_expressions =
+        CheckNameExpressions(std::vector<std::string>(request.name_expressions().begin(),
+                                                      request.name_expressions().end()));
+    if (!options.ok() || !arch_ok.ok() || !name_expressions.ok()) {
+      response.set_error(absl::StrCat(
+          "compile worker refused a job: ",
+          !options.ok()
+              ? options.status().message()
+              : (!arch_ok.ok() ? arch_ok.message() : name_expressions.status().message())));
     } else {
       absl::StatusOr<v1::CompileResult> result =
-          CompileWithNvrtc(request.source(), *options, request.arch(), settings);
+          CompileWithNvrtc(request.source(), *options, request.arch(), settings, *name_expressions);
       if (result.ok()) {
         *response.mutable_result() = *std::move(result);
       } else {

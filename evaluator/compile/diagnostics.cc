@@ -161,6 +161,20 @@ std::string UserFacingLog(std::string_view raw_log_in, std::string_view hidden_p
         continue;
       }
     }
+    // NVRTC compiles the name expressions of template kernels to instantiate
+    // (the plan's `scale<float, 4>`) as a file of its own, "__nv_name_map(2):
+    // error: ...": an unlocated error (ParseDiagnostics) that says where.
+    static constexpr absl::string_view kNameMap = "__nv_name_map(";
+    if (absl::StartsWith(content, kNameMap)) {
+      const size_t close = content.find("): ");
+      const size_t colon = close == absl::string_view::npos ? close : content.find(": ", close + 3);
+      if (colon != absl::string_view::npos) {
+        absl::StrAppend(
+            &out, "nvrtc: ", content.substr(close + 3, colon - close - 3),
+            ": in the template arguments of a launched kernel: ", content.substr(colon + 2), "\n");
+        continue;
+      }
+    }
     absl::StrAppend(&out, content, "\n");
   }
   // No leading blank lines, one trailing newline at most.

@@ -97,10 +97,10 @@ std::vector<std::string> NvrtcArguments(const std::vector<std::string>& user_opt
   return args;
 }
 
-absl::StatusOr<v1::CompileResult> CompileWithNvrtc(const std::string& source,
-                                                   const std::vector<std::string>& user_options,
-                                                   const std::string& arch,
-                                                   const NvrtcSettings& settings) {
+absl::StatusOr<v1::CompileResult> CompileWithNvrtc(
+    const std::string& source, const std::vector<std::string>& user_options,
+    const std::string& arch, const NvrtcSettings& settings,
+    const std::vector<std::string>& name_expressions) {
   v1::CompileResult result;
   result.set_arch(arch);
   result.set_toolkit_version(NvrtcVersionString());
@@ -113,6 +113,9 @@ absl::StatusOr<v1::CompileResult> CompileWithNvrtc(const std::string& source,
 
   absl::StatusOr<NvrtcProgram> program = NvrtcProgram::Create(source, std::string(kProgramName));
   if (!program.ok()) return program.status();
+  for (const std::string& expression : name_expressions) {
+    KERNELEVAL_NVRTC_RETURN_IF_ERROR(nvrtcAddNameExpression(program->get(), expression.c_str()));
+  }
   const auto start = std::chrono::steady_clock::now();
   const nvrtcResult compiled =
       nvrtcCompileProgram(program->get(), static_cast<int>(argv.size()), argv.data());
@@ -142,7 +145,18 @@ absl::StatusOr<v1::CompileResult> CompileWithNvrtc(const std::string& source,
     if (!binary.ok()) return binary.status();
     cubin = *std::move(binary);
   }
+  // Each name expression's symbol (valid while the program lives).
+  std::vector<std::pair<std::string, std::string>> lowered;  // symbol, expression
+  for (const std::string& expression : name_expressions) {
+    const char* symbol = nullptr;
+    KERNELEVAL_NVRTC_RETURN_IF_ERROR(
+        nvrtcGetLoweredName(program->get(), expression.c_str(), &symbol));
+    if (symbol != nullptr) lowered.emplace_back(symbol, expression);
+  }
   for (v1::KernelInfo& kernel : ExtractKernels(*ptx, cubin, *raw_log, source)) {
+    for (const auto& [symbol, expression] : lowered) {
+      if (kernel.mangled_name() == symbol) kernel.set_name_expression(expression);
+    }
     *result.add_kernels() = std::move(kernel);
   }
   result.set_uses_device_malloc(PtxCallsDeviceMalloc(*ptx));

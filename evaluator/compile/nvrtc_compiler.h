@@ -68,9 +68,12 @@ std::vector<std::string> NvrtcArguments(const std::vector<std::string>& user_opt
 // false, log and diagnostics); errors are for NVRTC failing to run at all.
 // The result carries PTX and (for sm_XX) CUBIN; kernels, log, options, arch,
 // toolkit_version are filled; compile_seconds is NVRTC's wall time.
-absl::StatusOr<v1::CompileResult> CompileWithNvrtc(const std::string& source,
-                                                   const std::vector<std::string>& user_options,
-                                                   const std::string& arch,
-                                                   const NvrtcSettings& settings);
+// `name_expressions` (checked: CheckNameExpressions) are instantiated
+// (nvrtcAddNameExpression); the kernel each one lowers to carries it in
+// KernelInfo.name_expression.
+absl::StatusOr<v1::CompileResult> CompileWithNvrtc(
+    const std::string& source, const std::vector<std::string>& user_options,
+    const std::string& arch, const NvrtcSettings& settings,
+    const std::vector<std::string>& name_expressions = {});
 
 }  // namespace kerneleval::compile

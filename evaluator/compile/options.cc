@@ -1,6 +1,7 @@
 #include "evaluator/compile/options.h"
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 
 #include "absl/strings/match.h"
@@ -183,6 +184,45 @@ absl::StatusOr<std::vector<std::string>> CheckUserOptions(const std::vector<std:
     canonical.push_back(std::move(spelled));
   }
   std::sort(canonical.begin(), canonical.end());
+  return canonical;
+}
+
+absl::StatusOr<std::vector<std::string>> CheckNameExpressions(
+    const std::vector<std::string>& expressions) {
+  if (expressions.size() > kMaxNameExpressions) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(expressions.size(), " name expressions; the limit is ", kMaxNameExpressions));
+  }
+  for (const std::string& expression : expressions) {
+    auto refused = [&](std::string_view why) {
+      std::string shown = expression.substr(0, 80);
+      std::replace_if(
+          shown.begin(), shown.end(), [](char c) { return c < 0x20 || c == 0x7f; }, '?');
+      return absl::InvalidArgumentError(absl::StrCat("name expression \"", shown,
+                                                     expression.size() > 80 ? "..." : "",
+                                                     "\": ", std::string(why)));
+    };
+    if (expression.empty()) return refused("empty");
+    if (expression.size() > kMaxNameExpressionBytes) {
+      return refused(absl::StrCat("longer than ", kMaxNameExpressionBytes, " characters"));
+    }
+    const char first = expression.front();
+    if (!(std::isalpha(static_cast<unsigned char>(first)) || first == '_' || first == ':')) {
+      return refused("must start with the kernel's name");
+    }
+    for (char c : expression) {
+      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == ':' || c == '<' ||
+            c == '>' || c == ',' || c == ' ' || c == '(' || c == ')' || c == '*' || c == '+' ||
+            c == '-' || c == '&')) {
+        return refused(
+            "only a name with template arguments of identifiers, numbers, spaces and "
+            "`: < > , ( ) * + - &`");
+      }
+    }
+  }
+  std::vector<std::string> canonical = expressions;
+  std::sort(canonical.begin(), canonical.end());
+  canonical.erase(std::unique(canonical.begin(), canonical.end()), canonical.end());
   return canonical;
 }
 

@@ -28,6 +28,18 @@ inline constexpr size_t kMaxUserOptions = 64;
 // --restrict. Each in its -x / --x spellings.
 absl::StatusOr<std::vector<std::string>> CheckUserOptions(const std::vector<std::string>& options);
 
+inline constexpr size_t kMaxNameExpressions = 64;
+inline constexpr size_t kMaxNameExpressionBytes = 512;
+
+// Checks template-kernel name expressions (v1::CompileOptions.
+// name_expressions): at most 64, each a (qualified) name with template
+// arguments of identifiers, numbers, spaces and `: < > , ( ) * + - &` (no
+// line breaks, comments, strings, braces or semicolons: the expression is
+// compiled as code). Returns them sorted without duplicates, the cache key's
+// order. InvalidArgument names the first refused one.
+absl::StatusOr<std::vector<std::string>> CheckNameExpressions(
+    const std::vector<std::string>& expressions);
+
 // "sm_90", "sm_90a", "sm_100f", "compute_90", ...: compute_XX compiles to PTX
 // only. InvalidArgument otherwise.
 absl::Status CheckArch(const std::string& arch);

@@ -185,9 +185,26 @@ absl::StatusOr<Preparation> Evaluation::PrepareCandidate(const v1::Submission& s
                                                          std::string label,
                                                          const CallContext& context) {
   Preparation preparation;
+  // The launch plan, read before compiling: NVRTC instantiates the template
+  // kernels it names (`scale<float, 4><<<...`). Its errors are reported
+  // after the compiler's.
+  absl::StatusOr<v1::LaunchPlan> plan =
+      submission.launch_plan().launches().empty()
+          ? plan::ParseDirectives(submission.source())
+          : absl::StatusOr<v1::LaunchPlan>(submission.launch_plan());
   compile::CompileJob job;
   job.source = submission.source();
   *job.options.mutable_options() = submission.compile_options().options();
+  *job.options.mutable_name_expressions() = submission.compile_options().name_expressions();
+  if (plan.ok()) {
+    for (const v1::Launch& launch : plan->launches()) {
+      const auto& known = job.options.name_expressions();
+      if (absl::StrContains(launch.kernel(), '<') &&
+          std::find(known.begin(), known.end(), launch.kernel()) == known.end()) {
+        job.options.add_name_expressions(launch.kernel());
+      }
+    }
+  }
   job.options.set_arch(submission.compile_options().arch().empty()
                            ? settings_.arch
                            : submission.compile_options().arch());
@@ -242,13 +259,8 @@ absl::StatusOr<Preparation> Evaluation::PrepareCandidate(const v1::Submission& s
     return preparation;
   };
 
-  if (!submission.launch_plan().launches().empty()) {
-    program.plan = submission.launch_plan();
-  } else {
-    absl::StatusOr<v1::LaunchPlan> parsed = plan::ParseDirectives(submission.source());
-    if (!parsed.ok()) return fail_plan(PlanError(parsed.status()));
-    program.plan = *std::move(parsed);
-  }
+  if (!plan.ok()) return fail_plan(PlanError(plan.status()));
+  program.plan = *std::move(plan);
   if (program.plan.launches().empty()) {
     // The first launch of the example, in this problem's own names.
     std::string example = "// @launch my_kernel<<<ceil_div(N, 256), 256>>>(x, y, N)";
@@ -266,6 +278,15 @@ absl::StatusOr<Preparation> Evaluation::PrepareCandidate(const v1::Submission& s
   absl::StatusOr<plan::ParsedSource> parsed = plan::ParseSource(submission.source());
   if (!parsed.ok()) return fail_plan(PlanError(parsed.status()));
   program.parsed = *std::move(parsed);
+  // Each instantiated template kernel is bound as the kernel NVRTC compiled:
+  // its parameter types are the instance's (`const T*` is `float const*`).
+  for (const v1::KernelInfo& kernel : program.program.compiled().kernels()) {
+    if (kernel.name_expression().empty()) continue;
+    absl::StatusOr<plan::KernelSignature> instance =
+        plan::SignatureOfInstance(kernel.name_expression(), kernel);
+    if (!instance.ok()) return fail_plan(PlanError(instance.status()));
+    program.parsed.kernels.push_back(*std::move(instance));
+  }
 
   // The plan must be resolvable on every shape before anything runs; the
   // timed shape too (a plan that only works on small shapes fails here).
@@ -353,7 +374,7 @@ absl::StatusOr<internal::ResolvedPlan> Evaluation::Resolve(const PreparedProgram
     const v1::KernelInfo* mismatched = nullptr;
     for (const auto& kernel : program.program.compiled().kernels()) {
       const std::string& name = kernel.name();
-      if (name == launch.kernel() ||
+      if ((!kernel.name_expression().empty() && kernel.name_expression() == launch.kernel()) ||
           (name.size() > launch.kernel().size() &&
            name.compare(0, launch.kernel().size(), launch.kernel()) == 0 &&
            name[launch.kernel().size()] == '(')) {

@@ -325,10 +325,10 @@ class Binder {
                       found.size(), " declarations); give the launched kernel a unique name"));
     }
     if (found[0]->is_template) {
-      return absl::InvalidArgumentError(detail::Cat(
-          prefix, "kernel '", Printable(launch.kernel()),
-          "' is a template, which a plan cannot launch; launch a non-template kernel, e.g. an "
-          "extern \"C\" __global__ wrapper"));
+      return absl::InvalidArgumentError(
+          detail::Cat(prefix, "kernel '", Printable(launch.kernel()),
+                      "' is a template: name its template arguments in the launch, e.g. '",
+                      Printable(launch.kernel()), "<256><<<...>>>'"));
     }
     return found[0];
   }

@@ -1,6 +1,7 @@
 #include "evaluator/plan/directives.h"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -102,6 +103,32 @@ std::string_view TakeQualifiedName(std::string_view& text) {
   return name;
 }
 
+// The template argument list at the start of `text` ("<256, float>"), up to
+// its matching '>' ('<' and '>' inside parentheses do not count), or
+// nullopt when it is not closed on the line or holds a character a name
+// expression may not (compile/options.h: CheckNameExpressions).
+std::optional<std::string_view> TakeTemplateArguments(std::string_view& text) {
+  int angles = 0;
+  int parens = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (!(IsIdentChar(c) || c == ':' || c == '<' || c == '>' || c == ',' || c == ' ' || c == '(' ||
+          c == ')' || c == '*' || c == '+' || c == '-' || c == '&')) {
+      return std::nullopt;
+    }
+    if (c == '(') ++parens;
+    if (c == ')' && --parens < 0) return std::nullopt;
+    if (parens > 0) continue;
+    if (c == '<') ++angles;
+    if (c == '>' && --angles == 0) {
+      const std::string_view arguments = text.substr(0, i + 1);
+      text.remove_prefix(i + 1);
+      return arguments;
+    }
+  }
+  return std::nullopt;
+}
+
 std::string_view TakeIdentifier(std::string_view& text) {
   size_t end = 0;
   if (!text.empty() && IsIdentStart(text[0])) {
@@ -184,18 +211,27 @@ absl::StatusOr<v1::Launch> ParseLaunch(std::string_view body, uint32_t line) {
   constexpr std::string_view kWhat = "@launch";
   auto error = [&](std::string_view what) { return DirectiveError(line, kWhat, what); };
   std::string_view rest = Strip(body);
-  const std::string_view kernel = TakeQualifiedName(rest);
+  std::string kernel(TakeQualifiedName(rest));
   if (kernel.empty()) {
     return error(rest.empty() ? "expected a kernel name"
                               : detail::Cat("expected a kernel name, found '", Snippet(rest), "'"));
   }
   rest = detail::StripLeadingSpace(rest);
-  if (rest.substr(0, 3) != "<<<") {
-    if (!rest.empty() && rest[0] == '<') {
-      return error(detail::Cat("template kernels are not supported (found '<' after '", kernel,
-                               "'); launch a non-template kernel, e.g. an extern \"C\" "
-                               "__global__ wrapper that calls the template"));
+  // A template kernel's instantiation: `scale<float, 4><<<...`.
+  if (rest.substr(0, 2) == "<<" && rest.substr(0, 3) != "<<<") {
+    return error(detail::Cat("expected '<<<' after the kernel name, found '", Snippet(rest), "'"));
+  }
+  if (!rest.empty() && rest[0] == '<' && rest.substr(0, 3) != "<<<") {
+    const std::optional<std::string_view> arguments = TakeTemplateArguments(rest);
+    if (!arguments.has_value()) {
+      return error(detail::Cat("expected template arguments closed by '>' after '", kernel,
+                               "' (identifiers, numbers and `: < > , ( ) * + - &`), found '",
+                               Snippet(rest), "'"));
     }
+    kernel += *arguments;
+    rest = detail::StripLeadingSpace(rest);
+  }
+  if (rest.substr(0, 3) != "<<<") {
     if (!rest.empty() && rest[0] == '(') {
       return error(
           "expected '<<<' after the kernel name: the launch configuration "

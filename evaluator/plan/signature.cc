@@ -741,6 +741,40 @@ absl::StatusOr<ParsedSource> ParseSource(std::string_view source) {
   return SourceReader(source).Run();
 }
 
+absl::StatusOr<KernelSignature> SignatureOfInstance(std::string_view name_expression,
+                                                    const v1::KernelInfo& kernel) {
+  // The instance as a declaration the reader already understands.
+  std::string declaration = "__global__ void kerneleval_instance(";
+  for (int i = 0; i < kernel.params_size(); ++i) {
+    const v1::KernelParam& param = kernel.params(i);
+    if (param.type().find_first_of(";{}()#/\n") != std::string::npos) {
+      return absl::InvalidArgumentError(
+          detail::Cat("kernel ", name_expression, ": parameter ", i + 1,
+                      " has a type the plan cannot bind: ", param.type()));
+    }
+    declaration += detail::Cat(i > 0 ? ", " : "", param.type(), " ",
+                               param.name().empty() ? detail::Cat("param", i + 1) : param.name());
+  }
+  declaration += ");";
+  absl::StatusOr<ParsedSource> parsed = ParseSource(declaration);
+  if (!parsed.ok()) return parsed.status();
+  if (parsed->kernels.size() != 1 ||
+      parsed->kernels[0].params.size() != static_cast<size_t>(kernel.params_size())) {
+    return absl::InvalidArgumentError(
+        detail::Cat("kernel ", name_expression, ": cannot read the instance's parameters"));
+  }
+  KernelSignature instance = std::move(parsed->kernels[0]);
+  instance.name = std::string(name_expression);
+  instance.qualified_name = std::string(name_expression);
+  instance.is_template = false;
+  instance.is_definition = true;
+  instance.line = 0;
+  if (kernel.max_threads_per_block() > 0) {
+    instance.launch_bounds_max_threads = kernel.max_threads_per_block();
+  }
+  return instance;
+}
+
 absl::StatusOr<std::vector<KernelSignature>> ParseKernelSignatures(std::string_view source) {
   absl::StatusOr<ParsedSource> parsed = ParseSource(source);
   if (!parsed.ok()) {

@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "evaluator/plan/expr.h"
 #include "evaluator/plan/types.h"
+#include "kerneleval/v1/kerneleval.pb.h"
 
 namespace kerneleval::plan {
 
@@ -73,6 +74,14 @@ inline constexpr int kMaxKernels = 256;
 // is not followed by a readable function declaration (e.g. an unterminated
 // parameter list) or there are more than kMaxKernels kernels.
 absl::StatusOr<ParsedSource> ParseSource(std::string_view source);
+
+// The signature of a template kernel's instance as NVRTC compiled it: named
+// `name_expression` ("scale<float, 4>"), not a template, with the compiled
+// kernel's parameter types (`kernel.params(i).type()`, the demangled
+// instance's: "float const*") and names, and its __launch_bounds__
+// (max_threads_per_block). An error when a type cannot be read.
+absl::StatusOr<KernelSignature> SignatureOfInstance(std::string_view name_expression,
+                                                    const v1::KernelInfo& kernel);
 
 // ParseSource(source)->kernels.
 absl::StatusOr<std::vector<KernelSignature>> ParseKernelSignatures(std::string_view source);

@@ -405,6 +405,32 @@ extern "C" __global__ void add(float* a, const float* b, float* c, int n) {
   EXPECT_EQ(verdict.correctness().modified_input(), "a");
 }
 
+// The driver loads an instance of a template kernel by the symbol NVRTC
+// lowered its name expression to; two instances of one template run side by
+// side in one plan.
+TEST_F(EngineGpuTest, TemplateKernelInstancesLoadByTheirLoweredNames) {
+  const v1::Verdict verdict = Evaluate("vector_add", R"(
+// @launch ops::add<float, 0><<<ceil_div(N, 256), 128>>>(a, b, c, N)
+// @launch ops::add<float, 128><<<ceil_div(N, 256), 128>>>(a, b, c, N)
+namespace ops {
+// Each instance adds its own half of every 256 elements.
+template <typename T, int kOffset>
+__global__ void __launch_bounds__(128) add(const T* a, const T* b, T* c, int n) {
+  int i = blockIdx.x * 256 + kOffset + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+}
+}  // namespace ops
+)");
+  EXPECT_TRUE(verdict.correct()) << verdict.error();
+  EXPECT_EQ(verdict.stage(), "passed");
+  ASSERT_EQ(verdict.compile().kernels_size(), 2);
+  for (const v1::KernelInfo& kernel : verdict.compile().kernels()) {
+    EXPECT_TRUE(absl::StartsWith(kernel.name_expression(), "ops::add<float, "))
+        << kernel.name_expression();
+    EXPECT_TRUE(absl::StartsWith(kernel.mangled_name(), "_ZN3ops3add")) << kernel.mangled_name();
+  }
+}
+
 // ------------------------------------------------------ timing to trust
 
 class SelfSpeedupTest : public EngineGpuTest, public ::testing::WithParamInterface<std::string> {};

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <thread>
 
@@ -315,6 +316,65 @@ TEST_F(CompileServiceTest, CudaHeadersAndCubCompile) {
   EXPECT_TRUE(r.success()) << r.log();
   ASSERT_EQ(r.kernels_size(), 1);
   EXPECT_GT(r.kernels(0).static_shared_bytes(), 0u);
+}
+
+// Template kernels are instantiated from name expressions; each instance's
+// KernelInfo says which expression it is, and the expressions are part of
+// the cache key.
+TEST_F(CompileServiceTest, NameExpressionsInstantiateTemplateKernels) {
+  const std::string source =
+      "namespace ops {\n"
+      "template <typename T, int kBlock>\n"
+      "__global__ void __launch_bounds__(kBlock) scale(const T* x, T* y, int n) {\n"
+      "  int i = blockIdx.x * kBlock + threadIdx.x;\n"
+      "  if (i < n) y[i] = x[i] * T(2);\n"
+      "}\n"
+      "}  // namespace ops\n";
+  CompileJob plain = Job(source);
+  const v1::CompileResult none = MustCompile(plain, service_);
+  EXPECT_TRUE(none.success()) << none.log();
+  EXPECT_EQ(none.kernels_size(), 0);  // an uninstantiated template has no code
+
+  CompileJob job = Job(source);
+  job.options.add_name_expressions("ops::scale<float, 128>");
+  job.options.add_name_expressions("ops::scale<double, 256>");
+  const v1::CompileResult r = MustCompile(job, service_);
+  ASSERT_TRUE(r.success()) << r.log();
+  EXPECT_FALSE(r.cache_hit());
+  ASSERT_EQ(r.kernels_size(), 2);
+  std::map<std::string, const v1::KernelInfo*> by_expression;
+  for (const v1::KernelInfo& kernel : r.kernels())
+    by_expression[kernel.name_expression()] = &kernel;
+  ASSERT_EQ(by_expression.count("ops::scale<float, 128>"), 1u);
+  ASSERT_EQ(by_expression.count("ops::scale<double, 256>"), 1u);
+  const v1::KernelInfo& f = *by_expression["ops::scale<float, 128>"];
+  EXPECT_EQ(f.name(), "void ops::scale<float, 128>(float const*, float*, int)");
+  EXPECT_EQ(f.max_threads_per_block(), 128u);
+  ASSERT_EQ(f.params_size(), 3);
+  EXPECT_EQ(f.params(0).type(), "float const*");
+  EXPECT_EQ(f.params(0).name(), "x");
+  EXPECT_EQ(by_expression["ops::scale<double, 256>"]->params(1).type(), "double*");
+
+  // The same expressions in another order: the same entry.
+  CompileJob reordered = Job(source);
+  reordered.options.add_name_expressions("ops::scale<double, 256>");
+  reordered.options.add_name_expressions("ops::scale<float, 128>");
+  EXPECT_TRUE(MustCompile(reordered, service_).cache_hit());
+
+  // An expression that does not name an instance is the compile's error.
+  CompileJob wrong = Job(source);
+  wrong.options.add_name_expressions("ops::scale<float, kNope>");
+  const v1::CompileResult failed = MustCompile(wrong, service_);
+  EXPECT_FALSE(failed.success());
+  EXPECT_THAT(failed.log(), HasSubstr("in the template arguments of a launched kernel"));
+  // One that could be more than a name never reaches NVRTC.
+  CompileJob injected = Job(source);
+  injected.options.add_name_expressions("ops::scale<float, 1>; __global__ void k() {}");
+  const uint64_t compiles_before = service_->stats().compiles;
+  const v1::CompileResult refused = MustCompile(injected, service_);
+  EXPECT_FALSE(refused.success());
+  EXPECT_THAT(refused.log(), HasSubstr("name expression"));
+  EXPECT_EQ(service_->stats().compiles, compiles_before);
 }
 
 TEST_F(CompileServiceTest, RefusedOptionsAreVerdictsNamingTheOption) {

@@ -9,6 +9,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
+using ::testing::StartsWith;
 
 constexpr char kSource[] =
     "template <typename T> __device__ T g(T x) { return x.foo; }\n"
@@ -90,6 +91,23 @@ TEST(DiagnosticsTest, NvrtcOwnErrorsAndCatastrophicErrors) {
   EXPECT_EQ(d[0].line(), 0u);
   EXPECT_EQ(d[1].severity(), "error");
   EXPECT_EQ(d[1].line(), 2u);
+}
+
+// NVRTC compiles a template kernel's name expression as a file of its own;
+// its errors say where they come from and are diagnostics without a line.
+TEST(DiagnosticsTest, NameExpressionErrorsNameTheLaunchedTemplate) {
+  const std::string log = UserFacingLog(
+      "__nv_name_map(2): error: identifier \"kNope\" is undefined\n"
+      "  #pragma nv_mangled_name k<kNope>\n"
+      "                            ^\n");
+  EXPECT_THAT(log, StartsWith("nvrtc: error: in the template arguments of a launched kernel: "
+                              "identifier \"kNope\" is undefined\n"));
+  const std::vector<v1::Diagnostic> d = ParseDiagnostics(log, "__global__ void k() {}\n");
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].severity(), "error");
+  EXPECT_EQ(d[0].line(), 0u);
+  EXPECT_EQ(d[0].message(),
+            "in the template arguments of a launched kernel: identifier \"kNope\" is undefined");
 }
 
 TEST(DiagnosticsTest, SourceLinesThatLookLikeDiagnosticsAreNotParsed) {

@@ -77,6 +77,24 @@ TEST(OptionsTest, RefusesRepeatedOptionsAndTooMany) {
   EXPECT_THAT(std::string(CheckUserOptions(many).status().message()), HasSubstr("too many"));
 }
 
+TEST(OptionsTest, NameExpressionsAreNamesWithTemplateArguments) {
+  absl::StatusOr<std::vector<std::string>> ok = CheckNameExpressions(
+      {"scale<float, 4>", "ops::tile<(8 > 4), kTile * 2>", "scale<float, 4>", "plain"});
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  // Sorted, each once: the cache key's form.
+  EXPECT_THAT(*ok, ElementsAre("ops::tile<(8 > 4), kTile * 2>", "plain", "scale<float, 4>"));
+  for (const std::string bad :
+       {std::string(""), std::string("k<1>; int x"), std::string("k<1> /* c */"),
+        std::string("k<\"s\">"), std::string("k<1>\n#include <x>"), std::string("<1>"),
+        std::string("k{1}"), std::string(kMaxNameExpressionBytes + 1, 'k')}) {
+    absl::StatusOr<std::vector<std::string>> refused = CheckNameExpressions({bad});
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_THAT(std::string(refused.status().message()), HasSubstr("name expression")) << bad;
+  }
+  EXPECT_FALSE(
+      CheckNameExpressions(std::vector<std::string>(kMaxNameExpressions + 1, "k<1>")).ok());
+}
+
 TEST(OptionsTest, Architectures) {
   for (const char* ok : {"sm_90", "sm_90a", "sm_100f", "sm_120", "compute_90", "sm_75"}) {
     EXPECT_TRUE(CheckArch(ok).ok()) << ok;

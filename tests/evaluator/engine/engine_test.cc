@@ -3,6 +3,7 @@
 // after each failure the next evaluation passes.
 #include "evaluator/engine/engine.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -30,6 +31,8 @@
 
 namespace kerneleval {
 namespace {
+
+using ::testing::HasSubstr;
 
 // Counts what the engine reports (called from engine threads).
 class CountingObserver : public EngineObserver {
@@ -955,6 +958,58 @@ TEST_F(EngineTest, CompileErrorIsAVerdictWithTheUsersLine) {
   bool line3 = false;
   for (const auto& d : verdict.compile().diagnostics()) line3 |= d.line() == 3;
   EXPECT_TRUE(line3) << verdict.compile().log();
+}
+
+// A plan launches instances of template kernels by their template
+// arguments: NVRTC instantiates them, the plan is checked against each
+// instance's own parameter types, and the backend launches that instance.
+TEST_F(EngineTest, TemplateKernelsAreLaunchedByTheirArguments) {
+  const std::string kernel = R"(
+namespace ops {
+template <typename T, int kBlock>
+__global__ void __launch_bounds__(kBlock) add(const T* a, const T* b, T* c, int n) {
+  int i = blockIdx.x * kBlock + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+}
+}  // namespace ops
+)";
+  v1::Verdict verdict =
+      Evaluate("vector_add",
+               "// @launch ops::add<float, 128><<<ceil_div(N, 128), 128>>>(a, b, c, N)\n" + kernel,
+               /*skip_timing=*/false);
+  EXPECT_TRUE(verdict.correct()) << verdict.error();
+  EXPECT_EQ(verdict.stage(), "passed");
+  ASSERT_EQ(verdict.compile().kernels_size(), 1);
+  EXPECT_EQ(verdict.compile().kernels(0).name_expression(), "ops::add<float, 128>");
+  EXPECT_GT(verdict.timing().candidate().samples(), 0u);
+
+  // kBlock is what the kernel strides by: a block of another size skips
+  // elements, and the instance's __launch_bounds__ refuses a larger one.
+  verdict =
+      Evaluate("vector_add",
+               "// @launch ops::add<float, 64><<<ceil_div(N, 128), 128>>>(a, b, c, N)\n" + kernel);
+  EXPECT_EQ(verdict.stage(), "compile");
+  EXPECT_THAT(verdict.error(), HasSubstr("__launch_bounds__(64)"));
+  verdict =
+      Evaluate("vector_add",
+               "// @launch ops::add<float, 256><<<ceil_div(N, 256), 128>>>(a, b, c, N)\n" + kernel);
+  EXPECT_EQ(verdict.stage(), "correctness") << verdict.error();
+  // The instance's types are checked: double* for an f32 buffer.
+  verdict = Evaluate(
+      "vector_add",
+      "// @launch ops::add<double, 128><<<ceil_div(N, 128), 128>>>(a, b, c, N)\n" + kernel);
+  EXPECT_EQ(verdict.stage(), "compile");
+  EXPECT_THAT(verdict.error(), HasSubstr("holds f32"));
+  // Arguments that name nothing are the compiler's error; none at all, the plan's.
+  verdict = Evaluate(
+      "vector_add",
+      "// @launch ops::add<float, kNope><<<ceil_div(N, 128), 128>>>(a, b, c, N)\n" + kernel);
+  EXPECT_EQ(verdict.stage(), "compile");
+  EXPECT_THAT(verdict.error(), HasSubstr("in the template arguments of a launched kernel"));
+  verdict = Evaluate("vector_add",
+                     "// @launch ops::add<<<ceil_div(N, 128), 128>>>(a, b, c, N)\n" + kernel);
+  EXPECT_EQ(verdict.stage(), "compile");
+  EXPECT_THAT(verdict.error(), HasSubstr("is a template: name its template arguments"));
 }
 
 TEST_F(EngineTest, BadLaunchPlanIsACompileVerdictNamingTheLine) {

@@ -217,6 +217,53 @@ TEST(BindingTest, StructuredPlanWithoutLines) {
             "(found: softmax_kernel)");
 }
 
+// An instance of a template kernel is bound through the signature NVRTC's
+// compile gives it (SignatureOfInstance): its buffers and scalars are
+// checked as a plain kernel's are.
+TEST(BindingTest, InstancesOfTemplateKernels) {
+  const std::string source =
+      "// @launch softmax_kernel<float, 256><<<ROWS, 256>>>(x, y, ROWS, COLS)\n"
+      "template <typename T, int kBlock>\n"
+      "__global__ void __launch_bounds__(kBlock) softmax_kernel(const T* x, T* y, int rows,\n"
+      "                                                          int cols) {}\n";
+  absl::StatusOr<v1::LaunchPlan> plan = ParseDirectives(source);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  absl::StatusOr<ParsedSource> parsed = ParseSource(source);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  // Without the instance the template alone is found.
+  absl::StatusOr<internal::ResolvedPlan> resolved =
+      ResolvePlan(*plan, SoftmaxProblem(), kShape, *parsed, {});
+  ASSERT_FALSE(resolved.ok());
+  EXPECT_THAT(resolved.status().message(),
+              HasSubstr("kernel 'softmax_kernel<float, 256>' is not a __global__ function"));
+
+  v1::KernelInfo compiled;
+  compiled.set_max_threads_per_block(256);
+  for (const char* type : {"float const*", "float*", "int", "int"}) {
+    compiled.add_params()->set_type(type);
+  }
+  absl::StatusOr<KernelSignature> instance =
+      SignatureOfInstance("softmax_kernel<float, 256>", compiled);
+  ASSERT_TRUE(instance.ok()) << instance.status();
+  parsed->kernels.push_back(*instance);
+  resolved = ResolvePlan(*plan, SoftmaxProblem(), kShape, *parsed, {});
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  EXPECT_EQ(resolved->launches(0).kernel(), "softmax_kernel<float, 256>");
+  EXPECT_EQ(resolved->launches(0).args_size(), 4);
+
+  // The instance's own types and bounds are checked.
+  plan->mutable_launches(0)->mutable_block()->set_x("512");
+  resolved = ResolvePlan(*plan, SoftmaxProblem(), kShape, *parsed, {});
+  ASSERT_FALSE(resolved.ok());
+  EXPECT_THAT(resolved.status().message(), HasSubstr("__launch_bounds__(256)"));
+  compiled.mutable_params(0)->set_type("double const*");
+  parsed->kernels.back() = *SignatureOfInstance("softmax_kernel<float, 256>", compiled);
+  plan->mutable_launches(0)->mutable_block()->set_x("256");
+  resolved = ResolvePlan(*plan, SoftmaxProblem(), kShape, *parsed, {});
+  ASSERT_FALSE(resolved.ok());
+  EXPECT_THAT(resolved.status().message(), HasSubstr("buffer 'x' holds f32"));
+}
+
 TEST(BindingTest, KernelLookupErrors) {
   EXPECT_EQ(ResolveError("// @launch softmax<<<1, 32>>>(x)\n__global__ void a(float* x) {}\n"
                          "__global__ void b(float* x) {}\n"),
@@ -226,8 +273,8 @@ TEST(BindingTest, KernelLookupErrors) {
             "no __global__ function)");
   EXPECT_EQ(ResolveError("// @launch k<<<1, 32>>>(x)\ntemplate <typename T>\n"
                          "__global__ void k(T* x) {}\n"),
-            "line 1: kernel 'k' is a template, which a plan cannot launch; launch a non-template "
-            "kernel, e.g. an extern \"C\" __global__ wrapper");
+            "line 1: kernel 'k' is a template: name its template arguments in the launch, e.g. "
+            "'k<256><<<...>>>'");
   EXPECT_EQ(ResolveError("// @launch k<<<1, 32>>>(x)\n__global__ void k(float* x) {}\n"
                          "__global__ void k(double* x) {}\n"),
             "line 1: kernel 'k' is overloaded (2 declarations); give the launched kernel a unique "

@@ -178,6 +178,23 @@ TEST(DirectivesTest, NoDirectivesGiveAnEmptyPlan) {
   EXPECT_EQ(Parse("").launches_size(), 0);
 }
 
+// A template kernel's instance: its name expression, as NVRTC instantiates
+// it and the CPU backend's launcher names it.
+TEST(DirectivesTest, TemplateKernelsAreLaunchedWithTheirArguments) {
+  const v1::LaunchPlan plan = Parse(
+      "// @launch scale<256, float><<<ceil_div(N, 256), 256>>>(x, y, N)\n"
+      "// @launch ops::tile<(8 > 4), kTile * 2, Vec<float, 4>> <<<1, dim3(32, 8)>>>(y)\n"
+      "// @launch plain<<<1, 1>>>(y)\n");
+  ASSERT_EQ(plan.launches_size(), 3);
+  EXPECT_EQ(plan.launches(0).kernel(), "scale<256, float>");
+  EXPECT_EQ(plan.launches(0).grid().x(), "ceil_div(N, 256)");
+  EXPECT_THAT(plan.launches(0).args(), ElementsAre("x", "y", "N"));
+  // '>' inside parentheses does not close the list; '>>' closes two.
+  EXPECT_EQ(plan.launches(1).kernel(), "ops::tile<(8 > 4), kTile * 2, Vec<float, 4>>");
+  EXPECT_EQ(plan.launches(1).block().y(), "8");
+  EXPECT_EQ(plan.launches(2).kernel(), "plain");
+}
+
 TEST(DirectivesTest, CrLfLineEndings) {
   const v1::LaunchPlan plan = Parse("// x\r\n// @launch k<<<1, 1>>>(a)\r\n");
   ASSERT_EQ(plan.launches_size(), 1);
@@ -190,10 +207,15 @@ TEST(DirectivesTest, LaunchErrorsNameTheLine) {
             "line 3: @launch: expected '<<<' after the kernel name: the launch configuration "
             "<<<grid, block[, shared_bytes]>>> is required");
   EXPECT_EQ(ParseError("// @launch k<<1, 1>>(a)\n"),
-            "line 1: @launch: template kernels are not supported (found '<' after 'k'); launch a "
-            "non-template kernel, e.g. an extern \"C\" __global__ wrapper that calls the template");
-  EXPECT_THAT(ParseError("// @launch k<float><<<1, 1>>>(a)\n"),
-              StartsWith("line 1: @launch: template kernels are not supported"));
+            "line 1: @launch: expected '<<<' after the kernel name, found '<<1, 1>>(a)'");
+  EXPECT_EQ(ParseError("// @launch k<float; int><<<1, 1>>>(a)\n"),
+            "line 1: @launch: expected template arguments closed by '>' after 'k' (identifiers, "
+            "numbers and `: < > , ( ) * + - &`), found '<float; int><<<1, 1>>>(a)'");
+  EXPECT_THAT(ParseError("// @launch k<float<<<1, 1>>>(a)\n"),
+              StartsWith("line 1: @launch: expected template arguments closed by '>' after 'k'"));
+  EXPECT_EQ(ParseError("// @launch k<float>(a)\n"),
+            "line 1: @launch: expected '<<<' after the kernel name: the launch configuration "
+            "<<<grid, block[, shared_bytes]>>> is required");
   EXPECT_EQ(ParseError("// @launch k x\n"),
             "line 1: @launch: expected '<<<' after the kernel name");
   EXPECT_EQ(ParseError("// @launch\n"), "line 1: @launch: expected a kernel name");

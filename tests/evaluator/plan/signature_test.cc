@@ -188,6 +188,43 @@ __global__ void plain(float* y) {}
   EXPECT_EQ(kernels[2].name, "plain");
 }
 
+// A template kernel's instance takes the compiled kernel's parameter types,
+// as the demangler spells them.
+TEST(SignatureTest, InstancesOfTemplatesTakeTheCompiledTypes) {
+  v1::KernelInfo compiled;
+  compiled.set_name("void reduce<float, 256>(float const*, float*, int)");
+  compiled.set_max_threads_per_block(256);
+  for (const auto& [type, name] : {std::pair<std::string, std::string>{"float const*", "x"},
+                                   {"__half2*", "y"},
+                                   {"unsigned int", ""},
+                                   {"float4", "v"}}) {
+    v1::KernelParam& param = *compiled.add_params();
+    param.set_type(type);
+    param.set_name(name);
+  }
+  absl::StatusOr<KernelSignature> instance = SignatureOfInstance("reduce<float, 256>", compiled);
+  ASSERT_TRUE(instance.ok()) << instance.status();
+  EXPECT_EQ(instance->name, "reduce<float, 256>");
+  EXPECT_EQ(instance->qualified_name, "reduce<float, 256>");
+  EXPECT_FALSE(instance->is_template);
+  EXPECT_EQ(instance->launch_bounds_max_threads, 256);
+  ASSERT_EQ(instance->params.size(), 4u);
+  EXPECT_EQ(instance->params[0].name, "x");
+  EXPECT_TRUE(instance->params[0].is_pointer);
+  EXPECT_TRUE(instance->params[0].pointee_is_const);
+  EXPECT_EQ(instance->params[0].pointee.kind, ScalarKind::kFloat);
+  EXPECT_EQ(instance->params[1].pointee.size_bytes, 4u);
+  EXPECT_EQ(instance->params[1].pointee.lanes, 2u);
+  EXPECT_EQ(instance->params[2].name, "param3");
+  EXPECT_FALSE(instance->params[2].is_pointer);
+  EXPECT_EQ(instance->params[2].size_bytes, 4u);
+  EXPECT_EQ(instance->params[3].lanes, 4u);
+
+  // A type that is not a declaration's (a demangled function pointer).
+  compiled.mutable_params(3)->set_type("void (*)(int)");
+  EXPECT_FALSE(SignatureOfInstance("reduce<float, 256>", compiled).ok());
+}
+
 TEST(SignatureTest, ExternCBlocksAndNamespaces) {
   const std::vector<KernelSignature> kernels = Kernels(R"cu(
 extern "C" {
