@@ -36,6 +36,8 @@ namespace fs = std::filesystem;
 
 constexpr char kPreludeHeader[] = "kerneleval_cpu_prelude.h";
 constexpr char kAbiHeader[] = "kerneleval_cpu_abi.h";
+// Included in place of CUB's headers (source_rewrite.h: RewriteCubIncludes).
+constexpr char kCubHeader[] = "kerneleval_cpu_cub.h";
 constexpr int kSandboxFailedExit = 120;
 constexpr int kExecFailedExit = 127;
 // The signal a compile's supervisor gets when the process that started it
@@ -178,7 +180,7 @@ absl::StatusOr<HostCompiler> HostCompiler::Create(HostCompilerOptions options) {
         absl::StrCat("host compiler ", options.compiler, " not found (the CPU backend needs g++)"));
   }
   options.compiler = fs::weakly_canonical(compiler).string();
-  for (const char* header : {kPreludeHeader, kAbiHeader}) {
+  for (const char* header : {kPreludeHeader, kAbiHeader, kCubHeader}) {
     if (!fs::exists(fs::path(options.prelude_dir) / header)) {
       return absl::FailedPreconditionError(absl::StrCat("CPU backend prelude ", header,
                                                         " not found in '", options.prelude_dir,
@@ -207,7 +209,8 @@ absl::StatusOr<HostCompiler> HostCompiler::Create(HostCompilerOptions options) {
       "compiler ", o.compiler, " ", st.st_size, " ", st.st_mtime, "\nflags ",
       absl::StrJoin(compiler_object.CommonFlags(), " "), "\nprelude ",
       Hex64(Fnv1a(ReadFileOrEmpty((fs::path(o.prelude_dir) / kPreludeHeader).string()))),
-      Hex64(Fnv1a(ReadFileOrEmpty((fs::path(o.prelude_dir) / kAbiHeader).string()))), "\n");
+      Hex64(Fnv1a(ReadFileOrEmpty((fs::path(o.prelude_dir) / kAbiHeader).string()))),
+      Hex64(Fnv1a(ReadFileOrEmpty((fs::path(o.prelude_dir) / kCubHeader).string()))), "\n");
   return compiler_object;
 }
 
@@ -225,6 +228,11 @@ std::vector<std::string> HostCompiler::CommonFlags() const {
                                     "-w",
                                     "-isystem",
                                     options_.cuda_include_dir};
+  // libcu++'s host-compatible headers (<cuda/std/limits>, <cuda/atomic>):
+  // CUDA 13 keeps CCCL under include/cccl (source_rewrite.cc says which).
+  const fs::path cccl = fs::path(options_.cuda_include_dir) / "cccl";
+  std::error_code ec;
+  if (fs::is_directory(cccl, ec)) flags.insert(flags.end(), {"-isystem", cccl.string()});
   // A frame larger than the rest of its fiber's stack probes each page and
   // faults on the guard page; it wrote into the neighbouring fibers' stacks
   // (96 KiB of local arrays on a 64 KiB stack passed).

@@ -51,6 +51,138 @@ size_t StatementStart(std::string_view masked, size_t pos) {
   return 0;
 }
 
+// One #include directive of the source: where its line starts and the
+// header it names, without the <> or "".
+struct IncludeLine {
+  size_t begin = 0;  // the '#'
+  size_t end = 0;    // the end of the line (its '\n' or the source's end)
+  std::string_view header;
+};
+
+// The #include directives of `source`, in order. `masked` is
+// MaskCommentsAndLiterals(source): a directive inside a comment is not one,
+// and a "quoted" header name is read from the source at the masked blanks.
+std::vector<IncludeLine> FindIncludes(std::string_view source, std::string_view masked) {
+  std::vector<IncludeLine> includes;
+  size_t line_start = 0;
+  while (line_start < masked.size()) {
+    size_t line_end = masked.find('\n', line_start);
+    if (line_end == std::string_view::npos) line_end = masked.size();
+    size_t k = masked.find_first_not_of(" \t", line_start);
+    if (k < line_end && masked[k] == '#') {
+      const size_t hash = k;
+      k = masked.find_first_not_of(" \t", k + 1);
+      if (k < line_end && masked.compare(k, 7, "include") == 0) {
+        k = source.find_first_not_of(" \t", k + 7);
+        if (k < line_end && (source[k] == '<' || source[k] == '"')) {
+          const char close = source[k] == '<' ? '>' : '"';
+          const size_t stop = source.find(close, k + 1);
+          if (stop < line_end) {
+            includes.push_back({hash, line_end, source.substr(k + 1, stop - k - 1)});
+          }
+        }
+      }
+    }
+    line_start = line_end + 1;
+  }
+  return includes;
+}
+
+// CUB's block- and warp-wide collectives, which kerneleval_cpu_cub.h
+// emulates (the real ones are warp-synchronous PTX).
+constexpr std::string_view kEmulatedCubHeaders[] = {
+    "cub/cub.cuh",
+    "cub/block/block_reduce.cuh",
+    "cub/block/block_scan.cuh",
+    "cub/block/block_load.cuh",
+    "cub/block/block_store.cuh",
+    "cub/block/block_exchange.cuh",
+    "cub/block/block_radix_sort.cuh",
+    "cub/warp/warp_reduce.cuh",
+    "cub/warp/warp_scan.cuh",
+    "cub/util_type.cuh",
+    "cub/util_ptx.cuh",
+};
+
+// libcu++ headers whose host code is the device code's meaning (types,
+// limits, math, functional objects, atomics as std::atomic_ref): g++ compiles
+// them as they are. Not these: synchronisation whose host code blocks the OS
+// thread every thread of a block shares (barrier, latch, semaphore, pipeline),
+// device-only PTX wrappers, memory resources and streams, clocks.
+constexpr std::string_view kHostCompatibleLibcudacxx[] = {
+    "cuda/atomic",
+    "cuda/bit",
+    "cuda/cmath",
+    "cuda/functional",
+    "cuda/numeric",
+    "cuda/type_traits",
+    "cuda/version",
+    "cuda/std/array",
+    "cuda/std/atomic",
+    "cuda/std/bit",
+    "cuda/std/bitset",
+    "cuda/std/cassert",
+    "cuda/std/cfloat",
+    "cuda/std/climits",
+    "cuda/std/cmath",
+    "cuda/std/complex",
+    "cuda/std/concepts",
+    "cuda/std/cstddef",
+    "cuda/std/cstdint",
+    "cuda/std/cstring",
+    "cuda/std/expected",
+    "cuda/std/functional",
+    "cuda/std/initializer_list",
+    "cuda/std/inplace_vector",
+    "cuda/std/iterator",
+    "cuda/std/limits",
+    "cuda/std/mdspan",
+    "cuda/std/numbers",
+    "cuda/std/numeric",
+    "cuda/std/optional",
+    "cuda/std/ratio",
+    "cuda/std/span",
+    "cuda/std/tuple",
+    "cuda/std/type_traits",
+    "cuda/std/utility",
+    "cuda/std/variant",
+    "cuda/std/version",
+};
+
+template <size_t N>
+bool Contains(const std::string_view (&list)[N], std::string_view header) {
+  return std::find(std::begin(list), std::end(list), header) != std::end(list);
+}
+
+bool IsCubHeader(std::string_view header) { return header.substr(0, 4) == "cub/"; }
+
+// Why the CPU backend cannot compile `header`, as the feature it names, or
+// nullopt when it can.
+std::optional<std::string> RefusedHeader(std::string_view header) {
+  const std::string named = absl::StrCat("<", std::string(header), ">");
+  if (IsCubHeader(header)) {
+    if (Contains(kEmulatedCubHeaders, header)) return std::nullopt;
+    return absl::StrCat(named,
+                        ": of CUB only the block and warp collectives are supported "
+                        "(<cub/cub.cuh>, <cub/block/block_reduce.cuh>, block_scan, block_load, "
+                        "block_store, block_exchange, block_radix_sort, "
+                        "<cub/warp/warp_reduce.cuh>, warp_scan)");
+  }
+  for (std::string_view library : {"thrust/", "cutlass/", "cute/"}) {
+    if (header.substr(0, library.size()) == library) {
+      return absl::StrCat(named, ": Thrust and CUTLASS headers");
+    }
+  }
+  if (header.substr(0, 5) == "cuda/" || header.substr(0, 3) == "nv/") {
+    if (Contains(kHostCompatibleLibcudacxx, header)) return std::nullopt;
+    return absl::StrCat(named,
+                        ": of libcu++ only the headers of types, limits, math, functional "
+                        "objects and atomics are supported (<cuda/std/limits>, "
+                        "<cuda/std/cmath>, <cuda/functional>, <cuda/atomic>, ...)");
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::string MaskCommentsAndLiterals(std::string_view source) {
@@ -168,7 +300,7 @@ std::optional<std::string> FindUnsupportedFeature(std::string_view source) {
       {"__barrier_sync_count", "named barriers (__barrier_sync, __barrier_sync_count)"},
   };
   size_t best_pos = std::string::npos;
-  std::string_view best_feature;
+  std::string best_feature;
   for (const Rule& rule : kRules) {
     const std::vector<size_t> hits = FindToken(masked, rule.token);
     if (!hits.empty() && hits.front() < best_pos) {
@@ -188,24 +320,19 @@ std::optional<std::string> FindUnsupportedFeature(std::string_view source) {
     }
     break;
   }
-  // Libraries built on the above.
-  static constexpr std::string_view kLibraries = "CUB, Thrust and CUTLASS headers";
-  static constexpr std::string_view kLibcudacxx = "libcu++ headers (<cuda/atomic>, <cuda/std/...>)";
-  // Rule::token is a header prefix here, found anywhere.
-  static constexpr Rule kHeaders[] = {
-      {"<cub/", kLibraries},  {"<thrust/", kLibraries}, {"<cutlass/", kLibraries},
-      {"<cute/", kLibraries}, {"<cuda/", kLibcudacxx},  {"<nv/", kLibcudacxx},
-  };
-  for (const Rule& rule : kHeaders) {
-    const size_t pos = masked.find(rule.token);
-    if (pos != std::string::npos && pos < best_pos) {
-      best_pos = pos;
-      best_feature = rule.feature;
+  // Libraries: the #include lines of CCCL and CUTLASS headers.
+  for (const IncludeLine& include : FindIncludes(source, masked)) {
+    if (include.begin >= best_pos) break;
+    std::optional<std::string> refused = RefusedHeader(include.header);
+    if (refused.has_value()) {
+      best_pos = include.begin;
+      best_feature = std::move(*refused);
+      break;
     }
   }
   if (best_pos == std::string::npos) return std::nullopt;
-  return absl::StrCat("the CPU backend does not support ", std::string(best_feature), " (",
-                      kSubmissionFileName, " line ", LineOf(masked, best_pos), ")");
+  return absl::StrCat("the CPU backend does not support ", best_feature, " (", kSubmissionFileName,
+                      " line ", LineOf(masked, best_pos), ")");
 }
 
 std::string RewriteExternShared(std::string_view source) {
@@ -300,6 +427,20 @@ std::string RewriteExternShared(std::string_view source) {
   return out;
 }
 
+std::string RewriteCubIncludes(std::string_view source) {
+  const std::string masked = MaskCommentsAndLiterals(source);
+  std::string out;
+  size_t copied = 0;
+  for (const IncludeLine& include : FindIncludes(source, masked)) {
+    if (!IsCubHeader(include.header)) continue;
+    out.append(source.substr(copied, include.begin - copied));
+    out.append("#include \"kerneleval_cpu_cub.h\"");
+    copied = include.end;
+  }
+  out.append(source.substr(copied));
+  return out;
+}
+
 bool IsValidKernelName(std::string_view name) {
   if (name.empty() || name.size() > 512) return false;
   if (!(IsIdentifierChar(name[0]) || name[0] == ':') ||
@@ -345,7 +486,7 @@ absl::StatusOr<std::string> BuildTranslationUnit(std::string_view source,
     absl::StrAppend(&tu, *line, "\n");
   }
   absl::StrAppend(&tu, "#line 1 \"", kSubmissionFileName, "\"\n");
-  tu += RewriteExternShared(source);
+  tu += RewriteCubIncludes(RewriteExternShared(source));
   if (!source.empty() && source.back() != '\n') tu += '\n';
   absl::StrAppend(&tu, "#line 1 \"", kLaunchersFileName, "\"\n");
   constexpr char kExport[] = "extern \"C\" __attribute__((visibility(\"default\")))";

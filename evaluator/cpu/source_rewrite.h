@@ -34,6 +34,11 @@ std::optional<std::string> FindUnsupportedFeature(std::string_view source);
 // Same number of lines; other text unchanged.
 std::string RewriteExternShared(std::string_view source);
 
+// Replaces each #include of a CUB header by one of kerneleval_cpu_cub.h, the
+// prelude's emulation of CUB's block and warp collectives (FindUnsupported-
+// Feature refuses the headers it does not cover). Same lines.
+std::string RewriteCubIncludes(std::string_view source);
+
 // Whether `name` may be spliced into the generated launcher code: a
 // (qualified) identifier with optional template arguments; no comments,
 // strings, braces, semicolons, preprocessor or line breaks.
@@ -48,7 +53,7 @@ absl::StatusOr<std::string> DefineLine(std::string_view define);
 //   #include "kerneleval_cpu_prelude.h"
 //   <defines>
 //   #line 1 "submission.cu"
-//   <RewriteExternShared(source)>
+//   <RewriteCubIncludes(RewriteExternShared(source))>
 //   #line 1 "kerneleval-launchers"
 //   kerneleval_cpu_init, the kernel name table and kerneleval_cpu_launch_<i>
 //   for kernel_names[i].

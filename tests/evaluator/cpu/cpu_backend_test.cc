@@ -966,6 +966,340 @@ __global__ void tiles(float* out, int* iout, double* dout) {
   }
 }
 
+// ---- CUB (kerneleval_cpu_cub.h): a submission's `#include <cub/...>` lines
+// become the emulation's header.
+
+// BlockReduce / BlockScan / WarpReduce / WarpScan results, including what CUB
+// leaves undefined: BlockReduce's aggregate is thread 0's only (the others get
+// their warp's reduction from themselves to its end, as CUB's shfl_down code
+// leaves it, never the block's total in thread 32), WarpReduce's is lane 0's
+// of each logical warp, a tail-segmented sum lands in the segment's FIRST lane
+// (CUB 3.0.1's code, whatever its docs say), and an integer WarpScan
+// ExclusiveScan with plus and no initial value gives lane 0 a 0.
+TEST_F(CpuBackendTest, CubReduceScanAndWarpCollectives) {
+  const char* source = R"(
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+#include <cub/warp/warp_reduce.cuh>
+#include <cub/warp/warp_scan.cuh>
+__global__ void collectives(const int* x, int* reduce, int* excl, int* agg, int* incl_max,
+                            int* warp16, int* tail, int* wexcl) {
+  using BR = cub::BlockReduce<int, 64>;
+  using BS = cub::BlockScan<int, 64>;
+  using WR = cub::WarpReduce<int, 16>;
+  using WS = cub::WarpScan<int>;
+  __shared__ typename BR::TempStorage r;
+  __shared__ typename BS::TempStorage s;
+  __shared__ typename WR::TempStorage w[4];
+  __shared__ typename WS::TempStorage ws[2];
+  const int t = threadIdx.x, v = x[t];
+  reduce[t] = BR(r).Sum(v);
+  int e, a;
+  BS(s).ExclusiveSum(v, e, a);
+  excl[t] = e;
+  agg[t] = a;
+  __syncthreads();
+  int m;
+  BS(s).InclusiveScan(v, m, cuda::maximum<>{});
+  incl_max[t] = m;
+  warp16[t] = WR(w[t / 16]).Sum(v);
+  tail[t] = WR(w[t / 16]).TailSegmentedSum(v, t % 4 == 3);
+  int we;
+  WS(ws[t / 32]).ExclusiveScan(v, we, cuda::std::plus<>{});
+  wexcl[t] = we;
+}
+)";
+  const int n = 64;
+  const BufferSpec x = IntInput("x", v1::DTYPE_I32, n, -1000, 1000);
+  const internal::RunResult result = RunOk(MakeRequest(
+      source, {MakeCase("c", 5,
+                        {x, Output("reduce", v1::DTYPE_I32, n), Output("excl", v1::DTYPE_I32, n),
+                         Output("agg", v1::DTYPE_I32, n), Output("incl_max", v1::DTYPE_I32, n),
+                         Output("warp16", v1::DTYPE_I32, n), Output("tail", v1::DTYPE_I32, n),
+                         Output("wexcl", v1::DTYPE_I32, n)},
+                        {Launch("collectives", {1}, {n},
+                                {Buf("x"), Buf("reduce"), Buf("excl"), Buf("agg"), Buf("incl_max"),
+                                 Buf("warp16"), Buf("tail"), Buf("wexcl")})})}));
+  ASSERT_EQ(result.cases_size(), 1);
+  ASSERT_EQ(result.cases(0).outputs_size(), 7);
+  const std::vector<int32_t> vx = Generated<int32_t>(x, 5);
+  std::vector<std::vector<int32_t>> out;
+  for (int o = 0; o < 7; ++o) out.push_back(Values<int32_t>(result.cases(0).outputs(o)));
+  const auto sum = [&](int first, int last) {  // x[first..last]
+    int s = 0;
+    for (int j = first; j <= last; ++j) s += vx[j];
+    return s;
+  };
+  const int total = sum(0, n - 1);
+  for (int t = 0; t < n; ++t) {
+    // BlockReduce: thread 0 the total, the others their warp's suffix.
+    EXPECT_EQ(out[0][t], t == 0 ? total : sum(t, (t | 31))) << "reduce " << t;
+    EXPECT_EQ(out[1][t], t == 0 ? 0 : sum(0, t - 1)) << "excl " << t;
+    EXPECT_EQ(out[2][t], total) << "aggregate " << t;
+    int m = vx[0];
+    for (int j = 1; j <= t; ++j) m = std::max(m, vx[j]);
+    EXPECT_EQ(out[3][t], m) << "inclusive max " << t;
+    // WarpReduce<int, 16>: lane 0 of each logical warp the total.
+    EXPECT_EQ(out[4][t], sum(t, t | 15)) << "warp16 " << t;
+    // Tail flags at t % 4 == 3: lane t gets x[t..t|3]; the first lane of a
+    // segment its total.
+    EXPECT_EQ(out[5][t], sum(t, t | 3)) << "tail " << t;
+    EXPECT_EQ(out[6][t], t % 32 == 0 ? 0 : sum(t & ~31, t - 1)) << "warp exclusive " << t;
+  }
+  EXPECT_NE(out[0][32], total);  // thread 32 holds warp 1's aggregate only
+  EXPECT_EQ(out[0][32], sum(32, 63));
+}
+
+// Arrangements: a striped BlockLoad leaves items striped in registers, a
+// transposed one blocked (with oob_default past valid_items); warp-striped
+// exchanges; a guarded transposed store takes thread 0's valid_items, as
+// CUB's broadcast through shared memory does.
+TEST_F(CpuBackendTest, CubLoadStoreAndExchangeArrangements) {
+  const char* source = R"(
+#include <cub/block/block_exchange.cuh>
+#include <cub/block/block_load.cuh>
+#include <cub/block/block_store.cuh>
+__global__ void arrangements(const int* x, int* striped, int* blocked, int* warp_striped,
+                            int* stored, int valid) {
+  using LS = cub::BlockLoad<int, 64, 4, cub::BLOCK_LOAD_STRIPED>;
+  using LT = cub::BlockLoad<int, 64, 4, cub::BLOCK_LOAD_TRANSPOSE>;
+  using EX = cub::BlockExchange<int, 64, 4>;
+  using ST = cub::BlockStore<int, 64, 4, cub::BLOCK_STORE_WARP_TRANSPOSE>;
+  __shared__ typename LT::TempStorage lt;
+  __shared__ typename EX::TempStorage ex;
+  __shared__ typename ST::TempStorage st;
+  const int t = threadIdx.x;
+  int items[4];
+  LS().Load(x, items);
+  for (int i = 0; i < 4; ++i) striped[t * 4 + i] = items[i];
+  LT(lt).Load(x, items, valid, -1);
+  for (int i = 0; i < 4; ++i) blocked[t * 4 + i] = items[i];
+  EX(ex).BlockedToWarpStriped(items);
+  for (int i = 0; i < 4; ++i) warp_striped[t * 4 + i] = items[i];
+  __syncthreads();
+  EX(ex).WarpStripedToBlocked(items);
+  for (int i = 0; i < 4; ++i) stored[t * 4 + i] = 0;
+  __syncthreads();
+  ST(st).Store(stored, items, t == 0 ? valid : 0);
+}
+)";
+  const int n = 256, valid = 250;
+  const BufferSpec x = IntInput("x", v1::DTYPE_I32, n, -1000, 1000);
+  const internal::RunResult result = RunOk(MakeRequest(
+      source,
+      {MakeCase("c", 9,
+                {x, Output("striped", v1::DTYPE_I32, n), Output("blocked", v1::DTYPE_I32, n),
+                 Output("warp_striped", v1::DTYPE_I32, n), Output("stored", v1::DTYPE_I32, n)},
+                {Launch("arrangements", {1}, {64},
+                        {Buf("x"), Buf("striped"), Buf("blocked"), Buf("warp_striped"),
+                         Buf("stored"), Int(valid)})})}));
+  ASSERT_EQ(result.cases_size(), 1);
+  ASSERT_EQ(result.cases(0).outputs_size(), 4);
+  const std::vector<int32_t> vx = Generated<int32_t>(x, 9);
+  const auto striped = Values<int32_t>(result.cases(0).outputs(0));
+  const auto blocked = Values<int32_t>(result.cases(0).outputs(1));
+  const auto warp_striped = Values<int32_t>(result.cases(0).outputs(2));
+  const auto stored = Values<int32_t>(result.cases(0).outputs(3));
+  const auto element = [&](int e) { return e < valid ? vx[e] : -1; };  // the guarded tile
+  for (int t = 0; t < 64; ++t) {
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_EQ(striped[t * 4 + i], vx[i * 64 + t]) << t << " " << i;
+      EXPECT_EQ(blocked[t * 4 + i], element(t * 4 + i)) << t << " " << i;
+      EXPECT_EQ(warp_striped[t * 4 + i], element((t / 32) * 128 + i * 32 + t % 32))
+          << t << " " << i;
+    }
+  }
+  for (int e = 0; e < n; ++e) EXPECT_EQ(stored[e], e < valid ? vx[e] : 0) << e;
+}
+
+// BlockRadixSort orders as CUB does: by the keys' bit-ordered bits (floats:
+// the sign-flip twiddle, NaNs by their bits past +-inf), with -0.0 and +0.0
+// equal (CUB's digit extractor maps -0.0 onto +0.0) so that they keep their
+// order, stable; and only bits [begin_bit, end_bit) compared.
+TEST_F(CpuBackendTest, CubRadixSortOrder) {
+  const char* source = R"(
+#include <cub/block/block_radix_sort.cuh>
+__device__ const unsigned kBits[16] = {
+    0x80000000u, 0x00000000u, 0xbfc00000u, 0x40000000u, 0x7fc00000u, 0xffc00000u,
+    0x7f800000u, 0xff800000u, 0x3f800000u, 0xc0000000u, 0x00000000u, 0x80000000u,
+    0x40400000u, 0xbfc00000u, 0x00000100u, 0x80000100u};
+__global__ void sorts(unsigned* asc_keys, int* asc_values, unsigned* desc_keys,
+                      int* desc_values, unsigned* range_keys) {
+  using FloatSort = cub::BlockRadixSort<float, 32, 2, int>;
+  using UintSort = cub::BlockRadixSort<unsigned, 32, 2>;
+  __shared__ typename FloatSort::TempStorage fs;
+  __shared__ typename UintSort::TempStorage us;
+  const int t = threadIdx.x;
+  float k[2];
+  int v[2];
+  unsigned u[2];
+  for (int i = 0; i < 2; ++i) {
+    const int j = t * 2 + i;
+    k[i] = __uint_as_float(kBits[j % 16]);
+    v[i] = j;
+    u[i] = (static_cast<unsigned>(j) * 2654435761u) >> 24;
+  }
+  FloatSort(fs).Sort(k, v);
+  for (int i = 0; i < 2; ++i) {
+    asc_keys[t * 2 + i] = __float_as_uint(k[i]);
+    asc_values[t * 2 + i] = v[i];
+  }
+  for (int i = 0; i < 2; ++i) {
+    const int j = t * 2 + i;
+    k[i] = __uint_as_float(kBits[j % 16]);
+    v[i] = j;
+  }
+  __syncthreads();
+  FloatSort(fs).SortDescendingBlockedToStriped(k, v);
+  for (int i = 0; i < 2; ++i) {  // striped: rank i * 32 + t
+    desc_keys[i * 32 + t] = __float_as_uint(k[i]);
+    desc_values[i * 32 + t] = v[i];
+  }
+  UintSort(us).Sort(u, 4, 8);
+  for (int i = 0; i < 2; ++i) range_keys[t * 2 + i] = u[i];
+}
+)";
+  const int n = 64;
+  const internal::RunResult result = RunOk(MakeRequest(
+      source,
+      {MakeCase("c", 1,
+                {Output("asc_keys", v1::DTYPE_I32, n), Output("asc_values", v1::DTYPE_I32, n),
+                 Output("desc_keys", v1::DTYPE_I32, n), Output("desc_values", v1::DTYPE_I32, n),
+                 Output("range_keys", v1::DTYPE_I32, n)},
+                {Launch("sorts", {1}, {32},
+                        {Buf("asc_keys"), Buf("asc_values"), Buf("desc_keys"), Buf("desc_values"),
+                         Buf("range_keys")})})}));
+  ASSERT_EQ(result.cases_size(), 1);
+  ASSERT_EQ(result.cases(0).outputs_size(), 5);
+  const uint32_t bits[16] = {0x80000000u, 0x00000000u, 0xbfc00000u, 0x40000000u,
+                             0x7fc00000u, 0xffc00000u, 0x7f800000u, 0xff800000u,
+                             0x3f800000u, 0xc0000000u, 0x00000000u, 0x80000000u,
+                             0x40400000u, 0xbfc00000u, 0x00000100u, 0x80000100u};
+  const auto ordered = [](uint32_t b) {
+    const uint32_t o = (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+    return o == 0x7fffffffu ? 0x80000000u : o;  // -0.0 sorts as +0.0
+  };
+  std::vector<int> asc(n), desc(n);
+  for (int j = 0; j < n; ++j) asc[j] = desc[j] = j;
+  std::stable_sort(asc.begin(), asc.end(),
+                   [&](int a, int b) { return ordered(bits[a % 16]) < ordered(bits[b % 16]); });
+  std::stable_sort(desc.begin(), desc.end(),
+                   [&](int a, int b) { return ordered(bits[a % 16]) > ordered(bits[b % 16]); });
+  const auto asc_keys = Values<uint32_t>(result.cases(0).outputs(0));
+  const auto asc_values = Values<int32_t>(result.cases(0).outputs(1));
+  const auto desc_keys = Values<uint32_t>(result.cases(0).outputs(2));
+  const auto desc_values = Values<int32_t>(result.cases(0).outputs(3));
+  const auto range_keys = Values<uint32_t>(result.cases(0).outputs(4));
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(asc_values[r], asc[r]) << "ascending rank " << r;
+    EXPECT_EQ(asc_keys[r], bits[asc[r] % 16]) << "ascending rank " << r;
+    EXPECT_EQ(desc_values[r], desc[r]) << "descending rank " << r;
+    EXPECT_EQ(desc_keys[r], bits[desc[r] % 16]) << "descending rank " << r;
+  }
+  // The ends: -NaN first, +NaN last; -0.0 (index 0) before +0.0 (index 1),
+  // and +0.0 (index 10) before -0.0 (index 11): equal keys keep their order.
+  EXPECT_EQ(asc_keys[0], 0xffc00000u);
+  EXPECT_EQ(asc_keys[n - 1], 0x7fc00000u);
+  const auto rank = [&](int j) {
+    return std::find(asc_values.begin(), asc_values.end(), j) - asc_values.begin();
+  };
+  EXPECT_LT(rank(0), rank(1));
+  EXPECT_LT(rank(10), rank(11));
+  std::vector<uint32_t> u(n);
+  for (int j = 0; j < n; ++j) u[j] = (static_cast<uint32_t>(j) * 2654435761u) >> 24;
+  std::stable_sort(u.begin(), u.end(),
+                   [](uint32_t a, uint32_t b) { return ((a >> 4) & 15u) < ((b >> 4) & 15u); });
+  for (int r = 0; r < n; ++r) EXPECT_EQ(range_keys[r], u[r]) << "bits [4, 8) rank " << r;
+}
+
+// A block collective launched with another block size than its template's
+// ends the run naming the collective and both sizes; a facility the backend
+// does not emulate is a compile error that says so.
+TEST_F(CpuBackendTest, CubBlockSizeMismatchTrapsAndUnsupportedFacilitiesAreRefused) {
+  const char* mismatch = R"(
+#include <cub/block/block_reduce.cuh>
+__global__ void block_sum(const float* x, float* y) {
+  using BlockReduce = cub::BlockReduce<float, 128>;
+  __shared__ typename BlockReduce::TempStorage temp;
+  const float total = BlockReduce(temp).Sum(x[threadIdx.x]);
+  if (threadIdx.x == 0) y[blockIdx.x] = total;
+}
+)";
+  const internal::RunFailure failure = RunFails(MakeRequest(
+      mismatch, {MakeCase("c", 1, {Input("x", v1::DTYPE_F32, 256), Output("y", v1::DTYPE_F32, 1)},
+                          {Launch("block_sum", {1}, {256}, {Buf("x"), Buf("y")})})}));
+  EXPECT_EQ(failure.stage(), "runtime");
+  EXPECT_NE(failure.message().find("cub::BlockReduce: the block was launched with blockDim (256, "
+                                   "1, 1) = 256 threads, but the collective's template says "
+                                   "BLOCK_DIM_X/Y/Z = (128, 1, 1) = 128 threads"),
+            std::string::npos)
+      << failure.message();
+
+  const char* unsupported = R"(
+#include <cub/cub.cuh>
+__global__ void histogram(const unsigned char* x, unsigned* bins) {
+  using Hist = cub::BlockHistogram<unsigned char, 128, 4, 256>;
+  __shared__ typename Hist::TempStorage temp;
+  unsigned char items[4] = {x[0], x[1], x[2], x[3]};
+  Hist(temp).Histogram(items, bins);
+}
+)";
+  const internal::RunFailure refused = RunFails(MakeRequest(
+      unsupported,
+      {MakeCase("c", 1, {Input("x", v1::DTYPE_U8, 4), Output("bins", v1::DTYPE_I32, 256)},
+                {Launch("histogram", {1}, {128}, {Buf("x"), Buf("bins")})})}));
+  EXPECT_EQ(refused.stage(), "compile");
+  EXPECT_NE(
+      refused.message().find("cub::BlockHistogram is not supported by kerneleval's CPU backend"),
+      std::string::npos)
+      << refused.message();
+}
+
+// libcu++'s host-compatible headers compile as they are: types, limits,
+// functional objects, and atomics (cuda::atomic_ref on the host is the
+// blocks' real atomics, which run in parallel here).
+TEST_F(CpuBackendTest, LibcudacxxTypesFunctionalsAndAtomics) {
+  const char* source = R"(
+#include <cuda/atomic>
+#include <cuda/functional>
+#include <cuda/std/array>
+#include <cuda/std/limits>
+__global__ void stats(const float* x, float* maxima, int* count, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  float m = -cuda::std::numeric_limits<float>::infinity();
+  cuda::std::array<float, 2> pair{x[i], x[(i + 1) % n]};
+  for (float v : pair) m = cuda::maximum<>{}(m, v);
+  maxima[i] = m;
+  __shared__ int block_count;
+  if (threadIdx.x == 0) block_count = 0;
+  __syncthreads();
+  cuda::atomic_ref<int, cuda::thread_scope_block> counter(block_count);
+  if (x[i] > 0.0f) counter.fetch_add(1, cuda::std::memory_order_relaxed);
+  __syncthreads();
+  if (threadIdx.x == 0) count[blockIdx.x] = counter.load();
+}
+)";
+  const int n = 4096;
+  const BufferSpec x = Input("x", v1::DTYPE_F32, n);
+  const internal::RunResult result = RunOk(MakeRequest(
+      source,
+      {MakeCase(
+          "c", 3, {x, Output("maxima", v1::DTYPE_F32, n), Output("count", v1::DTYPE_I32, n / 256)},
+          {Launch("stats", {n / 256}, {256}, {Buf("x"), Buf("maxima"), Buf("count"), Int(n)})})}));
+  ASSERT_EQ(result.cases_size(), 1);
+  const std::vector<float> vx = Generated<float>(x, 3);
+  const std::vector<float> maxima = Values<float>(result.cases(0).outputs(0));
+  const std::vector<int32_t> counts = Values<int32_t>(result.cases(0).outputs(1));
+  for (int i = 0; i < n; ++i) {
+    EXPECT_EQ(maxima[i], std::max(vx[i], vx[(i + 1) % n])) << i;
+  }
+  for (int b = 0; b < n / 256; ++b) {
+    int positive = 0;
+    for (int i = b * 256; i < (b + 1) * 256; ++i) positive += vx[i] > 0.0f;
+    EXPECT_EQ(counts[b], positive) << "block " << b;
+  }
+}
+
 // Asynchronous copies were a "not supported" compile failure here: a block's
 // cg::memcpy_async of a tile and its cg::wait, a warp tile's of elements,
 // and a thread's __pipeline_memcpy_async with zero fill, committed and
@@ -998,6 +1332,7 @@ __global__ void stage(const float* x, float* plain, float* tiles, float* rows, f
   }
   if (t < 32) rows[32 * b + t] = row[t];
 }
+
 )";
   const internal::RunResult result = RunOk(MakeRequest(
       source,

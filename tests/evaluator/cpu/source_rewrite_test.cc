@@ -37,15 +37,53 @@ TEST(FindUnsupportedFeature, OtherFeatures) {
   EXPECT_TRUE(
       FindUnsupportedFeature("auto g = cooperative_groups::this_grid(); g.sync();").has_value());
   EXPECT_TRUE(FindUnsupportedFeature("__global__ void k() { child<<<1, 1>>>(); }").has_value());
-  EXPECT_TRUE(FindUnsupportedFeature("#include <cub/cub.cuh>\n").has_value());
   const auto predicate = FindUnsupportedFeature("bool s = __isShared(p);");
   ASSERT_TRUE(predicate.has_value());
   EXPECT_NE(predicate->find("address-space predicates"), std::string::npos) << *predicate;
   EXPECT_TRUE(FindUnsupportedFeature("__barrier_sync(1);").has_value());
-  // Not found on the host compiler's include path ("No such file" before).
-  const auto libcudacxx = FindUnsupportedFeature("#include <cuda/atomic>\n");
-  ASSERT_TRUE(libcudacxx.has_value());
-  EXPECT_NE(libcudacxx->find("libcu++ headers"), std::string::npos) << *libcudacxx;
+}
+
+// CUB's block and warp collectives are emulated (kerneleval_cpu_cub.h) and
+// libcu++'s host-compatible headers compile as they are; the rest of CCCL is
+// refused naming the header, whether included with <> or "".
+TEST(FindUnsupportedFeature, CcclHeaders) {
+  for (const char* supported :
+       {"#include <cub/block/block_reduce.cuh>\n", "#  include \"cub/warp/warp_scan.cuh\"\n",
+        "#include <cub/block/block_radix_sort.cuh>\n", "#include <cuda/std/limits>\n",
+        "#include <cuda/atomic>\n", "#include <cuda/functional>\n",
+        "// #include <thrust/sort.h>\n#include <cuda/std/cmath>\n"}) {
+    EXPECT_FALSE(FindUnsupportedFeature(supported).has_value()) << supported;
+  }
+  const auto histogram = FindUnsupportedFeature("\n#include <cub/block/block_histogram.cuh>\n");
+  ASSERT_TRUE(histogram.has_value());
+  EXPECT_NE(histogram->find("<cub/block/block_histogram.cuh>: of CUB only the block and warp "
+                            "collectives are supported"),
+            std::string::npos)
+      << *histogram;
+  EXPECT_NE(histogram->find("line 2"), std::string::npos) << *histogram;
+  const auto device = FindUnsupportedFeature("#include \"cub/device/device_reduce.cuh\"\n");
+  ASSERT_TRUE(device.has_value());
+  EXPECT_NE(device->find("<cub/device/device_reduce.cuh>"), std::string::npos) << *device;
+  const auto thrust = FindUnsupportedFeature("#include <thrust/sort.h>\n");
+  ASSERT_TRUE(thrust.has_value());
+  EXPECT_NE(thrust->find("Thrust and CUTLASS"), std::string::npos) << *thrust;
+  // Host code of these blocks the OS thread the block's threads share.
+  for (const char* refused :
+       {"#include <cuda/barrier>\n", "#include <cuda/std/semaphore>\n",
+        "#include <cuda/pipeline>\n", "#include <cuda/ptx>\n", "#include <nv/target>\n"}) {
+    const auto found = FindUnsupportedFeature(refused);
+    ASSERT_TRUE(found.has_value()) << refused;
+    EXPECT_NE(found->find("of libcu++ only the headers of types"), std::string::npos) << *found;
+  }
+}
+
+TEST(RewriteCubIncludes, EachCubIncludeBecomesTheEmulationsSameLine) {
+  const std::string source =
+      "#include <cuda_fp16.h>\n#include <cub/block/block_reduce.cuh>  // sums\n"
+      "  # include \"cub/warp/warp_reduce.cuh\"\nint x; // #include <cub/x.cuh>\n";
+  EXPECT_EQ(RewriteCubIncludes(source),
+            "#include <cuda_fp16.h>\n#include \"kerneleval_cpu_cub.h\"\n"
+            "  #include \"kerneleval_cpu_cub.h\"\nint x; // #include <cub/x.cuh>\n");
 }
 
 TEST(FindUnsupportedFeature, OrdinaryKernelsPass) {

@@ -128,7 +128,8 @@ TEST(ProblemSetTest, EveryProblemIsCompleteAndSizedForItsBackends) {
     EXPECT_FALSE(problem->flops().empty());
     EXPECT_FALSE(problem->tags().empty());
     EXPECT_NE(problem->reference_source().find("__global__"), std::string::npos);
-    // Standard CUDA only: the reference must also run on the CPU backend.
+    // Plain CUDA only: no PTX, tensor cores or libraries in a reference, which
+    // every backend (and emulation) must run alike.
     for (const char* forbidden : {"asm(", "asm volatile", "wmma::", "cub::", "<mma.h>"}) {
       EXPECT_EQ(problem->reference_source().find(forbidden), std::string::npos) << forbidden;
     }
