@@ -199,9 +199,8 @@ int Run(CompileFlags flags) {
   // The template kernels the source launches, as an evaluation instantiates
   // them (a plan that does not parse launches nothing here).
   if (absl::StatusOr<v1::LaunchPlan> plan = plan::ParseDirectives(*source); plan.ok()) {
-    for (const v1::Launch& launch : plan->launches()) {
-      if (absl::StrContains(launch.kernel(), '<'))
-        flags.name_expressions.push_back(launch.kernel());
+    for (std::string& instance : plan::LaunchedTemplateInstances(*plan)) {
+      flags.name_expressions.push_back(std::move(instance));
     }
   }
   absl::StatusOr<std::vector<std::string>> expressions =

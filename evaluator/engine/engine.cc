@@ -30,6 +30,7 @@
 #include "evaluator/engine/evaluation.h"
 #include "evaluator/engine/fair_queue.h"
 #include "evaluator/engine/thread_pool.h"
+#include "evaluator/plan/directives.h"
 #include "evaluator/problems/describe.h"
 #include "evaluator/problems/problems.h"
 #include "evaluator/process/worker_process.h"
@@ -1434,6 +1435,9 @@ void EngineImpl::CompileAsync(v1::CompileRequest request, CallContext context,
   auto job = std::make_shared<compile::CompileJob>();
   job->source = std::move(*request.mutable_source());
   job->options = request.options();
+  // The template kernels the source's @launch lines name, as an evaluation
+  // of it would instantiate them.
+  plan::AddLaunchedTemplateInstances(job->source, job->options.mutable_name_expressions());
   if (job->options.arch().empty()) {
     std::string arch;
     for (auto& device : devices_) {

@@ -197,11 +197,10 @@ absl::StatusOr<Preparation> Evaluation::PrepareCandidate(const v1::Submission& s
   *job.options.mutable_options() = submission.compile_options().options();
   *job.options.mutable_name_expressions() = submission.compile_options().name_expressions();
   if (plan.ok()) {
-    for (const v1::Launch& launch : plan->launches()) {
+    for (std::string& instance : plan::LaunchedTemplateInstances(*plan)) {
       const auto& known = job.options.name_expressions();
-      if (absl::StrContains(launch.kernel(), '<') &&
-          std::find(known.begin(), known.end(), launch.kernel()) == known.end()) {
-        job.options.add_name_expressions(launch.kernel());
+      if (std::find(known.begin(), known.end(), instance) == known.end()) {
+        job.options.add_name_expressions(std::move(instance));
       }
     }
   }
@@ -374,7 +373,8 @@ absl::StatusOr<internal::ResolvedPlan> Evaluation::Resolve(const PreparedProgram
     const v1::KernelInfo* mismatched = nullptr;
     for (const auto& kernel : program.program.compiled().kernels()) {
       const std::string& name = kernel.name();
-      if ((!kernel.name_expression().empty() && kernel.name_expression() == launch.kernel()) ||
+      if (name == launch.kernel() ||
+          (!kernel.name_expression().empty() && kernel.name_expression() == launch.kernel()) ||
           (name.size() > launch.kernel().size() &&
            name.compare(0, launch.kernel().size(), launch.kernel()) == 0 &&
            name[launch.kernel().size()] == '(')) {

@@ -1,5 +1,6 @@
 #include "evaluator/plan/directives.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <string>
@@ -424,6 +425,29 @@ absl::StatusOr<v1::LaunchPlan> ParseDirectives(std::string_view source) {
     }
   }
   return plan;
+}
+
+std::vector<std::string> LaunchedTemplateInstances(const v1::LaunchPlan& plan) {
+  std::vector<std::string> instances;
+  for (const v1::Launch& launch : plan.launches()) {
+    if (launch.kernel().find('<') != std::string::npos &&
+        std::find(instances.begin(), instances.end(), launch.kernel()) == instances.end()) {
+      instances.push_back(launch.kernel());
+    }
+  }
+  return instances;
+}
+
+void AddLaunchedTemplateInstances(
+    std::string_view source, google::protobuf::RepeatedPtrField<std::string>* name_expressions) {
+  absl::StatusOr<v1::LaunchPlan> plan = ParseDirectives(source);
+  if (!plan.ok()) return;
+  for (std::string& instance : LaunchedTemplateInstances(*plan)) {
+    if (std::find(name_expressions->begin(), name_expressions->end(), instance) ==
+        name_expressions->end()) {
+      *name_expressions->Add() = std::move(instance);
+    }
+  }
 }
 
 }  // namespace kerneleval::plan

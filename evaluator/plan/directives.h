@@ -9,7 +9,9 @@
 // is in evaluator/plan/README.md.
 #pragma once
 
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "kerneleval/v1/problem.pb.h"
@@ -25,5 +27,15 @@ inline constexpr int kMaxDirectives = 256;
 // that is an error. Errors are absl::InvalidArgumentError naming the line:
 //   line 12: @launch: expected '<<<' after the kernel name
 absl::StatusOr<v1::LaunchPlan> ParseDirectives(std::string_view source);
+
+// The template-kernel instances `plan` launches ("scale<float, 4>"), each
+// once, in launch order: the name expressions NVRTC must instantiate.
+std::vector<std::string> LaunchedTemplateInstances(const v1::LaunchPlan& plan);
+
+// `name_expressions` with the template instances launched by the source's
+// @launch directives appended (those not in it yet); unchanged when the
+// directives do not parse (the evaluation reports that).
+void AddLaunchedTemplateInstances(
+    std::string_view source, google::protobuf::RepeatedPtrField<std::string>* name_expressions);
 
 }  // namespace kerneleval::plan

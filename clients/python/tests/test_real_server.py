@@ -114,6 +114,24 @@ def test_compile(client):
     assert any(d.severity == "error" for d in failed.diagnostics)
 
 
+TEMPLATE_ADD = """
+// @launch add<float, 128><<<ceil_div(N, 128), 128>>>(a, b, c, N)
+template <typename T, int kBlock>
+__global__ void __launch_bounds__(kBlock) add(const T* a, const T* b, T* c, int n) {
+  int i = blockIdx.x * kBlock + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+}
+"""
+
+
+def test_template_kernels_are_instantiated_and_launched(client):
+    compiled = client.compile(TEMPLATE_ADD, instantiate=["add<double, 64>"])
+    assert compiled.success, compiled.log
+    assert sorted(k.name_expression for k in compiled.kernels) == ["add<double, 64>", "add<float, 128>"]
+    verdict = client.evaluate("vector_add", TEMPLATE_ADD, skip_timing=True)
+    assert verdict.correct and verdict.stage == "passed", verdict.error
+
+
 def test_evaluate_correct(client):
     verdict = client.evaluate("vector_add", VECTOR_ADD, reward_mode="speedup", partial_credit=False)
     assert isinstance(verdict, Verdict)

@@ -1010,6 +1010,19 @@ __global__ void __launch_bounds__(kBlock) add(const T* a, const T* b, T* c, int 
                      "// @launch ops::add<<<ceil_div(N, 128), 128>>>(a, b, c, N)\n" + kernel);
   EXPECT_EQ(verdict.stage(), "compile");
   EXPECT_THAT(verdict.error(), HasSubstr("is a template: name its template arguments"));
+
+  // Compile instantiates what the source's @launch lines name, and what the
+  // request adds.
+  v1::CompileRequest compile;
+  compile.set_source("// @launch ops::add<float, 128><<<1, 128>>>(a, b, c, N)\n" + kernel);
+  compile.mutable_options()->add_name_expressions("ops::add<double, 64>");
+  absl::StatusOr<v1::CompileResult> compiled = engine_->Compile(compile, CallContext{});
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  ASSERT_TRUE(compiled->success()) << compiled->log();
+  std::vector<std::string> instances;
+  for (const v1::KernelInfo& k : compiled->kernels()) instances.push_back(k.name_expression());
+  std::sort(instances.begin(), instances.end());
+  EXPECT_EQ(instances, (std::vector<std::string>{"ops::add<double, 64>", "ops::add<float, 128>"}));
 }
 
 TEST_F(EngineTest, BadLaunchPlanIsACompileVerdictNamingTheLine) {

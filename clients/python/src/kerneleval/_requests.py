@@ -47,8 +47,10 @@ def backend_value(backend: Optional[str]) -> int:
         raise ValueError(f"kerneleval: backend {backend!r} is not 'auto', 'cuda' or 'cpu'") from None
 
 
-def compile_options(options: Optional[Iterable[str]] = None, arch: Optional[str] = None) -> Message:
-    return pb.CompileOptions(options=list(options or ()), arch=arch or "")
+def compile_options(options: Optional[Iterable[str]] = None, arch: Optional[str] = None,
+                    instantiate: Optional[Iterable[str]] = None) -> Message:
+    return pb.CompileOptions(options=list(options or ()), arch=arch or "",
+                             name_expressions=list(instantiate or ()))
 
 
 def utf8_problem(text: str) -> Optional[str]:
@@ -232,11 +234,12 @@ def compile_request(
     include_ptx: bool = False,
     include_cubin: bool = False,
     client_id: Optional[str] = None,
+    instantiate: Optional[Iterable[str]] = None,
 ) -> Message:
     check_utf8(source, "source")
     return pb.CompileRequest(
         source=source,
-        options=compile_options(options, arch),
+        options=compile_options(options, arch, instantiate),
         include_ptx=include_ptx,
         include_cubin=include_cubin,
         client_id=client_id or "",

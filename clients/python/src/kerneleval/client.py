@@ -276,11 +276,17 @@ class Client(_ClientBase):
         timeout: Any = _UNSET,
         request_id: Optional[str] = None,
         client_id: Optional[str] = None,
+        instantiate: Optional[Sequence[str]] = None,
     ) -> CompileResult:
-        """Compiles without running: the log, diagnostics and per-kernel resources."""
+        """Compiles without running: the log, diagnostics and per-kernel resources.
+
+        instantiate: template kernels to instantiate, e.g. ["scale<float, 4>"]
+        (those the source's @launch lines name are instantiated anyway); each
+        instance's KernelInfo.name_expression names it.
+        """
         request = _requests.compile_request(
             source, options=options, arch=arch, include_ptx=include_ptx, include_cubin=include_cubin,
-            client_id=client_id or self.client_id,
+            client_id=client_id or self.client_id, instantiate=instantiate,
         )
         return CompileResult.from_proto(self._unary("Compile", request, timeout, request_id).result)
 
@@ -399,11 +405,12 @@ class AsyncClient(_ClientBase):
 
     async def compile(self, source: str, *, options: Optional[Sequence[str]] = None, arch: Optional[str] = None,
                       include_ptx: bool = False, include_cubin: bool = False, timeout: Any = _UNSET,
-                      request_id: Optional[str] = None, client_id: Optional[str] = None) -> CompileResult:
+                      request_id: Optional[str] = None, client_id: Optional[str] = None,
+                      instantiate: Optional[Sequence[str]] = None) -> CompileResult:
         """See Client.compile."""
         request = _requests.compile_request(
             source, options=options, arch=arch, include_ptx=include_ptx, include_cubin=include_cubin,
-            client_id=client_id or self.client_id,
+            client_id=client_id or self.client_id, instantiate=instantiate,
         )
         response = await self._unary("Compile", request, timeout, request_id)
         return CompileResult.from_proto(response.result)

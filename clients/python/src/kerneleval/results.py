@@ -118,6 +118,7 @@ class KernelInfo(_Result):
     constant_bytes: int = 0
     params: list[KernelParam] = field(default_factory=list)
     max_threads_per_block: int = 0
+    name_expression: str = ""  # the template instance it is, e.g. "scale<float, 4>"; "" if none
     raw: Optional[Message] = _raw()
 
     _nested: ClassVar[dict[str, tuple[type, bool]]] = {"params": (KernelParam, True)}
