@@ -102,6 +102,11 @@ constexpr std::string_view kEmulatedCubHeaders[] = {
     "cub/warp/warp_scan.cuh",
     "cub/util_type.cuh",
     "cub/util_ptx.cuh",
+    "cub/thread/thread_reduce.cuh",
+    "cub/thread/thread_load.cuh",
+    "cub/thread/thread_store.cuh",
+    "cub/thread/thread_operators.cuh",
+    "cub/iterator/cache_modified_input_iterator.cuh",
 };
 
 // libcu++ headers whose host code is the device code's meaning (types,
@@ -129,6 +134,7 @@ constexpr std::string_view kHostCompatibleLibcudacxx[] = {
     "cuda/std/concepts",
     "cuda/std/cstddef",
     "cuda/std/cstdint",
+    "cuda/std/cstdlib",
     "cuda/std/cstring",
     "cuda/std/expected",
     "cuda/std/functional",
@@ -163,10 +169,11 @@ std::optional<std::string> RefusedHeader(std::string_view header) {
   if (IsCubHeader(header)) {
     if (Contains(kEmulatedCubHeaders, header)) return std::nullopt;
     return absl::StrCat(named,
-                        ": of CUB only the block and warp collectives are supported "
-                        "(<cub/cub.cuh>, <cub/block/block_reduce.cuh>, block_scan, block_load, "
-                        "block_store, block_exchange, block_radix_sort, "
-                        "<cub/warp/warp_reduce.cuh>, warp_scan)");
+                        ": of CUB only the block and warp collectives and the thread "
+                        "utilities are supported (<cub/block/block_reduce.cuh>, block_scan, "
+                        "block_load, block_store, block_exchange, block_radix_sort, "
+                        "<cub/warp/warp_reduce.cuh>, warp_scan, <cub/thread/thread_reduce.cuh>, "
+                        "thread_load, thread_store, thread_operators, util_type, util_ptx)");
   }
   for (std::string_view library : {"thrust/", "cutlass/", "cute/"}) {
     if (header.substr(0, library.size()) == library) {

@@ -54,13 +54,15 @@ class Binder {
  public:
   Binder(const v1::LaunchPlan& plan, const v1::Problem& problem, const ParamMap& params,
          const std::vector<KernelSignature>& kernels, const PlanLimits& limits,
-         const ParamMap& constants)
+         const ParamMap& constants,
+         const std::set<std::string, std::less<>>* unreadable_constants = nullptr)
       : plan_(plan),
         problem_(problem),
         params_(params),
         kernels_(kernels),
         limits_(limits),
-        constants_(constants) {}
+        constants_(constants),
+        unreadable_constants_(unreadable_constants) {}
 
   absl::StatusOr<internal::ResolvedPlan> Run() {
     if (plan_.launches_size() == 0) {
@@ -231,9 +233,16 @@ class Binder {
     for (const std::string& name : ExprNames(expr)) {
       auto it = names_.find(name);
       if (it == names_.end()) {
+        std::string hint;
+        if (unreadable_constants_ != nullptr && unreadable_constants_->count(name) > 0) {
+          hint = detail::Cat("; the source declares '", name,
+                             "', but its value is not an integer expression a plan can read: "
+                             "literals, + - * / %, other such constants (e.g. `constexpr int ",
+                             name, " = 256;`)");
+        }
         return absl::InvalidArgumentError(detail::Cat(prefix, what, ": unknown name '", name,
                                                       "' in ", Quoted(expr), " (", ValueNameList(),
-                                                      ")"));
+                                                      hint, ")"));
       }
       if (IsBufferKind(it->second)) {
         return absl::InvalidArgumentError(
@@ -586,6 +595,7 @@ class Binder {
 
   std::map<std::string, NameKind, std::less<>> names_;
   std::map<std::string, v1::DType, std::less<>> buffer_dtypes_;
+  const std::set<std::string, std::less<>>* unreadable_constants_;  // may be null
   std::vector<std::string> parameter_names_, constant_names_, input_names_, output_names_,
       scratch_names_;
   uint64_t total_bytes_ = 0;  // [bytes] all buffers resolved so far
@@ -607,7 +617,9 @@ absl::StatusOr<internal::ResolvedPlan> ResolvePlan(const v1::LaunchPlan& plan,
                                                    const ParamMap& params,
                                                    const ParsedSource& source,
                                                    const PlanLimits& limits) {
-  return Binder(plan, problem, params, source.kernels, limits, source.constants).Run();
+  return Binder(plan, problem, params, source.kernels, limits, source.constants,
+                &source.unreadable_constants)
+      .Run();
 }
 
 }  // namespace kerneleval::plan

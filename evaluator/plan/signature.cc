@@ -155,6 +155,9 @@ class SourceReader {
       }
       ++i;
     }
+    for (std::string_view name : attempted_constants_) {
+      if (result_.constants.count(name) == 0) result_.unreadable_constants.emplace(name);
+    }
     return std::move(result_);
   }
 
@@ -312,7 +315,7 @@ class SourceReader {
     for (; j < tokens.size() && j < i + 8 && IsIdent(tokens[j]); ++j) {
       words.push_back(tokens[j].text);
     }
-    if (j >= tokens.size() || !Is(tokens[j], "=") || words.size() < 2) {
+    if (j >= tokens.size() || !(Is(tokens[j], "=") || Is(tokens[j], "{")) || words.size() < 2) {
       return;
     }
     const std::string_view name = words.back();
@@ -335,27 +338,49 @@ class SourceReader {
         return;
       }
     }
-    const size_t value_begin = j + 1;
-    size_t k = value_begin;
-    int depth = 0;
-    for (; k < tokens.size() && k < value_begin + 64; ++k) {
-      if (Is(tokens[k], ";") && depth == 0) {
-        break;
+    attempted_constants_.push_back(name);
+    // Declarators: `kA = 256`, `kA{256}` or `kA = {256}`, separated by
+    // commas (`constexpr int kA = 256, kB = kA / 2;`), each defined in turn.
+    std::string_view declared = name;
+    for (size_t k = j;;) {
+      const bool braced = Is(tokens[k], "{");
+      size_t value_begin = k + 1;
+      if (!braced && value_begin < tokens.size() && Is(tokens[value_begin], "{")) {
+        ++value_begin;  // `= {256}`
       }
-      if (Is(tokens[k], "(")) {
-        ++depth;
+      const bool closing_brace = braced || Is(tokens[value_begin - 1], "{");
+      size_t end = value_begin;
+      int depth = 0;
+      for (; end < tokens.size() && end < value_begin + 64; ++end) {
+        if (depth == 0 && (closing_brace ? Is(tokens[end], "}")
+                                         : (Is(tokens[end], ";") || Is(tokens[end], ",")))) {
+          break;
+        }
+        if (Is(tokens[end], "(")) {
+          ++depth;
+        } else if (Is(tokens[end], ")") && --depth < 0) {
+          return;
+        } else if (Is(tokens[end], "{") || Is(tokens[end], "}") || Is(tokens[end], ";")) {
+          return;
+        }
       }
-      if (Is(tokens[k], ")") && --depth < 0) {
+      if (end >= tokens.size() || end == value_begin) {
         return;
       }
-      if (Is(tokens[k], "{") || Is(tokens[k], "}") || (Is(tokens[k], ",") && depth == 0)) {
+      DefineConstant(declared, JoinTokens(tokens, value_begin, end));
+      k = closing_brace ? end + 1 : end;  // after the value: ',' or ';'
+      if (k >= tokens.size() || !Is(tokens[k], ",")) {
         return;
       }
+      // The next declarator: a name, then '=' or '{'.
+      if (k + 2 >= tokens.size() || !IsIdent(tokens[k + 1]) ||
+          !(Is(tokens[k + 2], "=") || Is(tokens[k + 2], "{"))) {
+        return;
+      }
+      declared = tokens[k + 1].text;
+      attempted_constants_.push_back(declared);
+      k += 2;
     }
-    if (k >= tokens.size() || !Is(tokens[k], ";")) {
-      return;
-    }
-    DefineConstant(name, JoinTokens(tokens, value_begin, k));
   }
 
   void DefineConstant(std::string_view name, std::string_view value_text) {
@@ -724,6 +749,7 @@ class SourceReader {
 
   detail::LexedSource lexed_;
   ParsedSource result_;
+  std::vector<std::string_view> attempted_constants_;  // integer constants declared
   std::vector<Scope> scopes_;
   std::map<std::string, TypeInfo, std::less<>> aliases_;
   std::map<std::string, bool, std::less<>> global_macros_;  // name -> has extern "C"

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,6 +66,10 @@ struct ParsedSource {
   // integer variables (`constexpr int kBlock = 256;`), for launch plans and
   // __launch_bounds__. A name defined twice keeps its first value.
   ParamMap constants;
+  // Namespace-scope const/constexpr integer variables whose value the reader
+  // could not evaluate (`constexpr int kTile = sizeof(T) * 4;`, a value of
+  // more than 64 tokens): an unknown-name error of the plan names them.
+  std::set<std::string, std::less<>> unreadable_constants;
 };
 
 // Most kernels one source may declare.

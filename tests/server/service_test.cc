@@ -658,8 +658,13 @@ TEST(Service, ClientDeadlineDuringWorkCancelsTheEngine) {
       [](server::ServerOptions& options) { options.metrics_address = "127.0.0.1:0"; });
   ASSERT_TRUE(server.ok());
   client::ClientOptions options;
-  options.timeout = absl::Milliseconds(200);
+  // The deadline must come while the engine works ("hang" waits for its
+  // cancel), not while the channel connects: a 200 ms deadline on a machine
+  // busy with the CPU backend's tests failed once (session 20). Connected
+  // first, and a second of margin.
+  options.timeout = absl::Seconds(1);
   auto client = server.Client(options);
+  ASSERT_TRUE(client->ListDevices().ok());
   EXPECT_EQ(client->Evaluate(EvaluateRequestWith("hang")).status().code(),
             absl::StatusCode::kDeadlineExceeded);
   EXPECT_TRUE(server.engine().WaitForCancels(1, milliseconds(10'000)));

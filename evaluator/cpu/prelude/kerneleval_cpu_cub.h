@@ -9,7 +9,8 @@
 // Emulated: BlockReduce, BlockScan, BlockLoad, BlockStore, BlockExchange,
 // BlockRadixSort, WarpReduce, WarpScan, the LoadDirect* / StoreDirect* free
 // functions, ThreadReduce, ThreadLoad / ThreadStore,
-// CacheModifiedInputIterator, NullType, Uninitialized, RowMajorTid. The other
+// CacheModifiedInputIterator, NullType, Uninitialized, RowMajorTid,
+// KeyValuePair, ArgMax, ArgMin, ShuffleUp/Down/Index. The other
 // facilities cub.cuh declares (BlockHistogram, BlockMergeSort, Device*, ...)
 // are declared so that using one fails to compile with a static_assert that
 // says so. CCCL 3 has no cub::Sum/Max/Min: kernels pass libcu++'s
@@ -19,8 +20,10 @@
 // the TempStorage, meet at a barrier (__syncthreads: every thread of the block
 // must reach it, as on a GPU), each computes its result from the storage, and
 // they meet again so that the storage may be reused at once (a GPU kernel
-// needs its own __syncthreads() before reuse; here reuse without one is not
-// caught). Thread 0 computes the whole-block result (BlockScan's running
+// needs its own __syncthreads() before reuse; here reuse without one is
+// caught only where results are read after the second barrier: BlockScan's
+// running prefixes, which a following collective through the same union
+// overwrites). Thread 0 computes the whole-block result (BlockScan's running
 // prefixes, BlockRadixSort's order); the others read it after the barrier.
 // A warp collective does the same through per-block scratch indexed by the
 // linear thread index (the caller's TempStorage is not needed: CUB's
@@ -156,6 +159,87 @@ inline int RowMajorTid(int block_dim_x, int block_dim_y, int block_dim_z) {
          ((block_dim_y == 1) ? 0 : (static_cast<int>(threadIdx.y) * block_dim_x)) +
          static_cast<int>(threadIdx.x);
 }
+
+// CUB's shuffles of any value, word by word as CUB does, with its lane
+// rules (PTX shfl.sync): a logical warp of LOGICAL_WARP_THREADS lanes; up
+// reads lane - src_offset unless that is before the warp's first_thread,
+// down lane + src_offset unless past its last_thread, index the warp's
+// src_lane; a lane out of range keeps its own value.
+namespace kerneleval_detail {
+template <class T>
+inline T ShuffleWords(T input, int src_lane, unsigned member_mask) {
+  constexpr int kWords = static_cast<int>((sizeof(T) + sizeof(unsigned) - 1) / sizeof(unsigned));
+  unsigned words[kWords] = {};
+  std::memcpy(static_cast<void*>(words), static_cast<const void*>(&input), sizeof(T));
+  for (int w = 0; w < kWords; ++w) words[w] = __shfl_sync(member_mask, words[w], src_lane);
+  T output;
+  std::memcpy(static_cast<void*>(&output), static_cast<const void*>(words), sizeof(T));
+  return output;
+}
+inline int HardwareLane() {
+  return static_cast<int>(kerneleval_cpu::detail::LinearThreadIndex() & 31u);
+}
+}  // namespace kerneleval_detail
+
+template <int LOGICAL_WARP_THREADS, typename T>
+inline T ShuffleUp(T input, int src_offset, int first_thread, unsigned int member_mask) {
+  static_assert(LOGICAL_WARP_THREADS >= 1 && LOGICAL_WARP_THREADS <= 32 &&
+                    (LOGICAL_WARP_THREADS & (LOGICAL_WARP_THREADS - 1)) == 0,
+                "cub::ShuffleUp: LOGICAL_WARP_THREADS must be a power of two up to 32");
+  const int lane = kerneleval_detail::HardwareLane();
+  const int first =
+      (lane & ~(LOGICAL_WARP_THREADS - 1)) | (first_thread & (LOGICAL_WARP_THREADS - 1));
+  const int source = lane - src_offset;
+  return kerneleval_detail::ShuffleWords(input, source >= first ? source : lane, member_mask);
+}
+template <int LOGICAL_WARP_THREADS, typename T>
+inline T ShuffleDown(T input, int src_offset, int last_thread, unsigned int member_mask) {
+  static_assert(LOGICAL_WARP_THREADS >= 1 && LOGICAL_WARP_THREADS <= 32 &&
+                    (LOGICAL_WARP_THREADS & (LOGICAL_WARP_THREADS - 1)) == 0,
+                "cub::ShuffleDown: LOGICAL_WARP_THREADS must be a power of two up to 32");
+  const int lane = kerneleval_detail::HardwareLane();
+  const int last =
+      (lane & ~(LOGICAL_WARP_THREADS - 1)) | (last_thread & (LOGICAL_WARP_THREADS - 1));
+  const int source = lane + src_offset;
+  return kerneleval_detail::ShuffleWords(input, source <= last ? source : lane, member_mask);
+}
+template <int LOGICAL_WARP_THREADS, typename T>
+inline T ShuffleIndex(T input, int src_lane, unsigned int member_mask) {
+  static_assert(LOGICAL_WARP_THREADS >= 1 && LOGICAL_WARP_THREADS <= 32 &&
+                    (LOGICAL_WARP_THREADS & (LOGICAL_WARP_THREADS - 1)) == 0,
+                "cub::ShuffleIndex: LOGICAL_WARP_THREADS must be a power of two up to 32");
+  const int lane = kerneleval_detail::HardwareLane();
+  return kerneleval_detail::ShuffleWords(
+      input, (lane & ~(LOGICAL_WARP_THREADS - 1)) | (src_lane & (LOGICAL_WARP_THREADS - 1)),
+      member_mask);
+}
+
+// ---- util_type.cuh / thread_operators.cuh: a key with its value, and the
+// arg-max / arg-min operators (ties keep the smaller key), as CCCL's.
+template <typename _Key, typename _Value>  // NOLINT(bugprone-reserved-identifier): CCCL's names
+struct KeyValuePair {
+  using Key = _Key;
+  using Value = _Value;
+  Key key;
+  Value value;
+  KeyValuePair() {}  // NOLINT(modernize-use-equals-default): CCCL's (not trivial)
+  KeyValuePair(Key const& key, Value const& value) : key(key), value(value) {}
+  bool operator!=(const KeyValuePair& b) { return (value != b.value) || (key != b.key); }
+};
+struct ArgMax {
+  template <typename T, typename OffsetT>
+  KeyValuePair<OffsetT, T> operator()(const KeyValuePair<OffsetT, T>& a,
+                                      const KeyValuePair<OffsetT, T>& b) const {
+    return (b.value > a.value) || ((a.value == b.value) && (b.key < a.key)) ? b : a;
+  }
+};
+struct ArgMin {
+  template <typename T, typename OffsetT>
+  KeyValuePair<OffsetT, T> operator()(const KeyValuePair<OffsetT, T>& a,
+                                      const KeyValuePair<OffsetT, T>& b) const {
+    return (b.value < a.value) || ((a.value == b.value) && (b.key < a.key)) ? b : a;
+  }
+};
 
 // ---- thread_load.cuh / thread_store.cuh: plain accesses (the kernel's own).
 template <CacheLoadModifier MODIFIER = LOAD_DEFAULT, typename T>
@@ -1762,69 +1846,72 @@ class BlockShuffle
     static_assert(kerneleval_detail::kUnsupported<A...>, KERNELEVAL_CUB_UNSUPPORTED_MESSAGE(S)); \
     return cudaErrorNotSupported;                                                                \
   }
-#define KERNELEVAL_CUB_DEVICE(S)                                                                                         \
-  struct S {                                                                                                             \
-    KERNELEVAL_CUB_DEVICE_METHOD(S, Sum)                                                                                 \
-    KERNELEVAL_CUB_DEVICE_METHOD(S, Reduce) KERNELEVAL_CUB_DEVICE_METHOD(                                                \
-        S, Min) KERNELEVAL_CUB_DEVICE_METHOD(S, Max) KERNELEVAL_CUB_DEVICE_METHOD(S, ArgMin)                             \
-        KERNELEVAL_CUB_DEVICE_METHOD(S, ArgMax) KERNELEVAL_CUB_DEVICE_METHOD(                                            \
-            S, ReduceByKey) KERNELEVAL_CUB_DEVICE_METHOD(S, TransformReduce)                                             \
-            KERNELEVAL_CUB_DEVICE_METHOD(S, ExclusiveSum) KERNELEVAL_CUB_DEVICE_METHOD(                                  \
-                S, InclusiveSum) KERNELEVAL_CUB_DEVICE_METHOD(S, ExclusiveScan)                                          \
-                KERNELEVAL_CUB_DEVICE_METHOD(S, InclusiveScan) KERNELEVAL_CUB_DEVICE_METHOD(                             \
-                    S, ExclusiveSumByKey) KERNELEVAL_CUB_DEVICE_METHOD(S, InclusiveSumByKey)                             \
-                    KERNELEVAL_CUB_DEVICE_METHOD(S, ExclusiveScanByKey) KERNELEVAL_CUB_DEVICE_METHOD(                    \
-                        S, InclusiveScanByKey) KERNELEVAL_CUB_DEVICE_METHOD(S, SortKeys)                                 \
-                        KERNELEVAL_CUB_DEVICE_METHOD(S, SortPairs) KERNELEVAL_CUB_DEVICE_METHOD(                         \
-                            S,                                                                                           \
-                            SortKeysDescending) KERNELEVAL_CUB_DEVICE_METHOD(S,                                          \
-                                                                             SortPairsDescending)                        \
-                            KERNELEVAL_CUB_DEVICE_METHOD(S, StableSortKeys) KERNELEVAL_CUB_DEVICE_METHOD(                \
-                                S,                                                                                       \
-                                StableSortPairs) KERNELEVAL_CUB_DEVICE_METHOD(S,                                         \
-                                                                              StableSortKeysDescending)                  \
-                                KERNELEVAL_CUB_DEVICE_METHOD(S, StableSortPairsDescending) KERNELEVAL_CUB_DEVICE_METHOD( \
-                                    S, HistogramEven) KERNELEVAL_CUB_DEVICE_METHOD(S,                                    \
-                                                                                   HistogramRange)                       \
-                                    KERNELEVAL_CUB_DEVICE_METHOD(S, MultiHistogramEven) KERNELEVAL_CUB_DEVICE_METHOD(    \
-                                        S,                                                                               \
-                                        MultiHistogramRange) KERNELEVAL_CUB_DEVICE_METHOD(S,                             \
-                                                                                          Flagged)                       \
-                                        KERNELEVAL_CUB_DEVICE_METHOD(S, If) KERNELEVAL_CUB_DEVICE_METHOD(                \
-                                            S, Unique) KERNELEVAL_CUB_DEVICE_METHOD(S,                                   \
-                                                                                    UniqueByKey)                         \
-                                            KERNELEVAL_CUB_DEVICE_METHOD(S, Encode) KERNELEVAL_CUB_DEVICE_METHOD(        \
-                                                S,                                                                       \
-                                                NonTrivialRuns) KERNELEVAL_CUB_DEVICE_METHOD(S,                          \
-                                                                                             Batched)                    \
-                                                KERNELEVAL_CUB_DEVICE_METHOD(                                            \
-                                                    S,                                                                   \
-                                                    Transform) KERNELEVAL_CUB_DEVICE_METHOD(S,                           \
-                                                                                            TransformIf)                 \
-                                                    KERNELEVAL_CUB_DEVICE_METHOD(                                        \
-                                                        S,                                                               \
-                                                        Bulk) KERNELEVAL_CUB_DEVICE_METHOD(S,                            \
-                                                                                           ForEach)                      \
-                                                        KERNELEVAL_CUB_DEVICE_METHOD(                                    \
-                                                            S,                                                           \
-                                                            ForEachN) KERNELEVAL_CUB_DEVICE_METHOD(S,                    \
-                                                                                                   ForEachCopy)          \
-                                                            KERNELEVAL_CUB_DEVICE_METHOD(                                \
-                                                                S, ForEachCopyN)                                         \
-                                                                KERNELEVAL_CUB_DEVICE_METHOD(                            \
-                                                                    S, SubtractLeft)                                     \
-                                                                    KERNELEVAL_CUB_DEVICE_METHOD(                        \
-                                                                        S, SubtractRight)                                \
-                                                                        KERNELEVAL_CUB_DEVICE_METHOD(                    \
-                                                                            S, SubtractLeftCopy)                         \
-                                                                            KERNELEVAL_CUB_DEVICE_METHOD(                \
-                                                                                S,                                       \
-                                                                                SubtractRightCopy)                       \
-                                                                                KERNELEVAL_CUB_DEVICE_METHOD(            \
-                                                                                    S, MergeKeys)                        \
-                                                                                    KERNELEVAL_CUB_DEVICE_METHOD(        \
-                                                                                        S,                               \
-                                                                                        MergePairs)                      \
+#define KERNELEVAL_CUB_DEVICE(S)                                                                                     \
+  struct S {                                                                                                         \
+    KERNELEVAL_CUB_DEVICE_METHOD(S, Sum)                                                                             \
+    KERNELEVAL_CUB_DEVICE_METHOD(S, Reduce)                                                                          \
+    KERNELEVAL_CUB_DEVICE_METHOD(S, Min)                                                                             \
+    KERNELEVAL_CUB_DEVICE_METHOD(S, Max) KERNELEVAL_CUB_DEVICE_METHOD(                                               \
+        S, ArgMin) KERNELEVAL_CUB_DEVICE_METHOD(S,                                                                   \
+                                                ArgMax) KERNELEVAL_CUB_DEVICE_METHOD(S,                              \
+                                                                                     ReduceByKey)                    \
+        KERNELEVAL_CUB_DEVICE_METHOD(S, TransformReduce) KERNELEVAL_CUB_DEVICE_METHOD(                               \
+            S,                                                                                                       \
+            ExclusiveSum) KERNELEVAL_CUB_DEVICE_METHOD(S,                                                            \
+                                                       InclusiveSum) KERNELEVAL_CUB_DEVICE_METHOD(S,                 \
+                                                                                                  ExclusiveScan)     \
+            KERNELEVAL_CUB_DEVICE_METHOD(S, InclusiveScan) KERNELEVAL_CUB_DEVICE_METHOD(                             \
+                S, ExclusiveSumByKey) KERNELEVAL_CUB_DEVICE_METHOD(S, InclusiveSumByKey)                             \
+                KERNELEVAL_CUB_DEVICE_METHOD(S, ExclusiveScanByKey) KERNELEVAL_CUB_DEVICE_METHOD(                    \
+                    S, InclusiveScanByKey) KERNELEVAL_CUB_DEVICE_METHOD(S, SortKeys)                                 \
+                    KERNELEVAL_CUB_DEVICE_METHOD(S, SortPairs) KERNELEVAL_CUB_DEVICE_METHOD(                         \
+                        S, SortKeysDescending) KERNELEVAL_CUB_DEVICE_METHOD(S,                                       \
+                                                                            SortPairsDescending)                     \
+                        KERNELEVAL_CUB_DEVICE_METHOD(S, StableSortKeys) KERNELEVAL_CUB_DEVICE_METHOD(                \
+                            S,                                                                                       \
+                            StableSortPairs) KERNELEVAL_CUB_DEVICE_METHOD(S,                                         \
+                                                                          StableSortKeysDescending)                  \
+                            KERNELEVAL_CUB_DEVICE_METHOD(S, StableSortPairsDescending) KERNELEVAL_CUB_DEVICE_METHOD( \
+                                S, HistogramEven) KERNELEVAL_CUB_DEVICE_METHOD(S, HistogramRange)                    \
+                                KERNELEVAL_CUB_DEVICE_METHOD(S, MultiHistogramEven) KERNELEVAL_CUB_DEVICE_METHOD(    \
+                                    S, MultiHistogramRange) KERNELEVAL_CUB_DEVICE_METHOD(S,                          \
+                                                                                         Flagged)                    \
+                                    KERNELEVAL_CUB_DEVICE_METHOD(S, If) KERNELEVAL_CUB_DEVICE_METHOD(                \
+                                        S, Unique) KERNELEVAL_CUB_DEVICE_METHOD(S, UniqueByKey)                      \
+                                        KERNELEVAL_CUB_DEVICE_METHOD(                                                \
+                                            S,                                                                       \
+                                            Encode) KERNELEVAL_CUB_DEVICE_METHOD(S,                                  \
+                                                                                 NonTrivialRuns)                     \
+                                            KERNELEVAL_CUB_DEVICE_METHOD(                                            \
+                                                S,                                                                   \
+                                                Batched) KERNELEVAL_CUB_DEVICE_METHOD(S,                             \
+                                                                                      Transform)                     \
+                                                KERNELEVAL_CUB_DEVICE_METHOD(                                        \
+                                                    S,                                                               \
+                                                    TransformIf) KERNELEVAL_CUB_DEVICE_METHOD(S,                     \
+                                                                                              Bulk)                  \
+                                                    KERNELEVAL_CUB_DEVICE_METHOD(                                    \
+                                                        S,                                                           \
+                                                        ForEach) KERNELEVAL_CUB_DEVICE_METHOD(S,                     \
+                                                                                              ForEachN)              \
+                                                        KERNELEVAL_CUB_DEVICE_METHOD(S,                              \
+                                                                                     ForEachCopy)                    \
+                                                            KERNELEVAL_CUB_DEVICE_METHOD(                            \
+                                                                S, ForEachCopyN)                                     \
+                                                                KERNELEVAL_CUB_DEVICE_METHOD(                        \
+                                                                    S, SubtractLeft)                                 \
+                                                                    KERNELEVAL_CUB_DEVICE_METHOD(                    \
+                                                                        S, SubtractRight)                            \
+                                                                        KERNELEVAL_CUB_DEVICE_METHOD(                \
+                                                                            S, SubtractLeftCopy)                     \
+                                                                            KERNELEVAL_CUB_DEVICE_METHOD(            \
+                                                                                S,                                   \
+                                                                                SubtractRightCopy)                   \
+                                                                                KERNELEVAL_CUB_DEVICE_METHOD(        \
+                                                                                    S, MergeKeys)                    \
+                                                                                    KERNELEVAL_CUB_DEVICE_METHOD(    \
+                                                                                        S,                           \
+                                                                                        MergePairs)                  \
   };
         KERNELEVAL_CUB_DEVICE(DeviceAdjacentDifference) KERNELEVAL_CUB_DEVICE(DeviceCopy)
             KERNELEVAL_CUB_DEVICE(DeviceFor) KERNELEVAL_CUB_DEVICE(DeviceHistogram)

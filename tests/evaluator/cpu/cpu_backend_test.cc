@@ -1050,6 +1050,52 @@ __global__ void collectives(const int* x, int* reduce, int* excl, int* agg, int*
   EXPECT_EQ(out[0][32], sum(32, 63));
 }
 
+// cub::KeyValuePair with ArgMax (ties keep the smaller key) through a
+// BlockReduce, and CUB's shuffles with their lane rules: up clamps before a
+// logical warp's first_thread, down past its last_thread, index reads within
+// the logical warp (the helper sweep's argmax and softmax kernels used them).
+TEST_F(CpuBackendTest, CubKeyValuePairsAndShuffles) {
+  const char* source = R"(
+#include <cub/block/block_reduce.cuh>
+#include <cub/util_ptx.cuh>
+__global__ void pairs(const int* x, int* arg, int* up, int* down, int* index) {
+  using Pair = cub::KeyValuePair<int, int>;
+  using BR = cub::BlockReduce<Pair, 64>;
+  __shared__ typename BR::TempStorage temp;
+  const int t = threadIdx.x;
+  const Pair best = BR(temp).Reduce(Pair(t, x[t] % 7), cub::ArgMax());
+  if (t == 0) { arg[0] = best.key; arg[1] = best.value; }
+  up[t] = cub::ShuffleUp<16>(x[t], 3, 2, 0xffffffffu);
+  down[t] = cub::ShuffleDown<16>(x[t], 2, 12, 0xffffffffu);
+  index[t] = cub::ShuffleIndex<16>(x[t], 21, 0xffffffffu);
+}
+)";
+  const int n = 64;
+  const BufferSpec x = IntInput("x", v1::DTYPE_I32, n, 0, 1000);
+  const internal::RunResult result = RunOk(MakeRequest(
+      source, {MakeCase("c", 4,
+                        {x, Output("arg", v1::DTYPE_I32, 2), Output("up", v1::DTYPE_I32, n),
+                         Output("down", v1::DTYPE_I32, n), Output("index", v1::DTYPE_I32, n)},
+                        {Launch("pairs", {1}, {n},
+                                {Buf("x"), Buf("arg"), Buf("up"), Buf("down"), Buf("index")})})}));
+  ASSERT_EQ(result.cases_size(), 1);
+  const std::vector<int32_t> vx = Generated<int32_t>(x, 4);
+  int best = 0;
+  for (int t = 1; t < n; ++t) best = vx[t] % 7 > vx[best] % 7 ? t : best;
+  const std::vector<int32_t> arg = Values<int32_t>(result.cases(0).outputs(0));
+  EXPECT_EQ(arg[0], best);  // the first of the largest
+  EXPECT_EQ(arg[1], vx[best] % 7);
+  const std::vector<int32_t> up = Values<int32_t>(result.cases(0).outputs(1));
+  const std::vector<int32_t> down = Values<int32_t>(result.cases(0).outputs(2));
+  const std::vector<int32_t> index = Values<int32_t>(result.cases(0).outputs(3));
+  for (int t = 0; t < n; ++t) {
+    const int segment = t & ~15;
+    EXPECT_EQ(up[t], t - 3 >= segment + 2 ? vx[t - 3] : vx[t]) << "up " << t;
+    EXPECT_EQ(down[t], t + 2 <= segment + 12 ? vx[t + 2] : vx[t]) << "down " << t;
+    EXPECT_EQ(index[t], vx[segment + (21 & 15)]) << "index " << t;
+  }
+}
+
 // Arrangements: a striped BlockLoad leaves items striped in registers, a
 // transposed one blocked (with oob_default past valid_items); warp-striped
 // exchanges; a guarded transposed store takes thread 0's valid_items, as

@@ -13,6 +13,7 @@ namespace kerneleval::plan {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 template <typename Message>
@@ -262,6 +263,21 @@ TEST(BindingTest, InstancesOfTemplateKernels) {
   resolved = ResolvePlan(*plan, SoftmaxProblem(), kShape, *parsed, {});
   ASSERT_FALSE(resolved.ok());
   EXPECT_THAT(resolved.status().message(), HasSubstr("buffer 'x' holds f32"));
+}
+
+// A name the source declares as a constant whose value a plan cannot read
+// is named as such, not only as unknown.
+TEST(BindingTest, UnreadableSourceConstantsAreNamedInUnknownNameErrors) {
+  const std::string message = ResolveError(
+      "// @launch k<<<kBlocks, 32>>>(x)\n"
+      "constexpr int Twice(int v) { return 2 * v; }\n"
+      "constexpr int kBlocks = Twice(4), kOther = 3;\n"
+      "__global__ void k(float* x) {}\n");
+  EXPECT_THAT(message, HasSubstr("unknown name 'kBlocks'"));
+  EXPECT_THAT(message, HasSubstr("constants: kOther; the source declares 'kBlocks', but its value "
+                                 "is not an integer expression a plan can read"));
+  EXPECT_THAT(ResolveError("// @launch k<<<kNowhere, 32>>>(x)\n__global__ void k(float* x) {}\n"),
+              Not(HasSubstr("the source declares")));
 }
 
 TEST(BindingTest, KernelLookupErrors) {

@@ -315,6 +315,27 @@ __global__ void __launch_bounds__(TILE * 4) k2(int n) {}
   EXPECT_EQ(parsed->kernels[1].launch_bounds_max_threads, 128);
 }
 
+// Every declarator of a constant declaration, in either initialiser form
+// (the helper sweep's tiled matmul declared `constexpr int kBM = 64, kBN =
+// 64;` and its launch line could not name them).
+TEST(SignatureTest, ConstantsWithSeveralDeclaratorsAndBraceInitialisers) {
+  absl::StatusOr<ParsedSource> parsed = ParseSource(R"cu(
+constexpr int kBM = 64, kBN = kBM * 2, kBK{16};
+constexpr int kBrace{256};
+static constexpr unsigned kEqBrace = {8u};
+constexpr int kAfterPointer = 3, *kNot = nullptr;
+constexpr int kTable[] = {1, 2};
+constexpr int kFunction(int x) { return x; }
+constexpr int kUnclosed{4
+;
+)cu");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_THAT(
+      parsed->constants,
+      UnorderedElementsAre(Pair("kBM", 64), Pair("kBN", 128), Pair("kBK", 16), Pair("kBrace", 256),
+                           Pair("kEqBrace", 8), Pair("kAfterPointer", 3)));
+}
+
 TEST(SignatureTest, AttributesBetweenGlobalAndTheName) {
   const std::vector<KernelSignature> kernels = Kernels(R"cu(
 __global__ __launch_bounds__(128, 4) void a(int n) {}
