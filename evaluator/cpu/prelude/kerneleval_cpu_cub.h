@@ -176,6 +176,8 @@ inline T ShuffleWords(T input, int src_lane, unsigned member_mask) {
   std::memcpy(static_cast<void*>(&output), static_cast<const void*>(words), sizeof(T));
   return output;
 }
+template <int L>
+inline constexpr bool kIsLogicalWarp = L >= 1 && L <= 32 && (L & (L - 1)) == 0;
 inline int HardwareLane() {
   return static_cast<int>(kerneleval_cpu::detail::LinearThreadIndex() & 31u);
 }
@@ -183,8 +185,7 @@ inline int HardwareLane() {
 
 template <int LOGICAL_WARP_THREADS, typename T>
 inline T ShuffleUp(T input, int src_offset, int first_thread, unsigned int member_mask) {
-  static_assert(LOGICAL_WARP_THREADS >= 1 && LOGICAL_WARP_THREADS <= 32 &&
-                    (LOGICAL_WARP_THREADS & (LOGICAL_WARP_THREADS - 1)) == 0,
+  static_assert(kerneleval_detail::kIsLogicalWarp<LOGICAL_WARP_THREADS>,
                 "cub::ShuffleUp: LOGICAL_WARP_THREADS must be a power of two up to 32");
   const int lane = kerneleval_detail::HardwareLane();
   const int first =
@@ -194,8 +195,7 @@ inline T ShuffleUp(T input, int src_offset, int first_thread, unsigned int membe
 }
 template <int LOGICAL_WARP_THREADS, typename T>
 inline T ShuffleDown(T input, int src_offset, int last_thread, unsigned int member_mask) {
-  static_assert(LOGICAL_WARP_THREADS >= 1 && LOGICAL_WARP_THREADS <= 32 &&
-                    (LOGICAL_WARP_THREADS & (LOGICAL_WARP_THREADS - 1)) == 0,
+  static_assert(kerneleval_detail::kIsLogicalWarp<LOGICAL_WARP_THREADS>,
                 "cub::ShuffleDown: LOGICAL_WARP_THREADS must be a power of two up to 32");
   const int lane = kerneleval_detail::HardwareLane();
   const int last =
@@ -205,8 +205,7 @@ inline T ShuffleDown(T input, int src_offset, int last_thread, unsigned int memb
 }
 template <int LOGICAL_WARP_THREADS, typename T>
 inline T ShuffleIndex(T input, int src_lane, unsigned int member_mask) {
-  static_assert(LOGICAL_WARP_THREADS >= 1 && LOGICAL_WARP_THREADS <= 32 &&
-                    (LOGICAL_WARP_THREADS & (LOGICAL_WARP_THREADS - 1)) == 0,
+  static_assert(kerneleval_detail::kIsLogicalWarp<LOGICAL_WARP_THREADS>,
                 "cub::ShuffleIndex: LOGICAL_WARP_THREADS must be a power of two up to 32");
   const int lane = kerneleval_detail::HardwareLane();
   return kerneleval_detail::ShuffleWords(
@@ -946,8 +945,7 @@ class BlockScan {
 // WarpReduce
 template <typename T, int LOGICAL_WARP_THREADS = 32>
 class WarpReduce {
-  static_assert(LOGICAL_WARP_THREADS >= 1 && LOGICAL_WARP_THREADS <= 32 &&
-                    (LOGICAL_WARP_THREADS & (LOGICAL_WARP_THREADS - 1)) == 0,
+  static_assert(kerneleval_detail::kIsLogicalWarp<LOGICAL_WARP_THREADS>,
                 "kerneleval's CPU backend supports cub::WarpReduce with LOGICAL_WARP_THREADS a "
                 "power of two <= 32 (1, 2, 4, 8, 16, 32)");
   static constexpr int L = LOGICAL_WARP_THREADS;
@@ -1017,8 +1015,7 @@ class WarpReduce {
 // WarpScan
 template <typename T, int LOGICAL_WARP_THREADS = 32>
 class WarpScan {
-  static_assert(LOGICAL_WARP_THREADS >= 1 && LOGICAL_WARP_THREADS <= 32 &&
-                    (LOGICAL_WARP_THREADS & (LOGICAL_WARP_THREADS - 1)) == 0,
+  static_assert(kerneleval_detail::kIsLogicalWarp<LOGICAL_WARP_THREADS>,
                 "kerneleval's CPU backend supports cub::WarpScan with LOGICAL_WARP_THREADS a "
                 "power of two <= 32 (1, 2, 4, 8, 16, 32)");
   static constexpr int L = LOGICAL_WARP_THREADS;
@@ -1851,15 +1848,14 @@ class BlockShuffle
     KERNELEVAL_CUB_DEVICE_METHOD(S, Sum)                                                                             \
     KERNELEVAL_CUB_DEVICE_METHOD(S, Reduce)                                                                          \
     KERNELEVAL_CUB_DEVICE_METHOD(S, Min)                                                                             \
-    KERNELEVAL_CUB_DEVICE_METHOD(S, Max) KERNELEVAL_CUB_DEVICE_METHOD(                                               \
-        S, ArgMin) KERNELEVAL_CUB_DEVICE_METHOD(S,                                                                   \
-                                                ArgMax) KERNELEVAL_CUB_DEVICE_METHOD(S,                              \
-                                                                                     ReduceByKey)                    \
-        KERNELEVAL_CUB_DEVICE_METHOD(S, TransformReduce) KERNELEVAL_CUB_DEVICE_METHOD(                               \
-            S,                                                                                                       \
-            ExclusiveSum) KERNELEVAL_CUB_DEVICE_METHOD(S,                                                            \
-                                                       InclusiveSum) KERNELEVAL_CUB_DEVICE_METHOD(S,                 \
-                                                                                                  ExclusiveScan)     \
+    KERNELEVAL_CUB_DEVICE_METHOD(S, Max)                                                                             \
+    KERNELEVAL_CUB_DEVICE_METHOD(S, ArgMin) KERNELEVAL_CUB_DEVICE_METHOD(                                            \
+        S,                                                                                                           \
+        ArgMax) KERNELEVAL_CUB_DEVICE_METHOD(S,                                                                      \
+                                             ReduceByKey) KERNELEVAL_CUB_DEVICE_METHOD(S,                            \
+                                                                                       TransformReduce)              \
+        KERNELEVAL_CUB_DEVICE_METHOD(S, ExclusiveSum) KERNELEVAL_CUB_DEVICE_METHOD(                                  \
+            S, InclusiveSum) KERNELEVAL_CUB_DEVICE_METHOD(S, ExclusiveScan)                                          \
             KERNELEVAL_CUB_DEVICE_METHOD(S, InclusiveScan) KERNELEVAL_CUB_DEVICE_METHOD(                             \
                 S, ExclusiveSumByKey) KERNELEVAL_CUB_DEVICE_METHOD(S, InclusiveSumByKey)                             \
                 KERNELEVAL_CUB_DEVICE_METHOD(S, ExclusiveScanByKey) KERNELEVAL_CUB_DEVICE_METHOD(                    \
