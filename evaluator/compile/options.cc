@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "evaluator/plan/name_expression.h"
 
 namespace kerneleval::compile {
 namespace {
@@ -206,18 +207,10 @@ absl::StatusOr<std::vector<std::string>> CheckNameExpressions(
     if (expression.size() > kMaxNameExpressionBytes) {
       return refused(absl::StrCat("longer than ", kMaxNameExpressionBytes, " characters"));
     }
-    const char first = expression.front();
-    if (!(std::isalpha(static_cast<unsigned char>(first)) || first == '_' || first == ':')) {
-      return refused("must start with the kernel's name");
-    }
-    for (char c : expression) {
-      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == ':' || c == '<' ||
-            c == '>' || c == ',' || c == ' ' || c == '(' || c == ')' || c == '*' || c == '+' ||
-            c == '-' || c == '&')) {
-        return refused(
-            "only a name with template arguments of identifiers, numbers, spaces and "
-            "`: < > , ( ) * + - &`");
-      }
+    if (!plan::IsKernelName(expression)) {
+      return refused(
+          "only a kernel's name with template arguments of identifiers, numbers, spaces and "
+          "`: < > , ( ) * + - & / %` (no comments)");
     }
   }
   std::vector<std::string> canonical = expressions;

@@ -33,7 +33,7 @@ inline constexpr size_t kMaxNameExpressionBytes = 512;
 
 // Checks template-kernel name expressions (v1::CompileOptions.
 // name_expressions): at most 64, each a (qualified) name with template
-// arguments of identifiers, numbers, spaces and `: < > , ( ) * + - &` (no
+// arguments of identifiers, numbers, spaces and `: < > , ( ) * + - & / %` (no
 // line breaks, comments, strings, braces or semicolons: the expression is
 // compiled as code). Returns them sorted without duplicates, the cache key's
 // order. InvalidArgument names the first refused one.

@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "evaluator/plan/name_expression.h"
 
 namespace kerneleval::cpu {
 namespace {
@@ -448,20 +449,7 @@ std::string RewriteCubIncludes(std::string_view source) {
   return out;
 }
 
-bool IsValidKernelName(std::string_view name) {
-  if (name.empty() || name.size() > 512) return false;
-  if (!(IsIdentifierChar(name[0]) || name[0] == ':') ||
-      std::isdigit(static_cast<unsigned char>(name[0]))) {
-    return false;
-  }
-  for (char c : name) {
-    if (!(IsIdentifierChar(c) || c == ':' || c == '<' || c == '>' || c == ',' || c == ' ' ||
-          c == '(' || c == ')' || c == '*' || c == '+' || c == '-' || c == '&')) {
-      return false;
-    }
-  }
-  return true;
-}
+bool IsValidKernelName(std::string_view name) { return plan::IsKernelName(name); }
 
 absl::StatusOr<std::string> DefineLine(std::string_view define) {
   std::string_view body = define;

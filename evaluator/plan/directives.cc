@@ -12,6 +12,7 @@
 #include "evaluator/data/dtype.h"
 #include "evaluator/plan/expr.h"
 #include "evaluator/plan/lexer.h"
+#include "evaluator/plan/name_expression.h"
 #include "evaluator/plan/strings.h"
 #include "evaluator/plan/types.h"
 
@@ -113,10 +114,7 @@ std::optional<std::string_view> TakeTemplateArguments(std::string_view& text) {
   int parens = 0;
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
-    if (!(IsIdentChar(c) || c == ':' || c == '<' || c == '>' || c == ',' || c == ' ' || c == '(' ||
-          c == ')' || c == '*' || c == '+' || c == '-' || c == '&')) {
-      return std::nullopt;
-    }
+    if (!IsKernelNameCharAt(text, i)) return std::nullopt;
     if (c == '(') ++parens;
     if (c == ')' && --parens < 0) return std::nullopt;
     if (parens > 0) continue;
@@ -226,7 +224,7 @@ absl::StatusOr<v1::Launch> ParseLaunch(std::string_view body, uint32_t line) {
     const std::optional<std::string_view> arguments = TakeTemplateArguments(rest);
     if (!arguments.has_value()) {
       return error(detail::Cat("expected template arguments closed by '>' after '", kernel,
-                               "' (identifiers, numbers and `: < > , ( ) * + - &`), found '",
+                               "' (identifiers, numbers and `: < > , ( ) * + - & / %`), found '",
                                Snippet(rest), "'"));
     }
     kernel += *arguments;

@@ -78,15 +78,17 @@ TEST(OptionsTest, RefusesRepeatedOptionsAndTooMany) {
 }
 
 TEST(OptionsTest, NameExpressionsAreNamesWithTemplateArguments) {
-  absl::StatusOr<std::vector<std::string>> ok = CheckNameExpressions(
-      {"scale<float, 4>", "ops::tile<(8 > 4), kTile * 2>", "scale<float, 4>", "plain"});
+  absl::StatusOr<std::vector<std::string>> ok =
+      CheckNameExpressions({"scale<float, 4>", "ops::tile<(8 > 4), kTile * 2>", "scale<float, 4>",
+                            "plain", "k<1024 / 4, 7 % 3>"});
   ASSERT_TRUE(ok.ok()) << ok.status();
   // Sorted, each once: the cache key's form.
-  EXPECT_THAT(*ok, ElementsAre("ops::tile<(8 > 4), kTile * 2>", "plain", "scale<float, 4>"));
+  EXPECT_THAT(*ok, ElementsAre("k<1024 / 4, 7 % 3>", "ops::tile<(8 > 4), kTile * 2>", "plain",
+                               "scale<float, 4>"));
   for (const std::string bad :
        {std::string(""), std::string("k<1>; int x"), std::string("k<1> /* c */"),
-        std::string("k<\"s\">"), std::string("k<1>\n#include <x>"), std::string("<1>"),
-        std::string("k{1}"), std::string(kMaxNameExpressionBytes + 1, 'k')}) {
+        std::string("k<1> // c"), std::string("k<\"s\">"), std::string("k<1>\n#include <x>"),
+        std::string("<1>"), std::string("k{1}"), std::string(kMaxNameExpressionBytes + 1, 'k')}) {
     absl::StatusOr<std::vector<std::string>> refused = CheckNameExpressions({bad});
     ASSERT_FALSE(refused.ok()) << bad;
     EXPECT_THAT(std::string(refused.status().message()), HasSubstr("name expression")) << bad;

@@ -156,6 +156,11 @@ TEST(IsValidKernelName, RejectsInjection) {
   EXPECT_FALSE(IsValidKernelName("k\n#include \"/etc/passwd\""));
   EXPECT_FALSE(IsValidKernelName("k /* */"));
   EXPECT_FALSE(IsValidKernelName("1k"));
+  // Division and remainder in template arguments, but no comment's start:
+  // a `//` would hide the rest of the generated launcher's line.
+  EXPECT_TRUE(IsValidKernelName("k<1024 / 4, 7 % 3>"));
+  EXPECT_FALSE(IsValidKernelName("k<1>// x"));
+  EXPECT_FALSE(IsValidKernelName("k<1>/"));
 }
 
 TEST(DefineLine, AcceptsDefinesOnly) {

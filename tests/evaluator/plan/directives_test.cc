@@ -184,8 +184,10 @@ TEST(DirectivesTest, TemplateKernelsAreLaunchedWithTheirArguments) {
   const v1::LaunchPlan plan = Parse(
       "// @launch scale<256, float><<<ceil_div(N, 256), 256>>>(x, y, N)\n"
       "// @launch ops::tile<(8 > 4), kTile * 2, Vec<float, 4>> <<<1, dim3(32, 8)>>>(y)\n"
-      "// @launch plain<<<1, 1>>>(y)\n");
-  ASSERT_EQ(plan.launches_size(), 3);
+      "// @launch plain<<<1, 1>>>(y)\n"
+      "// @launch split<1024 / 4, 7 % 3><<<1, 1>>>(y)\n");
+  ASSERT_EQ(plan.launches_size(), 4);
+  EXPECT_EQ(plan.launches(3).kernel(), "split<1024 / 4, 7 % 3>");
   EXPECT_EQ(plan.launches(0).kernel(), "scale<256, float>");
   EXPECT_EQ(plan.launches(0).grid().x(), "ceil_div(N, 256)");
   EXPECT_THAT(plan.launches(0).args(), ElementsAre("x", "y", "N"));
@@ -210,7 +212,9 @@ TEST(DirectivesTest, LaunchErrorsNameTheLine) {
             "line 1: @launch: expected '<<<' after the kernel name, found '<<1, 1>>(a)'");
   EXPECT_EQ(ParseError("// @launch k<float; int><<<1, 1>>>(a)\n"),
             "line 1: @launch: expected template arguments closed by '>' after 'k' (identifiers, "
-            "numbers and `: < > , ( ) * + - &`), found '<float; int><<<1, 1>>>(a)'");
+            "numbers and `: < > , ( ) * + - & / %`), found '<float; int><<<1, 1>>>(a)'");
+  EXPECT_THAT(ParseError("// @launch k<8 // 2><<<1, 1>>>(a)\n"),
+              StartsWith("line 1: @launch: expected template arguments closed by '>' after 'k'"));
   EXPECT_THAT(ParseError("// @launch k<float<<<1, 1>>>(a)\n"),
               StartsWith("line 1: @launch: expected template arguments closed by '>' after 'k'"));
   EXPECT_EQ(ParseError("// @launch k<float>(a)\n"),
