@@ -236,6 +236,26 @@ absl::StatusOr<Preparation> Evaluation::PrepareCandidate(const v1::Submission& s
         }
       }
     }
+    // `k<COLS><<<...` names a problem parameter, whose value the C++ of a
+    // template argument cannot know: say so beside NVRTC's "undefined".
+    if (plan.ok()) {
+      std::set<std::string> argument_names;  // identifiers in template arguments
+      for (const std::string& instance : plan::LaunchedTemplateInstances(*plan)) {
+        for (absl::string_view word :
+             absl::StrSplit(absl::string_view(instance).substr(instance.find('<')),
+                            absl::ByAnyChar(" <>,()*+-&/%:"), absl::SkipEmpty())) {
+          argument_names.emplace(word);
+        }
+      }
+      for (const auto& parameter : problem_.parameters()) {
+        if (argument_names.count(parameter.name()) > 0) {
+          absl::StrAppend(verdict.mutable_error(), " (template arguments are compile-time C++, ",
+                          "not plan expressions: pass ", parameter.name(),
+                          " as a kernel argument, or instantiate for constants of your own)");
+          break;
+        }
+      }
+    }
     *verdict.mutable_compile() = *std::move(compiled);
     preparation.verdict = std::move(verdict);
     return preparation;

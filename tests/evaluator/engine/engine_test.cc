@@ -33,6 +33,7 @@ namespace kerneleval {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // Counts what the engine reports (called from engine threads).
 class CountingObserver : public EngineObserver {
@@ -1006,6 +1007,14 @@ __global__ void __launch_bounds__(kBlock) add(const T* a, const T* b, T* c, int 
       "// @launch ops::add<float, kNope><<<ceil_div(N, 128), 128>>>(a, b, c, N)\n" + kernel);
   EXPECT_EQ(verdict.stage(), "compile");
   EXPECT_THAT(verdict.error(), HasSubstr("in the template arguments of a launched kernel"));
+  EXPECT_THAT(verdict.error(), Not(HasSubstr("not plan expressions")));
+  // A problem parameter there: NVRTC's error, and why.
+  verdict =
+      Evaluate("vector_add",
+               "// @launch ops::add<float, N><<<ceil_div(N, 128), 128>>>(a, b, c, N)\n" + kernel);
+  EXPECT_EQ(verdict.stage(), "compile");
+  EXPECT_THAT(verdict.error(), HasSubstr("identifier \"N\" is undefined"));
+  EXPECT_THAT(verdict.error(), HasSubstr("not plan expressions: pass N as a kernel argument"));
   verdict = Evaluate("vector_add",
                      "// @launch ops::add<<<ceil_div(N, 128), 128>>>(a, b, c, N)\n" + kernel);
   EXPECT_EQ(verdict.stage(), "compile");
