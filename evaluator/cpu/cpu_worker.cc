@@ -871,7 +871,10 @@ class Worker {
       return failure;
     }
     std::vector<std::string> defines(program.defines().begin(), program.defines().end());
-    absl::StatusOr<std::string> unit = BuildTranslationUnit(program.source(), defines, names);
+    // __CUDA_ARCH__ as NVRTC defined it for this program (sm_90 without one).
+    const int cuda_arch = CudaArchValue(program.compiled().arch());
+    absl::StatusOr<std::string> unit =
+        BuildTranslationUnit(program.source(), defines, names, cuda_arch > 0 ? cuda_arch : 900);
     if (!unit.ok()) return unit.status();
     absl::StatusOr<HostCompileResult> compiled = compiler.Compile(*unit);
     if (!compiled.ok()) return compiled.status();

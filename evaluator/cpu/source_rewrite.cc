@@ -467,9 +467,44 @@ absl::StatusOr<std::string> DefineLine(std::string_view define) {
   return absl::StrCat("#define ", std::string(name), " ", std::string(value));
 }
 
+int CudaArchValue(std::string_view arch) {
+  for (std::string_view prefix : {"sm_", "compute_"}) {
+    if (arch.substr(0, prefix.size()) != prefix) continue;
+    int value = 0;
+    size_t i = prefix.size();
+    for (; i < arch.size() && std::isdigit(static_cast<unsigned char>(arch[i])) && value < 10000;
+         ++i) {
+      value = value * 10 + (arch[i] - '0');
+    }
+    const std::string_view suffix = arch.substr(i);
+    if (i == prefix.size() || value < 10 || !(suffix.empty() || suffix == "a" || suffix == "f")) {
+      return 0;
+    }
+    return value * 10;
+  }
+  return 0;
+}
+
+std::string WrapIncludes(std::string_view source, std::string_view file_name) {
+  const std::string masked = MaskCommentsAndLiterals(source);
+  std::string out;
+  size_t copied = 0;
+  for (const IncludeLine& include : FindIncludes(source, masked)) {
+    out.append(source.substr(copied, include.begin - copied));
+    out.append("#pragma push_macro(\"__CUDA_ARCH__\")\n#undef __CUDA_ARCH__\n");
+    out.append(source.substr(include.begin, include.end - include.begin));
+    absl::StrAppend(&out, "\n#pragma pop_macro(\"__CUDA_ARCH__\")\n#line ",
+                    LineOf(source, include.begin) + 1, " \"", std::string(file_name), "\"");
+    copied = include.end;
+  }
+  out.append(source.substr(copied));
+  return out;
+}
+
 absl::StatusOr<std::string> BuildTranslationUnit(std::string_view source,
                                                  const std::vector<std::string>& defines,
-                                                 const std::vector<std::string>& kernel_names) {
+                                                 const std::vector<std::string>& kernel_names,
+                                                 int cuda_arch) {
   // The submission cannot tell the correctness build from the timed one at
   // compile time (a red team's kernel ran a racy histogram only when timed).
   // Here, not at the prelude's end: a precompiled prelude does not carry the
@@ -480,8 +515,10 @@ absl::StatusOr<std::string> BuildTranslationUnit(std::string_view source,
     if (!line.ok()) return line.status();
     absl::StrAppend(&tu, *line, "\n");
   }
+  if (cuda_arch > 0) absl::StrAppend(&tu, "#define __CUDA_ARCH__ ", cuda_arch, "\n");
   absl::StrAppend(&tu, "#line 1 \"", kSubmissionFileName, "\"\n");
-  tu += RewriteCubIncludes(RewriteExternShared(source));
+  std::string submission = RewriteCubIncludes(RewriteExternShared(source));
+  tu += cuda_arch > 0 ? WrapIncludes(submission, kSubmissionFileName) : submission;
   if (!source.empty() && source.back() != '\n') tu += '\n';
   absl::StrAppend(&tu, "#line 1 \"", kLaunchersFileName, "\"\n");
   constexpr char kExport[] = "extern \"C\" __attribute__((visibility(\"default\")))";

@@ -58,8 +58,23 @@ absl::StatusOr<std::string> DefineLine(std::string_view define);
 //   kerneleval_cpu_init, the kernel name table and kerneleval_cpu_launch_<i>
 //   for kernel_names[i].
 // Kernel names must pass IsValidKernelName and defines DefineLine.
+// `cuda_arch` (e.g. 900, CudaArchValue) is defined as __CUDA_ARCH__ for the
+// submission's own code, as NVRTC defines it for device code (a kernel's
+// `#if __CUDA_ARCH__ >= 800` branch is the GPU's); every #include of the
+// submission is compiled without it (WrapIncludes): libcu++ and the toolkit
+// headers would take their device paths, PTX. 0: not defined.
 absl::StatusOr<std::string> BuildTranslationUnit(std::string_view source,
                                                  const std::vector<std::string>& defines,
-                                                 const std::vector<std::string>& kernel_names);
+                                                 const std::vector<std::string>& kernel_names,
+                                                 int cuda_arch = 0);
+
+// __CUDA_ARCH__ for a target: "sm_90" and "sm_90a" 900, "sm_100f" 1000,
+// "compute_80" 800; 0 for anything else.
+int CudaArchValue(std::string_view arch);
+
+// Each #include line of `source` between `#pragma push_macro("__CUDA_ARCH__")`
+// + `#undef` and `#pragma pop_macro`, then `#line` back to the next line of
+// `file_name`: the includes see no __CUDA_ARCH__, line numbers are kept.
+std::string WrapIncludes(std::string_view source, std::string_view file_name);
 
 }  // namespace kerneleval::cpu

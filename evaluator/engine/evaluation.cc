@@ -236,6 +236,17 @@ absl::StatusOr<Preparation> Evaluation::PrepareCandidate(const v1::Submission& s
         }
       }
     }
+    // NVRTC suggests options a submission cannot have: say what to do.
+    if (absl::StrContains(compiled->log(), "--extended-lambda")) {
+      absl::StrAppend(verdict.mutable_error(),
+                      " (--extended-lambda is not an option here: a plain [] lambda defined in "
+                      "device code is callable there, or use a __device__ functor)");
+    } else if (absl::StrContains(compiled->log(), "-default-device")) {
+      absl::StrAppend(verdict.mutable_error(),
+                      " (-default-device is not an option here: a submission is device code "
+                      "only, so mark helper functions __device__; no host code, main() or CUDA "
+                      "runtime calls, the launch plan replaces host launches)");
+    }
     // `k<COLS><<<...` names a problem parameter, whose value the C++ of a
     // template argument cannot know: say so beside NVRTC's "undefined".
     if (plan.ok()) {

@@ -474,6 +474,14 @@ class Binder {
       if (IsIdentifier(text) && !is_name) {
         return error(detail::Cat("'", text, "' is not a buffer (", BufferList(), ")"));
       }
+      // `x + offset`: a buffer's name inside an expression.
+      for (const std::string& name : ExprNames(text)) {
+        if (auto it = names_.find(name); it != names_.end() && IsBufferKind(it->second)) {
+          return error(detail::Cat(ParamDescription(kernel, index), " is given '", text,
+                                   "': pointer arithmetic on a buffer is not supported; pass '",
+                                   name, "' and the offset as an integer argument"));
+        }
+      }
       return error(detail::Cat(ParamDescription(kernel, index), " is a pointer: pass a buffer (",
                                BufferList(), ")"));
     }

@@ -69,11 +69,33 @@ class Parser {
       return value;
     }
     SkipSpaces();
-    if (pos_ < text_.size()) {
-      return Error(
-          detail::Cat("unexpected '", detail::EscapeForMessage(text_.substr(pos_, 1)), "'"));
-    }
+    if (pos_ < text_.size()) return Unexpected();
     return value;
+  }
+
+  // "unexpected 'X'" and, for what C code often has there, what the
+  // language offers instead.
+  absl::Status Unexpected() const {
+    const std::string_view rest = text_.substr(pos_);
+    if (rest.empty()) return Error("unexpected end of the expression");
+    std::string hint;
+    size_t before = pos_;
+    while (before > 0 && IsSpace(text_[before - 1])) --before;
+    if (rest.substr(0, 2) == "<<" || rest.substr(0, 2) == ">>") {
+      hint = " (shifts are not part of the launch-plan language: multiply or divide)";
+    } else if (rest.substr(0, 2) == "::") {
+      hint = " (qualified names are not supported: name a namespace's constant without it)";
+    } else if (rest.substr(0, 2) == "&&" || rest.substr(0, 2) == "||") {
+      hint = " (&& and || are not supported: nest COND ? A : B, or use min and max)";
+    } else if (IsIdentStart(rest[0]) && before > 0 && text_[before - 1] == ')') {
+      hint =
+          " (casts and floating point are not supported: integers only; ceil_div(a, b) "
+          "rounds up)";
+    } else if (rest[0] == '[') {
+      hint = " (subscripts are not supported: the source's array constants are not plan values)";
+    }
+    return Error(
+        detail::Cat("unexpected '", detail::EscapeForMessage(rest.substr(0, 1)), "'", hint));
   }
 
  private:
@@ -353,7 +375,7 @@ class Parser {
     if (c == '.') {
       return Error("floating-point literals are not supported");
     }
-    return Error(detail::Cat("unexpected '", detail::EscapeForMessage(text_.substr(pos_, 1)), "'"));
+    return Unexpected();
   }
 
   absl::StatusOr<Value> ParseNumber() {
@@ -469,7 +491,9 @@ class Parser {
     const bool is_min = name == "min", is_max = name == "max", is_ceil_div = name == "ceil_div";
     if (!is_min && !is_max && !is_ceil_div) {
       return ErrorAt(
-          detail::Cat("unknown function '", name, "' (functions: ceil_div, min, max, sizeof)"),
+          detail::Cat("unknown function '", name,
+                      "' (functions: ceil_div, min, max, sizeof; the source's own functions and "
+                      "function-like macros are not evaluated in a launch line)"),
           name_pos);
     }
     if (absl::Status status = Expect('('); !status.ok()) {

@@ -101,6 +101,9 @@
 #define __launch_bounds__(...)
 #define __maxnreg__(...)
 #define __cluster_dims__(...)
+// NVRTC's (clang's) optimisation hint; g++ has none by that name. Not
+// evaluated, as there.
+#define __builtin_assume(...) static_cast<void>(0)
 #ifndef __restrict__
 #define __restrict__ __restrict
 #endif

@@ -1301,6 +1301,41 @@ __global__ void histogram(const unsigned char* x, unsigned* bins) {
       << refused.message();
 }
 
+// Device code sees __CUDA_ARCH__ as NVRTC defines it (sm_90: 900 when the
+// program does not say), so its `#if __CUDA_ARCH__` branch is the GPU's;
+// headers included after it still compile their host paths (the helper
+// sweep's leaky_relu took its host-only slope here and failed).
+TEST_F(CpuBackendTest, DeviceCodeSeesTheCudaArchNvrtcCompiledFor) {
+  const char* source = R"(
+#include <cuda/std/limits>
+#include <cub/block/block_reduce.cuh>
+__device__ int Hinted(int v) {
+  __builtin_assume(v >= 0);  // NVRTC's hint: nothing here
+  return v;
+}
+#ifdef __CUDA_ARCH__
+#define ARCH __CUDA_ARCH__
+#else
+#define ARCH -1
+#endif
+__global__ void arch(int* out) {
+  using BR = cub::BlockReduce<int, 32>;
+  __shared__ typename BR::TempStorage temp;
+  const int total = BR(temp).Sum(1);
+  if (threadIdx.x == 0) {
+    out[0] = ARCH;
+    out[1] = Hinted(total);
+    out[2] = cuda::std::numeric_limits<int>::max() == 2147483647;
+  }
+}
+)";
+  const internal::RunResult result =
+      RunOk(MakeRequest(source, {MakeCase("c", 1, {Output("out", v1::DTYPE_I32, 3)},
+                                          {Launch("arch", {1}, {32}, {Buf("out")})})}));
+  ASSERT_EQ(result.cases_size(), 1);
+  EXPECT_EQ(Values<int32_t>(result.cases(0).outputs(0)), (std::vector<int32_t>{900, 32, 1}));
+}
+
 // libcu++'s host-compatible headers compile as they are: types, limits,
 // functional objects, and atomics (cuda::atomic_ref on the host is the
 // blocks' real atomics, which run in parallel here).

@@ -185,5 +185,34 @@ TEST(BuildTranslationUnit, LinesMapToTheSubmission) {
   EXPECT_FALSE(BuildTranslationUnit(source, {}, {"a;b"}).ok());
 }
 
+TEST(CudaArchValue, FromTheTarget) {
+  EXPECT_EQ(CudaArchValue("sm_90"), 900);
+  EXPECT_EQ(CudaArchValue("sm_90a"), 900);
+  EXPECT_EQ(CudaArchValue("sm_100f"), 1000);
+  EXPECT_EQ(CudaArchValue("compute_80"), 800);
+  for (const char* bad : {"", "sm_", "sm_9", "sm_90x", "gfx90a", "sm_99999999"}) {
+    EXPECT_EQ(CudaArchValue(bad), 0) << bad;
+  }
+}
+
+// __CUDA_ARCH__ is the submission's, as NVRTC defines it for device code;
+// its #includes are compiled without it, and the lines stay the user's.
+TEST(BuildTranslationUnit, CudaArchForTheSubmissionNotItsIncludes) {
+  const std::string source =
+      "#include <cuda/std/limits>\n#if __CUDA_ARCH__ >= 800\nint x;\n#endif\n";
+  absl::StatusOr<std::string> unit = BuildTranslationUnit(source, {}, {}, 900);
+  ASSERT_TRUE(unit.ok()) << unit.status();
+  EXPECT_NE(unit->find("#define __CUDA_ARCH__ 900\n#line 1 \"submission.cu\"\n"
+                       "#pragma push_macro(\"__CUDA_ARCH__\")\n#undef __CUDA_ARCH__\n"
+                       "#include <cuda/std/limits>\n#pragma pop_macro(\"__CUDA_ARCH__\")\n"
+                       "#line 2 \"submission.cu\"\n#if __CUDA_ARCH__ >= 800\n"),
+            std::string::npos)
+      << *unit;
+  unit = BuildTranslationUnit(source, {}, {}, 0);
+  ASSERT_TRUE(unit.ok()) << unit.status();
+  EXPECT_EQ(unit->find("__CUDA_ARCH__ 900"), std::string::npos);
+  EXPECT_EQ(unit->find("push_macro"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace kerneleval::cpu

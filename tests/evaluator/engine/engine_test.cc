@@ -1034,6 +1034,31 @@ __global__ void __launch_bounds__(kBlock) add(const T* a, const T* b, T* c, int 
   EXPECT_EQ(instances, (std::vector<std::string>{"ops::add<double, 64>", "ops::add<float, 128>"}));
 }
 
+// NVRTC suggests options a submission cannot pass; the verdict says what to
+// write instead.
+TEST_F(EngineTest, CompileErrorsSuggestingRefusedOptionsSayWhatToDo) {
+  v1::Verdict verdict = Evaluate("vector_add", R"(
+// @launch add<<<ceil_div(N, 256), 256>>>(a, b, c, N)
+__global__ void add(const float* a, const float* b, float* c, int n) {
+  auto f = [] __device__ (float v) { return v; };
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = f(a[i]) + b[i];
+}
+)");
+  EXPECT_EQ(verdict.stage(), "compile");
+  EXPECT_THAT(verdict.error(), HasSubstr("--extended-lambda is not an option here"));
+  verdict = Evaluate("vector_add", R"(
+// @launch add<<<ceil_div(N, 256), 256>>>(a, b, c, N)
+float twice(float v) { return 2 * v; }
+__global__ void add(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = twice(a[i]) * 0.5f + b[i];
+}
+)");
+  EXPECT_EQ(verdict.stage(), "compile");
+  EXPECT_THAT(verdict.error(), HasSubstr("mark helper functions __device__"));
+}
+
 TEST_F(EngineTest, BadLaunchPlanIsACompileVerdictNamingTheLine) {
   const char* source =
       "\n// @launch add<<<1, 2048>>>(a, b, c, N)\n"

@@ -499,6 +499,10 @@ TEST(BindingTest, ScalarsAndPointersDoNotMix) {
   EXPECT_EQ(ResolveError(OneKernel("float* y", "out")),
             "line 1: argument 1 ('out'): 'out' is not a buffer (inputs: x; outputs: y; scratch: "
             "none)");
+  EXPECT_EQ(ResolveError(OneKernel("float* y", "y + COLS")),
+            "line 1: argument 1 ('y + COLS'): parameter 'y' of k ('float *') is given 'y + "
+            "COLS': pointer arithmetic on a buffer is not supported; pass 'y' and the offset as "
+            "an integer argument");
   EXPECT_EQ(ResolveError(OneKernel("int n", "x + 1")),
             "line 1: argument 1 ('x + 1'): 'x' is an input, which is passed by its name alone, not "
             "inside an integer expression");

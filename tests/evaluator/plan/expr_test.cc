@@ -231,6 +231,25 @@ TEST(ExprTest, SyntaxErrors) {
   EXPECT_THAT(EvalError("N << 2", {{"N", 1}}), HasSubstr("unexpected '<'"));
 }
 
+// What C code often has in a launch line gets, beside "unexpected", what the
+// language offers instead (helper sweep of LLM-style kernels).
+TEST(ExprTest, CommonCConstructsSayWhatToWriteInstead) {
+  auto syntax_error = [](std::string_view expr) {
+    const absl::Status status = CheckExprSyntax(expr);
+    EXPECT_FALSE(status.ok()) << expr;
+    return std::string(status.message());
+  };
+  EXPECT_THAT(syntax_error("N >> 2"), HasSubstr("unexpected '>' (shifts are not part of"));
+  EXPECT_THAT(syntax_error("(int)ceil(N / 256.0)"),
+              HasSubstr("unexpected 'c' (casts and floating point are not supported"));
+  EXPECT_THAT(syntax_error("cfg::TILE"), HasSubstr("(qualified names are not supported"));
+  EXPECT_THAT(syntax_error("N > 0 && N < 9"), HasSubstr("(&& and || are not supported"));
+  EXPECT_THAT(syntax_error("kSizes[2]"), HasSubstr("(subscripts are not supported"));
+  EXPECT_THAT(syntax_error("CEIL_DIV(N, 256)"),
+              HasSubstr("function-like macros are not evaluated in a launch line"));
+  EXPECT_THAT(syntax_error("N +"), HasSubstr("at column"));
+}
+
 TEST(ExprTest, DepthAndLengthLimits) {
   std::string shallow = std::string(30, '(') + "1" + std::string(30, ')');
   EXPECT_EQ(Eval(shallow), 1);

@@ -46,8 +46,9 @@ internal::RunFailure CompileFailure(const internal::Program& program, const std:
 absl::StatusOr<HostModuleBackend::Rebuilt> HostModuleBackend::Rebuild(
     internal::Program* program, const std::vector<std::string>& plan_kernels) {
   std::vector<std::string> defines(program->defines().begin(), program->defines().end());
-  absl::StatusOr<std::string> unit =
-      cpu::BuildTranslationUnit(program->source(), defines, plan_kernels);
+  const int cuda_arch = cpu::CudaArchValue(program->compiled().arch());
+  absl::StatusOr<std::string> unit = cpu::BuildTranslationUnit(
+      program->source(), defines, plan_kernels, cuda_arch > 0 ? cuda_arch : 900);
   if (!unit.ok()) return Rebuilt{false, std::string(unit.status().message())};
   std::lock_guard<std::mutex> lock(mutex_);
   auto cached = modules_.find(*unit);
@@ -149,7 +150,7 @@ absl::StatusOr<std::string> BuildHostModule(const std::string& source,
                                             const std::vector<std::string>& kernels) {
   absl::StatusOr<cpu::HostCompiler> compiler = MakeHostCompiler();
   if (!compiler.ok()) return compiler.status();
-  absl::StatusOr<std::string> unit = cpu::BuildTranslationUnit(source, defines, kernels);
+  absl::StatusOr<std::string> unit = cpu::BuildTranslationUnit(source, defines, kernels, 900);
   if (!unit.ok()) return unit.status();
   absl::StatusOr<cpu::HostCompileResult> compiled = compiler->Compile(*unit);
   if (!compiled.ok()) return compiled.status();
