@@ -153,7 +153,8 @@ class Binder {
   }
 
   absl::Status Declare(const std::string& name, NameKind kind, std::string_view prefix) {
-    if (!IsIdentifier(name)) {
+    // A source constant in a namespace is also known as NS::NAME.
+    if (!(kind == NameKind::kConstant ? IsQualifiedIdentifier(name) : IsIdentifier(name))) {
       return absl::InvalidArgumentError(
           detail::Cat(prefix, "the name ", Quoted(name), " is not an identifier"));
     }

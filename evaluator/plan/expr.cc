@@ -84,7 +84,7 @@ class Parser {
     if (rest.substr(0, 2) == "<<" || rest.substr(0, 2) == ">>") {
       hint = " (shifts are not part of the launch-plan language: multiply or divide)";
     } else if (rest.substr(0, 2) == "::") {
-      hint = " (qualified names are not supported: name a namespace's constant without it)";
+      hint = " (a namespace's constant is NS::NAME, without spaces or a leading ::)";
     } else if (rest.substr(0, 2) == "&&" || rest.substr(0, 2) == "||") {
       hint = " (&& and || are not supported: nest COND ? A : B, or use min and max)";
     } else if (IsIdentStart(rest[0]) && before > 0 && text_[before - 1] == ')') {
@@ -136,6 +136,18 @@ class Parser {
     const size_t start = pos_;
     while (pos_ < text_.size() && IsIdentChar(text_[pos_])) {
       ++pos_;
+    }
+    return text_.substr(start, pos_ - start);
+  }
+
+  // NAME or a namespace's NS::NAME (no spaces around `::`).
+  std::string_view ParseQualifiedName() {
+    const size_t start = pos_;
+    ParseIdentifier();
+    while (text_.substr(pos_, 2) == "::" && pos_ + 2 < text_.size() &&
+           IsIdentStart(text_[pos_ + 2])) {
+      pos_ += 2;
+      ParseIdentifier();
     }
     return text_.substr(start, pos_ - start);
   }
@@ -363,7 +375,7 @@ class Parser {
     }
     if (IsIdentStart(c)) {
       const size_t name_pos = pos_;
-      const std::string_view name = ParseIdentifier();
+      const std::string_view name = ParseQualifiedName();
       if (Peek('(')) {
         return ParseCall(name, name_pos);
       }
@@ -649,6 +661,16 @@ std::vector<std::string> ExprNames(std::string_view expr) {
     return {};
   }
   return names;
+}
+
+bool IsQualifiedIdentifier(std::string_view text) {
+  size_t start = 0;
+  while (true) {
+    const size_t colons = text.find("::", start);
+    if (!IsIdentifier(text.substr(start, colons - start))) return false;
+    if (colons == std::string_view::npos) return true;
+    start = colons + 2;
+  }
 }
 
 bool IsIdentifier(std::string_view text) {

@@ -58,5 +58,7 @@ std::vector<std::string> ExprNames(std::string_view expr);
 
 // Whether `text` is one identifier: [A-Za-z_][A-Za-z0-9_]*.
 bool IsIdentifier(std::string_view text);
+// Identifiers joined by `::` ("cfg::kTile"), a namespace's constant.
+bool IsQualifiedIdentifier(std::string_view text);
 
 }  // namespace kerneleval::plan

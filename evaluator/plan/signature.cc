@@ -367,7 +367,12 @@ class SourceReader {
       if (end >= tokens.size() || end == value_begin) {
         return;
       }
-      DefineConstant(declared, JoinTokens(tokens, value_begin, end));
+      const std::string value_text = JoinTokens(tokens, value_begin, end);
+      DefineConstant(declared, value_text);
+      // In a namespace also by its qualified name (a launch line's cfg::kTile).
+      if (const std::string prefix = NamespacePrefix(); !prefix.empty()) {
+        DefineConstant(prefix + std::string(declared), value_text);
+      }
       k = closing_brace ? end + 1 : end;  // after the value: ',' or ';'
       if (k >= tokens.size() || !Is(tokens[k], ",")) {
         return;

@@ -267,6 +267,19 @@ TEST(BindingTest, InstancesOfTemplateKernels) {
 
 // A name the source declares as a constant whose value a plan cannot read
 // is named as such, not only as unknown.
+// A namespace's constant is known by its bare and its qualified name (the
+// helper sweep's launch line said cfg::TILE).
+TEST(BindingTest, NamespaceConstantsByTheirQualifiedNames) {
+  absl::StatusOr<internal::ResolvedPlan> resolved = Resolve(
+      "// @launch k<<<cfg::inner::kBlocks, cfg::TILE * 4>>>(x)\n"
+      "namespace cfg {\nconstexpr int TILE = 32;\nnamespace inner { constexpr int kBlocks = "
+      "TILE / 4; }\n}\n"
+      "__global__ void k(float* x) {}\n");
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  EXPECT_EQ(resolved->launches(0).grid(0), 8u);
+  EXPECT_EQ(resolved->launches(0).block(0), 128u);
+}
+
 TEST(BindingTest, UnreadableSourceConstantsAreNamedInUnknownNameErrors) {
   const std::string message = ResolveError(
       "// @launch k<<<kBlocks, 32>>>(x)\n"

@@ -231,6 +231,17 @@ TEST(ExprTest, SyntaxErrors) {
   EXPECT_THAT(EvalError("N << 2", {{"N", 1}}), HasSubstr("unexpected '<'"));
 }
 
+// A namespace's constant by its qualified name.
+TEST(ExprTest, QualifiedNames) {
+  EXPECT_EQ(Eval("cfg::TILE * 2 + a::b::c", {{"cfg::TILE", 32}, {"a::b::c", 1}}), 65);
+  EXPECT_THAT(EvalError("cfg::TILE", {{"TILE", 32}}), HasSubstr("unknown name 'cfg::TILE'"));
+  EXPECT_TRUE(IsQualifiedIdentifier("cfg::kTile"));
+  EXPECT_TRUE(IsQualifiedIdentifier("kTile"));
+  for (const char* bad : {"", "::k", "k::", "a:::b", "a::1b", "a b"}) {
+    EXPECT_FALSE(IsQualifiedIdentifier(bad)) << bad;
+  }
+}
+
 // What C code often has in a launch line gets, beside "unexpected", what the
 // language offers instead (helper sweep of LLM-style kernels).
 TEST(ExprTest, CommonCConstructsSayWhatToWriteInstead) {
@@ -242,7 +253,7 @@ TEST(ExprTest, CommonCConstructsSayWhatToWriteInstead) {
   EXPECT_THAT(syntax_error("N >> 2"), HasSubstr("unexpected '>' (shifts are not part of"));
   EXPECT_THAT(syntax_error("(int)ceil(N / 256.0)"),
               HasSubstr("unexpected 'c' (casts and floating point are not supported"));
-  EXPECT_THAT(syntax_error("cfg::TILE"), HasSubstr("(qualified names are not supported"));
+  EXPECT_THAT(syntax_error("cfg:: TILE"), HasSubstr("(a namespace's constant is NS::NAME"));
   EXPECT_THAT(syntax_error("N > 0 && N < 9"), HasSubstr("(&& and || are not supported"));
   EXPECT_THAT(syntax_error("kSizes[2]"), HasSubstr("(subscripts are not supported"));
   EXPECT_THAT(syntax_error("CEIL_DIV(N, 256)"),
