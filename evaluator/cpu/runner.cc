@@ -536,7 +536,12 @@ std::string DescribeRunnerEnd(int wait_status, const RunnerReport& report) {
                       "or a null pointer dereference it can see)");
       break;
     case SIGABRT:
-      absl::StrAppend(&text, ": abort() (std::terminate or a failed host assert?)");
+      // A kernel writing past a __shared__ array (thread-local storage here)
+      // or a local one overwrites what the runtime keeps beside it, which
+      // then aborts (a sweep's 256-float tile indexed by 512 threads).
+      absl::StrAppend(&text,
+                      ": abort() (memory the runtime keeps overwritten: a write past a "
+                      "__shared__ or local array? else std::terminate or a failed host assert)");
       break;
     case SIGSYS:
       absl::StrAppend(&text, ": a system call the sandbox forbids");
