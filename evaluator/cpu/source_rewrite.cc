@@ -435,18 +435,33 @@ std::string RewriteExternShared(std::string_view source) {
   return out;
 }
 
-std::string RewriteCubIncludes(std::string_view source) {
+namespace {
+
+// `source` with each #include directive for which `replace(include)` gives a
+// text replaced by that text (the directive's line up to its line break).
+template <class Replace>
+std::string RewriteIncludeLines(std::string_view source, Replace replace) {
   const std::string masked = MaskCommentsAndLiterals(source);
   std::string out;
   size_t copied = 0;
   for (const IncludeLine& include : FindIncludes(source, masked)) {
-    if (!IsCubHeader(include.header)) continue;
+    std::optional<std::string> text = replace(include);
+    if (!text.has_value()) continue;
     out.append(source.substr(copied, include.begin - copied));
-    out.append("#include \"kerneleval_cpu_cub.h\"");
+    out.append(*text);
     copied = include.end;
   }
   out.append(source.substr(copied));
   return out;
+}
+
+}  // namespace
+
+std::string RewriteCubIncludes(std::string_view source) {
+  return RewriteIncludeLines(source, [](const IncludeLine& include) -> std::optional<std::string> {
+    if (!IsCubHeader(include.header)) return std::nullopt;
+    return "#include \"kerneleval_cpu_cub.h\"";
+  });
 }
 
 bool IsValidKernelName(std::string_view name) { return plan::IsKernelName(name); }
@@ -486,19 +501,12 @@ int CudaArchValue(std::string_view arch) {
 }
 
 std::string WrapIncludes(std::string_view source, std::string_view file_name) {
-  const std::string masked = MaskCommentsAndLiterals(source);
-  std::string out;
-  size_t copied = 0;
-  for (const IncludeLine& include : FindIncludes(source, masked)) {
-    out.append(source.substr(copied, include.begin - copied));
-    out.append("#pragma push_macro(\"__CUDA_ARCH__\")\n#undef __CUDA_ARCH__\n");
-    out.append(source.substr(include.begin, include.end - include.begin));
-    absl::StrAppend(&out, "\n#pragma pop_macro(\"__CUDA_ARCH__\")\n#line ",
-                    LineOf(source, include.begin) + 1, " \"", std::string(file_name), "\"");
-    copied = include.end;
-  }
-  out.append(source.substr(copied));
-  return out;
+  return RewriteIncludeLines(source, [&](const IncludeLine& include) -> std::optional<std::string> {
+    return absl::StrCat("#pragma push_macro(\"__CUDA_ARCH__\")\n#undef __CUDA_ARCH__\n",
+                        std::string(source.substr(include.begin, include.end - include.begin)),
+                        "\n#pragma pop_macro(\"__CUDA_ARCH__\")\n#line ",
+                        LineOf(source, include.begin) + 1, " \"", std::string(file_name), "\"");
+  });
 }
 
 absl::StatusOr<std::string> BuildTranslationUnit(std::string_view source,
