@@ -1468,7 +1468,6 @@ class BlockLoad {
   static_assert(!kWarpTranspose || BLOCK_THREADS % 32 == 0,
                 "BLOCK_THREADS must be a multiple of WARP_THREADS");
   using Exchange = BlockExchange<T, BLOCK_DIM_X, ITEMS_PER_THREAD, false, BLOCK_DIM_Y, BLOCK_DIM_Z>;
-  using Arrangement = kerneleval_detail::Arrangement;
   using _TempStorage =
       std::conditional_t<kTranspose || kWarpTranspose, typename Exchange::_TempStorage, NullType>;
 
@@ -1494,6 +1493,22 @@ class BlockLoad {
     }
   }
 
+  // The three Load forms: `guard` is nothing, (block_items_end) or
+  // (block_items_end, oob_default), passed on to the direct load.
+  template <typename RandomAccessIterator, typename... Guard>
+  void LoadGuarded(RandomAccessIterator block_src_it, T (&dst_items)[ITEMS_PER_THREAD],
+                   Guard... guard) {
+    Run(dst_items, [&] {
+      if constexpr (ALGORITHM == BLOCK_LOAD_STRIPED || kTranspose) {
+        LoadDirectStriped<BLOCK_THREADS>(linear_tid, block_src_it, dst_items, guard...);
+      } else if constexpr (kWarpTranspose) {
+        LoadDirectWarpStriped(linear_tid, block_src_it, dst_items, guard...);
+      } else {
+        LoadDirectBlocked(linear_tid, block_src_it, dst_items, guard...);
+      }
+    });
+  }
+
   BlockLoad(_TempStorage& storage, int) : temp_storage(storage) {
     linear_tid = RowMajorTid(BLOCK_DIM_X, BLOCK_DIM_Y, BLOCK_DIM_Z);
   }
@@ -1507,42 +1522,17 @@ class BlockLoad {
 
   template <typename RandomAccessIterator>
   void Load(RandomAccessIterator block_src_it, T (&dst_items)[ITEMS_PER_THREAD]) {
-    Run(dst_items, [&] {
-      if constexpr (ALGORITHM == BLOCK_LOAD_STRIPED || kTranspose) {
-        LoadDirectStriped<BLOCK_THREADS>(linear_tid, block_src_it, dst_items);
-      } else if constexpr (kWarpTranspose) {
-        LoadDirectWarpStriped(linear_tid, block_src_it, dst_items);
-      } else {
-        LoadDirectBlocked(linear_tid, block_src_it, dst_items);
-      }
-    });
+    LoadGuarded(block_src_it, dst_items);
   }
   template <typename RandomAccessIterator>
   void Load(RandomAccessIterator block_src_it, T (&dst_items)[ITEMS_PER_THREAD],
             int block_items_end) {
-    Run(dst_items, [&] {
-      if constexpr (ALGORITHM == BLOCK_LOAD_STRIPED || kTranspose) {
-        LoadDirectStriped<BLOCK_THREADS>(linear_tid, block_src_it, dst_items, block_items_end);
-      } else if constexpr (kWarpTranspose) {
-        LoadDirectWarpStriped(linear_tid, block_src_it, dst_items, block_items_end);
-      } else {
-        LoadDirectBlocked(linear_tid, block_src_it, dst_items, block_items_end);
-      }
-    });
+    LoadGuarded(block_src_it, dst_items, block_items_end);
   }
   template <typename RandomAccessIterator, typename DefaultT>
   void Load(RandomAccessIterator block_src_it, T (&dst_items)[ITEMS_PER_THREAD],
             int block_items_end, DefaultT oob_default) {
-    Run(dst_items, [&] {
-      if constexpr (ALGORITHM == BLOCK_LOAD_STRIPED || kTranspose) {
-        LoadDirectStriped<BLOCK_THREADS>(linear_tid, block_src_it, dst_items, block_items_end,
-                                         oob_default);
-      } else if constexpr (kWarpTranspose) {
-        LoadDirectWarpStriped(linear_tid, block_src_it, dst_items, block_items_end, oob_default);
-      } else {
-        LoadDirectBlocked(linear_tid, block_src_it, dst_items, block_items_end, oob_default);
-      }
-    });
+    LoadGuarded(block_src_it, dst_items, block_items_end, oob_default);
   }
 };
 
@@ -1843,71 +1833,73 @@ class BlockShuffle
     static_assert(kerneleval_detail::kUnsupported<A...>, KERNELEVAL_CUB_UNSUPPORTED_MESSAGE(S)); \
     return cudaErrorNotSupported;                                                                \
   }
-#define KERNELEVAL_CUB_DEVICE(S)                                                                                     \
-  struct S {                                                                                                         \
-    KERNELEVAL_CUB_DEVICE_METHOD(S, Sum)                                                                             \
-    KERNELEVAL_CUB_DEVICE_METHOD(S, Reduce)                                                                          \
-    KERNELEVAL_CUB_DEVICE_METHOD(S, Min)                                                                             \
-    KERNELEVAL_CUB_DEVICE_METHOD(S, Max)                                                                             \
-    KERNELEVAL_CUB_DEVICE_METHOD(S, ArgMin) KERNELEVAL_CUB_DEVICE_METHOD(                                            \
-        S,                                                                                                           \
-        ArgMax) KERNELEVAL_CUB_DEVICE_METHOD(S,                                                                      \
-                                             ReduceByKey) KERNELEVAL_CUB_DEVICE_METHOD(S,                            \
-                                                                                       TransformReduce)              \
-        KERNELEVAL_CUB_DEVICE_METHOD(S, ExclusiveSum) KERNELEVAL_CUB_DEVICE_METHOD(                                  \
-            S, InclusiveSum) KERNELEVAL_CUB_DEVICE_METHOD(S, ExclusiveScan)                                          \
-            KERNELEVAL_CUB_DEVICE_METHOD(S, InclusiveScan) KERNELEVAL_CUB_DEVICE_METHOD(                             \
-                S, ExclusiveSumByKey) KERNELEVAL_CUB_DEVICE_METHOD(S, InclusiveSumByKey)                             \
-                KERNELEVAL_CUB_DEVICE_METHOD(S, ExclusiveScanByKey) KERNELEVAL_CUB_DEVICE_METHOD(                    \
-                    S, InclusiveScanByKey) KERNELEVAL_CUB_DEVICE_METHOD(S, SortKeys)                                 \
-                    KERNELEVAL_CUB_DEVICE_METHOD(S, SortPairs) KERNELEVAL_CUB_DEVICE_METHOD(                         \
-                        S, SortKeysDescending) KERNELEVAL_CUB_DEVICE_METHOD(S,                                       \
-                                                                            SortPairsDescending)                     \
-                        KERNELEVAL_CUB_DEVICE_METHOD(S, StableSortKeys) KERNELEVAL_CUB_DEVICE_METHOD(                \
-                            S,                                                                                       \
-                            StableSortPairs) KERNELEVAL_CUB_DEVICE_METHOD(S,                                         \
-                                                                          StableSortKeysDescending)                  \
-                            KERNELEVAL_CUB_DEVICE_METHOD(S, StableSortPairsDescending) KERNELEVAL_CUB_DEVICE_METHOD( \
-                                S, HistogramEven) KERNELEVAL_CUB_DEVICE_METHOD(S, HistogramRange)                    \
-                                KERNELEVAL_CUB_DEVICE_METHOD(S, MultiHistogramEven) KERNELEVAL_CUB_DEVICE_METHOD(    \
-                                    S, MultiHistogramRange) KERNELEVAL_CUB_DEVICE_METHOD(S,                          \
-                                                                                         Flagged)                    \
-                                    KERNELEVAL_CUB_DEVICE_METHOD(S, If) KERNELEVAL_CUB_DEVICE_METHOD(                \
-                                        S, Unique) KERNELEVAL_CUB_DEVICE_METHOD(S, UniqueByKey)                      \
-                                        KERNELEVAL_CUB_DEVICE_METHOD(                                                \
-                                            S,                                                                       \
-                                            Encode) KERNELEVAL_CUB_DEVICE_METHOD(S,                                  \
-                                                                                 NonTrivialRuns)                     \
-                                            KERNELEVAL_CUB_DEVICE_METHOD(                                            \
-                                                S,                                                                   \
-                                                Batched) KERNELEVAL_CUB_DEVICE_METHOD(S,                             \
-                                                                                      Transform)                     \
-                                                KERNELEVAL_CUB_DEVICE_METHOD(                                        \
-                                                    S,                                                               \
-                                                    TransformIf) KERNELEVAL_CUB_DEVICE_METHOD(S,                     \
-                                                                                              Bulk)                  \
-                                                    KERNELEVAL_CUB_DEVICE_METHOD(                                    \
-                                                        S,                                                           \
-                                                        ForEach) KERNELEVAL_CUB_DEVICE_METHOD(S,                     \
-                                                                                              ForEachN)              \
-                                                        KERNELEVAL_CUB_DEVICE_METHOD(S,                              \
-                                                                                     ForEachCopy)                    \
-                                                            KERNELEVAL_CUB_DEVICE_METHOD(                            \
-                                                                S, ForEachCopyN)                                     \
-                                                                KERNELEVAL_CUB_DEVICE_METHOD(                        \
-                                                                    S, SubtractLeft)                                 \
-                                                                    KERNELEVAL_CUB_DEVICE_METHOD(                    \
-                                                                        S, SubtractRight)                            \
-                                                                        KERNELEVAL_CUB_DEVICE_METHOD(                \
-                                                                            S, SubtractLeftCopy)                     \
-                                                                            KERNELEVAL_CUB_DEVICE_METHOD(            \
-                                                                                S,                                   \
-                                                                                SubtractRightCopy)                   \
-                                                                                KERNELEVAL_CUB_DEVICE_METHOD(        \
-                                                                                    S, MergeKeys)                    \
-                                                                                    KERNELEVAL_CUB_DEVICE_METHOD(    \
-                                                                                        S,                           \
-                                                                                        MergePairs)                  \
+#define KERNELEVAL_CUB_DEVICE(S)                                                                                  \
+  struct S {                                                                                                      \
+    KERNELEVAL_CUB_DEVICE_METHOD(S, Sum)                                                                          \
+    KERNELEVAL_CUB_DEVICE_METHOD(S, Reduce)                                                                       \
+    KERNELEVAL_CUB_DEVICE_METHOD(S, Min)                                                                          \
+    KERNELEVAL_CUB_DEVICE_METHOD(S, Max)                                                                          \
+    KERNELEVAL_CUB_DEVICE_METHOD(S, ArgMin)                                                                       \
+    KERNELEVAL_CUB_DEVICE_METHOD(S, ArgMax) KERNELEVAL_CUB_DEVICE_METHOD(                                         \
+        S,                                                                                                        \
+        ReduceByKey) KERNELEVAL_CUB_DEVICE_METHOD(S,                                                              \
+                                                  TransformReduce) KERNELEVAL_CUB_DEVICE_METHOD(S,                \
+                                                                                                ExclusiveSum)     \
+        KERNELEVAL_CUB_DEVICE_METHOD(S, InclusiveSum) KERNELEVAL_CUB_DEVICE_METHOD(                               \
+            S, ExclusiveScan) KERNELEVAL_CUB_DEVICE_METHOD(S, InclusiveScan)                                      \
+            KERNELEVAL_CUB_DEVICE_METHOD(S, ExclusiveSumByKey) KERNELEVAL_CUB_DEVICE_METHOD(                      \
+                S, InclusiveSumByKey) KERNELEVAL_CUB_DEVICE_METHOD(S, ExclusiveScanByKey)                         \
+                KERNELEVAL_CUB_DEVICE_METHOD(S, InclusiveScanByKey) KERNELEVAL_CUB_DEVICE_METHOD(                 \
+                    S, SortKeys) KERNELEVAL_CUB_DEVICE_METHOD(S, SortPairs)                                       \
+                    KERNELEVAL_CUB_DEVICE_METHOD(S, SortKeysDescending) KERNELEVAL_CUB_DEVICE_METHOD(             \
+                        S, SortPairsDescending) KERNELEVAL_CUB_DEVICE_METHOD(S, StableSortKeys)                   \
+                        KERNELEVAL_CUB_DEVICE_METHOD(S, StableSortPairs) KERNELEVAL_CUB_DEVICE_METHOD(            \
+                            S,                                                                                    \
+                            StableSortKeysDescending) KERNELEVAL_CUB_DEVICE_METHOD(S,                             \
+                                                                                   StableSortPairsDescending)     \
+                            KERNELEVAL_CUB_DEVICE_METHOD(S, HistogramEven) KERNELEVAL_CUB_DEVICE_METHOD(          \
+                                S,                                                                                \
+                                HistogramRange) KERNELEVAL_CUB_DEVICE_METHOD(S,                                   \
+                                                                             MultiHistogramEven)                  \
+                                KERNELEVAL_CUB_DEVICE_METHOD(                                                     \
+                                    S, MultiHistogramRange) KERNELEVAL_CUB_DEVICE_METHOD(S,                       \
+                                                                                         Flagged)                 \
+                                    KERNELEVAL_CUB_DEVICE_METHOD(S, If) KERNELEVAL_CUB_DEVICE_METHOD(             \
+                                        S, Unique) KERNELEVAL_CUB_DEVICE_METHOD(S, UniqueByKey)                   \
+                                        KERNELEVAL_CUB_DEVICE_METHOD(                                             \
+                                            S,                                                                    \
+                                            Encode) KERNELEVAL_CUB_DEVICE_METHOD(S,                               \
+                                                                                 NonTrivialRuns)                  \
+                                            KERNELEVAL_CUB_DEVICE_METHOD(                                         \
+                                                S,                                                                \
+                                                Batched) KERNELEVAL_CUB_DEVICE_METHOD(S,                          \
+                                                                                      Transform)                  \
+                                                KERNELEVAL_CUB_DEVICE_METHOD(                                     \
+                                                    S,                                                            \
+                                                    TransformIf) KERNELEVAL_CUB_DEVICE_METHOD(S,                  \
+                                                                                              Bulk)               \
+                                                    KERNELEVAL_CUB_DEVICE_METHOD(                                 \
+                                                        S,                                                        \
+                                                        ForEach) KERNELEVAL_CUB_DEVICE_METHOD(S,                  \
+                                                                                              ForEachN)           \
+                                                        KERNELEVAL_CUB_DEVICE_METHOD(S,                           \
+                                                                                     ForEachCopy)                 \
+                                                            KERNELEVAL_CUB_DEVICE_METHOD(                         \
+                                                                S, ForEachCopyN)                                  \
+                                                                KERNELEVAL_CUB_DEVICE_METHOD(                     \
+                                                                    S, SubtractLeft)                              \
+                                                                    KERNELEVAL_CUB_DEVICE_METHOD(                 \
+                                                                        S, SubtractRight)                         \
+                                                                        KERNELEVAL_CUB_DEVICE_METHOD(             \
+                                                                            S, SubtractLeftCopy)                  \
+                                                                            KERNELEVAL_CUB_DEVICE_METHOD(         \
+                                                                                S,                                \
+                                                                                SubtractRightCopy)                \
+                                                                                KERNELEVAL_CUB_DEVICE_METHOD(     \
+                                                                                    S, MergeKeys)                 \
+                                                                                    KERNELEVAL_CUB_DEVICE_METHOD( \
+                                                                                        S,                        \
+                                                                                        MergePairs)               \
   };
         KERNELEVAL_CUB_DEVICE(DeviceAdjacentDifference) KERNELEVAL_CUB_DEVICE(DeviceCopy)
             KERNELEVAL_CUB_DEVICE(DeviceFor) KERNELEVAL_CUB_DEVICE(DeviceHistogram)
