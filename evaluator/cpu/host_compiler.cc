@@ -245,10 +245,13 @@ std::vector<std::string> HostCompiler::CommonFlags() const {
     // so float4 loads of rows that start anywhere passed (red team,
     // 2026-12-04). A shift by the width or more and an out-of-range float to
     // integer conversion end it too: a GPU and x86 answer them differently.
-    // The prelude's handlers (section 10b) name the line; UBSan's runtime is
-    // not linked (the link step has no -fsanitize). Shifts and conversions
-    // recover: the toolkit's headers may do either and mend the result.
-    flags.insert(flags.end(), {"-fsanitize=alignment,shift-exponent,float-cast-overflow",
+    // So does a subscript past an array's length (a static __shared__ tile
+    // indexed by too many threads overwrote the runtime's thread-local data:
+    // SIGABRT, no line). The prelude's handlers (section 10b) name the line;
+    // UBSan's runtime is not linked (the link step has no -fsanitize).
+    // Shifts, conversions and subscripts recover: the toolkit's headers may
+    // do them and mend the result; only the submission's are reported.
+    flags.insert(flags.end(), {"-fsanitize=alignment,shift-exponent,float-cast-overflow,bounds",
                                "-fno-sanitize-recover=alignment"});
   }
   return flags;

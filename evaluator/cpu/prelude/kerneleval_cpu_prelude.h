@@ -1668,10 +1668,12 @@ inline void __prof_trigger(int) {}
 // either got x86's answer: wrong where it is right on a GPU, or right where
 // it is wrong there, and no word of why. The build that runs correctness
 // cases is compiled with -fsanitize=alignment,shift-exponent,
-// float-cast-overflow: g++ calls the handlers below, which stand in for
-// UBSan's runtime (never linked) and end the run naming the line (shifts and
-// conversions recover, so that code outside the submission goes on). A misaligned access is the
-// third: a GPU refuses it ("misaligned address"), x86 does not. Layouts: GCC's ubsan.cc (the data
+// float-cast-overflow,bounds: g++ calls the handlers below, which stand in
+// for UBSan's runtime (never linked) and end the run naming the line
+// (shifts, conversions and subscripts recover, so that code outside the
+// submission goes on). A misaligned access is the third: a GPU refuses it
+// ("misaligned address"), x86 does not. An array subscript past the
+// array's length is the fourth (below). Layouts: GCC's ubsan.cc (the data
 // it emits).
 namespace kerneleval_cpu::detail {
 struct UbsanLocation {
@@ -1695,6 +1697,11 @@ struct UbsanCastData {  // GCC's second layout; the first has no location
   UbsanLocation location;
   const UbsanType* from;
   const UbsanType* to;
+};
+struct UbsanOutOfBoundsData {
+  UbsanLocation location;
+  const UbsanType* array;  // e.g. 'float [256]'
+  const UbsanType* index;
 };
 struct UbsanMismatchData {
   UbsanLocation location;
@@ -1791,9 +1798,32 @@ KERNELEVAL_CPU_UNCHECKED inline const UbsanCastData* UbsanLocatedCast(const void
   Trap(message);
 }
 
+// An array subscript past the array's declared length: a static __shared__
+// array indexed by more threads than it has elements, a local array by a
+// loop one step too long. Undefined in CUDA C++; a GPU writes over the
+// block's other shared variables (or faults past the block's allocation)
+// and reads whatever lies there. Emulated, such a write overwrote what the
+// C++ runtime keeps beside the thread-local (the run died of SIGABRT far
+// from the line) or another __shared__ array, silently. Reported for reads
+// too: the value read is another variable's, on a GPU as here.
+[[noreturn]] KERNELEVAL_CPU_UNCHECKED inline void UbsanReportOutOfBounds(
+    const UbsanOutOfBoundsData* data, uintptr_t index) {
+  char value[64];
+  UbsanFormat(data->index, index, value, sizeof(value));
+  char message[768];
+  std::snprintf(message, sizeof(message),
+                "%s:%u: index %s is out of bounds of an array of type %s: undefined in CUDA C++ "
+                "(on a GPU a write there overwrites the block's other __shared__ variables or "
+                "faults, and a read returns another variable's value); size the array for every "
+                "thread that indexes it (blockDim, the loop's trip count) or guard the index",
+                UbsanFile(data->location), data->location.line, value, data->array->name);
+  Trap(message);
+}
+
 }  // namespace kerneleval_cpu::detail
 
-// Shifts and conversions recover (the build's flags): outside the
+// Shifts, conversions and array subscripts recover (the build's flags):
+// outside the
 // submission the handler returns and the code goes on with x86's answer.
 extern "C" KERNELEVAL_CPU_UNCHECKED void __ubsan_handle_shift_out_of_bounds(
     kerneleval_cpu::detail::UbsanShiftData* data, uintptr_t, uintptr_t rhs) {
@@ -1816,6 +1846,19 @@ extern "C" [[noreturn]] KERNELEVAL_CPU_UNCHECKED void __ubsan_handle_float_cast_
   kerneleval_cpu::detail::UbsanReportCast(data, from);
 }
 
+extern "C" KERNELEVAL_CPU_UNCHECKED void __ubsan_handle_out_of_bounds(void* data, void* index) {
+  using namespace kerneleval_cpu::detail;
+  const auto* bounds = static_cast<const UbsanOutOfBoundsData*>(data);
+  if (UbsanInSubmission(bounds->location)) {
+    UbsanReportOutOfBounds(bounds, reinterpret_cast<uintptr_t>(index));
+  }
+}
+extern "C" [[noreturn]] KERNELEVAL_CPU_UNCHECKED void __ubsan_handle_out_of_bounds_abort(
+    void* data, void* index) {
+  kerneleval_cpu::detail::UbsanReportOutOfBounds(
+      static_cast<const kerneleval_cpu::detail::UbsanOutOfBoundsData*>(data),
+      reinterpret_cast<uintptr_t>(index));
+}
 extern "C" [[noreturn]] KERNELEVAL_CPU_UNCHECKED void __ubsan_handle_type_mismatch_v1_abort(
     kerneleval_cpu::detail::UbsanMismatchData* data, uintptr_t pointer) {
   using namespace kerneleval_cpu::detail;

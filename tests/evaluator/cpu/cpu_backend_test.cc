@@ -2526,6 +2526,79 @@ __global__ void low_bits(const int* x, int* y, int bits) {
   RunOk(MakeRequest(header_source, {shift_case("low_bits", 32)}));
 }
 
+// A subscript past an array's length: a static __shared__ tile of 256
+// floats indexed by 512 threads (sweep 2, 2026-12-05) overwrote what the C++
+// runtime keeps beside the thread-local and died of SIGABRT with no line; a
+// local array read one step too far read another variable. The correctness
+// build ends the run naming the line, the index and the array's type.
+TEST_F(CpuBackendTest, ASubscriptPastAnArrayFailsNamingTheLine) {
+  const char* source = R"(
+__global__ void stage(const float* x, float* y) {
+  __shared__ float tile[256];
+  tile[threadIdx.x] = x[threadIdx.x];
+  __syncthreads();
+  y[threadIdx.x] = tile[blockDim.x - 1 - threadIdx.x];
+}
+__global__ void window(const float* x, float* y, int taps) {
+  float w[4];
+  for (int k = 0; k < 4; ++k) w[k] = x[threadIdx.x + k];
+  float sum = 0.0f;
+  for (int k = 0; k < taps; ++k) sum += w[k];
+  y[threadIdx.x] = sum;
+}
+__global__ void padded(const float* x, float* y) {
+  __shared__ float tile[32][33];
+  tile[threadIdx.x % 32][threadIdx.x / 32 + 32] = x[threadIdx.x];
+  __syncthreads();
+  y[threadIdx.x] = tile[threadIdx.x % 32][threadIdx.x / 32 + 32];
+}
+)";
+  auto stage_case = [](unsigned threads) {
+    return MakeCase("threads", 1,
+                    {Input("x", v1::DTYPE_F32, threads), Output("y", v1::DTYPE_F32, threads)},
+                    {Launch("stage", {1}, {threads}, {Buf("x"), Buf("y")})});
+  };
+  auto window_case = [](int taps) {
+    return MakeCase("taps", 1, {Input("x", v1::DTYPE_F32, 35), Output("y", v1::DTYPE_F32, 32)},
+                    {Launch("window", {1}, {32}, {Buf("x"), Buf("y"), Int(taps)})});
+  };
+  RunOk(MakeRequest(source, {stage_case(256)}));
+  RunOk(MakeRequest(source, {window_case(4)}));
+  // The padding column of a [32][33] tile is inside the row: not reported.
+  RunOk(MakeRequest(
+      source,
+      {MakeCase("padded", 1, {Input("x", v1::DTYPE_F32, 32), Output("y", v1::DTYPE_F32, 32)},
+                {Launch("padded", {1}, {32}, {Buf("x"), Buf("y")})})}));
+  const internal::RunFailure shared = RunFails(MakeRequest(source, {stage_case(512)}));
+  EXPECT_EQ(shared.stage(), "runtime");
+  // Which of threads 256-511 traps first is the interleaving's choice.
+  EXPECT_NE(shared.message().find("submission.cu:4: index 2"), std::string::npos)
+      << shared.message();
+  EXPECT_NE(shared.message().find(" is out of bounds of an array of type 'float [256]'"),
+            std::string::npos)
+      << shared.message();
+  EXPECT_NE(shared.message().find("size the array for every thread"), std::string::npos)
+      << shared.message();
+  const internal::RunFailure local = RunFails(MakeRequest(source, {window_case(5)}));
+  EXPECT_EQ(local.stage(), "runtime");
+  EXPECT_NE(local.message().find("submission.cu:12: index 4 is out of bounds of an array of type "
+                                 "'float [4]'"),
+            std::string::npos)
+      << local.message();
+  // A header's code (an absolute path) goes on, as with shifts.
+  const char* header_source = R"(
+#line 1 "/usr/include/some_header.h"
+inline float last_of(const float (&values)[4], int n) { return values[n]; }
+#line 4 "submission.cu"
+__global__ void window(const float* x, float* y, int taps) {
+  float w[5] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+  for (int k = 0; k < 4; ++k) w[k] = x[threadIdx.x + k];
+  y[threadIdx.x] = last_of(reinterpret_cast<const float (&)[4]>(w), taps);
+}
+)";
+  RunOk(MakeRequest(header_source, {window_case(4)}));
+}
+
 // A float converted to an integer type that cannot hold it is undefined; a
 // GPU saturates (NaN: 0), x86 gives INT_MIN. The correctness build ends the
 // run naming the line; CUDA's conversion intrinsics, which saturate here as
