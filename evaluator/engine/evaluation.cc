@@ -246,6 +246,16 @@ absl::StatusOr<Preparation> Evaluation::PrepareCandidate(const v1::Submission& s
                       " (-default-device is not an option here: a submission is device code "
                       "only, so mark helper functions __device__; no host code, main() or CUDA "
                       "runtime calls, the launch plan replaces host launches)");
+    } else if (absl::StrContains(verdict.error(), "cannot open source file \"")) {
+      // `#include <vector>`, <iostream> or <torch/extension.h>: kernels
+      // written as a PyTorch extension or a host program (sweep 3, M4).
+      absl::StrAppend(verdict.mutable_error(),
+                      " (a submission is device code compiled by NVRTC, which has the CUDA "
+                      "headers, <cuda/std/...>, <cub/...> and C++ headers usable in device code "
+                      "such as <cmath>, <cstdint>, <type_traits> and <limits>, but no host "
+                      "library: drop host includes, host wrappers, main() and PyTorch bindings; "
+                      "the harness allocates the buffers and launches the kernels of the "
+                      "// @launch lines)");
     }
     // `k<COLS><<<...` names a problem parameter, whose value the C++ of a
     // template argument cannot know: say so beside NVRTC's "undefined".

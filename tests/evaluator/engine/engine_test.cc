@@ -1057,6 +1057,18 @@ __global__ void add(const float* a, const float* b, float* c, int n) {
 )");
   EXPECT_EQ(verdict.stage(), "compile");
   EXPECT_THAT(verdict.error(), HasSubstr("mark helper functions __device__"));
+  // A kernel written as a PyTorch extension: NVRTC has no host library.
+  verdict = Evaluate("vector_add", R"(
+#include <torch/extension.h>
+// @launch add<<<ceil_div(N, 256), 256>>>(a, b, c, N)
+__global__ void add(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+}
+)");
+  EXPECT_EQ(verdict.stage(), "compile");
+  EXPECT_THAT(verdict.error(), HasSubstr("cannot open source file \"torch/extension.h\""));
+  EXPECT_THAT(verdict.error(), HasSubstr("drop host includes, host wrappers, main() and PyTorch"));
 }
 
 TEST_F(EngineTest, BadLaunchPlanIsACompileVerdictNamingTheLine) {
