@@ -282,6 +282,16 @@ class BlockExecutor {
     complete_warps_.clear();
     // The loads an interleaved build noted are another block's.
     ++tls_interleave_state.epoch;
+    // What the block has not written reads as NaN / -1: its static
+    // __shared__ variables are filled by their declarations (the prelude's
+    // KERNELEVAL_CPU_POISON_SHARED), its dynamic shared memory here. Zeros
+    // (a fresh arena) or the last block's values hid reads of slots no
+    // thread wrote: a block reduction summing 32 warp slots of which 8 were
+    // written passed (sweep 4).
+    info_.serial = ++blocks_started_;
+    if (globals->options.poison_shared_per_block) {
+      std::memset(dynamic_shared_, kSharedSlackByte, launch.dynamic_shared_bytes);
+    }
     yielded_.clear();
     spinning_.clear();
     next_unstarted_ = 0;
@@ -783,6 +793,7 @@ class BlockExecutor {
   StackPool stacks_;
   size_t shared_bytes_;
   void* dynamic_shared_ = nullptr;
+  uint64_t blocks_started_ = 0;  // kerneleval_cpu_block_info::serial
   std::vector<Thread> threads_;
   std::vector<uint32_t> warp_waiting_;    // per warp: lanes waiting at a warp operation
   std::vector<uint32_t> warp_required_;   // per warp: union of the waiting lanes' masks
@@ -1072,9 +1083,9 @@ uint64_t DevicePrintedBytes() { return globals ? globals->printed.load() : 0; }
 void ClearDynamicSharedMemory() {
   std::lock_guard<std::mutex> lock(BlockExecutor::ArenasMutex());
   for (const Arena& arena : BlockExecutor::Arenas()) {
-    std::memset(arena.base, 0, arena.accessible);
+    std::memset(arena.base, kSharedSlackByte, arena.accessible);
     // The pages the last launch left inaccessible keep their bytes for the
-    // next launch that asks for them: dropped, they read as zeros again.
+    // next launch that asks for them: dropped, they read as zeros.
     ::madvise(arena.base + arena.accessible, arena.bytes - arena.accessible, MADV_DONTNEED);
   }
 }

@@ -47,6 +47,11 @@ struct DeviceRuntimeOptions {
   size_t fiber_stack_bytes = size_t{64} << 10;
   size_t print_budget_bytes = size_t{1} << 20;  // [bytes] device printf output, then dropped
   size_t heap_bytes = size_t{8} << 20;          // [bytes] device malloc (CUDA's default)
+  // Each block's dynamic shared memory starts filled with 0xff (what it
+  // reads before writing is NaN / -1). Off: it holds what the last block on
+  // the thread left, as an SM's (the test CUDA driver, which checks that the
+  // GPU worker clears it between programs).
+  bool poison_shared_per_block = true;
 };
 
 // Receives fatal errors of kernel code (trap, failed assert, deadlock,
@@ -63,7 +68,8 @@ const kerneleval_cpu_runtime* InstallDeviceRuntime(const DeviceRuntimeOptions& o
 // [bytes] Device printf output produced so far (counted, not kept).
 uint64_t DevicePrintedBytes();
 
-// Zeros the dynamic shared memory of every OS thread that runs blocks: like
+// Fills the dynamic shared memory of every OS thread that runs blocks with
+// 0xff (NaN / -1, as the GPU worker's ke_clear_shared): like
 // a GPU's, it is not cleared between launches, so a block finds what the
 // last block on its thread left there. Call between grids, never during one.
 // (The CPU backend gives every program a process of its own; the test CUDA

@@ -186,7 +186,10 @@ std::optional<std::string> RefusedHeader(std::string_view header) {
     return absl::StrCat(named,
                         ": of libcu++ only the headers of types, limits, math, functional "
                         "objects and atomics are supported (<cuda/std/limits>, "
-                        "<cuda/std/cmath>, <cuda/functional>, <cuda/atomic>, ...)");
+                        "<cuda/std/cmath>, <cuda/functional>, <cuda/atomic>, ...); "
+                        "asynchronous copies to shared memory are: "
+                        "cooperative_groups::memcpy_async with cooperative_groups::wait, or "
+                        "__pipeline_memcpy_async");
   }
   return std::nullopt;
 }
@@ -273,6 +276,13 @@ std::string MaskCommentsAndLiterals(std::string_view source) {
   return out;
 }
 
+// What inline PTX is written for has an intrinsic the emulation has
+// (sweep 4: ld.global.nc, %laneid and cp.async, each refused without a way on).
+constexpr std::string_view kInlineAssembly =
+    "inline PTX assembly (asm); the CUDA intrinsics do what it is usually written for: __ldg "
+    "(ld.global.nc), __pipeline_memcpy_async or cooperative_groups::memcpy_async (cp.async), "
+    "threadIdx.x % 32 (%laneid), __fmaf_rn (fma.rn), __shfl_*_sync (shfl.sync)";
+
 std::optional<std::string> FindUnsupportedFeature(std::string_view source) {
   const std::string masked = MaskCommentsAndLiterals(source);
   struct Rule {
@@ -280,9 +290,9 @@ std::optional<std::string> FindUnsupportedFeature(std::string_view source) {
     std::string_view feature;
   };
   static constexpr Rule kRules[] = {
-      {"asm", "inline PTX assembly (asm)"},
-      {"__asm__", "inline PTX assembly (asm)"},
-      {"__asm", "inline PTX assembly (asm)"},
+      {"asm", kInlineAssembly},
+      {"__asm__", kInlineAssembly},
+      {"__asm", kInlineAssembly},
       {"this_grid", "grid-wide cooperative groups (grid synchronisation)"},
       {"grid_group", "grid-wide cooperative groups (grid synchronisation)"},
       {"this_multi_grid", "grid-wide cooperative groups (grid synchronisation)"},
@@ -437,6 +447,162 @@ std::string RewriteExternShared(std::string_view source) {
 
 namespace {
 
+// Whether `pos` of `masked` lies on a preprocessor directive's line (or a
+// line it continues with a backslash).
+bool OnDirectiveLine(std::string_view masked, size_t pos) {
+  size_t line_start = masked.rfind('\n', pos == 0 ? 0 : pos - 1);
+  line_start = line_start == std::string_view::npos || pos == 0 ? 0 : line_start + 1;
+  for (;;) {
+    const size_t first = masked.find_first_not_of(" \t", line_start);
+    if (first != std::string_view::npos && masked[first] == '#') return true;
+    // Continued from the line before?
+    if (line_start < 2) return false;
+    size_t end = line_start - 1;  // the '\n' ending the line before
+    if (end > 0 && masked[end - 1] == '\r') --end;
+    if (end == 0 || masked[end - 1] != '\\') return false;
+    const size_t before = masked.rfind('\n', line_start - 2);
+    line_start = before == std::string_view::npos ? 0 : before + 1;
+  }
+}
+
+// For each of `positions` (ascending) in `masked`, whether it lies in code
+// (a function's body, or a block in one) rather than at namespace or class
+// scope. A '{' opens code after ')' (a parameter list, `__launch_bounds__
+// (...)`, a condition) or a function's trailing keyword, or inside code;
+// otherwise it opens a namespace, class, linkage specification or
+// initialiser.
+std::vector<bool> InCode(std::string_view masked, const std::vector<size_t>& positions) {
+  std::vector<bool> result;
+  std::vector<bool> open;  // the kinds of the braces open at this point
+  size_t next = 0;
+  for (size_t i = 0; i <= masked.size() && next < positions.size(); ++i) {
+    while (next < positions.size() && positions[next] == i) {
+      result.push_back(!open.empty() && open.back());
+      ++next;
+    }
+    if (i == masked.size()) break;
+    const char c = masked[i];
+    if ((c != '{' && c != '}') || OnDirectiveLine(masked, i)) continue;
+    if (c == '}') {
+      if (!open.empty()) open.pop_back();
+      continue;
+    }
+    bool code = !open.empty() && open.back();
+    if (!code) {
+      size_t k = i;
+      while (k > 0 && std::isspace(static_cast<unsigned char>(masked[k - 1]))) --k;
+      if (k > 0 && masked[k - 1] == ')') {
+        code = true;
+      } else {
+        size_t word_begin = k;
+        while (word_begin > 0 && IsIdentifierChar(masked[word_begin - 1])) --word_begin;
+        const std::string_view word = masked.substr(word_begin, k - word_begin);
+        code = word == "const" || word == "noexcept" || word == "mutable" || word == "override" ||
+               word == "final";
+      }
+    }
+    open.push_back(code);
+  }
+  result.resize(positions.size(), false);
+  return result;
+}
+
+// The declared names of a declaration's declarators (`float a[32], *b`:
+// a, b), or nothing when one of them is not a plain one: an initialiser, a
+// function, an attribute after the name.
+std::vector<std::string> DeclaredNames(std::string_view declaration) {
+  std::vector<std::string_view> pieces;
+  int depth = 0;  // (), [], {}
+  int angles = 0;
+  size_t piece_begin = 0;
+  for (size_t i = 0; i < declaration.size(); ++i) {
+    const char c = declaration[i];
+    if (c == '(' || c == '[' || c == '{') ++depth;
+    if (c == ')' || c == ']' || c == '}') --depth;
+    if (depth == 0 && c == '<') ++angles;
+    if (depth == 0 && c == '>' && angles > 0) --angles;
+    if (depth == 0 && angles == 0 && c == '=') return {};
+    if (depth == 0 && angles == 0 && c == ',') {
+      pieces.push_back(declaration.substr(piece_begin, i - piece_begin));
+      piece_begin = i + 1;
+    }
+  }
+  pieces.push_back(declaration.substr(piece_begin));
+  std::vector<std::string> names;
+  for (std::string_view piece : pieces) {
+    size_t k = piece.size();
+    auto skip_space = [&] {
+      while (k > 0 && std::isspace(static_cast<unsigned char>(piece[k - 1]))) --k;
+    };
+    skip_space();
+    while (k > 0 && piece[k - 1] == ']') {  // array dimensions, last first
+      int nesting = 0;
+      size_t j = k;
+      while (j > 0) {
+        --j;
+        if (piece[j] == ']') ++nesting;
+        if (piece[j] == '[' && --nesting == 0) break;
+      }
+      if (nesting != 0) return {};
+      k = j;
+      skip_space();
+    }
+    const size_t name_end = k;
+    while (k > 0 && IsIdentifierChar(piece[k - 1])) --k;
+    if (k == name_end || std::isdigit(static_cast<unsigned char>(piece[k]))) return {};
+    names.emplace_back(piece.substr(k, name_end - k));
+  }
+  return names;
+}
+
+}  // namespace
+
+std::string PoisonStaticShared(std::string_view source) {
+  const std::string masked = MaskCommentsAndLiterals(source);
+  const std::vector<size_t> shared_tokens = FindToken(masked, "__shared__");
+  const std::vector<bool> in_code = InCode(masked, shared_tokens);
+  static constexpr std::string_view kNotSpecifiers[] = {
+      "extern", "if", "else", "for", "while", "do", "case", "default", "return", "switch"};
+  std::vector<std::pair<size_t, std::string>> insertions;  // after position: text
+  size_t consumed = 0;
+  for (size_t t = 0; t < shared_tokens.size(); ++t) {
+    const size_t shared = shared_tokens[t];
+    if (shared < consumed || OnDirectiveLine(masked, shared) || !in_code[t]) continue;
+    const size_t start = StatementStart(masked, shared);
+    const size_t semicolon = masked.find(';', shared);
+    if (semicolon == std::string::npos) continue;
+    consumed = semicolon + 1;
+    const std::string_view statement(masked.data() + start, semicolon - start);
+    if (statement.find_first_of("{}") != std::string_view::npos) continue;
+    const std::string_view prefix = statement.substr(0, shared - start);
+    if (prefix.find(':') != std::string_view::npos) continue;  // a label, `case x:`
+    bool declaration = true;
+    for (std::string_view word : kNotSpecifiers) {
+      declaration &= FindToken(statement, word).empty();
+    }
+    if (!declaration) continue;
+    const std::vector<std::string> names =
+        DeclaredNames(masked.substr(shared + 10, semicolon - shared - 10));
+    if (names.empty()) continue;
+    std::string text;
+    for (const std::string& name : names) {
+      absl::StrAppend(&text, " KERNELEVAL_CPU_POISON_SHARED(", name, ");");
+    }
+    insertions.emplace_back(semicolon + 1, std::move(text));
+  }
+  std::string out;
+  size_t at = 0;
+  for (const auto& [position, text] : insertions) {
+    out.append(source.substr(at, position - at));
+    out.append(text);
+    at = position;
+  }
+  out.append(source.substr(at));
+  return out;
+}
+
+namespace {
+
 // `source` with each #include directive for which `replace(include)` gives a
 // text replaced by that text (the directive's line up to its line break).
 template <class Replace>
@@ -525,7 +691,7 @@ absl::StatusOr<std::string> BuildTranslationUnit(std::string_view source,
   }
   if (cuda_arch > 0) absl::StrAppend(&tu, "#define __CUDA_ARCH__ ", cuda_arch, "\n");
   absl::StrAppend(&tu, "#line 1 \"", kSubmissionFileName, "\"\n");
-  std::string submission = RewriteCubIncludes(RewriteExternShared(source));
+  std::string submission = RewriteCubIncludes(PoisonStaticShared(RewriteExternShared(source)));
   tu += cuda_arch > 0 ? WrapIncludes(submission, kSubmissionFileName) : submission;
   if (!source.empty() && source.back() != '\n') tu += '\n';
   absl::StrAppend(&tu, "#line 1 \"", kLaunchersFileName, "\"\n");

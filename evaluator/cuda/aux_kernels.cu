@@ -88,21 +88,24 @@ extern "C" __global__ void ke_stash_xor(const unsigned long long* src, unsigned 
   }
 }
 
-// Zeros `n16` 16-byte words of the block's dynamic shared memory. Shared
+// Fills `n16` 16-byte words of the block's dynamic shared memory with 0xff
+// (a float reads NaN, an integer -1: a kernel reading shared memory it never
+// wrote gets a wrong answer, where zeros made a reduction over unwritten
+// slots right; sweep 4, 2026-12-05). Shared
 // memory is not cleared between kernels of one context: a block of the next
 // program would find what the last block on its SM left there (a reduction's
 // partial sums, a tile of a result). The worker launches this after every run
 // of a program with the opt-in maximum of dynamic shared memory, the largest
 // carveout and one block per SM, as a cooperative launch: every block is
 // resident at once, and each fills an SM, so every SM runs exactly one.
-// The zeros are read back to `sink` if `n16` equals `never`, which the host
+// The words are read back to `sink` if `n16` equals `never`, which the host
 // passes as ~0 (so they never are) and the compiler cannot know: stores a
 // kernel never reads could legally be dropped as dead.
 extern "C" __global__ void ke_clear_shared(unsigned long long n16, unsigned long long* sink,
                                            unsigned long long never) {
   extern __shared__ uint4 shared_words[];
   for (unsigned long long i = threadIdx.x; i < n16; i += blockDim.x) {
-    shared_words[i] = make_uint4(0, 0, 0, 0);
+    shared_words[i] = make_uint4(~0u, ~0u, ~0u, ~0u);
   }
   if (n16 == never) {  // uniform across the block: the barrier is safe
     __syncthreads();

@@ -129,7 +129,8 @@ class CudaWorker {
   absl::Status XorGlobalsStash(const LoadedProgram& program);  // pads on or off, in place
   // Zeros every device global and waits: before the module is unloaded.
   absl::Status ZeroGlobals(const LoadedProgram& program);
-  // Queues ke_clear_shared on the stream: every SM's shared memory zeroed,
+  // Queues ke_clear_shared on the stream: every SM's shared memory filled
+  // with 0xff (NaN / -1),
   // so the next program's blocks find nothing this one's left there. After
   // every run of a program (correctness and timing, outside the timed
   // window). A no-op when it could not be set up (a note at start-up).

@@ -277,8 +277,10 @@ extern "C" __global__ void lazy(const float* a, const float* b, float* c, int n)
 // Dynamic shared memory is cleared between programs, also the part the
 // program's last launch did not ask for: the first program fills 48 KiB per
 // block, then ends with a launch that asks for none; the second reads its 48
-// KiB and computes right only if every byte is zero. On the test driver the
-// clear once zeroed only the last launch's request (2026-12-05 review).
+// KiB and computes right only if no word holds what the first wrote. On the
+// test driver the clear once covered only the last launch's request
+// (2026-12-05 review). (The clear fills with 0xff since sweep 4: the words
+// read NaN, not 0.)
 TEST_F(EngineGpuTest, DynamicSharedMemoryIsClearedBetweenProgramsWhateverTheLastLaunchAsked) {
   constexpr char kFillsThenAdds[] = R"(
 // @launch fill<<<64, 256, 49152>>>()
@@ -298,7 +300,7 @@ extern "C" __global__ void add(const float* a, const float* b, float* c, int n) 
 extern "C" __global__ void add_if_clear(const float* a, const float* b, float* c, int n) {
   extern __shared__ float stash[];
   float seen = 0.0f;
-  for (int k = threadIdx.x; k < 49152 / 4; k += blockDim.x) seen += stash[k] != 0.0f;
+  for (int k = threadIdx.x; k < 49152 / 4; k += blockDim.x) seen += stash[k] == 1.0f + k;
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) c[i] = a[i] + b[i] + seen;
 }

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KERNELEVAL_CPU_ABI_VERSION 3u
+#define KERNELEVAL_CPU_ABI_VERSION 4u
 
 #ifdef __cplusplus
 extern "C" {
@@ -79,6 +79,13 @@ typedef struct kerneleval_cpu_block_info {
   kerneleval_cpu_dim3 block_idx;
   kerneleval_cpu_dim3 block_dim;
   kerneleval_cpu_dim3 grid_dim;
+  // Blocks the running OS thread has started, this one's (from 1): a static
+  // __shared__ variable is filled with 0xff by the first of a block's
+  // threads to reach its declaration (the prelude's
+  // KERNELEVAL_CPU_POISON_SHARED), as dynamic shared memory is at each
+  // block's start: what a block reads before writing is NaN / -1, not 0 or
+  // what the last block left.
+  uint64_t serial;
 } kerneleval_cpu_block_info;
 
 // Runs threads of one block, starting with linear thread index `first`, on the

@@ -181,11 +181,38 @@ KERNELEVAL_CPU_BOOKKEEPING void RestoreSwitchState(const SwitchState& saved) {
 #endif
 }
 
+// The running block's kerneleval_cpu_block_info::serial (PoisonShared).
+static thread_local uint64_t tls_block_serial = 0;
+
 KERNELEVAL_CPU_BOOKKEEPING void SetBlock(const kerneleval_cpu_block_info* info) {
+  tls_block_serial = info->serial;
   blockIdx = uint3{info->block_idx.x, info->block_idx.y, info->block_idx.z};
   blockDim = dim3(info->block_dim.x, info->block_dim.y, info->block_dim.z);
   gridDim = dim3(info->grid_dim.x, info->grid_dim.y, info->grid_dim.z);
 }
+
+// A static __shared__ variable's declaration, as rewritten (source_rewrite's
+// PoisonStaticShared appends KERNELEVAL_CPU_POISON_SHARED(name); after it):
+// the first of a block's threads to reach it fills the variable with 0xff,
+// so what the block reads before writing is NaN / -1, as the GPU worker
+// leaves shared memory (thread_local storage read 0 the first time and then
+// the last block's values: a reduction over slots no thread wrote passed).
+// A thread reaches a block-scope declaration before it can name the
+// variable, so no write of the block's is overwritten. `poisoned_in`: the
+// block (its serial on this OS thread) that last filled it.
+KERNELEVAL_CPU_UNCHECKED inline void PoisonShared(void* variable, size_t bytes,
+                                                  uint64_t& poisoned_in) {
+  if (poisoned_in == tls_block_serial) return;
+  poisoned_in = tls_block_serial;
+  std::memset(variable, 0xff, bytes);
+}
+#define KERNELEVAL_CPU_POISON_SHARED(variable)                                            \
+  do {                                                                                    \
+    static thread_local uint64_t kerneleval_cpu_poisoned_in = 0;                          \
+    ::kerneleval_cpu::detail::PoisonShared(                                               \
+        const_cast<void*>(static_cast<const volatile void*>(::std::addressof(variable))), \
+        sizeof(variable), kerneleval_cpu_poisoned_in);                                    \
+  } while (false)
 
 // Every call that may switch fibers goes through this: the other fibers of the
 // block overwrite threadIdx while this one waits.
@@ -865,6 +892,18 @@ inline float __sinf(float x) { return ::sinf(x); }
 inline float __cosf(float x) { return ::cosf(x); }
 inline float __tanf(float x) { return ::tanf(x); }
 inline void __sincosf(float x, float* s, float* c) { ::sincosf(x, s, c); }
+// tanh.approx.f32 on a GPU: relative error up to ~2^-11 (PTX ISA), which
+// fails fp32 tolerances a kernel with tanhf passes. tanhf rounded to 10
+// mantissa bits errs as much (at most 2^-11 relative), so such a kernel
+// fails here as there. (Without this definition g++ took glibc's internal
+// __tanhf declaration and the link failed: sweep 4.)
+inline float __tanhf(float x) {
+  const uint32_t bits = std::bit_cast<uint32_t>(::tanhf(x));
+  if ((bits & 0x7f800000u) == 0x7f800000u) return std::bit_cast<float>(bits);  // NaN
+  constexpr uint32_t kDropped = 13;  // of the 23 mantissa bits
+  const uint32_t rounded = (bits + (1u << (kDropped - 1))) & ~((1u << kDropped) - 1u);
+  return std::bit_cast<float>(rounded);
+}
 inline float __powf(float x, float y) { return ::powf(x, y); }
 inline float __fdividef(float x, float y) { return x / y; }
 inline float fdividef(float x, float y) { return x / y; }
@@ -1812,11 +1851,13 @@ KERNELEVAL_CPU_UNCHECKED inline const UbsanCastData* UbsanLocatedCast(const void
   UbsanFormat(data->index, index, value, sizeof(value));
   char message[768];
   std::snprintf(message, sizeof(message),
-                "%s:%u: index %s is out of bounds of an array of type %s: undefined in CUDA C++ "
-                "(on a GPU a write there overwrites the block's other __shared__ variables or "
-                "faults, and a read returns another variable's value); size the array for every "
-                "thread that indexes it (blockDim, the loop's trip count) or guard the index",
-                UbsanFile(data->location), data->location.line, value, data->array->name);
+                "%s:%u:%u: index %s is out of bounds of an array of type %s: undefined in CUDA "
+                "C++ (on a GPU a write there overwrites another variable, of the block for a "
+                "__shared__ array, of the thread for a local one, or faults, and a read returns "
+                "another variable's value); size the array for every thread that indexes it "
+                "(blockDim, the loop's trip count) or guard the index",
+                UbsanFile(data->location), data->location.line, data->location.column, value,
+                data->array->name);
   Trap(message);
 }
 
@@ -2152,6 +2193,102 @@ inline T reduce(const coalesced_group& group, T value, Op op) {
   return group.shfl(inclusive_scan(group, value, op), group.size() - 1);
 }
 
+// The calling thread alone.
+inline thread_block_tile<1> this_thread() { return {}; }
+
+// One thread of the group calls `fn` (CUDA elects the lowest active lane,
+// the group's rank 0); _broadcast hands its result to every thread. No
+// barrier, as in CUDA's cooperative_groups/details/invoke.h.
+template <class Group, class Fn, class... Args>
+inline void invoke_one(const Group& group, Fn&& fn, Args&&... args) {
+  if (group.thread_rank() == 0) std::forward<Fn>(fn)(std::forward<Args>(args)...);
+}
+template <class Group, class Fn, class... Args>
+requires requires(const Group& group, int value) { group.shfl(value, 0u); }
+inline auto invoke_one_broadcast(const Group& group, Fn&& fn, Args&&... args) {
+  using Result = std::remove_cvref_t<decltype(std::forward<Fn>(fn)(std::forward<Args>(args)...))>;
+  static_assert(!std::is_void_v<Result>,
+                "For invocables returning void invoke_one should be used instead");
+  Result result{};
+  if (group.thread_rank() == 0) result = std::forward<Fn>(fn)(std::forward<Args>(args)...);
+  return group.shfl(result, 0u);
+}
+
+// Reductions and scans into a cuda::atomic or cuda::atomic_ref (or, for
+// reduce_store_async, a plain pointer): one thread applies the group's
+// result, as CUDA's cooperative_groups/details/{reduce,scan}.h do. The
+// update an operator names: fetch_add for plus, fetch_min / fetch_max for
+// less / greater, the bitwise fetches, a compare-exchange loop otherwise
+// (sequentially consistent here: CUDA's are relaxed, which only allows
+// more orders).
+namespace detail {
+template <class Atomic, class T, class Op>
+inline T AtomicUpdate(Atomic& destination, T value, const Op& op) {
+  if constexpr (std::is_same_v<Op, plus<T>>) {
+    return destination.fetch_add(value);
+  } else if constexpr (std::is_same_v<Op, less<T>>) {
+    return destination.fetch_min(value);
+  } else if constexpr (std::is_same_v<Op, greater<T>>) {
+    return destination.fetch_max(value);
+  } else if constexpr (std::is_same_v<Op, bit_and<T>>) {
+    return destination.fetch_and(value);
+  } else if constexpr (std::is_same_v<Op, bit_or<T>>) {
+    return destination.fetch_or(value);
+  } else if constexpr (std::is_same_v<Op, bit_xor<T>>) {
+    return destination.fetch_xor(value);
+  } else {
+    T old = destination.load();
+    while (!destination.compare_exchange_weak(old, op(old, value))) {
+    }
+    return old;
+  }
+}
+template <class Destination, class T>
+inline void Store(Destination& destination, const T& value) {
+  if constexpr (std::is_pointer_v<std::remove_cvref_t<Destination>>) {
+    *destination = value;
+  } else {
+    destination.store(value);
+  }
+}
+}  // namespace detail
+
+template <class Group, class Atomic, class T, class Op>
+inline void reduce_update_async(const Group& group, Atomic& destination, T value, Op op) {
+  const T result = reduce(group, value, op);
+  if (group.thread_rank() == 0) detail::AtomicUpdate(destination, result, op);
+}
+template <class Group, class Destination, class T, class Op>
+inline void reduce_store_async(const Group& group, Destination&& destination, T value, Op op) {
+  const T result = reduce(group, value, op);
+  if (group.thread_rank() == 0) detail::Store(destination, result);
+}
+// The group's scan, offset by the destination's value before the group's
+// total was folded into it (by the last rank).
+namespace detail {
+template <bool kExclusive, class Group, class Atomic, class T, class Op>
+inline T ScanUpdate(const Group& group, Atomic& destination, T value, Op op) {
+  T scanned = inclusive_scan(group, value, op);
+  T old{};
+  if (group.thread_rank() == group.size() - 1) old = AtomicUpdate(destination, scanned, op);
+  old = group.shfl(old, group.size() - 1);
+  if constexpr (kExclusive) {
+    const T shifted = group.shfl_up(scanned, 1u);
+    scanned = group.thread_rank() == 0 ? T{} : shifted;
+  }
+  return op(old, scanned);
+}
+}  // namespace detail
+// Without an operator: a sum, as CUDA's.
+template <class Group, class Atomic, class T, class Op = plus<T>>
+inline T inclusive_scan_update(const Group& group, Atomic& destination, T value, Op op = {}) {
+  return detail::ScanUpdate<false>(group, destination, value, op);
+}
+template <class Group, class Atomic, class T, class Op = plus<T>>
+inline T exclusive_scan_update(const Group& group, Atomic& destination, T value, Op op = {}) {
+  return detail::ScanUpdate<true>(group, destination, value, op);
+}
+
 }  // namespace cooperative_groups
 
 // ---- 11b. Tensor-core matrix operations (nvcuda::wmma). The toolkit's
@@ -2341,9 +2478,39 @@ inline void CopyShare(void* destination, const void* source, size_t bytes, size_
 }  // namespace kerneleval_cpu::detail
 
 // `size_and_align` bytes (4, 8 or 16), of which the last `zfill` are zeros.
+// Other sizes, or a zfill past the size, reach the toolkit's __trap(); an
+// address not aligned to the size faults in cp.async ("misaligned
+// address"). Both end the run here, naming the call's line (they passed
+// before: sweep 4, a 12-byte tail copy and 16-byte copies of rows of odd
+// length).
 inline void __pipeline_memcpy_async(void* __restrict__ dst_shared,
                                     const void* __restrict__ src_global, size_t size_and_align,
-                                    size_t zfill = 0) {
+                                    size_t zfill = 0, const char* file = __builtin_FILE(),
+                                    unsigned line = __builtin_LINE()) {
+  char message[512];
+  if ((size_and_align != 4 && size_and_align != 8 && size_and_align != 16) ||
+      zfill > size_and_align) {
+    std::snprintf(message, sizeof(message),
+                  "%s:%u: __pipeline_memcpy_async(dst, src, %zu, %zu): the size must be 4, 8 or "
+                  "16 bytes and zfill at most the size (the toolkit's version traps on a GPU: "
+                  "copy a tail with smaller copies or plain loads)",
+                  file, line, size_and_align, zfill);
+    kerneleval_cpu::detail::Trap(message);
+  }
+  const uintptr_t misaligned =
+      (reinterpret_cast<uintptr_t>(dst_shared) | reinterpret_cast<uintptr_t>(src_global)) &
+      (size_and_align - 1);
+  if (misaligned != 0) {
+    std::snprintf(message, sizeof(message),
+                  "%s:%u: misaligned access: __pipeline_memcpy_async of %zu bytes from 0x%llx to "
+                  "0x%llx, not both multiples of %zu (a GPU refuses it: \"misaligned address\"; "
+                  "x86 does not)",
+                  file, line, size_and_align,
+                  static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(src_global)),
+                  static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(dst_shared)),
+                  size_and_align);
+    kerneleval_cpu::detail::Trap(message);
+  }
   const size_t copied = zfill < size_and_align ? size_and_align - zfill : 0;
   kerneleval_cpu::detail::CopyShare(dst_shared, src_global, copied, 0, 1);
   auto* rest = static_cast<unsigned char*>(dst_shared) + copied;

@@ -30,6 +30,7 @@ TEST(FindUnsupportedFeature, InlineAsmWithLine) {
       "volatile(\"trap;\");\n}\n");
   ASSERT_TRUE(found.has_value());
   EXPECT_NE(found->find("does not support inline PTX assembly"), std::string::npos) << *found;
+  EXPECT_NE(found->find("__ldg (ld.global.nc)"), std::string::npos) << *found;
   EXPECT_NE(found->find("line 3"), std::string::npos) << *found;
 }
 
@@ -146,6 +147,49 @@ TEST(RewriteExternShared, NamespaceScopeAlignedAndMultiline) {
   EXPECT_NE(out.find("__shared__ float stat[32];"), std::string::npos);  // static: unchanged
   EXPECT_NE(out.find("#include <cuda_fp16.h>\n"), std::string::npos);
   EXPECT_NE(out.find("extern \"C\" __global__ void k()"), std::string::npos);
+}
+
+// Each static __shared__ declaration in code is followed, on its line, by
+// the prelude's poisoning of each of its variables; other declarations are
+// left alone.
+TEST(PoisonStaticShared, DeclarationsInCodeOnly) {
+  const std::string source =
+      "#define SMEM __shared__\n"
+      "__shared__ float file_scope[4];\n"
+      "namespace ns { __shared__ int in_namespace; }\n"
+      "struct S { int v; };\n"
+      "template <int N> __global__ void __launch_bounds__(256) k(float* y) {\n"
+      "  __shared__ __align__(16) float tile[N][N + 1], *pointer;\n"
+      "  static __shared__ volatile int flags[cub::Max<2, N>::kValue];  // __shared__ x;\n"
+      "  __shared__ typename cub::BlockReduce<float, 256>::TempStorage temp;\n"
+      "  extern __shared__ float dynamic[];\n"
+      "  if (y) { __shared__ S nested; y[0] = nested.v; }\n"
+      "  __shared__ float initialised = 1.0f;\n"
+      "}\n";
+  const std::string out = PoisonStaticShared(source);
+  EXPECT_EQ(Lines(out), Lines(source));
+  auto line = [&](int n) {
+    size_t begin = 0;
+    for (int i = 1; i < n; ++i) begin = out.find('\n', begin) + 1;
+    return out.substr(begin, out.find('\n', begin) - begin);
+  };
+  EXPECT_EQ(line(1), "#define SMEM __shared__");
+  EXPECT_EQ(line(2), "__shared__ float file_scope[4];");
+  EXPECT_EQ(line(3), "namespace ns { __shared__ int in_namespace; }");
+  EXPECT_EQ(line(6),
+            "  __shared__ __align__(16) float tile[N][N + 1], *pointer; "
+            "KERNELEVAL_CPU_POISON_SHARED(tile); KERNELEVAL_CPU_POISON_SHARED(pointer);");
+  EXPECT_EQ(line(7),
+            "  static __shared__ volatile int flags[cub::Max<2, N>::kValue]; "
+            "KERNELEVAL_CPU_POISON_SHARED(flags);  // __shared__ x;");
+  EXPECT_EQ(line(8),
+            "  __shared__ typename cub::BlockReduce<float, 256>::TempStorage temp; "
+            "KERNELEVAL_CPU_POISON_SHARED(temp);");
+  EXPECT_EQ(line(9), "  extern __shared__ float dynamic[];");
+  EXPECT_EQ(line(10),
+            "  if (y) { __shared__ S nested; KERNELEVAL_CPU_POISON_SHARED(nested); y[0] = "
+            "nested.v; }");
+  EXPECT_EQ(line(11), "  __shared__ float initialised = 1.0f;");
 }
 
 TEST(IsValidKernelName, RejectsInjection) {

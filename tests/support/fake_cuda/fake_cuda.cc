@@ -292,6 +292,9 @@ const kerneleval_cpu_runtime* DeviceRuntime() {
   static const kerneleval_cpu_runtime* const runtime = [] {
     kerneleval::cpu::DeviceRuntimeOptions options;
     options.threads = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
+    // Shared memory keeps what the last block left, as an SM's: the worker's
+    // ke_clear_shared (ClearDynamicSharedMemory here) is what a test sees.
+    options.poison_shared_per_block = false;
     return kerneleval::cpu::InstallDeviceRuntime(options, OnKernelFatal);
   }();
   return runtime;
