@@ -2453,11 +2453,16 @@ inline float __float_to_tf32(float v) {
 // ---- End of 11b.
 
 // ---- 11c. Asynchronous copies (cuda_pipeline_primitives.h, cooperative
-// groups' memcpy_async), done at once: the copy a GPU makes some time before
-// the wait is made at the call here, by the calling thread (a group's by
-// each of its threads, a share each). What a kernel may read after its wait
-// (and the barrier a group's wait is) is the same; reading the destination
-// before the wait is a race on a GPU that this schedule happens to win.
+// groups' memcpy_async). A GPU makes the copy some time between the call and
+// the wait that covers it; here it is made at that wait, by the thread that
+// issued it (a group's by each of its threads, a share each), and the
+// destination reads 0xff (NaN / -1) from the call until then. A kernel that
+// reads the destination before its wait (`__pipeline_wait_prior(1)` right
+// after committing the tile it reads next) races on a GPU and fails here;
+// it passed when the copy was made at the call (sweep 4, w16).
+// `__pipeline_wait_prior(n)` completes the thread's committed batches but
+// the last n; cooperative groups' `wait` completes every memcpy_async of the
+// thread and meets the group, `wait_prior<n>` all but the last n calls'.
 namespace kerneleval_cpu::detail {
 // Elements `first`, `first + step`, ... of `bytes`, in 4-byte words when
 // both ends and the size allow (loads and stores a store point can see).
@@ -2474,6 +2479,121 @@ inline void CopyShare(void* destination, const void* source, size_t bytes, size_
   auto* to = static_cast<unsigned char*>(destination);
   const auto* from = static_cast<const unsigned char*>(source);
   for (size_t i = first; i < bytes; i += step) to[i] = from[i];
+}
+// 0xff into the elements CopyShare with the same arguments writes.
+inline void FillShare(void* destination, const void* source, size_t bytes, size_t first,
+                      size_t step) {
+  if ((reinterpret_cast<uintptr_t>(destination) | reinterpret_cast<uintptr_t>(source) | bytes) %
+          4 ==
+      0) {
+    auto* to = static_cast<uint32_t*>(destination);
+    for (size_t i = first; i < bytes / 4; i += step) to[i] = ~0u;
+    return;
+  }
+  auto* to = static_cast<unsigned char*>(destination);
+  for (size_t i = first; i < bytes; i += step) to[i] = 0xff;
+}
+
+// One thread's share of an asynchronous copy: CopyShare's arguments, then
+// `zeros` zero bytes after `bytes` (a pipeline copy's zero fill), and the
+// batch it belongs to, in a thread's list of copies not yet made.
+struct AsyncCopy {
+  void* destination;
+  const void* source;
+  size_t bytes, first, step, zeros;
+  uint64_t batch;
+  AsyncCopy* next;
+};
+// A thread's copies not yet made, oldest first, and how many batches it
+// has closed: for __pipeline_memcpy_async, commits (the open batch is number
+// `closed`); for cooperative groups' memcpy_async, calls (each a batch).
+struct AsyncQueue {
+  AsyncCopy* head;
+  AsyncCopy* tail;
+  uint64_t closed;
+};
+struct AsyncCopies {
+  AsyncQueue pipeline, group_calls;
+};
+// The running block's threads' (by linear index), for the block
+// `block_serial` (tls_block_serial): a block starts with none. Plain C
+// storage handled by unchecked code only: in an interleaved build a
+// container's own (instrumented) code yields at its stores, and another
+// thread of the block then found it half-built. (malloc and free are the
+// device heap's macros here: the C library's are named in parentheses.)
+struct BlockAsyncCopies {
+  uint64_t block_serial;
+  size_t threads;
+  AsyncCopies* copies;
+};
+static thread_local BlockAsyncCopies tls_async_copies = {0, 0, nullptr};
+
+KERNELEVAL_CPU_UNCHECKED inline void FreeAsyncQueue(AsyncQueue& queue) {
+  while (AsyncCopy* copy = queue.head) {
+    queue.head = copy->next;
+    (std::free)(copy);
+  }
+  queue = AsyncQueue{nullptr, nullptr, 0};
+}
+
+KERNELEVAL_CPU_UNCHECKED inline AsyncCopies& ThreadAsyncCopies() {
+  BlockAsyncCopies& block = tls_async_copies;
+  if (block.block_serial != tls_block_serial) {
+    for (size_t t = 0; t < block.threads; ++t) {
+      FreeAsyncQueue(block.copies[t].pipeline);
+      FreeAsyncQueue(block.copies[t].group_calls);
+    }
+    (std::free)(block.copies);
+    block.block_serial = tls_block_serial;
+    block.threads = size_t{blockDim.x} * blockDim.y * blockDim.z;
+    block.copies = static_cast<AsyncCopies*>(std::calloc(block.threads, sizeof(AsyncCopies)));
+    if (block.copies == nullptr) Trap("out of memory for asynchronous copies");
+  }
+  return block.copies[LinearThreadIndex()];
+}
+
+// Adds a copy to the calling thread's queue (pipeline: the open batch; a
+// group call: a batch of its own).
+KERNELEVAL_CPU_UNCHECKED inline void QueueAsyncCopy(bool group_call, const AsyncCopy& copy) {
+  AsyncCopies& copies = ThreadAsyncCopies();
+  AsyncQueue& queue = group_call ? copies.group_calls : copies.pipeline;
+  auto* node = static_cast<AsyncCopy*>((std::malloc)(sizeof(AsyncCopy)));
+  if (node == nullptr) Trap("out of memory for asynchronous copies");
+  *node = copy;
+  node->batch = group_call ? queue.closed++ : queue.closed;
+  node->next = nullptr;
+  (queue.tail ? queue.tail->next : queue.head) = node;
+  queue.tail = node;
+}
+
+// The calling thread's oldest copy of a batch before all but the last `keep`
+// closed ones, taken off its queue (the caller frees it); nullptr when none.
+KERNELEVAL_CPU_UNCHECKED inline AsyncCopy* TakeDueAsyncCopy(bool group_call, uint64_t keep) {
+  AsyncCopies& copies = ThreadAsyncCopies();
+  AsyncQueue& queue = group_call ? copies.group_calls : copies.pipeline;
+  AsyncCopy* copy = queue.head;
+  if (copy == nullptr || copy->batch + keep >= queue.closed) return nullptr;
+  queue.head = copy->next;
+  if (queue.head == nullptr) queue.tail = nullptr;
+  return copy;
+}
+
+KERNELEVAL_CPU_UNCHECKED inline void CloseAsyncBatch() { ++ThreadAsyncCopies().pipeline.closed; }
+
+// Issues a copy: its destination reads 0xff until a wait makes it.
+inline void IssueAsyncCopy(bool group_call, const AsyncCopy& copy) {
+  FillShare(copy.destination, copy.source, copy.bytes, copy.first, copy.step);
+  std::memset(static_cast<unsigned char*>(copy.destination) + copy.bytes, 0xff, copy.zeros);
+  QueueAsyncCopy(group_call, copy);
+}
+
+// Makes the calling thread's copies of every closed batch but the last `keep`.
+inline void CompleteAsyncCopies(bool group_call, uint64_t keep) {
+  while (AsyncCopy* copy = TakeDueAsyncCopy(group_call, keep)) {
+    CopyShare(copy->destination, copy->source, copy->bytes, copy->first, copy->step);
+    std::memset(static_cast<unsigned char*>(copy->destination) + copy->bytes, 0, copy->zeros);
+    (std::free)(copy);
+  }
 }
 }  // namespace kerneleval_cpu::detail
 
@@ -2511,13 +2631,14 @@ inline void __pipeline_memcpy_async(void* __restrict__ dst_shared,
                   size_and_align);
     kerneleval_cpu::detail::Trap(message);
   }
-  const size_t copied = zfill < size_and_align ? size_and_align - zfill : 0;
-  kerneleval_cpu::detail::CopyShare(dst_shared, src_global, copied, 0, 1);
-  auto* rest = static_cast<unsigned char*>(dst_shared) + copied;
-  for (size_t i = 0; i < size_and_align - copied; ++i) rest[i] = 0;
+  kerneleval_cpu::detail::IssueAsyncCopy(
+      false, {dst_shared, src_global, size_and_align - zfill, 0, 1, zfill, 0, nullptr});
 }
-inline void __pipeline_commit() {}
-inline void __pipeline_wait_prior(size_t) {}
+// Closes the thread's batch (an empty one too: it counts for wait_prior).
+inline void __pipeline_commit() { kerneleval_cpu::detail::CloseAsyncBatch(); }
+inline void __pipeline_wait_prior(size_t prior) {
+  kerneleval_cpu::detail::CompleteAsyncCopies(false, prior);
+}
 
 namespace cooperative_groups {
 // `count` bytes (a size_t, or anything that converts to one, such as
@@ -2525,24 +2646,25 @@ namespace cooperative_groups {
 template <class Group, class T, class Size>
 inline void memcpy_async(const Group& group, T* __restrict__ dst, const T* __restrict__ src,
                          const Size& count) {
-  kerneleval_cpu::detail::CopyShare(dst, src, static_cast<size_t>(count), group.thread_rank(),
-                                    group.size());
+  kerneleval_cpu::detail::IssueAsyncCopy(true, {dst, src, static_cast<size_t>(count),
+                                                group.thread_rank(), group.size(), 0, 0, nullptr});
 }
 // min(dst_count, src_count) elements.
 template <class Group, class T, class DstCount, class SrcCount>
 inline void memcpy_async(const Group& group, T* __restrict__ dst, const DstCount& dst_count,
                          const T* __restrict__ src, const SrcCount& src_count) {
   const size_t elements = std::min(static_cast<size_t>(dst_count), static_cast<size_t>(src_count));
-  kerneleval_cpu::detail::CopyShare(dst, src, elements * sizeof(T), group.thread_rank(),
-                                    group.size());
+  kerneleval_cpu::detail::IssueAsyncCopy(
+      true, {dst, src, elements * sizeof(T), group.thread_rank(), group.size(), 0, 0, nullptr});
 }
 template <unsigned Stage, class Group>
 inline void wait_prior(const Group& group) {
+  kerneleval_cpu::detail::CompleteAsyncCopies(true, Stage);
   group.sync();
 }
 template <class Group>
 inline void wait(const Group& group) {
-  group.sync();
+  wait_prior<0>(group);
 }
 }  // namespace cooperative_groups
 // ---- End of 11c.

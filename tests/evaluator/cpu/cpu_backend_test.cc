@@ -1339,6 +1339,75 @@ __global__ void arch(int* out) {
 // libcu++'s host-compatible headers compile as they are: types, limits,
 // functional objects, and atomics (cuda::atomic_ref on the host is the
 // blocks' real atomics, which run in parallel here).
+// An asynchronous copy lands some time before the wait that covers it: a
+// kernel reading the destination earlier races on a GPU. Made at the call,
+// such a read passed here (sweep 4: `__pipeline_wait_prior(1)` right after
+// committing the tile read next). The copy is now made at its wait and the
+// destination reads 0xff until then; double buffering with the right wait
+// counts still passes.
+TEST_F(CpuBackendTest, ReadingAnAsynchronousCopyBeforeItsWaitReadsNaN) {
+  const char* source = R"(
+#include <cooperative_groups.h>
+#include <cooperative_groups/memcpy_async.h>
+#include <cuda_pipeline.h>
+namespace cg = cooperative_groups;
+// Sums x[0..4*64) in 4 stages of 64 floats, two buffers: stage s + 1 is in
+// flight while stage s is read. `early`: waits for too little.
+__global__ void stages(const float* x, float* sums, int early) {
+  __shared__ float buffer[2][64];
+  const int t = threadIdx.x;
+  __pipeline_memcpy_async(&buffer[0][t], x + t, 4);
+  __pipeline_commit();
+  float sum = 0.0f;
+  for (int s = 0; s < 4; ++s) {
+    if (s + 1 < 4) __pipeline_memcpy_async(&buffer[(s + 1) % 2][t], x + 64 * (s + 1) + t, 4);
+    __pipeline_commit();
+    __pipeline_wait_prior(early ? 2 : 1);
+    __syncthreads();
+    sum += buffer[s % 2][63 - t];
+    __syncthreads();
+  }
+  sums[t] = sum;
+}
+__global__ void group_copy(const float* x, float* before, float* after) {
+  __shared__ float tile[64];
+  cg::thread_block block = cg::this_thread_block();
+  cg::memcpy_async(block, tile, x, sizeof(float) * 64);
+  before[threadIdx.x] = tile[threadIdx.x];
+  cg::wait(block);
+  after[threadIdx.x] = tile[63 - threadIdx.x];
+}
+)";
+  auto stages_case = [](int early) {
+    return MakeCase("stages", 4,
+                    {Input("x", v1::DTYPE_F32, 256), Output("sums", v1::DTYPE_F32, 64)},
+                    {Launch("stages", {1}, {64}, {Buf("x"), Buf("sums"), Int(early)})});
+  };
+  const BufferSpec x = Input("x", v1::DTYPE_F32, 256);
+  const std::vector<float> vx = Generated<float>(x, 4);
+  const internal::RunResult right = RunOk(MakeRequest(source, {stages_case(0)}));
+  const auto sums = Values<float>(right.cases(0).outputs(0));
+  for (int t = 0; t < 64; ++t) {
+    float expected = 0.0f;
+    for (int s = 0; s < 4; ++s) expected += vx[64 * s + 63 - t];
+    EXPECT_FLOAT_EQ(sums[t], expected) << t;
+  }
+  const internal::RunResult early = RunOk(MakeRequest(source, {stages_case(1)}));
+  for (float sum : Values<float>(early.cases(0).outputs(0))) EXPECT_TRUE(std::isnan(sum));
+
+  const internal::RunResult group = RunOk(MakeRequest(
+      source,
+      {MakeCase("group", 4,
+                {x, Output("before", v1::DTYPE_F32, 64), Output("after", v1::DTYPE_F32, 64)},
+                {Launch("group_copy", {1}, {64}, {Buf("x"), Buf("before"), Buf("after")})})}));
+  const auto before = Values<float>(group.cases(0).outputs(0));
+  const auto after = Values<float>(group.cases(0).outputs(1));
+  for (int t = 0; t < 64; ++t) {
+    EXPECT_TRUE(std::isnan(before[t])) << t;
+    EXPECT_EQ(after[t], vx[63 - t]) << t;
+  }
+}
+
 // __pipeline_memcpy_async of a size other than 4, 8 or 16 bytes reaches the
 // toolkit's __trap(), and one from or to an address not aligned to its size
 // faults in cp.async; both passed here (sweep 4: a 12-byte tail copy, and
