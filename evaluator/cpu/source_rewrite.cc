@@ -465,19 +465,50 @@ bool OnDirectiveLine(std::string_view masked, size_t pos) {
   }
 }
 
-// For each of `positions` (ascending) in `masked`, whether it lies in code
-// (a function's body, or a block in one) rather than at namespace or class
-// scope. A '{' opens code after ')' (a parameter list, `__launch_bounds__
-// (...)`, a condition) or a function's trailing keyword, or inside code;
-// otherwise it opens a namespace, class, linkage specification or
+// Where a position lies: in code (a function's body, or a block in one), at
+// namespace scope (the file, a namespace's body, an `extern "C" { }` block)
+// or elsewhere (a class body, an enum, an initialiser).
+enum class Scope { kCode, kNamespace, kOther };
+
+// The identifier ending at `end` of `masked` (after skipping white space
+// backwards), and where it begins.
+std::pair<std::string_view, size_t> WordBefore(std::string_view masked, size_t end) {
+  while (end > 0 && std::isspace(static_cast<unsigned char>(masked[end - 1]))) --end;
+  size_t begin = end;
+  while (begin > 0 && IsIdentifierChar(masked[begin - 1])) --begin;
+  return {masked.substr(begin, end - begin), begin};
+}
+
+// Whether the '{' at `brace` opens a namespace's body or a linkage
+// specification: `namespace {`, `namespace a::b {`, `extern "C" {` (the
+// literal is masked to spaces).
+bool OpensNamespace(std::string_view masked, size_t brace) {
+  std::pair<std::string_view, size_t> word = WordBefore(masked, brace);
+  if (word.first == "namespace" || word.first == "extern") return true;
+  while (!word.first.empty()) {  // a (qualified) namespace's name, last part first
+    size_t k = word.second;
+    while (k > 0 && std::isspace(static_cast<unsigned char>(masked[k - 1]))) --k;
+    if (k >= 2 && masked[k - 1] == ':' && masked[k - 2] == ':') {
+      word = WordBefore(masked, k - 2);
+      continue;
+    }
+    return WordBefore(masked, word.second).first == "namespace";
+  }
+  return false;
+}
+
+// For each of `positions` (ascending) in `masked`, the scope it lies in. A
+// '{' opens code after ')' (a parameter list, `__launch_bounds__(...)`, a
+// condition) or a function's trailing keyword, or inside code; a namespace
+// after `namespace [name]` or `extern "C"`; otherwise a class, enum or
 // initialiser.
-std::vector<bool> InCode(std::string_view masked, const std::vector<size_t>& positions) {
-  std::vector<bool> result;
-  std::vector<bool> open;  // the kinds of the braces open at this point
+std::vector<Scope> ScopesOf(std::string_view masked, const std::vector<size_t>& positions) {
+  std::vector<Scope> result;
+  std::vector<Scope> open;  // the scopes of the braces open at this point
   size_t next = 0;
   for (size_t i = 0; i <= masked.size() && next < positions.size(); ++i) {
     while (next < positions.size() && positions[next] == i) {
-      result.push_back(!open.empty() && open.back());
+      result.push_back(open.empty() ? Scope::kNamespace : open.back());
       ++next;
     }
     if (i == masked.size()) break;
@@ -487,23 +518,23 @@ std::vector<bool> InCode(std::string_view masked, const std::vector<size_t>& pos
       if (!open.empty()) open.pop_back();
       continue;
     }
-    bool code = !open.empty() && open.back();
-    if (!code) {
+    Scope scope = Scope::kOther;
+    if (!open.empty() && open.back() == Scope::kCode) {
+      scope = Scope::kCode;
+    } else {
       size_t k = i;
       while (k > 0 && std::isspace(static_cast<unsigned char>(masked[k - 1]))) --k;
-      if (k > 0 && masked[k - 1] == ')') {
-        code = true;
-      } else {
-        size_t word_begin = k;
-        while (word_begin > 0 && IsIdentifierChar(masked[word_begin - 1])) --word_begin;
-        const std::string_view word = masked.substr(word_begin, k - word_begin);
-        code = word == "const" || word == "noexcept" || word == "mutable" || word == "override" ||
-               word == "final";
+      const std::string_view word = WordBefore(masked, k).first;
+      if ((k > 0 && masked[k - 1] == ')') || word == "const" || word == "noexcept" ||
+          word == "mutable" || word == "override" || word == "final") {
+        scope = Scope::kCode;
+      } else if (OpensNamespace(masked, i)) {
+        scope = Scope::kNamespace;
       }
     }
-    open.push_back(code);
+    open.push_back(scope);
   }
-  result.resize(positions.size(), false);
+  result.resize(positions.size(), Scope::kOther);
   return result;
 }
 
@@ -560,14 +591,16 @@ std::vector<std::string> DeclaredNames(std::string_view declaration) {
 std::string PoisonStaticShared(std::string_view source) {
   const std::string masked = MaskCommentsAndLiterals(source);
   const std::vector<size_t> shared_tokens = FindToken(masked, "__shared__");
-  const std::vector<bool> in_code = InCode(masked, shared_tokens);
+  const std::vector<Scope> scopes = ScopesOf(masked, shared_tokens);
   static constexpr std::string_view kNotSpecifiers[] = {
       "extern", "if", "else", "for", "while", "do", "case", "default", "return", "switch"};
   std::vector<std::pair<size_t, std::string>> insertions;  // after position: text
   size_t consumed = 0;
   for (size_t t = 0; t < shared_tokens.size(); ++t) {
     const size_t shared = shared_tokens[t];
-    if (shared < consumed || OnDirectiveLine(masked, shared) || !in_code[t]) continue;
+    if (shared < consumed || OnDirectiveLine(masked, shared) || scopes[t] == Scope::kOther) {
+      continue;
+    }
     const size_t start = StatementStart(masked, shared);
     const size_t semicolon = masked.find(';', shared);
     if (semicolon == std::string::npos) continue;
@@ -584,10 +617,12 @@ std::string PoisonStaticShared(std::string_view source) {
     const std::vector<std::string> names =
         DeclaredNames(masked.substr(shared + 10, semicolon - shared - 10));
     if (names.empty()) continue;
+    // In code the declaration's first reaching thread fills it; at namespace
+    // scope the variable is registered and filled as each block starts.
+    const char* fill = scopes[t] == Scope::kCode ? " KERNELEVAL_CPU_POISON_SHARED("
+                                                 : " KERNELEVAL_CPU_POISON_NAMESPACE_SHARED(";
     std::string text;
-    for (const std::string& name : names) {
-      absl::StrAppend(&text, " KERNELEVAL_CPU_POISON_SHARED(", name, ");");
-    }
+    for (const std::string& name : names) absl::StrAppend(&text, fill, name, ");");
     insertions.emplace_back(semicolon + 1, std::move(text));
   }
   std::string out;

@@ -37,8 +37,11 @@ std::string RewriteExternShared(std::string_view source);
 // Appends ` KERNELEVAL_CPU_POISON_SHARED(name);` after each declaration of
 // static `__shared__` variables in code (a function's body): the first of a
 // block's threads to reach it fills the variable with 0xff (the prelude).
-// Declarations at namespace scope, with an initialiser or with an attribute
-// after the name are left as they are. Same lines.
+// At namespace scope (the file, a namespace, an `extern "C" { }` block) it
+// appends ` KERNELEVAL_CPU_POISON_NAMESPACE_SHARED(name);`, which registers
+// the variable to be filled as each block starts. Declarations with an
+// initialiser or with an attribute after the name are left as they are.
+// Same lines.
 std::string PoisonStaticShared(std::string_view source);
 
 // Replaces each #include of a CUB header by one of kerneleval_cpu_cub.h, the

@@ -184,7 +184,44 @@ KERNELEVAL_CPU_BOOKKEEPING void RestoreSwitchState(const SwitchState& saved) {
 // The running block's kerneleval_cpu_block_info::serial (PoisonShared).
 static thread_local uint64_t tls_block_serial = 0;
 
+// A namespace-scope __shared__ variable (PoisonStaticShared appends
+// KERNELEVAL_CPU_POISON_NAMESPACE_SHARED(name); after its declaration): a
+// static object whose constructor, run when the module loads, links it into
+// a list that SetBlock fills with 0xff as each block starts on an OS thread
+// (no block's thread can have written it yet). Unfilled, a block read the
+// last block's values there. `address` gives this OS thread's instance.
+struct NamespaceShared {
+  NamespaceShared(void* (*address_of)(), size_t size) : address(address_of), bytes(size) {
+    next = first;
+    first = this;
+  }
+  static inline NamespaceShared* first = nullptr;
+  void* (*address)();
+  size_t bytes;
+  NamespaceShared* next;
+};
+#define KERNELEVAL_CPU_POISON_NAMESPACE_SHARED(variable) \
+  KERNELEVAL_CPU_NAMESPACE_SHARED_AS(variable, __COUNTER__)
+#define KERNELEVAL_CPU_NAMESPACE_SHARED_AS(variable, n) \
+  KERNELEVAL_CPU_NAMESPACE_SHARED_AS_(variable, n)
+#define KERNELEVAL_CPU_NAMESPACE_SHARED_AS_(variable, n)                        \
+  [[maybe_unused]] static ::kerneleval_cpu::detail::NamespaceShared             \
+      kerneleval_cpu_namespace_shared_##n(                                      \
+          +[]() -> void* {                                                      \
+            return const_cast<void*>(                                           \
+                static_cast<const volatile void*>(::std::addressof(variable))); \
+          },                                                                    \
+          sizeof(variable))
+
 KERNELEVAL_CPU_BOOKKEEPING void SetBlock(const kerneleval_cpu_block_info* info) {
+  // SetBlock runs each time a fiber takes up the block's threads: fill once.
+  static thread_local uint64_t namespace_shared_filled_in = 0;
+  if (namespace_shared_filled_in != info->serial) {
+    namespace_shared_filled_in = info->serial;
+    for (const NamespaceShared* v = NamespaceShared::first; v != nullptr; v = v->next) {
+      std::memset(v->address(), 0xff, v->bytes);
+    }
+  }
   tls_block_serial = info->serial;
   blockIdx = uint3{info->block_idx.x, info->block_idx.y, info->block_idx.z};
   blockDim = dim3(info->block_dim.x, info->block_dim.y, info->block_dim.z);

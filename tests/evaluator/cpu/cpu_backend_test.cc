@@ -1564,43 +1564,59 @@ __device__ float first_slot() {
   helper[0] = 1.0f;
   return before;
 }
+__shared__ float file_partial[16];
+namespace ns { __shared__ int file_count; }
 __global__ void unwritten(float* y, int* counts) {
   __shared__ float partial[32];
   __shared__ int count;
   extern __shared__ float scratch[];
-  if (threadIdx.x < 8) partial[threadIdx.x] = 1.0f;
-  scratch[threadIdx.x] = 2.0f;
+  const int b = blockIdx.x, t = threadIdx.x;
+  if (t == 0) counts[gridDim.x + b] = ns::file_count;
+  if (t < 8) partial[t] = 1.0f;
+  if (t < 8) file_partial[t] = 1.0f;
+  scratch[t] = 2.0f;
   __syncthreads();
   float sum = 0.0f;
   for (int i = 0; i < 32; ++i) sum += partial[i];
-  const int b = blockIdx.x, t = threadIdx.x;
-  y[4 * (64 * b + t)] = sum;
-  y[4 * (64 * b + t) + 1] = scratch[64 + t];
-  y[4 * (64 * b + t) + 2] = scratch[t];
-  y[4 * (64 * b + t) + 3] = first_slot();
+  y[5 * (64 * b + t)] = sum;
+  y[5 * (64 * b + t) + 1] = scratch[64 + t];
+  y[5 * (64 * b + t) + 2] = scratch[t];
+  y[5 * (64 * b + t) + 3] = first_slot();
+  float file_sum = 0.0f;
+  for (int i = 0; i < 16; ++i) file_sum += file_partial[i];
+  y[5 * (64 * b + t) + 4] = file_sum;
   if (t == 0) counts[b] = count;
+  __syncthreads();
+  // What a later block on this OS thread would read if it were not filled.
+  if (t < 16) file_partial[t] = 3.0f;
+  if (t == 0) ns::file_count = 7;
 }
 )";
-  const int blocks = 4;
+  // More blocks than the runtime's OS threads, so blocks follow blocks on one.
+  const int blocks = 8;
   const internal::ResolvedLaunch launch =
       Launch("unwritten", {blocks}, {64}, {Buf("y"), Buf("counts")}, 128 * sizeof(float));
   const internal::RunResult result =
       RunOk(MakeRequest(source, {MakeCase("unwritten", 1,
-                                          {Output("y", v1::DTYPE_F32, 4 * 64 * blocks),
-                                           Output("counts", v1::DTYPE_I32, blocks)},
+                                          {Output("y", v1::DTYPE_F32, 5 * 64 * blocks),
+                                           Output("counts", v1::DTYPE_I32, 2 * blocks)},
                                           {launch})}));
   const auto y = Values<float>(result.cases(0).outputs(0));
   const auto counts = Values<int32_t>(result.cases(0).outputs(1));
   for (int i = 0; i < 64 * blocks; ++i) {
-    EXPECT_TRUE(std::isnan(y[4 * i])) << "sum over unwritten static slots, thread " << i;
-    EXPECT_TRUE(std::isnan(y[4 * i + 1])) << "unwritten dynamic shared memory, thread " << i;
-    EXPECT_EQ(y[4 * i + 2], 2.0f) << "written dynamic shared memory, thread " << i;
+    EXPECT_TRUE(std::isnan(y[5 * i])) << "sum over unwritten static slots, thread " << i;
+    EXPECT_TRUE(std::isnan(y[5 * i + 1])) << "unwritten dynamic shared memory, thread " << i;
+    EXPECT_EQ(y[5 * i + 2], 2.0f) << "written dynamic shared memory, thread " << i;
+    EXPECT_TRUE(std::isnan(y[5 * i + 4])) << "unwritten namespace-scope slots, thread " << i;
   }
   // A device function's static __shared__ is filled once per block: the
   // first caller reads 0xff, the later ones what it wrote (helper[3] stays
   // unwritten, so all of them read NaN).
-  for (int i = 0; i < 64 * blocks; ++i) EXPECT_TRUE(std::isnan(y[4 * i + 3])) << i;
-  for (int b = 0; b < blocks; ++b) EXPECT_EQ(counts[b], -1) << "block " << b;
+  for (int i = 0; i < 64 * blocks; ++i) EXPECT_TRUE(std::isnan(y[5 * i + 3])) << i;
+  for (int b = 0; b < blocks; ++b) {
+    EXPECT_EQ(counts[b], -1) << "block " << b;
+    EXPECT_EQ(counts[blocks + b], -1) << "namespace-scope variable, block " << b;
+  }
 }
 
 TEST_F(CpuBackendTest, LibcudacxxTypesFunctionalsAndAtomics) {

@@ -150,9 +150,10 @@ TEST(RewriteExternShared, NamespaceScopeAlignedAndMultiline) {
 }
 
 // Each static __shared__ declaration in code is followed, on its line, by
-// the prelude's poisoning of each of its variables; other declarations are
-// left alone.
-TEST(PoisonStaticShared, DeclarationsInCodeOnly) {
+// the prelude's poisoning of each of its variables, one at namespace scope by
+// its registration for the fill at each block's start; declarations in a
+// class body, extern ones and initialised ones are left alone.
+TEST(PoisonStaticShared, DeclarationsInCodeAndAtNamespaceScope) {
   const std::string source =
       "#define SMEM __shared__\n"
       "__shared__ float file_scope[4];\n"
@@ -165,7 +166,10 @@ TEST(PoisonStaticShared, DeclarationsInCodeOnly) {
       "  extern __shared__ float dynamic[];\n"
       "  if (y) { __shared__ S nested; y[0] = nested.v; }\n"
       "  __shared__ float initialised = 1.0f;\n"
-      "}\n";
+      "}\n"
+      "extern \"C\" { __shared__ float linked[2]; }\n"
+      "namespace a::b { inline namespace v1 { static __shared__ float deep; } }\n"
+      "struct U { __shared__ float member; };\n";
   const std::string out = PoisonStaticShared(source);
   EXPECT_EQ(Lines(out), Lines(source));
   auto line = [&](int n) {
@@ -174,8 +178,11 @@ TEST(PoisonStaticShared, DeclarationsInCodeOnly) {
     return out.substr(begin, out.find('\n', begin) - begin);
   };
   EXPECT_EQ(line(1), "#define SMEM __shared__");
-  EXPECT_EQ(line(2), "__shared__ float file_scope[4];");
-  EXPECT_EQ(line(3), "namespace ns { __shared__ int in_namespace; }");
+  EXPECT_EQ(line(2),
+            "__shared__ float file_scope[4]; KERNELEVAL_CPU_POISON_NAMESPACE_SHARED(file_scope);");
+  EXPECT_EQ(line(3),
+            "namespace ns { __shared__ int in_namespace; "
+            "KERNELEVAL_CPU_POISON_NAMESPACE_SHARED(in_namespace); }");
   EXPECT_EQ(line(6),
             "  __shared__ __align__(16) float tile[N][N + 1], *pointer; "
             "KERNELEVAL_CPU_POISON_SHARED(tile); KERNELEVAL_CPU_POISON_SHARED(pointer);");
@@ -190,6 +197,13 @@ TEST(PoisonStaticShared, DeclarationsInCodeOnly) {
             "  if (y) { __shared__ S nested; KERNELEVAL_CPU_POISON_SHARED(nested); y[0] = "
             "nested.v; }");
   EXPECT_EQ(line(11), "  __shared__ float initialised = 1.0f;");
+  EXPECT_EQ(line(13),
+            "extern \"C\" { __shared__ float linked[2]; "
+            "KERNELEVAL_CPU_POISON_NAMESPACE_SHARED(linked); }");
+  EXPECT_EQ(line(14),
+            "namespace a::b { inline namespace v1 { static __shared__ float deep; "
+            "KERNELEVAL_CPU_POISON_NAMESPACE_SHARED(deep); } }");
+  EXPECT_EQ(line(15), "struct U { __shared__ float member; };");
 }
 
 TEST(IsValidKernelName, RejectsInjection) {
