@@ -188,7 +188,8 @@ std::optional<std::string> RefusedHeader(std::string_view header) {
                         "objects and atomics are supported (<cuda/std/limits>, "
                         "<cuda/std/cmath>, <cuda/functional>, <cuda/atomic>, ...); "
                         "asynchronous copies to shared memory are: "
-                        "cooperative_groups::memcpy_async with cooperative_groups::wait, or "
+                        "cooperative_groups::memcpy_async with cooperative_groups::wait (a "
+                        "plain byte count in place of cuda::aligned_size_t), or "
                         "__pipeline_memcpy_async");
   }
   return std::nullopt;

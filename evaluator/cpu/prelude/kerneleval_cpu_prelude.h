@@ -2492,43 +2492,51 @@ inline float __float_to_tf32(float v) {
 // ---- 11c. Asynchronous copies (cuda_pipeline_primitives.h, cooperative
 // groups' memcpy_async). A GPU makes the copy some time between the call and
 // the wait that covers it; here it is made at that wait, by the thread that
-// issued it (a group's by each of its threads, a share each), and the
-// destination reads 0xff (NaN / -1) from the call until then. A kernel that
-// reads the destination before its wait (`__pipeline_wait_prior(1)` right
-// after committing the tile it reads next) races on a GPU and fails here;
-// it passed when the copy was made at the call (sweep 4, w16).
-// `__pipeline_wait_prior(n)` completes the thread's committed batches but
-// the last n; cooperative groups' `wait` completes every memcpy_async of the
-// thread and meets the group, `wait_prior<n>` all but the last n calls'.
+// issued it, and the destination reads 0xff (NaN / -1) from the call until
+// then. A kernel that reads the destination before its wait
+// (`__pipeline_wait_prior(1)` right after committing the tile it reads next)
+// races on a GPU and fails here; it passed when the copy was made at the call
+// (sweep 4, w16).
+// As in the toolkit (cooperative_groups/details/async.h), both APIs share
+// one queue per thread: cooperative groups' memcpy_async issues the thread's
+// share of the copy as pipeline copies and commits them (a batch, counted by
+// __pipeline_wait_prior too), and its `wait` / `wait_prior<n>` are
+// `__pipeline_wait_prior(0)` / `(n)` and the group's sync: a kernel copying
+// with one API and waiting with the other is right (sweep 5: with two queues
+// it read NaN). A group's copy is shared among its threads as the toolkit
+// shares it (elements of the pointer's alignment, or for 1- and 2-byte
+// types of the best alignment source and destination share, rank-strided;
+// unaligned head and tail bytes copied at the call), so a thread reading only
+// what its own wait covered reads what it would on a GPU.
 namespace kerneleval_cpu::detail {
-// Elements `first`, `first + step`, ... of `bytes`, in 4-byte words when
-// both ends and the size allow (loads and stores a store point can see).
-inline void CopyShare(void* destination, const void* source, size_t bytes, size_t first,
-                      size_t step) {
-  if ((reinterpret_cast<uintptr_t>(destination) | reinterpret_cast<uintptr_t>(source) | bytes) %
-          4 ==
-      0) {
+// Elements `first`, `first + step`, ... of `unit` bytes (1, 2, 4, 8 or 16)
+// of a range of `bytes`, copied in 4-byte words where the unit allows (loads
+// and stores a store point can see).
+inline void CopyShare(void* destination, const void* source, size_t bytes, size_t unit,
+                      size_t first, size_t step) {
+  const size_t elements = bytes / unit;
+  if (unit % 4 == 0) {
+    const size_t words = unit / 4;
     auto* to = static_cast<uint32_t*>(destination);
     const auto* from = static_cast<const uint32_t*>(source);
-    for (size_t i = first; i < bytes / 4; i += step) to[i] = from[i];
-    return;
+    for (size_t i = first; i < elements; i += step) {
+      for (size_t w = 0; w < words; ++w) to[words * i + w] = from[words * i + w];
+    }
+  } else if (unit == 2) {
+    auto* to = static_cast<uint16_t*>(destination);
+    const auto* from = static_cast<const uint16_t*>(source);
+    for (size_t i = first; i < elements; i += step) to[i] = from[i];
+  } else {
+    auto* to = static_cast<unsigned char*>(destination);
+    const auto* from = static_cast<const unsigned char*>(source);
+    for (size_t i = first; i < elements; i += step) to[i] = from[i];
   }
-  auto* to = static_cast<unsigned char*>(destination);
-  const auto* from = static_cast<const unsigned char*>(source);
-  for (size_t i = first; i < bytes; i += step) to[i] = from[i];
 }
-// 0xff into the elements CopyShare with the same arguments writes.
-inline void FillShare(void* destination, const void* source, size_t bytes, size_t first,
-                      size_t step) {
-  if ((reinterpret_cast<uintptr_t>(destination) | reinterpret_cast<uintptr_t>(source) | bytes) %
-          4 ==
-      0) {
-    auto* to = static_cast<uint32_t*>(destination);
-    for (size_t i = first; i < bytes / 4; i += step) to[i] = ~0u;
-    return;
-  }
+// 0xff into the bytes CopyShare with the same arguments writes.
+inline void FillShare(void* destination, size_t bytes, size_t unit, size_t first, size_t step) {
+  const size_t elements = bytes / unit;
   auto* to = static_cast<unsigned char*>(destination);
-  for (size_t i = first; i < bytes; i += step) to[i] = 0xff;
+  for (size_t i = first; i < elements; i += step) std::memset(to + unit * i, 0xff, unit);
 }
 
 // One thread's share of an asynchronous copy: CopyShare's arguments, then
@@ -2537,22 +2545,18 @@ inline void FillShare(void* destination, const void* source, size_t bytes, size_
 struct AsyncCopy {
   void* destination;
   const void* source;
-  size_t bytes, first, step, zeros;
+  size_t bytes, unit, first, step, zeros;
   uint64_t batch;
   AsyncCopy* next;
 };
-// A thread's copies not yet made, oldest first, and how many batches it
-// has closed: for __pipeline_memcpy_async, commits (the open batch is number
-// `closed`); for cooperative groups' memcpy_async, calls (each a batch).
+// A thread's copies not yet made, oldest first, and how many batches it has
+// committed (the open batch is number `closed`).
 struct AsyncQueue {
   AsyncCopy* head;
   AsyncCopy* tail;
   uint64_t closed;
 };
-struct AsyncCopies {
-  AsyncQueue pipeline, group_calls;
-};
-// The running block's threads' (by linear index), for the block
+// The running block's threads' queues (by linear index), for the block
 // `block_serial` (tls_block_serial): a block starts with none. Plain C
 // storage handled by unchecked code only: in an interleaved build a
 // container's own (instrumented) code yields at its stores, and another
@@ -2561,7 +2565,7 @@ struct AsyncCopies {
 struct BlockAsyncCopies {
   uint64_t block_serial;
   size_t threads;
-  AsyncCopies* copies;
+  AsyncQueue* queues;
 };
 static thread_local BlockAsyncCopies tls_async_copies = {0, 0, nullptr};
 
@@ -2573,41 +2577,36 @@ KERNELEVAL_CPU_UNCHECKED inline void FreeAsyncQueue(AsyncQueue& queue) {
   queue = AsyncQueue{nullptr, nullptr, 0};
 }
 
-KERNELEVAL_CPU_UNCHECKED inline AsyncCopies& ThreadAsyncCopies() {
+KERNELEVAL_CPU_UNCHECKED inline AsyncQueue& ThreadAsyncQueue() {
   BlockAsyncCopies& block = tls_async_copies;
   if (block.block_serial != tls_block_serial) {
-    for (size_t t = 0; t < block.threads; ++t) {
-      FreeAsyncQueue(block.copies[t].pipeline);
-      FreeAsyncQueue(block.copies[t].group_calls);
-    }
-    (std::free)(block.copies);
+    for (size_t t = 0; t < block.threads; ++t) FreeAsyncQueue(block.queues[t]);
+    (std::free)(block.queues);
     block.block_serial = tls_block_serial;
     block.threads = size_t{blockDim.x} * blockDim.y * blockDim.z;
-    block.copies = static_cast<AsyncCopies*>(std::calloc(block.threads, sizeof(AsyncCopies)));
-    if (block.copies == nullptr) Trap("out of memory for asynchronous copies");
+    block.queues = static_cast<AsyncQueue*>(std::calloc(block.threads, sizeof(AsyncQueue)));
+    if (block.queues == nullptr) Trap("out of memory for asynchronous copies");
   }
-  return block.copies[LinearThreadIndex()];
+  return block.queues[LinearThreadIndex()];
 }
 
-// Adds a copy to the calling thread's queue (pipeline: the open batch; a
-// group call: a batch of its own).
-KERNELEVAL_CPU_UNCHECKED inline void QueueAsyncCopy(bool group_call, const AsyncCopy& copy) {
-  AsyncCopies& copies = ThreadAsyncCopies();
-  AsyncQueue& queue = group_call ? copies.group_calls : copies.pipeline;
+// Adds a copy to the calling thread's open batch.
+KERNELEVAL_CPU_UNCHECKED inline void QueueAsyncCopy(const AsyncCopy& copy) {
+  AsyncQueue& queue = ThreadAsyncQueue();
   auto* node = static_cast<AsyncCopy*>((std::malloc)(sizeof(AsyncCopy)));
   if (node == nullptr) Trap("out of memory for asynchronous copies");
   *node = copy;
-  node->batch = group_call ? queue.closed++ : queue.closed;
+  node->batch = queue.closed;
   node->next = nullptr;
   (queue.tail ? queue.tail->next : queue.head) = node;
   queue.tail = node;
 }
 
 // The calling thread's oldest copy of a batch before all but the last `keep`
-// closed ones, taken off its queue (the caller frees it); nullptr when none.
-KERNELEVAL_CPU_UNCHECKED inline AsyncCopy* TakeDueAsyncCopy(bool group_call, uint64_t keep) {
-  AsyncCopies& copies = ThreadAsyncCopies();
-  AsyncQueue& queue = group_call ? copies.group_calls : copies.pipeline;
+// committed ones, taken off its queue (the caller frees it); nullptr when
+// none.
+KERNELEVAL_CPU_UNCHECKED inline AsyncCopy* TakeDueAsyncCopy(uint64_t keep) {
+  AsyncQueue& queue = ThreadAsyncQueue();
   AsyncCopy* copy = queue.head;
   if (copy == nullptr || copy->batch + keep >= queue.closed) return nullptr;
   queue.head = copy->next;
@@ -2615,21 +2614,72 @@ KERNELEVAL_CPU_UNCHECKED inline AsyncCopy* TakeDueAsyncCopy(bool group_call, uin
   return copy;
 }
 
-KERNELEVAL_CPU_UNCHECKED inline void CloseAsyncBatch() { ++ThreadAsyncCopies().pipeline.closed; }
+// Commits the thread's open batch (an empty one too: it counts for
+// wait_prior).
+KERNELEVAL_CPU_UNCHECKED inline void CommitAsyncBatch() { ++ThreadAsyncQueue().closed; }
 
 // Issues a copy: its destination reads 0xff until a wait makes it.
-inline void IssueAsyncCopy(bool group_call, const AsyncCopy& copy) {
-  FillShare(copy.destination, copy.source, copy.bytes, copy.first, copy.step);
+inline void IssueAsyncCopy(const AsyncCopy& copy) {
+  FillShare(copy.destination, copy.bytes, copy.unit, copy.first, copy.step);
   std::memset(static_cast<unsigned char*>(copy.destination) + copy.bytes, 0xff, copy.zeros);
-  QueueAsyncCopy(group_call, copy);
+  QueueAsyncCopy(copy);
 }
 
-// Makes the calling thread's copies of every closed batch but the last `keep`.
-inline void CompleteAsyncCopies(bool group_call, uint64_t keep) {
-  while (AsyncCopy* copy = TakeDueAsyncCopy(group_call, keep)) {
-    CopyShare(copy->destination, copy->source, copy->bytes, copy->first, copy->step);
+// Makes the calling thread's copies of every committed batch but the last
+// `keep`.
+inline void CompleteAsyncCopies(uint64_t keep) {
+  while (AsyncCopy* copy = TakeDueAsyncCopy(keep)) {
+    CopyShare(copy->destination, copy->source, copy->bytes, copy->unit, copy->first, copy->step);
     std::memset(static_cast<unsigned char*>(copy->destination) + copy->bytes, 0, copy->zeros);
     (std::free)(copy);
+  }
+}
+
+// The alignment the toolkit's memcpy_async assumes of an element type: its
+// own, at most 16; 1 for void.
+template <class T>
+constexpr size_t CopyAlignmentHint() {
+  if constexpr (std::is_void_v<T>) {
+    return 1;
+  } else {
+    return alignof(T) < 16 ? alignof(T) : 16;
+  }
+}
+
+// The calling thread's share of a group's copy of `bytes`, as the toolkit
+// splits it (cooperative_groups/details/async.h, _memcpy_async_align_dispatch
+// and copy_like): with a hint of 4, 8 or 16 bytes, the range's whole
+// elements of that size, asynchronously (a tail short of one is not
+// copied); with 1 or 2, the best alignment source and destination share
+// (16 when equal modulo 16): 1 or 2 copies bytes or 2-byte words at the
+// call, 4 to 16 copies the bytes before the source's next boundary and
+// those after the last whole element at the call and the elements between
+// asynchronously. Rank-strided in every part.
+template <size_t Hint>
+inline void GroupAsyncCopy(unsigned rank, unsigned size, void* destination, const void* source,
+                           size_t bytes) {
+  auto* to = static_cast<unsigned char*>(destination);
+  const auto* from = static_cast<const unsigned char*>(source);
+  if constexpr (Hint >= 4) {
+    IssueAsyncCopy({to, from, bytes / Hint * Hint, Hint, rank, size, 0, 0, nullptr});
+  } else {
+    const uintptr_t differ =
+        (reinterpret_cast<uintptr_t>(to) ^ reinterpret_cast<uintptr_t>(from)) & 15;
+    size_t alignment = 16;
+    for (size_t a = 8; a >= Hint; a >>= 1) {
+      if ((a & differ) != 0) alignment = a;
+    }
+    if (bytes < alignment) alignment = Hint;
+    if (alignment <= 2) {
+      CopyShare(to, from, bytes, alignment, rank, size);
+      return;
+    }
+    const size_t head = std::min<size_t>(
+        bytes, (alignment - reinterpret_cast<uintptr_t>(from) % alignment) % alignment);
+    CopyShare(to, from, head, 1, rank, size);
+    const size_t middle = (bytes - head) / alignment * alignment;
+    IssueAsyncCopy({to + head, from + head, middle, alignment, rank, size, 0, 0, nullptr});
+    CopyShare(to + head + middle, from + head + middle, bytes - head - middle, 1, rank, size);
   }
 }
 }  // namespace kerneleval_cpu::detail
@@ -2668,35 +2718,38 @@ inline void __pipeline_memcpy_async(void* __restrict__ dst_shared,
                   size_and_align);
     kerneleval_cpu::detail::Trap(message);
   }
-  kerneleval_cpu::detail::IssueAsyncCopy(
-      false, {dst_shared, src_global, size_and_align - zfill, 0, 1, zfill, 0, nullptr});
+  const size_t bytes = size_and_align - zfill;
+  kerneleval_cpu::detail::IssueAsyncCopy({dst_shared, src_global, bytes,
+                                          bytes % 4 == 0 ? size_t{4} : size_t{1}, 0, 1, zfill, 0,
+                                          nullptr});
 }
-// Closes the thread's batch (an empty one too: it counts for wait_prior).
-inline void __pipeline_commit() { kerneleval_cpu::detail::CloseAsyncBatch(); }
+// Commits the thread's batch (an empty one too: it counts for wait_prior).
+inline void __pipeline_commit() { kerneleval_cpu::detail::CommitAsyncBatch(); }
 inline void __pipeline_wait_prior(size_t prior) {
-  kerneleval_cpu::detail::CompleteAsyncCopies(false, prior);
+  kerneleval_cpu::detail::CompleteAsyncCopies(prior);
 }
 
 namespace cooperative_groups {
-// `count` bytes (a size_t, or anything that converts to one, such as
-// cuda::aligned_size_t).
+// `count` bytes (a size_t, or anything that converts to one).
 template <class Group, class T, class Size>
 inline void memcpy_async(const Group& group, T* __restrict__ dst, const T* __restrict__ src,
                          const Size& count) {
-  kerneleval_cpu::detail::IssueAsyncCopy(true, {dst, src, static_cast<size_t>(count),
-                                                group.thread_rank(), group.size(), 0, 0, nullptr});
+  kerneleval_cpu::detail::GroupAsyncCopy<kerneleval_cpu::detail::CopyAlignmentHint<T>()>(
+      group.thread_rank(), group.size(), dst, src, static_cast<size_t>(count));
+  __pipeline_commit();
 }
 // min(dst_count, src_count) elements.
 template <class Group, class T, class DstCount, class SrcCount>
 inline void memcpy_async(const Group& group, T* __restrict__ dst, const DstCount& dst_count,
                          const T* __restrict__ src, const SrcCount& src_count) {
   const size_t elements = std::min(static_cast<size_t>(dst_count), static_cast<size_t>(src_count));
-  kerneleval_cpu::detail::IssueAsyncCopy(
-      true, {dst, src, elements * sizeof(T), group.thread_rank(), group.size(), 0, 0, nullptr});
+  kerneleval_cpu::detail::GroupAsyncCopy<kerneleval_cpu::detail::CopyAlignmentHint<T>()>(
+      group.thread_rank(), group.size(), dst, src, elements * sizeof(T));
+  __pipeline_commit();
 }
 template <unsigned Stage, class Group>
 inline void wait_prior(const Group& group) {
-  kerneleval_cpu::detail::CompleteAsyncCopies(true, Stage);
+  __pipeline_wait_prior(Stage);
   group.sync();
 }
 template <class Group>

@@ -1408,6 +1408,95 @@ __global__ void group_copy(const float* x, float* before, float* after) {
   }
 }
 
+// As in the toolkit, cooperative groups' memcpy_async is pipeline copies and
+// a commit, and cg::wait is __pipeline_wait_prior(0) and a sync: a kernel
+// may copy with one API and wait with the other (sweep 5: with a queue per
+// API such kernels read NaN). A group's copy is shared among its threads as
+// the toolkit shares it: a thread reading only what its own wait covered
+// reads the data.
+TEST_F(CpuBackendTest, PipelineAndGroupCopiesShareOneQueueAndTheToolkitsShares) {
+  const char* source = R"(
+#include <cooperative_groups.h>
+#include <cooperative_groups/memcpy_async.h>
+#include <cuda_pipeline.h>
+namespace cg = cooperative_groups;
+__global__ void mixed(const float* x, float* y) {
+  __shared__ float by_thread[64], by_group[64], later[64];
+  cg::thread_block block = cg::this_thread_block();
+  const int t = threadIdx.x;
+  __pipeline_memcpy_async(&by_thread[t], x + t, 4);
+  __pipeline_commit();                                               // batch 0
+  cg::memcpy_async(block, by_group, x + 64, sizeof(float) * 64);     // batch 1
+  cg::memcpy_async(block, later, x + 128, sizeof(float) * 64);       // batch 2
+  __pipeline_wait_prior(1);
+  block.sync();
+  y[t] = by_thread[63 - t];
+  y[64 + t] = by_group[63 - t];
+  y[128 + t] = later[63 - t];  // not waited for yet: NaN
+  block.sync();
+  cg::wait(block);
+  y[192 + t] = later[63 - t];
+}
+// Each thread waits for its own share only (no sync) and reads it: 4-byte
+// elements t, t + 64, ... of a float copy; 16-byte element t of a void one
+// whose ends are both 16-byte aligned. Then char copies, waited for by the
+// block: ends 16-byte aligned alike but not on a boundary (head and tail
+// bytes at the call, 16-byte elements between) and ends differing by 1
+// modulo 16 (bytes, at the call).
+__global__ void own_shares(const float* x, float* words, float* segments, float* bytes) {
+  __shared__ __align__(16) float a[256];
+  __shared__ __align__(16) float b[256];
+  __shared__ __align__(16) char c[1024], d[1024];
+  cg::thread_block block = cg::this_thread_block();
+  const int t = threadIdx.x;
+  cg::memcpy_async(block, a, x, sizeof(float) * 256);
+  cg::memcpy_async(block, (void*)b, (const void*)x, sizeof(float) * 256);
+  __pipeline_wait_prior(0);
+  for (int k = 0; k < 4; ++k) {
+    words[4 * t + k] = a[t + 64 * k];
+    segments[4 * t + k] = b[4 * t + k];
+  }
+  block.sync();
+  cg::memcpy_async(block, c + 3, (const char*)x + 3, 1000);
+  cg::memcpy_async(block, d + 1, (const char*)x, 1000);
+  cg::wait(block);
+  for (int i = t; i < 1000; i += 64) {
+    bytes[i] = c[3 + i] == ((const char*)x)[3 + i] ? 1.0f : 0.0f;
+    bytes[1000 + i] = d[1 + i] == ((const char*)x)[i] ? 1.0f : 0.0f;
+  }
+}
+)";
+  const BufferSpec x = Input("x", v1::DTYPE_F32, 256);
+  const std::vector<float> vx = Generated<float>(x, 4);
+  const internal::RunResult mixed =
+      RunOk(MakeRequest(source, {MakeCase("mixed", 4, {x, Output("y", v1::DTYPE_F32, 256)},
+                                          {Launch("mixed", {1}, {64}, {Buf("x"), Buf("y")})})}));
+  const auto y = Values<float>(mixed.cases(0).outputs(0));
+  for (int t = 0; t < 64; ++t) {
+    EXPECT_EQ(y[t], vx[63 - t]) << "a pipeline copy waited for by __pipeline_wait_prior, " << t;
+    EXPECT_EQ(y[64 + t], vx[64 + 63 - t]) << "a group's copy counted as a batch, " << t;
+    EXPECT_TRUE(std::isnan(y[128 + t])) << "a group's copy not waited for, " << t;
+    EXPECT_EQ(y[192 + t], vx[128 + 63 - t]) << "a pipeline copy covered by cg::wait, " << t;
+  }
+  const internal::RunResult shares = RunOk(MakeRequest(
+      source,
+      {MakeCase("shares", 4,
+                {x, Output("words", v1::DTYPE_F32, 256), Output("segments", v1::DTYPE_F32, 256),
+                 Output("bytes", v1::DTYPE_F32, 2000)},
+                {Launch("own_shares", {1}, {64},
+                        {Buf("x"), Buf("words"), Buf("segments"), Buf("bytes")})})}));
+  const auto words = Values<float>(shares.cases(0).outputs(0));
+  const auto segments = Values<float>(shares.cases(0).outputs(1));
+  const auto bytes = Values<float>(shares.cases(0).outputs(2));
+  for (int t = 0; t < 64; ++t) {
+    for (int k = 0; k < 4; ++k) {
+      EXPECT_EQ(words[4 * t + k], vx[t + 64 * k]) << t << ", " << k;
+      EXPECT_EQ(segments[4 * t + k], vx[4 * t + k]) << t << ", " << k;
+    }
+  }
+  for (int i = 0; i < 2000; ++i) EXPECT_EQ(bytes[i], 1.0f) << "char copies, byte " << i;
+}
+
 // __pipeline_memcpy_async of a size other than 4, 8 or 16 bytes reaches the
 // toolkit's __trap(), and one from or to an address not aligned to its size
 // faults in cp.async; both passed here (sweep 4: a 12-byte tail copy, and
