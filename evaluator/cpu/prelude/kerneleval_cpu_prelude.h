@@ -2532,11 +2532,23 @@ inline void CopyShare(void* destination, const void* source, size_t bytes, size_
     for (size_t i = first; i < elements; i += step) to[i] = from[i];
   }
 }
-// 0xff into the bytes CopyShare with the same arguments writes.
+// 0xff into the elements CopyShare with the same arguments writes (stores
+// of the same widths).
 inline void FillShare(void* destination, size_t bytes, size_t unit, size_t first, size_t step) {
   const size_t elements = bytes / unit;
-  auto* to = static_cast<unsigned char*>(destination);
-  for (size_t i = first; i < elements; i += step) std::memset(to + unit * i, 0xff, unit);
+  if (unit % 4 == 0) {
+    const size_t words = unit / 4;
+    auto* to = static_cast<uint32_t*>(destination);
+    for (size_t i = first; i < elements; i += step) {
+      for (size_t w = 0; w < words; ++w) to[words * i + w] = ~0u;
+    }
+  } else if (unit == 2) {
+    auto* to = static_cast<uint16_t*>(destination);
+    for (size_t i = first; i < elements; i += step) to[i] = 0xffff;
+  } else {
+    auto* to = static_cast<unsigned char*>(destination);
+    for (size_t i = first; i < elements; i += step) to[i] = 0xff;
+  }
 }
 
 // One thread's share of an asynchronous copy: CopyShare's arguments, then
