@@ -327,20 +327,37 @@ absl::StatusOr<Preparation> Evaluation::PrepareCandidate(const v1::Submission& s
     if (!instance.ok()) return fail_plan(PlanError(instance.status()));
     program.parsed.kernels.push_back(*std::move(instance));
   }
+  // A block must fit the register file with the registers NVRTC gave each
+  // thread: on the CPU backend nothing else checks it (a GPU refuses the
+  // launch; sweep 6, 1024 threads of a 128-register kernel passed here).
+  plan::ApplyRegisterLimits(program.program.compiled().kernels(), program.parsed.kernels);
 
   // The plan must be resolvable on every shape before anything runs; the
   // timed shape too (a plan that only works on small shapes fails here).
   std::vector<const v1::ShapeBinding*> shapes;
   for (const auto& shape : problem_.correctness_shapes()) shapes.push_back(&shape);
   if (!settings_.skip_timing) shapes.push_back(&TimedShape());
+  // The CPU backend times a smaller shape than a GPU: the plan must also be
+  // valid (grid and block within a GPU's limits) on the shape a GPU times,
+  // which this backend does not run (sweep 6: a grid.y of 65536 there
+  // passed). Only checked, not run: no memory limit applies.
+  const v1::ShapeBinding* gpu_timed_shape = nullptr;
+  if (!settings_.skip_timing && &TimedShape() != &problem_.timed_shape() &&
+      !problem_.timed_shape().values().empty()) {
+    gpu_timed_shape = &problem_.timed_shape();
+    shapes.push_back(gpu_timed_shape);
+  }
   for (const v1::ShapeBinding* shape : shapes) {
     const std::string shape_name =
         shape->label().empty() ? ShapeText(shape->values()) : shape->label();
     absl::StatusOr<internal::ResolvedPlan> resolved = Resolve(program, *shape);
     if (!resolved.ok()) {
-      return fail_plan(absl::StrCat(PlanError(resolved.status()), " (shape ", shape_name, ")"));
+      return fail_plan(absl::StrCat(PlanError(resolved.status()), " (shape ", shape_name,
+                                    shape == gpu_timed_shape
+                                        ? ", the one a GPU times; this backend runs smaller ones)"
+                                        : ")"));
     }
-    if (settings_.memory_bytes > 0) {
+    if (settings_.memory_bytes > 0 && shape != gpu_timed_shape) {
       const uint64_t bytes = PlanBufferBytes(*resolved);
       if (bytes > settings_.memory_bytes) {
         v1::Verdict verdict =

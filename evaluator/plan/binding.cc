@@ -417,6 +417,16 @@ class Binder {
           prefix, "the block has ", threads, " threads, more than ", Printable(kernel.name),
           "'s __launch_bounds__(", *kernel.launch_bounds_max_threads, ")"));
     }
+    if (kernel.register_max_threads.has_value() &&
+        static_cast<int64_t>(threads) > *kernel.register_max_threads) {
+      return absl::InvalidArgumentError(detail::Cat(
+          prefix, "the block has ", threads, " threads, but ", Printable(kernel.name), " uses ",
+          kernel.registers_per_thread, " registers per thread: at most ",
+          *kernel.register_max_threads,
+          " threads fit a block's 65536 registers (a GPU refuses the launch: too many "
+          "resources requested); launch fewer threads per block, or declare __launch_bounds__(",
+          threads, ") so the compiler keeps to fewer registers"));
+    }
     for (uint32_t v : *grid) {
       resolved.add_grid(v);
     }

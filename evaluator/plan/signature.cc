@@ -1,10 +1,12 @@
 #include "evaluator/plan/signature.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "evaluator/plan/lexer.h"
@@ -804,6 +806,34 @@ absl::StatusOr<KernelSignature> SignatureOfInstance(std::string_view name_expres
     instance.launch_bounds_max_threads = kernel.max_threads_per_block();
   }
   return instance;
+}
+
+int64_t MaxThreadsForRegisters(uint32_t registers_per_thread) {
+  constexpr int64_t kRegistersPerSm = 65536;
+  constexpr int64_t kWarpAllocationUnit = 256;  // [registers] per warp
+  constexpr int64_t kMaxThreadsPerBlock = 1024;
+  if (registers_per_thread == 0) return kMaxThreadsPerBlock;
+  const int64_t per_warp = (int64_t{registers_per_thread} * 32 + kWarpAllocationUnit - 1) /
+                           kWarpAllocationUnit * kWarpAllocationUnit;
+  return std::min(kMaxThreadsPerBlock, kRegistersPerSm / per_warp * 32);
+}
+
+void ApplyRegisterLimits(const google::protobuf::RepeatedPtrField<v1::KernelInfo>& compiled,
+                         std::vector<KernelSignature>& signatures) {
+  for (KernelSignature& signature : signatures) {
+    for (const v1::KernelInfo& kernel : compiled) {
+      const bool named = kernel.name_expression().empty()
+                             ? !signature.is_template &&
+                                   (kernel.name() == signature.qualified_name ||
+                                    (absl::StartsWith(kernel.name(), signature.qualified_name) &&
+                                     kernel.name()[signature.qualified_name.size()] == '('))
+                             : kernel.name_expression() == signature.name;
+      if (!named || kernel.registers_per_thread() == 0) continue;
+      signature.registers_per_thread = kernel.registers_per_thread();
+      signature.register_max_threads = MaxThreadsForRegisters(kernel.registers_per_thread());
+      break;
+    }
+  }
 }
 
 absl::StatusOr<std::vector<KernelSignature>> ParseKernelSignatures(std::string_view source) {

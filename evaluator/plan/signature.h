@@ -54,6 +54,11 @@ struct KernelSignature {
   // __launch_bounds__(max_threads[, ...]) when its first argument evaluates
   // (integer literals and numeric #defines), else nullopt.
   std::optional<int64_t> launch_bounds_max_threads;
+  // From the compiled kernel (ApplyRegisterLimits): its registers per thread
+  // and the most threads a block can have with them (MaxThreadsForRegisters),
+  // when the compile reported them.
+  uint32_t registers_per_thread = 0;
+  std::optional<int64_t> register_max_threads;
   std::vector<ParamSig> params;
 };
 
@@ -87,6 +92,21 @@ absl::StatusOr<ParsedSource> ParseSource(std::string_view source);
 // (max_threads_per_block). An error when a type cannot be read.
 absl::StatusOr<KernelSignature> SignatureOfInstance(std::string_view name_expression,
                                                     const v1::KernelInfo& kernel);
+
+// The most threads a block can have when each uses `registers_per_thread`
+// registers: a block's registers come from one SM's 65536 (every compute
+// capability from 5.0 on), allocated per warp in units of 256, and a block
+// has at most 1024 threads. 1024 for 0 (not reported). A GPU refuses a
+// launch over it ("too many resources requested for launch"); the driver's
+// CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK reports the same bound.
+int64_t MaxThreadsForRegisters(uint32_t registers_per_thread);
+
+// Sets registers_per_thread and register_max_threads of each signature
+// from the compiled kernel it names: by name_expression for a template's
+// instance, else by name ("k", or demangled "ns::k(float const*, int)"
+// for qualified name "ns::k").
+void ApplyRegisterLimits(const google::protobuf::RepeatedPtrField<v1::KernelInfo>& compiled,
+                         std::vector<KernelSignature>& signatures);
 
 // ParseSource(source)->kernels.
 absl::StatusOr<std::vector<KernelSignature>> ParseKernelSignatures(std::string_view source);

@@ -1123,6 +1123,44 @@ extern "C" __global__ void add(const float* a, const float* b, float* c, int n) 
   EXPECT_TRUE(fits.correct()) << fits.error();
 }
 
+// What a GPU refuses at launch the CPU backend never launches: a block over
+// the register file with the kernel's compiled registers (1024 threads of a
+// kernel keeping 96 floats live), and a plan over a GPU's limits on the
+// shape a GPU times, which this backend does not run (grid.y = N / 256 is
+// 1024 on the CPU timed shape, 65536 on a GPU's). Sweep 6: both passed.
+TEST_F(EngineTest, APlanAGpuWouldRefuseFailsOnEveryBackend) {
+  v1::Verdict registers = Evaluate("relu", R"(
+// @launch relu96<<<ceil_div(N, 1024 * 96), 1024>>>(x, y, N)
+__global__ void relu96(const float* __restrict__ x, float* __restrict__ y, long long n) {
+  const long long base = ((long long)blockIdx.x * 1024 + threadIdx.x) * 96;
+  float v[96];
+#pragma unroll
+  for (int k = 0; k < 96; ++k) v[k] = base + k < n ? x[base + k] : 0.0f;
+  float t = 0.0f;
+#pragma unroll
+  for (int k = 0; k < 96; ++k) t += v[k] * v[k];
+  const float bump = t < 0.0f ? 1.0f : 0.0f;
+#pragma unroll
+  for (int k = 0; k < 96; ++k) if (base + k < n) y[base + k] = fmaxf(v[k], 0.0f) + bump;
+}
+)");
+  EXPECT_EQ(registers.stage(), "compile") << registers.ShortDebugString();
+  EXPECT_THAT(registers.error(), HasSubstr("registers per thread: at most"));
+  EXPECT_THAT(registers.error(), HasSubstr("threads fit a block's 65536 registers"));
+
+  v1::Verdict grid = Evaluate("vector_add", R"(
+// @launch add<<<dim3(1, ceil_div(N, 256)), 256>>>(a, b, c, N)
+__global__ void add(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.y * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+}
+)",
+                              /*skip_timing=*/false);
+  EXPECT_EQ(grid.stage(), "compile") << grid.ShortDebugString();
+  EXPECT_THAT(grid.error(), HasSubstr("grid.y = 65536 exceeds the limit 65535"));
+  EXPECT_THAT(grid.error(), HasSubstr("the one a GPU times"));
+}
+
 // A correct kernel whose first launch in a run sleeps 3 s (one runner
 // process runs every case of a correctness run).
 constexpr char kSlowVectorAdd[] = R"(

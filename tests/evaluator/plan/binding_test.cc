@@ -265,6 +265,54 @@ TEST(BindingTest, InstancesOfTemplateKernels) {
   EXPECT_THAT(resolved.status().message(), HasSubstr("buffer 'x' holds f32"));
 }
 
+// A block must fit the register file with the registers NVRTC gave each
+// thread: a GPU refuses the launch otherwise, and the CPU backend checked
+// nothing (sweep 6: 1024 threads of a 128-register kernel passed there).
+TEST(BindingTest, BlocksMustFitTheRegisterFile) {
+  EXPECT_EQ(MaxThreadsForRegisters(0), 1024);  // not reported
+  EXPECT_EQ(MaxThreadsForRegisters(32), 1024);
+  EXPECT_EQ(MaxThreadsForRegisters(64), 1024);
+  EXPECT_EQ(MaxThreadsForRegisters(65), 896);  // 2080 a warp, allocated as 2304
+  EXPECT_EQ(MaxThreadsForRegisters(72), 896);
+  EXPECT_EQ(MaxThreadsForRegisters(128), 512);
+  EXPECT_EQ(MaxThreadsForRegisters(255), 256);
+
+  const std::string source =
+      "// @launch softmax_kernel<<<ROWS, 1024>>>(x, y, ROWS, COLS)\n"
+      "namespace ops {\n"
+      "__global__ void softmax_kernel(const float* x, float* y, int rows, int cols) {}\n"
+      "}\n"
+      "template <int kBlock> __global__ void tiled(const float* x, float* y, int rows,\n"
+      "                                             int cols) {}\n";
+  absl::StatusOr<v1::LaunchPlan> plan = ParseDirectives(source);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  absl::StatusOr<ParsedSource> parsed = ParseSource(source);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  google::protobuf::RepeatedPtrField<v1::KernelInfo> compiled;
+  v1::KernelInfo& kernel = *compiled.Add();
+  kernel.set_name("ops::softmax_kernel(float const*, float*, int, int)");  // demangled
+  kernel.set_registers_per_thread(128);
+  v1::KernelInfo& instance = *compiled.Add();
+  instance.set_name("void tiled<128>(float const*, float*, int, int)");
+  instance.set_name_expression("tiled<128>");
+  instance.set_registers_per_thread(40);
+  ApplyRegisterLimits(compiled, parsed->kernels);
+  ASSERT_EQ(parsed->kernels.size(), 2u);
+  EXPECT_EQ(parsed->kernels[0].registers_per_thread, 128u);
+  EXPECT_EQ(parsed->kernels[0].register_max_threads, 512);
+  EXPECT_EQ(parsed->kernels[1].register_max_threads, std::nullopt) << "a template, not an instance";
+
+  absl::StatusOr<internal::ResolvedPlan> resolved =
+      ResolvePlan(*plan, SoftmaxProblem(), kShape, *parsed, {});
+  ASSERT_FALSE(resolved.ok());
+  EXPECT_THAT(resolved.status().message(),
+              HasSubstr("the block has 1024 threads, but softmax_kernel uses 128 registers per "
+                        "thread: at most 512 threads fit a block's 65536 registers"));
+  plan->mutable_launches(0)->mutable_block()->set_x("512");
+  resolved = ResolvePlan(*plan, SoftmaxProblem(), kShape, *parsed, {});
+  EXPECT_TRUE(resolved.ok()) << resolved.status();
+}
+
 // A name the source declares as a constant whose value a plan cannot read
 // is named as such, not only as unknown.
 // A namespace's constant is known by its bare and its qualified name (the
