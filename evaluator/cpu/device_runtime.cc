@@ -59,6 +59,8 @@ struct Globals {
   // launch (none: drawn per launch).
   bool store_points = true;
   std::optional<ThreadOrder> fixed_order;
+  // SetCaseSchedule: blocks taken with blockIdx.x slowest (GridJob).
+  bool x_slowest = false;
   std::atomic<uint64_t> printed{0};
   std::atomic<uint64_t> heap_used{0};
   kerneleval_cpu_runtime table{};
@@ -158,6 +160,16 @@ struct GridJob {
   // A warp whose operation completes goes on before the threads already
   // ready (SetCaseSchedule's odd cases).
   bool warps_run_ahead = false;
+  // Blocks are taken in index order, x fastest, or with x slowest: then the
+  // blocks of one blockIdx.x (a row's split-K or split-row parts, grid
+  // dim3(ROWS, SPLITS)) run side by side on the pool's OS threads. In x
+  // order they were gridDim.x apart and never overlapped, so partial sums
+  // added with a plain `+=` instead of atomicAdd passed, as they do not on a
+  // GPU, where a small grid's blocks are all resident at once (sweep 6).
+  // With x slowest every block of a lower blockIdx.x, and of the same x
+  // and a lower (z, y), still runs before a block: a 1-D grid's order is
+  // unchanged (a chained scan spinning on block x - 1 still finds it run).
+  bool x_slowest = false;
   uint64_t sequence = 0;  // launches so far in this process, this one's
   std::atomic<uint64_t> next_block{0};
 };
@@ -265,10 +277,16 @@ class BlockExecutor {
     stacks_.Resize(job.stack_bytes);
     info_.grid_dim = launch.grid;
     info_.block_dim = launch.block;
-    const uint64_t gx = launch.grid.x, gy = launch.grid.y;
-    info_.block_idx = {static_cast<uint32_t>(linear_block % gx),
-                       static_cast<uint32_t>((linear_block / gx) % gy),
-                       static_cast<uint32_t>(linear_block / (gx * gy))};
+    const uint64_t gx = launch.grid.x, gy = launch.grid.y, gz = launch.grid.z;
+    if (job.x_slowest) {
+      info_.block_idx = {static_cast<uint32_t>(linear_block / (gy * gz)),
+                         static_cast<uint32_t>((linear_block / gz) % gy),
+                         static_cast<uint32_t>(linear_block % gz)};
+    } else {
+      info_.block_idx = {static_cast<uint32_t>(linear_block % gx),
+                         static_cast<uint32_t>((linear_block / gx) % gy),
+                         static_cast<uint32_t>(linear_block / (gx * gy))};
+    }
     n_ = launch.block.x * launch.block.y * launch.block.z;
     order_ = job.thread_order;
     store_points_ = job.store_points;
@@ -980,6 +998,7 @@ const char* AbiRunGrid(const kerneleval_cpu_launch* launch, kerneleval_cpu_threa
       static_cast<ThreadOrder>(globals->order_chooser() % kThreadOrders));
   job.store_points = globals->store_points;
   job.warps_run_ahead = !globals->store_points;  // the odd cases' schedule
+  job.x_slowest = globals->x_slowest;
   const uint64_t wanted = std::min<uint64_t>(globals->options.threads, job.total_blocks);
   // Not by `wanted`: a kernel with large local arrays passed on 2 cores and
   // overflowed its stack on 16.
@@ -1114,6 +1133,7 @@ bool FindStackOverflow(uint64_t address, uint64_t* stack_bytes) {
 void SetCaseSchedule(size_t case_index) {
   if (!globals) return;
   globals->store_points = case_index % 2 == 0;
+  globals->x_slowest = case_index / 2 % 2 == 1;  // cases 2, 3, 6, 7, ...
   if (globals->store_points) {
     globals->fixed_order.reset();
   } else {

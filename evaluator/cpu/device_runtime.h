@@ -99,7 +99,10 @@ bool FindStackOverflow(uint64_t address, uint64_t* stack_bytes);
 // stores, which an in-place scan step `s[t] += s[t - offset]` needs; without
 // them a histogram without atomics loses no update. A run of one case has
 // no odd one, and the reversed orders need four and six. Timing runs keep
-// the default (store points, drawn order); call between grids.
+// the default (store points, drawn order); call between grids. Cases 2, 3,
+// 6, 7, ... take a grid's blocks with blockIdx.x slowest, so blocks of one
+// x (a split-K row's parts) run side by side and their plain `+=` on one
+// output races as on a GPU (sweep 6).
 void SetCaseSchedule(size_t case_index);
 
 }  // namespace kerneleval::cpu

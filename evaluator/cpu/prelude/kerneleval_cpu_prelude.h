@@ -919,16 +919,59 @@ inline unsigned __funnelshift_rc(unsigned lo, unsigned hi, unsigned shift) {
   return static_cast<unsigned>(v >> std::min(shift, 32u));
 }
 
-// Fast-math float intrinsics: the accurate host functions.
-inline float __expf(float x) { return ::expf(x); }
-inline float __exp10f(float x) { return ::exp10f(x); }
-inline float __logf(float x) { return ::logf(x); }
-inline float __log2f(float x) { return ::log2f(x); }
-inline float __log10f(float x) { return ::log10f(x); }
-inline float __sinf(float x) { return ::sinf(x); }
-inline float __cosf(float x) { return ::cosf(x); }
-inline float __tanf(float x) { return ::tanf(x); }
-inline void __sincosf(float x, float* s, float* c) { ::sincosf(x, s, c); }
+// Fast-math float intrinsics, composed as the toolkit composes them from
+// the GPU's approximate units (ex2.approx.ftz, lg2.approx.ftz,
+// sin/cos.approx.ftz, rcp.approx.ftz), with the float roundings between them
+// that make a GPU's answers worse than the accurate functions: __expf(x) is
+// 2^(x * log2(e)) with the product rounded to float (relative error growing
+// with |x|), __sinf reduces its argument in float turns (absolute error
+// ~|x| * 2^-24: 1e-4 near 2000), __fdividef(x, y) is x * (1 / y) with the
+// reciprocal flushed to zero (0 for 2^126 < |y|, NaN for an infinite x).
+// The units' own error (a few ulp) is not modelled. Before, the accurate
+// host functions answered, and a kernel whose fast-math error fails the
+// tolerance on a GPU passed here (sweep 6).
+namespace kerneleval_cpu::detail {
+inline float FlushToZero(float x) { return std::fabs(x) < FLT_MIN ? std::copysign(0.0f, x) : x; }
+inline float Exp2Approx(float x) { return FlushToZero(::exp2f(x)); }
+inline float Log2Approx(float x) { return ::log2f(FlushToZero(x)); }
+// sin/cos.approx: the argument in turns, rounded to float, then reduced.
+inline float TurnsApprox(float x) {
+  const float turns = FlushToZero(x) * 0.159154943091895336f;  // 1 / (2 pi)
+  return turns - ::rintf(turns);
+}
+inline float SinApprox(float x) {
+  return std::isfinite(x)
+             ? FlushToZero(static_cast<float>(std::sin(6.283185307179586 * TurnsApprox(x))))
+             : NAN;
+}
+inline float CosApprox(float x) {
+  return std::isfinite(x) ? static_cast<float>(std::cos(6.283185307179586 * TurnsApprox(x))) : NAN;
+}
+inline float DivideApprox(float x, float y) { return x * FlushToZero(1.0f / y); }
+}  // namespace kerneleval_cpu::detail
+inline float __expf(float x) {
+  return kerneleval_cpu::detail::Exp2Approx(x * 1.44269504088896341f);
+}
+inline float __exp10f(float x) {
+  return kerneleval_cpu::detail::Exp2Approx(x * 3.32192809488736235f);
+}
+inline float __logf(float x) {
+  return kerneleval_cpu::detail::Log2Approx(x) * 0.693147180559945309f;
+}
+inline float __log2f(float x) { return kerneleval_cpu::detail::Log2Approx(x); }
+inline float __log10f(float x) {
+  return kerneleval_cpu::detail::Log2Approx(x) * 0.301029995663981195f;
+}
+inline float __sinf(float x) { return kerneleval_cpu::detail::SinApprox(x); }
+inline float __cosf(float x) { return kerneleval_cpu::detail::CosApprox(x); }
+inline float __tanf(float x) {
+  return kerneleval_cpu::detail::DivideApprox(kerneleval_cpu::detail::SinApprox(x),
+                                              kerneleval_cpu::detail::CosApprox(x));
+}
+inline void __sincosf(float x, float* s, float* c) {
+  *s = __sinf(x);
+  *c = __cosf(x);
+}
 // tanh.approx.f32 on a GPU: relative error up to ~2^-11 (PTX ISA), which
 // fails fp32 tolerances a kernel with tanhf passes. tanhf rounded to 10
 // mantissa bits errs as much (at most 2^-11 relative), so such a kernel
@@ -941,9 +984,12 @@ inline float __tanhf(float x) {
   const uint32_t rounded = (bits + (1u << (kDropped - 1))) & ~((1u << kDropped) - 1u);
   return std::bit_cast<float>(rounded);
 }
-inline float __powf(float x, float y) { return ::powf(x, y); }
-inline float __fdividef(float x, float y) { return x / y; }
-inline float fdividef(float x, float y) { return x / y; }
+// 2^(y * log2(x)) of the approximate units, as the toolkit's __powf.
+inline float __powf(float x, float y) {
+  return kerneleval_cpu::detail::Exp2Approx(y * kerneleval_cpu::detail::Log2Approx(x));
+}
+inline float __fdividef(float x, float y) { return kerneleval_cpu::detail::DivideApprox(x, y); }
+inline float fdividef(float x, float y) { return kerneleval_cpu::detail::DivideApprox(x, y); }
 inline float __saturatef(float x) { return x >= 1.0f ? 1.0f : (x > 0.0f ? x : 0.0f); }
 inline float rsqrtf(float x) { return 1.0f / ::sqrtf(x); }
 inline double rsqrt(double x) { return 1.0 / ::sqrt(x); }

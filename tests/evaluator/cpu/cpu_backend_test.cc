@@ -1640,6 +1640,51 @@ __global__ void both(const float* x, float* fast, float* accurate) {
   EXPECT_GT(differing, n / 2);
 }
 
+// The fast-math intrinsics answered as the accurate host functions: a
+// kernel whose fast-math error fails a tolerance on a GPU passed here (sweep
+// 6). They now round between the approximate units as the toolkit's
+// compositions do: __sinf's error grows with |x| (float turns), __expf's
+// with |x| (a float product), __fdividef(x, y) is 0 for |y| > 2^126 and
+// NaN for an infinite x, and results under FLT_MIN flush to zero; near 0
+// they stay within a few ulp of the accurate functions.
+TEST_F(CpuBackendTest, FastMathIntrinsicsErrAsAGpusApproximations) {
+  const char* source = R"(
+__global__ void fast(float* y) {
+  y[0] = __sinf(0.5f);
+  y[1] = __sinf(12345.678f);
+  y[2] = __cosf(12345.678f);
+  y[3] = __expf(1.0f);
+  y[4] = __expf(-87.0f);
+  y[5] = __expf(-88.0f + -1.0f);
+  y[6] = __fdividef(1.0f, 3e38f);
+  y[7] = __fdividef(__int_as_float(0x7f800000), 3e38f);
+  y[8] = __fdividef(6.0f, 3.0f);
+  y[9] = __logf(10.0f);
+  y[10] = __powf(2.0f, 10.0f);
+  y[11] = __expf(80.5f);
+}
+)";
+  const internal::RunResult result =
+      RunOk(MakeRequest(source, {MakeCase("fast", 1, {Output("y", v1::DTYPE_F32, 12)},
+                                          {Launch("fast", {1}, {1}, {Buf("y")})})}));
+  const auto y = Values<float>(result.cases(0).outputs(0));
+  EXPECT_NEAR(y[0], std::sin(0.5), 1e-6);
+  const double large = 12345.678f;
+  EXPECT_GT(std::fabs(y[1] - std::sin(large)), 1e-5) << "float turns of a large argument";
+  EXPECT_LT(std::fabs(y[1] - std::sin(large)), 2e-3);
+  EXPECT_GT(std::fabs(y[2] - std::cos(large)), 1e-5);
+  EXPECT_NEAR(y[3], std::exp(1.0), 1e-6);
+  EXPECT_GT(y[4], 0.0f);
+  EXPECT_EQ(y[5], 0.0f) << "a result under FLT_MIN flushes to zero";
+  EXPECT_EQ(y[6], 0.0f) << "the reciprocal of |y| > 2^126 flushes to zero";
+  EXPECT_TRUE(std::isnan(y[7]));
+  EXPECT_EQ(y[8], 2.0f);
+  EXPECT_NEAR(y[9], std::log(10.0), 1e-6);
+  EXPECT_NEAR(y[10], 1024.0f, 1e-3);
+  const double exact = std::exp(static_cast<double>(80.5f));
+  EXPECT_GT(std::fabs(y[11] - exact) / exact, 1e-7) << "the float product 80.5 * log2(e)";
+}
+
 // Shared memory a block never wrote read 0 (a fresh thread's storage) or
 // what the last block on the OS thread left: a block reduction summing 32
 // warp slots of which 8 were written passed (sweep 4). Each block now finds
