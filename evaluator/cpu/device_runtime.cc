@@ -166,9 +166,10 @@ struct GridJob {
   // order they were gridDim.x apart and never overlapped, so partial sums
   // added with a plain `+=` instead of atomicAdd passed, as they do not on a
   // GPU, where a small grid's blocks are all resident at once (sweep 6).
-  // With x slowest every block of a lower blockIdx.x, and of the same x
-  // and a lower (z, y), still runs before a block: a 1-D grid's order is
-  // unchanged (a chained scan spinning on block x - 1 still finds it run).
+  // With x slowest, then y, then z, every block of a lower blockIdx.x, and
+  // of the same x and a lower (y, z), still runs before a block: a 1-D
+  // grid's order is unchanged (a chained scan spinning on block x - 1 still
+  // finds it run).
   bool x_slowest = false;
   uint64_t sequence = 0;  // launches so far in this process, this one's
   std::atomic<uint64_t> next_block{0};
