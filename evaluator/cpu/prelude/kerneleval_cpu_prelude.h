@@ -184,6 +184,12 @@ KERNELEVAL_CPU_BOOKKEEPING void RestoreSwitchState(const SwitchState& saved) {
 // The running block's kerneleval_cpu_block_info::serial (PoisonShared).
 static thread_local uint64_t tls_block_serial = 0;
 
+// The address of a __shared__ variable of any type and qualifiers, for a fill.
+template <class T>
+inline void* SharedAddress(T& variable) {
+  return const_cast<void*>(static_cast<const volatile void*>(std::addressof(variable)));
+}
+
 // A namespace-scope __shared__ variable (PoisonStaticShared appends
 // KERNELEVAL_CPU_POISON_NAMESPACE_SHARED(name); after its declaration): a
 // static object whose constructor, run when the module loads, links it into
@@ -204,13 +210,10 @@ struct NamespaceShared {
   KERNELEVAL_CPU_NAMESPACE_SHARED_AS(variable, __COUNTER__)
 #define KERNELEVAL_CPU_NAMESPACE_SHARED_AS(variable, n) \
   KERNELEVAL_CPU_NAMESPACE_SHARED_AS_(variable, n)
-#define KERNELEVAL_CPU_NAMESPACE_SHARED_AS_(variable, n)                        \
-  [[maybe_unused]] static ::kerneleval_cpu::detail::NamespaceShared             \
-      kerneleval_cpu_namespace_shared_##n(                                      \
-          +[]() -> void* {                                                      \
-            return const_cast<void*>(                                           \
-                static_cast<const volatile void*>(::std::addressof(variable))); \
-          },                                                                    \
+#define KERNELEVAL_CPU_NAMESPACE_SHARED_AS_(variable, n)                                \
+  [[maybe_unused]] static ::kerneleval_cpu::detail::NamespaceShared                     \
+      kerneleval_cpu_namespace_shared_##n(                                              \
+          +[]() -> void* { return ::kerneleval_cpu::detail::SharedAddress(variable); }, \
           sizeof(variable))
 
 KERNELEVAL_CPU_BOOKKEEPING void SetBlock(const kerneleval_cpu_block_info* info) {
@@ -243,12 +246,11 @@ KERNELEVAL_CPU_UNCHECKED inline void PoisonShared(void* variable, size_t bytes,
   poisoned_in = tls_block_serial;
   std::memset(variable, 0xff, bytes);
 }
-#define KERNELEVAL_CPU_POISON_SHARED(variable)                                            \
-  do {                                                                                    \
-    static thread_local uint64_t kerneleval_cpu_poisoned_in = 0;                          \
-    ::kerneleval_cpu::detail::PoisonShared(                                               \
-        const_cast<void*>(static_cast<const volatile void*>(::std::addressof(variable))), \
-        sizeof(variable), kerneleval_cpu_poisoned_in);                                    \
+#define KERNELEVAL_CPU_POISON_SHARED(variable)                                                \
+  do {                                                                                        \
+    static thread_local uint64_t kerneleval_cpu_poisoned_in = 0;                              \
+    ::kerneleval_cpu::detail::PoisonShared(::kerneleval_cpu::detail::SharedAddress(variable), \
+                                           sizeof(variable), kerneleval_cpu_poisoned_in);     \
   } while (false)
 
 // Every call that may switch fibers goes through this: the other fibers of the
@@ -2556,45 +2558,37 @@ inline float __float_to_tf32(float v) {
 // what its own wait covered reads what it would on a GPU.
 namespace kerneleval_cpu::detail {
 // Elements `first`, `first + step`, ... of `unit` bytes (1, 2, 4, 8 or 16)
-// of a range of `bytes`, copied in 4-byte words where the unit allows (loads
-// and stores a store point can see).
-inline void CopyShare(void* destination, const void* source, size_t bytes, size_t unit,
-                      size_t first, size_t step) {
+// of a range of `bytes` at `destination`: copied from `source`, or (kFill)
+// set to 0xff, in 4-byte words where the unit allows, else 2-byte words or
+// bytes (loads and stores a store point can see).
+template <bool kFill>
+inline void WriteShare(void* destination, const void* source, size_t bytes, size_t unit,
+                       size_t first, size_t step) {
   const size_t elements = bytes / unit;
-  if (unit % 4 == 0) {
-    const size_t words = unit / 4;
-    auto* to = static_cast<uint32_t*>(destination);
-    const auto* from = static_cast<const uint32_t*>(source);
+  auto write = [&]<class Word>(Word) {
+    const size_t words = unit / sizeof(Word);
+    auto* to = static_cast<Word*>(destination);
+    const auto* from = static_cast<const Word*>(source);
     for (size_t i = first; i < elements; i += step) {
-      for (size_t w = 0; w < words; ++w) to[words * i + w] = from[words * i + w];
+      for (size_t w = 0; w < words; ++w) {
+        to[words * i + w] = kFill ? static_cast<Word>(~Word{0}) : from[words * i + w];
+      }
     }
+  };
+  if (unit % 4 == 0) {
+    write(uint32_t{});
   } else if (unit == 2) {
-    auto* to = static_cast<uint16_t*>(destination);
-    const auto* from = static_cast<const uint16_t*>(source);
-    for (size_t i = first; i < elements; i += step) to[i] = from[i];
+    write(uint16_t{});
   } else {
-    auto* to = static_cast<unsigned char*>(destination);
-    const auto* from = static_cast<const unsigned char*>(source);
-    for (size_t i = first; i < elements; i += step) to[i] = from[i];
+    write(uint8_t{});
   }
 }
-// 0xff into the elements CopyShare with the same arguments writes (stores
-// of the same widths).
+inline void CopyShare(void* destination, const void* source, size_t bytes, size_t unit,
+                      size_t first, size_t step) {
+  WriteShare<false>(destination, source, bytes, unit, first, step);
+}
 inline void FillShare(void* destination, size_t bytes, size_t unit, size_t first, size_t step) {
-  const size_t elements = bytes / unit;
-  if (unit % 4 == 0) {
-    const size_t words = unit / 4;
-    auto* to = static_cast<uint32_t*>(destination);
-    for (size_t i = first; i < elements; i += step) {
-      for (size_t w = 0; w < words; ++w) to[words * i + w] = ~0u;
-    }
-  } else if (unit == 2) {
-    auto* to = static_cast<uint16_t*>(destination);
-    for (size_t i = first; i < elements; i += step) to[i] = 0xffff;
-  } else {
-    auto* to = static_cast<unsigned char*>(destination);
-    for (size_t i = first; i < elements; i += step) to[i] = 0xff;
-  }
+  WriteShare<true>(destination, nullptr, bytes, unit, first, step);
 }
 
 // One thread's share of an asynchronous copy: CopyShare's arguments, then
