@@ -15,6 +15,12 @@ bool IsIdentifierChar(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$';
 }
 
+// Where the white space that ends at `end` of `text` begins.
+size_t SkipSpaceBackward(std::string_view text, size_t end) {
+  while (end > 0 && std::isspace(static_cast<unsigned char>(text[end - 1]))) --end;
+  return end;
+}
+
 // Positions of `word` in `masked` as a whole token.
 std::vector<size_t> FindToken(std::string_view masked, std::string_view word) {
   std::vector<size_t> found;
@@ -330,8 +336,7 @@ std::optional<std::string> FindUnsupportedFeature(std::string_view source) {
   // Kernel launch syntax (a launch from device code; not `operator<<<`).
   for (size_t pos = masked.find("<<<"); pos != std::string::npos;
        pos = masked.find("<<<", pos + 3)) {
-    size_t before = pos;
-    while (before > 0 && std::isspace(static_cast<unsigned char>(masked[before - 1]))) --before;
+    const size_t before = SkipSpaceBackward(masked, pos);
     if (before >= 8 && masked.compare(before - 8, 8, "operator") == 0) continue;
     if (pos < best_pos) {
       best_pos = pos;
@@ -354,12 +359,33 @@ std::optional<std::string> FindUnsupportedFeature(std::string_view source) {
                       " line ", LineOf(masked, best_pos), ")");
 }
 
+namespace {
+
+// A replacement of source[begin, end) by `text` (an insertion when begin ==
+// end).
+struct Edit {
+  size_t begin, end;
+  std::string text;
+};
+
+// `source` with `edits` (in order, not overlapping) made.
+std::string ApplyEdits(std::string_view source, const std::vector<Edit>& edits) {
+  std::string out;
+  out.reserve(source.size() + edits.size() * 64);
+  size_t at = 0;
+  for (const Edit& edit : edits) {
+    out.append(source.substr(at, edit.begin - at));
+    out.append(edit.text);
+    at = edit.end;
+  }
+  out.append(source.substr(at));
+  return out;
+}
+
+}  // namespace
+
 std::string RewriteExternShared(std::string_view source) {
   const std::string masked = MaskCommentsAndLiterals(source);
-  struct Edit {
-    size_t begin, end;
-    std::string text;
-  };
   std::vector<Edit> edits;
   size_t consumed = 0;  // statements already rewritten end before this
   for (size_t shared : FindToken(masked, "__shared__")) {
@@ -374,9 +400,7 @@ std::string RewriteExternShared(std::string_view source) {
     // The declarator: identifier [ ] at the end of the statement, then any
     // inner dimensions (`tile[][33]`: a pointer to arrays of 33).
     size_t k = statement.size();
-    auto skip_space = [&] {
-      while (k > 0 && std::isspace(static_cast<unsigned char>(statement[k - 1]))) --k;
-    };
+    auto skip_space = [&] { k = SkipSpaceBackward(statement, k); };
     skip_space();
     const size_t declarator_end = k;
     // Inner dimensions: bracket groups with something inside, last first.
@@ -434,16 +458,7 @@ std::string RewriteExternShared(std::string_view source) {
                                   std::string(static_cast<size_t>(newlines), '\n'))});
     consumed = semicolon + 1;
   }
-  std::string out;
-  out.reserve(source.size() + edits.size() * 64);
-  size_t at = 0;
-  for (const Edit& edit : edits) {
-    out.append(source.substr(at, edit.begin - at));
-    out.append(edit.text);
-    at = edit.end;
-  }
-  out.append(source.substr(at));
-  return out;
+  return ApplyEdits(source, edits);
 }
 
 namespace {
@@ -474,7 +489,7 @@ enum class Scope { kCode, kNamespace, kOther };
 // The identifier ending at `end` of `masked` (after skipping white space
 // backwards), and where it begins.
 std::pair<std::string_view, size_t> WordBefore(std::string_view masked, size_t end) {
-  while (end > 0 && std::isspace(static_cast<unsigned char>(masked[end - 1]))) --end;
+  end = SkipSpaceBackward(masked, end);
   size_t begin = end;
   while (begin > 0 && IsIdentifierChar(masked[begin - 1])) --begin;
   return {masked.substr(begin, end - begin), begin};
@@ -487,8 +502,7 @@ bool OpensNamespace(std::string_view masked, size_t brace) {
   std::pair<std::string_view, size_t> word = WordBefore(masked, brace);
   if (word.first == "namespace" || word.first == "extern") return true;
   while (!word.first.empty()) {  // a (qualified) namespace's name, last part first
-    size_t k = word.second;
-    while (k > 0 && std::isspace(static_cast<unsigned char>(masked[k - 1]))) --k;
+    const size_t k = SkipSpaceBackward(masked, word.second);
     if (k >= 2 && masked[k - 1] == ':' && masked[k - 2] == ':') {
       word = WordBefore(masked, k - 2);
       continue;
@@ -523,8 +537,7 @@ std::vector<Scope> ScopesOf(std::string_view masked, const std::vector<size_t>& 
     if (!open.empty() && open.back() == Scope::kCode) {
       scope = Scope::kCode;
     } else {
-      size_t k = i;
-      while (k > 0 && std::isspace(static_cast<unsigned char>(masked[k - 1]))) --k;
+      const size_t k = SkipSpaceBackward(masked, i);
       const std::string_view word = WordBefore(masked, k).first;
       if ((k > 0 && masked[k - 1] == ')') || word == "const" || word == "noexcept" ||
           word == "mutable" || word == "override" || word == "final") {
@@ -563,9 +576,7 @@ std::vector<std::string> DeclaredNames(std::string_view declaration) {
   std::vector<std::string> names;
   for (std::string_view piece : pieces) {
     size_t k = piece.size();
-    auto skip_space = [&] {
-      while (k > 0 && std::isspace(static_cast<unsigned char>(piece[k - 1]))) --k;
-    };
+    auto skip_space = [&] { k = SkipSpaceBackward(piece, k); };
     skip_space();
     while (k > 0 && piece[k - 1] == ']') {  // array dimensions, last first
       int nesting = 0;
@@ -595,7 +606,7 @@ std::string PoisonStaticShared(std::string_view source) {
   const std::vector<Scope> scopes = ScopesOf(masked, shared_tokens);
   static constexpr std::string_view kNotSpecifiers[] = {
       "extern", "if", "else", "for", "while", "do", "case", "default", "return", "switch"};
-  std::vector<std::pair<size_t, std::string>> insertions;  // after position: text
+  std::vector<Edit> insertions;
   size_t consumed = 0;
   for (size_t t = 0; t < shared_tokens.size(); ++t) {
     const size_t shared = shared_tokens[t];
@@ -624,17 +635,9 @@ std::string PoisonStaticShared(std::string_view source) {
                                                  : " KERNELEVAL_CPU_POISON_NAMESPACE_SHARED(";
     std::string text;
     for (const std::string& name : names) absl::StrAppend(&text, fill, name, ");");
-    insertions.emplace_back(semicolon + 1, std::move(text));
+    insertions.push_back({semicolon + 1, semicolon + 1, std::move(text)});
   }
-  std::string out;
-  size_t at = 0;
-  for (const auto& [position, text] : insertions) {
-    out.append(source.substr(at, position - at));
-    out.append(text);
-    at = position;
-  }
-  out.append(source.substr(at));
-  return out;
+  return ApplyEdits(source, insertions);
 }
 
 namespace {
