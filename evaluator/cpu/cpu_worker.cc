@@ -29,6 +29,7 @@
 #include "absl/time/clock.h"
 #include "evaluator/cpu/device_memory.h"
 #include "evaluator/cpu/host_compiler.h"
+#include "evaluator/cpu/library_image.h"
 #include "evaluator/cpu/runner.h"
 #include "evaluator/cpu/source_rewrite.h"
 #include "evaluator/data/compare.h"
@@ -534,6 +535,15 @@ class Worker {
       for (std::string& note : TakeBuildNotes()) result.add_notes(std::move(note));
       return result;
     }
+    // What each program's LibraryImage needs from its file, read before any
+    // runner loads it (below).
+    std::vector<LibraryImage::Layout> layouts;
+    for (const RunnerConfig& runner_config : configs) {
+      absl::StatusOr<LibraryImage::Layout> layout =
+          LibraryImage::ReadLayout(runner_config.library_path);
+      if (!layout.ok()) return layout.status();  // the worker's own build: infrastructure
+      layouts.push_back(*std::move(layout));
+    }
     const absl::Time deadline = absl::Now() + absl::Seconds(timeout);
     // Each program's buffers, shared with its runner only. This worker maps
     // them all, plus each set's latest inputs as generated (counted per
@@ -643,6 +653,34 @@ class Worker {
     // threads their kernel code may have left running included, so that no
     // program can slow another one down while it is timed.
     for (RunnerProcess& runner : runners) runner.PauseAndWaitStopped(absl::Seconds(5));
+    // Each program's writable data as loaded (`__device__` variables, its
+    // static initialisers' results), read out of its stopped runner and put
+    // back before every run, warm-up or timed: state a run leaves for the
+    // next one (a table the first run builds and later runs only read,
+    // docs/open-cheats x17) does not take work out of the timed samples, as
+    // on the GPU (CudaWorker::RestoreGlobals). A Run's cases keep theirs:
+    // a kernel that leaves a counter it does not reset fails its second
+    // case there, as it would when called again in a real program.
+    std::vector<std::optional<LibraryImage>> images;
+    for (int p = 0; p < request.programs_size(); ++p) {
+      RunnerProcess& runner = runners[static_cast<size_t>(p)];
+      absl::StatusOr<LibraryImage> image =
+          LibraryImage::Capture(runner.pid(), layouts[static_cast<size_t>(p)]);
+      if (image.ok()) {
+        images.push_back(*std::move(image));
+      } else if (absl::IsUnimplemented(image.status())) {
+        // A host without process_vm_readv: timed as before, and said so.
+        result.add_notes(
+            absl::StrCat(request.programs(p).program().label(),
+                         ": device globals are not restored between timed runs on this host (",
+                         image.status().message(), ")"));
+        images.emplace_back(std::nullopt);
+      } else {
+        return fail(p, absl::PermissionDeniedError(
+                           absl::StrCat("its device globals could not be kept for the timed runs: ",
+                                        image.status().message())));
+      }
+    }
     // [CPU time] Each runner's CPU clock when it was last seen stopped. A
     // stopped process does not run; one that did (a signal such as SIGCONT
     // resumed it: the sandbox denies the ways to have one sent later, this
@@ -691,6 +729,14 @@ class Worker {
     auto run = [&](int p, size_t set, double* microseconds) -> absl::Status {
       RunnerProcess& runner = runners[static_cast<size_t>(p)];
       if (absl::Status s = check_stood_still(p); !s.ok()) return s;
+      if (const std::optional<LibraryImage>& image = images[static_cast<size_t>(p)]; image) {
+        if (absl::Status s = image->Restore(runner.pid()); !s.ok()) {
+          return absl::PermissionDeniedError(absl::StrCat(
+              "its device globals could not be restored before a timed run (memory the kernel "
+              "code unmapped or made read-only?): ",
+              s.message()));
+        }
+      }
       const absl::Time run_deadline = run_bound.Start(deadline);
       runner.Continue();
       if (absl::Status s = process::WriteFrame(runner.fd(), absl::StrCat("R", set)); !s.ok()) {

@@ -75,8 +75,9 @@ extern "C" __global__ void ke_fill_pattern(unsigned long long* dst, unsigned lon
 // the stash back at the end and removes the pads; a program timed later in
 // the round can copy neither the outputs nor the stash. `words` covers the
 // payload rounded up to 8 bytes (payloads are padded to 256 bytes). Also run
-// in place (src == dst) on a program's device globals stash, to put the pads
-// on and take them off: hence no __restrict__.
+// on a program's image of its device globals as loaded: in place (src ==
+// dst) to put the pads on, and from the image into its staging buffer to
+// take them off before each run: hence no __restrict__.
 extern "C" __global__ void ke_stash_xor(const unsigned long long* src, unsigned long long* dst,
                                         unsigned long long words, unsigned long long key0,
                                         unsigned long long key1) {

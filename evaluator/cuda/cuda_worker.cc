@@ -108,18 +108,18 @@ struct CudaWorker::LoadedProgram {
   std::unique_ptr<Module> module;
   std::map<std::string, KernelFunction> functions;  // by symbol, loaded on first use
   // The module's global variables (CompileResult.device_globals), merged
-  // into spans. While another program of a timing request runs they are
-  // zeros, and what they held waits in globals_stash under pads
-  // (StashGlobals / UnstashGlobals).
+  // into spans. While timed, each of the program's runs starts from their
+  // values as loaded, kept in globals_image under pads (RestoreGlobals),
+  // and between its runs they are zeros (HideGlobals).
   struct GlobalSpan {
     CUdeviceptr ptr = 0;
     uint64_t bytes = 0;
-    uint64_t stash_offset = 0;  // into globals_stash, a multiple of 8
+    uint64_t stash_offset = 0;  // into globals_image and globals_staging, a multiple of 8
   };
   std::vector<GlobalSpan> globals;
-  DeviceBuffer globals_stash;  // whole 8-byte words
+  DeviceBuffer globals_image;    // whole 8-byte words, padded under globals_keys
+  DeviceBuffer globals_staging;  // the image without its pads, copied into the spans
   uint64_t globals_keys[2] = {0, 0};
-  bool globals_stashed = false;
 };
 
 struct CudaWorker::Buffer {
@@ -503,54 +503,59 @@ absl::Status CudaWorker::FindGlobals(const internal::Program& program, LoadedPro
   return absl::OkStatus();
 }
 
-absl::Status CudaWorker::AllocateGlobalsStash(LoadedProgram& program) {
-  if (program.globals.empty() || !program.globals_stash.empty()) return absl::OkStatus();
+absl::Status CudaWorker::KeepLoadTimeGlobals(LoadedProgram& program) {
+  if (program.globals.empty() || !program.globals_image.empty()) return absl::OkStatus();
   const LoadedProgram::GlobalSpan& last = program.globals.back();
   const uint64_t bytes = last.stash_offset + RoundUp(last.bytes, 8);
-  absl::StatusOr<DeviceBuffer> stash = DeviceBuffer::Allocate(api_, bytes);
-  if (!stash.ok()) {
+  absl::StatusOr<DeviceBuffer> image = DeviceBuffer::Allocate(api_, bytes);
+  absl::StatusOr<DeviceBuffer> staging =
+      image.ok() ? DeviceBuffer::Allocate(api_, bytes) : image.status();
+  if (!staging.ok()) {
     return MakeFault("runtime", absl::StrCat("its device globals (", bytes,
-                                             " bytes) cannot be set aside while other programs "
-                                             "are timed: ",
-                                             stash.status().message()));
+                                             " bytes) cannot be kept to start every timed run "
+                                             "from their values as loaded: ",
+                                             staging.status().message()));
   }
-  program.globals_stash = *std::move(stash);
-  return absl::OkStatus();
+  program.globals_image = *std::move(image);
+  program.globals_staging = *std::move(staging);
+  for (const LoadedProgram::GlobalSpan& span : program.globals) {
+    KE_CU_RETURN_IF_ERROR(api_.cuMemcpyDtoDAsync(program.globals_image.ptr() + span.stash_offset,
+                                                 span.ptr, span.bytes, stream_.get()));
+  }
+  // Under pads (in place): kernel code that finds the image in device
+  // memory can neither read another program's values from it nor write
+  // values of its choosing into its own.
+  for (uint64_t& key : program.globals_keys) key = DrawKey();
+  CUdeviceptr image_ptr = program.globals_image.ptr();
+  uint64_t words = bytes / 8;
+  void* args[] = {&image_ptr, &image_ptr, &words, &program.globals_keys[0],
+                  &program.globals_keys[1]};
+  return LaunchGridStride(stash_kernel_, words, args);
 }
 
-absl::Status CudaWorker::StashGlobals(LoadedProgram& program) {
-  if (program.globals.empty() || program.globals_stashed) return absl::OkStatus();
-  if (absl::Status s = AllocateGlobalsStash(program); !s.ok()) return s;
+absl::Status CudaWorker::HideGlobals(const LoadedProgram& program) {
   for (const LoadedProgram::GlobalSpan& span : program.globals) {
-    const CUdeviceptr stash = program.globals_stash.ptr() + span.stash_offset;
-    KE_CU_RETURN_IF_ERROR(api_.cuMemcpyDtoDAsync(stash, span.ptr, span.bytes, stream_.get()));
     KE_CU_RETURN_IF_ERROR(api_.cuMemsetD8Async(span.ptr, 0, span.bytes, stream_.get()));
   }
-  for (uint64_t& key : program.globals_keys) key = DrawKey();
-  if (absl::Status s = XorGlobalsStash(program); !s.ok()) return s;
-  program.globals_stashed = true;
   return absl::OkStatus();
 }
 
-absl::Status CudaWorker::UnstashGlobals(LoadedProgram& program) {
-  if (!program.globals_stashed) return absl::OkStatus();
-  if (absl::Status s = XorGlobalsStash(program); !s.ok()) return s;
+absl::Status CudaWorker::RestoreGlobals(LoadedProgram& program) {
+  if (program.globals.empty()) return absl::OkStatus();
+  if (absl::Status s = KeepLoadTimeGlobals(program); !s.ok()) return s;
+  // The pads off into the staging buffer (the image keeps them), then each
+  // span from there.
+  CUdeviceptr image_ptr = program.globals_image.ptr();
+  CUdeviceptr staging_ptr = program.globals_staging.ptr();
+  uint64_t words = program.globals_image.bytes() / 8;
+  void* args[] = {&image_ptr, &staging_ptr, &words, &program.globals_keys[0],
+                  &program.globals_keys[1]};
+  if (absl::Status s = LaunchGridStride(stash_kernel_, words, args); !s.ok()) return s;
   for (const LoadedProgram::GlobalSpan& span : program.globals) {
-    KE_CU_RETURN_IF_ERROR(api_.cuMemcpyDtoDAsync(
-        span.ptr, program.globals_stash.ptr() + span.stash_offset, span.bytes, stream_.get()));
+    KE_CU_RETURN_IF_ERROR(api_.cuMemcpyDtoDAsync(span.ptr, staging_ptr + span.stash_offset,
+                                                 span.bytes, stream_.get()));
   }
-  program.globals_stashed = false;
   return absl::OkStatus();
-}
-
-absl::Status CudaWorker::XorGlobalsStash(const LoadedProgram& program) {
-  // In place: each thread reads a word and writes it back padded (or
-  // unpadded: the pad is its own inverse).
-  CUdeviceptr words_ptr = program.globals_stash.ptr();
-  uint64_t words = program.globals_stash.bytes() / 8;
-  uint64_t keys[2] = {program.globals_keys[0], program.globals_keys[1]};
-  void* args[] = {&words_ptr, &words_ptr, &words, &keys[0], &keys[1]};
-  return LaunchGridStride(stash_kernel_, words, args);
 }
 
 absl::Status CudaWorker::ClearSharedMemory() {
@@ -669,7 +674,7 @@ absl::Status CudaWorker::RunUntimed(LoadedProgram& program, const internal::Reso
                                     BufferSet& set, uint64_t set_seed, uint64_t round,
                                     int inputs_of_program, absl::Time deadline) {
   absl::Status prepared = GenerateInputs(set, set_seed, round, inputs_of_program);
-  if (prepared.ok()) prepared = UnstashGlobals(program);
+  if (prepared.ok()) prepared = RestoreGlobals(program);
   if (prepared.ok()) prepared = PoisonWritable(set);
   if (!prepared.ok()) return OwnWorkFailed(prepared, "preparation of a run (inputs, poison)");
   absl::Status status = LaunchPlan(program, plan, set);
@@ -1004,7 +1009,7 @@ absl::Status CudaWorker::ClearAfterRun(LoadedProgram& program, BufferSet& set) {
   if (absl::Status s = StashOutputs(set); !s.ok()) return s;
   if (absl::Status s = PoisonWritable(set); !s.ok()) return s;
   if (absl::Status s = ClearSharedMemory(); !s.ok()) return s;
-  return StashGlobals(program);
+  return HideGlobals(program);
 }
 
 absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
@@ -1048,9 +1053,10 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
     }
     programs.push_back(*std::move(loaded));
   }
-  // The globals' stashes first: the input sets are sized to what is left.
+  // The globals' load-time images first, before any run: the input sets
+  // are sized to what is left.
   for (int p = 0; p < program_count; ++p) {
-    if (absl::Status s = AllocateGlobalsStash(programs[p]); !s.ok()) {
+    if (absl::Status s = KeepLoadTimeGlobals(programs[p]); !s.ok()) {
       if (FaultStage(s)) return fail(s, p);
       return s;
     }
@@ -1251,8 +1257,8 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
   // memory could copy a result computed on the very inputs it was given
   // (this round's). So right after its sample each program's
   // outputs go to its stash under fresh pads (keyed_mix.h) and are poisoned,
-  // and its device globals go under pads too, zeros in their place, until
-  // its next run (ClearAfterRun, UnstashGlobals); the stash of the last run
+  // and zeros take the place of its device globals, which its next run
+  // finds as loaded (ClearAfterRun, RestoreGlobals); the stash of the last run
   // on each set is what is checked. Every round does the same, so no round
   // looks checked to a program that reads the clock between its launches.
   auto time_round = [&](uint64_t round) -> absl::Status {
@@ -1263,7 +1269,7 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
       BufferSet& set = buffers[p][s];
       absl::Status prepared =
           GenerateInputs(set, request.input_seeds(s), config.warmup_runs() + round, p);
-      if (prepared.ok()) prepared = UnstashGlobals(programs[p]);
+      if (prepared.ok()) prepared = RestoreGlobals(programs[p]);
       if (!prepared.ok()) return OwnWorkFailed(prepared, "preparation of a run (inputs, globals)");
       absl::StatusOr<Sample> sample;
       if (absl::Status ran = bounded_run([&](absl::Time run_deadline) {

@@ -116,17 +116,22 @@ class CudaWorker {
   // its module (a name the module lacks: a note).
   absl::Status FindGlobals(const internal::Program& program, LoadedProgram* loaded,
                            std::vector<std::string>* notes);
-  // On the stream. Stash: the globals' bytes go to the program's stash,
-  // under pads from fresh keys, and zeros take their place, so another
-  // program timed in the same context finds nothing the program computed;
-  // Unstash: they come back before the program's next run, so it sees its
-  // own state as if it ran alone. No-ops when already (un)stashed.
-  // AllocateGlobalsStash: the stash (Time allocates every program's before
-  // sizing its input sets); a "runtime" fault when it does not fit.
-  absl::Status AllocateGlobalsStash(LoadedProgram& program);
-  absl::Status StashGlobals(LoadedProgram& program);
-  absl::Status UnstashGlobals(LoadedProgram& program);
-  absl::Status XorGlobalsStash(const LoadedProgram& program);  // pads on or off, in place
+  // On the stream. Every run of a timing request, warm-up or timed, starts
+  // from the program's device globals as loaded: a plan whose first run
+  // builds a `__device__` table and whose later runs only read it
+  // (docs/open-cheats x17) had the build in no timed sample. A Run's cases
+  // keep their state (a counter a kernel does not reset fails its second
+  // case, as when called again in a real program).
+  // KeepLoadTimeGlobals: copies them into the program's image under pads
+  // from fresh keys (Time keeps every program's right after loading, before
+  // any run, and before sizing its input sets); a "runtime" fault when the
+  // image does not fit. RestoreGlobals: the image, pads off, back into the
+  // globals before each run. HideGlobals: zeros in their place after each
+  // run, so another program timed in the same context finds nothing this
+  // one computed.
+  absl::Status KeepLoadTimeGlobals(LoadedProgram& program);
+  absl::Status RestoreGlobals(LoadedProgram& program);
+  absl::Status HideGlobals(const LoadedProgram& program);
   // Zeros every device global and waits: before the module is unloaded.
   absl::Status ZeroGlobals(const LoadedProgram& program);
   // Queues ke_clear_shared on the stream: every SM's shared memory filled
@@ -175,7 +180,7 @@ class CudaWorker {
   // back into the stash, for Collect.
   absl::Status KeepStash(BufferSet& set, int draw, bool restore = false);
   // After every timed or warm-up run, on the stream: StashOutputs, outputs
-  // and scratch poisoned, StashGlobals.
+  // and scratch poisoned, HideGlobals.
   absl::Status ClearAfterRun(LoadedProgram& program, BufferSet& set);
   // Queues the L2 flush before a timed sample: cuMemsetD32Async over
   // l2_flush_, then ke_read_flush reads it all back.

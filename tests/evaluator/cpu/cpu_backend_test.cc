@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "evaluator/data/prng.h"
 
 namespace kerneleval::cpu {
@@ -3207,21 +3208,14 @@ TEST_F(CpuBackendTest, TimeInterleavesProgramsAndReturnsLastOutputs) {
 // Besides the last round's, the outputs checked per input set come from a
 // few rounds drawn at random among every round run on it: a kernel that knows
 // when timing ends (the time cap) must not get away with working only then.
-// Each run of this kernel writes its run count: over 4 sets of ~10 rounds each,
-// that all sixteen checked rounds are the last ones has odds of ~1e-16.
+// Each run's output tells its round (its inputs are the round's own): over 4
+// sets of ~10 rounds each, that all sixteen checked rounds are the last ones
+// has odds of ~1e-16.
 TEST_F(CpuBackendTest, TheCheckedRoundOfAnInputSetIsDrawnAmongAllOfItsRounds) {
-  const char* counting = R"(
-__device__ int runs;
-__global__ void vector_add(const float* a, const float* b, float* c, int n) {
-  __shared__ int run;
-  if (threadIdx.x == 0) run = ++runs;
-  __syncthreads();
-  for (int i = threadIdx.x; i < n; i += blockDim.x) c[i] = (float)run;
-}
-)";
   const int n = 256;
-  internal::TimingRequest request = ReferenceAndCandidate(counting, n, 1);
-  for (uint64_t seed : {31, 32, 33, 34}) request.add_input_seeds(seed);
+  internal::TimingRequest request = ReferenceAndCandidate(kVectorAdd, n, 1);
+  const std::vector<uint64_t> seeds = {31, 32, 33, 34};
+  for (uint64_t seed : seeds) request.add_input_seeds(seed);
   request.mutable_config()->set_warmup_runs(1);
   request.mutable_config()->set_min_samples(40);
   request.mutable_config()->set_min_seconds(0.01);
@@ -3235,6 +3229,21 @@ __global__ void vector_add(const float* a, const float* b, float* c, int n) {
   const internal::ProgramTiming& candidate = result->programs(1);
   const int total_runs = 1 + candidate.samples_us_size();  // the warm-up, then one per round
   ASSERT_GE(total_runs, 40);
+  // Run 1 is the warm-up (set 0), run r > 1 timed round r - 2 (set
+  // (r - 2) % 4); run r's inputs are data::TimedInputSeed(seed, r - 1, 0).
+  const BufferSpec a = Input("a", v1::DTYPE_F32, n), b = Input("b", v1::DTYPE_F32, n);
+  auto run_of = [&](const std::vector<float>& c, int set) {
+    for (int run = 1; run <= total_runs; ++run) {
+      if ((run == 1 ? 0 : (run - 2) % 4) != set) continue;
+      const uint64_t round_seed =
+          data::TimedInputSeed(seeds[static_cast<size_t>(set)], static_cast<uint64_t>(run - 1), 0);
+      const auto va = Generated<float>(a, round_seed), vb = Generated<float>(b, round_seed);
+      bool all = true;
+      for (int i = 0; i < n && all; ++i) all = c[static_cast<size_t>(i)] == va[i] + vb[i];
+      if (all) return run;
+    }
+    return 0;
+  };
   // Four draws per set, set-major, each by a reservoir of its own (one draw
   // let a kernel writing zeros in ~72 % of its runs pass 5 times in 20).
   constexpr int kDraws = 4;
@@ -3248,23 +3257,68 @@ __global__ void vector_add(const float* a, const float* b, float* c, int n) {
       const std::vector<float> c =
           Values<float>(candidate.drawn_outputs(set * kDraws + d).outputs(0));
       ASSERT_EQ(c.size(), static_cast<size_t>(n));
-      const int run = static_cast<int>(c[0]);
-      EXPECT_GE(run, 1);
-      EXPECT_LE(run, total_runs);
-      // Run 1 is the warm-up (set 0), run r > 1 timed round r - 2 (set (r - 2) % 4).
-      EXPECT_EQ(run == 1 ? 0 : (run - 2) % 4, set)
-          << "draw " << d << " of set " << set << " is run " << run;
-      before_the_last_rounds += run <= total_runs - 4;
+      const int run = run_of(c, set);
+      EXPECT_GE(run, 1) << "draw " << d << " of set " << set << " is the output of no run on it";
+      before_the_last_rounds += run >= 1 && run <= total_runs - 4;
       drawn_runs.insert(run);
     }
     sets_with_distinct_draws += drawn_runs.size() > 1;
     // The last round is checked as well.
-    EXPECT_GT(Values<float>(candidate.last_outputs(set).outputs(0))[0], total_runs - 4);
+    EXPECT_GT(run_of(Values<float>(candidate.last_outputs(set).outputs(0)), set), total_runs - 4);
   }
   EXPECT_GT(before_the_last_rounds, 0) << "every set was checked on its last round";
   // Independent draws: ~10 rounds per set, so all four draws of every set
   // landing on one round has odds of ~1e-12.
   EXPECT_GT(sets_with_distinct_draws, 0) << "the draws of each set are one round";
+}
+
+// Every run while timed, warm-up or timed, starts from the device globals
+// as the program was loaded: a plan whose first run builds a table in a
+// `__device__` array and whose later runs only read it (docs/open-cheats
+// x17) had the build in no timed sample. Here each run writes what it found
+// (runs before it x 1000 + a bias initialised to 7) and changes both: every
+// checked output must be 7, as a first run's. (A Run's cases keep their
+// state: DeviceGlobalsPersistAcrossCasesOfARunButNotAcrossRuns.)
+TEST_F(CpuBackendTest, EveryTimedRunStartsFromTheDeviceGlobalsAsLoaded) {
+  const char* counting = R"(
+__device__ int runs;
+__device__ float bias = 7.0f;
+__global__ void vector_add(const float* a, const float* b, float* c, int n) {
+  __shared__ float found;
+  if (threadIdx.x == 0) found = 1000.0f * runs + bias;
+  __syncthreads();
+  for (int i = threadIdx.x; i < n; i += blockDim.x) c[i] = found;
+  __syncthreads();
+  if (threadIdx.x == 0) { runs += 1; bias += 1.0f; }
+}
+)";
+  const int n = 256;
+  internal::TimingRequest request = ReferenceAndCandidate(counting, n, 1);
+  request.add_input_seeds(41);
+  request.add_input_seeds(42);
+  request.mutable_config()->set_warmup_runs(2);
+  request.mutable_config()->set_min_samples(10);
+  request.mutable_config()->set_min_seconds(0.01);
+  request.mutable_config()->set_max_seconds(2);
+  request.mutable_config()->set_target_rel_stderr(0.5);
+  request.mutable_config()->set_input_sets(2);
+  request.set_timeout_seconds(60);
+  absl::StatusOr<internal::TimingResult> result = backend_->Time(request);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_FALSE(result->has_failure()) << result->failure().message();
+  const internal::ProgramTiming& candidate = result->programs(1);
+  ASSERT_GE(candidate.samples_us_size(), 10);
+  ASSERT_EQ(candidate.last_outputs_size(), 2);
+  ASSERT_GT(candidate.drawn_outputs_size(), 0);
+  for (const internal::CaseResult& checked : candidate.last_outputs()) {
+    EXPECT_EQ(Values<float>(checked.outputs(0)), std::vector<float>(n, 7.0f));
+  }
+  for (const internal::CaseResult& checked : candidate.drawn_outputs()) {
+    EXPECT_EQ(Values<float>(checked.outputs(0)), std::vector<float>(n, 7.0f));
+  }
+  for (const std::string& note : result->notes()) {
+    EXPECT_EQ(note.find("not restored"), std::string::npos) << note;
+  }
 }
 
 TEST_F(CpuBackendTest, AKernelHangingWhileTimedIsCutAtItsRunsBound) {
@@ -3356,15 +3410,19 @@ __global__ void vector_add(float* a, const float* b, float* c, int n) {
 TEST_F(CpuBackendTest, TimeFindsAWriteNextToABufferInAnyRound) {
   // 4099 floats end 4 bytes before their guard page: a write there in a
   // timed round does not fault, and is never reset by the rounds after it.
+  // The third run (round 2: warm-up 0, then timed rounds) is told by its
+  // inputs (a counter in a global would restart every run).
   const int n = 4099;
-  internal::TimingRequest request = ReferenceAndCandidate(R"(
+  const float third_a0 =
+      Generated<float>(Input("a", v1::DTYPE_F32, n), data::TimedInputSeed(3, 2, 0))[0];
+  internal::TimingRequest request = ReferenceAndCandidate(absl::StrFormat(R"(
 __global__ void vector_add(const float* a, const float* b, float* c, int n) {
-  static int runs = 0;
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) c[i] = a[i] + b[i];
-  if (i == 0 && ++runs == 3) c[n] = 0.0f;  // once, in the third run
+  if (i == 0 && a[0] == %a) c[n] = 0.0f;  // once, in the third run
 }
 )",
+                                                                          third_a0),
                                                           n, (n + 255) / 256);
   request.add_input_seeds(3);
   request.mutable_config()->set_warmup_runs(1);

@@ -9,6 +9,7 @@
 //     itself is left to the first build: timing figures and their ratios.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -151,10 +152,11 @@ float RoundElement(const internal::BufferSpec& spec, uint64_t seed, uint64_t rou
 }
 
 // The round (numbered from the first warm-up) of input set `seed` whose
-// inputs program 0 saw, when `sum` (4096 floats) is the a + b it computed
-// then: which round a timing run drew for the check of that set.
+// inputs program `program` saw, when `sum` (4096 floats) is the a + b it
+// computed then: which round a timing run drew for the check of that set.
 std::optional<uint64_t> RoundOfSum(const std::string& sum, const internal::BufferSpec& a_spec,
-                                   const internal::BufferSpec& b_spec, uint64_t seed) {
+                                   const internal::BufferSpec& b_spec, uint64_t seed,
+                                   uint64_t program = 0) {
   auto element = [](const std::string& bytes, uint64_t i) {
     float v;
     std::memcpy(&v, bytes.data() + 4 * i, 4);
@@ -165,7 +167,7 @@ std::optional<uint64_t> RoundOfSum(const std::string& sum, const internal::Buffe
     bool match = true;
     for (uint64_t i = 0; i < n && match; i += 511) {
       match = element(sum, i) ==
-              RoundElement(a_spec, seed, r, 0, i) + RoundElement(b_spec, seed, r, 0, i);
+              RoundElement(a_spec, seed, r, program, i) + RoundElement(b_spec, seed, r, program, i);
     }
     if (match) return r;
   }
@@ -595,7 +597,7 @@ TEST_F(CudaBackendGpuTest, TheWorkerChecksTheTimedOutputsAndSendsOnlyTheChecks) 
 TEST_F(CudaBackendGpuTest, TheCheckedRoundOfAnInputSetIsDrawnAmongAllOfItsRounds) {
   internal::TimingRequest request;
   request.set_return_outputs(true);  // these tests read the outputs
-  for (const auto& [label, kernel] : {std::pair{"reference", "add"}, {"counter", "count_runs"}}) {
+  for (const auto& [label, kernel] : {std::pair{"reference", "add"}, {"candidate", "add"}}) {
     internal::TimedProgram* timed = request.add_programs();
     *timed->mutable_program() = Program(label);
     *timed->mutable_plan() = Plan(kernel, 4096);
@@ -609,31 +611,34 @@ TEST_F(CudaBackendGpuTest, TheCheckedRoundOfAnInputSetIsDrawnAmongAllOfItsRounds
   absl::StatusOr<internal::TimingResult> result = backend_->Time(request);
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_FALSE(result->has_failure()) << result->failure().message();
-  const internal::ProgramTiming& counter = result->programs(1);
+  const internal::ProgramTiming& candidate = result->programs(1);
   // Four draws per set, set-major, each by a reservoir of its own (one let
   // a kernel honest in half of its runs pass 1 time in 4 on 2 sets); the
   // reference's outputs on each candidate's drawn inputs come with them.
   constexpr int kDraws = 4;
-  ASSERT_EQ(counter.drawn_outputs_size(), 4 * kDraws);
-  ASSERT_EQ(counter.reference_drawn_outputs_size(), 4 * kDraws);
+  ASSERT_EQ(candidate.drawn_outputs_size(), 4 * kDraws);
+  ASSERT_EQ(candidate.reference_drawn_outputs_size(), 4 * kDraws);
   ASSERT_EQ(result->programs(0).drawn_outputs_size(), 4 * kDraws);
-  ASSERT_GE(counter.samples_us_size(), 40);
-  std::vector<float> runs_before;
+  ASSERT_GE(candidate.samples_us_size(), 40);
+  // Each drawn output is a + b of the candidate's own inputs (program 1) of
+  // the round drawn: the round is found from them.
+  const internal::ResolvedPlan plan = Plan("add", 4096);
+  std::vector<uint64_t> rounds;
   int sets_with_distinct_draws = 0;
   for (int set = 0; set < 4; ++set) {
-    std::set<float> drawn;
+    std::set<uint64_t> drawn;
     for (int d = 0; d < kDraws; ++d) {
-      const std::string& bytes = counter.drawn_outputs(set * kDraws + d).outputs(0).data();
-      ASSERT_GE(bytes.size(), 4u);
-      float first = 0;
-      std::memcpy(&first, bytes.data(), 4);
-      runs_before.push_back((first - 3.f) / 1000.f);
-      drawn.insert(first);
+      const std::optional<uint64_t> round =
+          RoundOfSum(candidate.drawn_outputs(set * kDraws + d).outputs(0).data(), plan.buffers(0),
+                     plan.buffers(1), static_cast<uint64_t>(set + 1), 1);
+      ASSERT_TRUE(round.has_value()) << "draw " << d << " of set " << set << " is of no round";
+      rounds.push_back(*round);
+      drawn.insert(*round);
     }
     sets_with_distinct_draws += drawn.size() > 1;
   }
-  const auto [fewest, most] = std::minmax_element(runs_before.begin(), runs_before.end());
-  EXPECT_GT(*most - *fewest, 3.f) << "every set was checked on its last round";
+  const auto [earliest, latest] = std::minmax_element(rounds.begin(), rounds.end());
+  EXPECT_GT(*latest - *earliest, 3u) << "every set was checked on its last round";
   // Independent draws: ~10 rounds a set; all four of every set on one round
   // has odds of ~1e-12.
   EXPECT_GT(sets_with_distinct_draws, 0) << "the draws of each set are one round";
@@ -803,31 +808,23 @@ TEST_F(CudaBackendGpuTest, SelfTimingIsStable) {
   }
 }
 
-// While timed, each program's device globals go under pads between its runs
-// (another program runs in between) and come back intact: each counter sees
-// every one of its own earlier runs, and the initialised bias.
-TEST_F(CudaBackendGpuTest, DeviceGlobalsStayEachProgramsOwnWhileTimed) {
+// While timed, every run of a program starts from its device globals as
+// loaded (another program with globals of its own runs in between): each
+// counter finds no earlier run and the bias as initialised. Before, each run
+// found its own earlier runs' state, and a plan that built a `__device__`
+// table in its first run had the build in no timed sample (x17).
+TEST_F(CudaBackendGpuTest, EveryTimedRunStartsFromItsGlobalsAsLoaded) {
   const std::vector<std::pair<std::string, std::string>> programs = {
       {"reference", "add"}, {"counter", "count_runs"}, {"second counter", "count_runs"}};
   absl::StatusOr<internal::TimingResult> result = TimeBriefly(programs);
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_FALSE(result->has_failure()) << result->failure().message();
-  // The round checked (drawn at random): the one whose inputs the
-  // reference's checked output is a + b of.
-  const internal::ResolvedPlan plan = Plan("add", 4096);
-  const std::optional<uint64_t> round = RoundOfSum(
-      result->programs(0).last_outputs(0).outputs(0).data(), plan.buffers(0), plan.buffers(1), 1);
-  ASSERT_TRUE(round.has_value()) << "the reference's checked output is of no round";
   for (int p = 1; p <= 2; ++p) {
     const std::string& bytes = result->programs(p).last_outputs(0).outputs(0).data();
     std::vector<float> counted(bytes.size() / 4);
     std::memcpy(counted.data(), bytes.data(), bytes.size());
     ASSERT_EQ(counted.size(), 4096u);
-    EXPECT_EQ(counted, std::vector<float>(4096, counted[0])) << programs[p].first;
-    // Its bias, and every one of its own runs before the checked round's
-    // (warm-up runs count; dropped samples ran too).
-    EXPECT_EQ(counted[0], 3.0f + 1000.0f * static_cast<float>(*round))
-        << programs[p].first << " in round " << *round;
+    EXPECT_EQ(counted, std::vector<float>(4096, 3.0f)) << programs[p].first;
   }
 }
 
@@ -1822,9 +1819,9 @@ TEST_F(CudaFakeDriverGlobalsTest, AProgramTimedAfterAnotherFindsNothingInItsGlob
   }
 }
 
-TEST_F(CudaFakeDriverGlobalsTest, AProgramSeesItsOwnGlobalsAcrossItsRuns) {
-  // Timed between two other programs with globals of their own: its state
-  // goes under pads and comes back intact before each of its runs.
+TEST_F(CudaFakeDriverGlobalsTest, EveryTimedRunStartsFromItsGlobalsAsLoaded) {
+  // Timed between two other programs with globals of their own: before each
+  // of its runs its globals come back as loaded (the pads of its image off).
   internal::TimingConfig config = timing::DefaultTimingConfig();
   config.set_max_seconds(1);
   absl::StatusOr<internal::TimingResult> result =
@@ -1835,17 +1832,14 @@ TEST_F(CudaFakeDriverGlobalsTest, AProgramSeesItsOwnGlobalsAcrossItsRuns) {
                   4096, /*sets=*/1, config);
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_FALSE(result->has_failure()) << result->failure().message();
-  const std::vector<float> counted = Floats(result->programs(1).last_outputs(0).outputs(0).data());
-  ASSERT_EQ(counted.size(), 4096u);
-  // The checked run (drawn at random) saw every earlier run's count
-  // (warm-up runs included; a dropped sample ran too) and the bias as
-  // initialised; the reference's output tells which round that was.
-  const internal::ResolvedPlan plan = CudaBackendGpuTest::PlanFor("add_and_keep", 4096);
-  const std::optional<uint64_t> round = RoundOfSum(
-      result->programs(0).last_outputs(0).outputs(0).data(), plan.buffers(0), plan.buffers(1), 1);
-  ASSERT_TRUE(round.has_value()) << "the reference's checked output is of no round";
-  EXPECT_EQ(counted, std::vector<float>(4096, 3.0f + 1000.0f * static_cast<float>(*round)))
-      << "round " << *round;
+  ASSERT_GE(result->programs(1).samples_us_size(), 2);
+  // The checked runs (the last and those drawn at random) found no earlier
+  // run and the bias as initialised, as a first run does.
+  EXPECT_EQ(Floats(result->programs(1).last_outputs(0).outputs(0).data()),
+            std::vector<float>(4096, 3.0f));
+  for (const internal::CaseResult& drawn : result->programs(1).drawn_outputs()) {
+    EXPECT_EQ(Floats(drawn.outputs(0).data()), std::vector<float>(4096, 3.0f));
+  }
 
   // One Run request: the state carries across its cases, as across launches
   // in any program; the next request loads the module afresh.
