@@ -552,9 +552,24 @@ std::vector<Scope> ScopesOf(std::string_view masked, const std::vector<size_t>& 
   return result;
 }
 
+// Where the bracket that `close` (a ')' or ']' of `text`) closes opens,
+// or npos when it does not open in `text`.
+size_t OpeningBracket(std::string_view text, size_t close) {
+  const char closing = text[close];
+  const char opening = closing == ')' ? '(' : '[';
+  int nesting = 0;
+  for (size_t j = close + 1; j > 0;) {
+    --j;
+    if (text[j] == closing) ++nesting;
+    if (text[j] == opening && --nesting == 0) return j;
+  }
+  return std::string_view::npos;
+}
+
 // The declared names of a declaration's declarators (`float a[32], *b`:
-// a, b), or nothing when one of them is not a plain one: an initialiser, a
-// function, an attribute after the name.
+// a, b; attributes after a declarator, `__attribute__((aligned(16)))` or
+// `__align__(16)`, are passed over), or nothing when one of them is not a
+// plain one: an initialiser, a function.
 std::vector<std::string> DeclaredNames(std::string_view declaration) {
   std::vector<std::string_view> pieces;
   int depth = 0;  // (), [], {}
@@ -578,16 +593,17 @@ std::vector<std::string> DeclaredNames(std::string_view declaration) {
     size_t k = piece.size();
     auto skip_space = [&] { k = SkipSpaceBackward(piece, k); };
     skip_space();
+    while (k > 0 && piece[k - 1] == ')') {  // attributes, last first
+      const size_t open = OpeningBracket(piece, k - 1);
+      if (open == std::string_view::npos) return {};
+      const auto [word, word_begin] = WordBefore(piece, open);
+      if (word != "__attribute__" && word != "__align__") return {};  // a function
+      k = word_begin;
+      skip_space();
+    }
     while (k > 0 && piece[k - 1] == ']') {  // array dimensions, last first
-      int nesting = 0;
-      size_t j = k;
-      while (j > 0) {
-        --j;
-        if (piece[j] == ']') ++nesting;
-        if (piece[j] == '[' && --nesting == 0) break;
-      }
-      if (nesting != 0) return {};
-      k = j;
+      k = OpeningBracket(piece, k - 1);
+      if (k == std::string_view::npos) return {};
       skip_space();
     }
     const size_t name_end = k;

@@ -205,6 +205,27 @@ TEST(PoisonStaticShared, DeclarationsInCodeAndAtNamespaceScope) {
             "KERNELEVAL_CPU_POISON_NAMESPACE_SHARED(deep); } }");
   EXPECT_EQ(line(15), "struct U { __shared__ float member; };");
 }
+// An attribute after a declarator (alignment, mostly) left the variable
+// unfilled until 2026-12-05: it read the last block's values.
+TEST(PoisonStaticShared, AttributesAfterTheNameArePassedOver) {
+  const std::string source =
+      "__global__ void k() {\n"
+      "  __shared__ float a[8] __attribute__((aligned(16))), b __align__(8);\n"
+      "  __shared__ float4 c[2][4] __attribute__((aligned(16))) __attribute__((unused));\n"
+      "  __shared__ float (*f)(int);\n"
+      "}\n";
+  const std::string out = PoisonStaticShared(source);
+  EXPECT_EQ(Lines(out), Lines(source));
+  EXPECT_NE(out.find("__align__(8); KERNELEVAL_CPU_POISON_SHARED(a); "
+                     "KERNELEVAL_CPU_POISON_SHARED(b);\n"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("__attribute__((unused)); KERNELEVAL_CPU_POISON_SHARED(c);\n"),
+            std::string::npos)
+      << out;
+  // A function pointer's declarator is not a plain one: left as it is.
+  EXPECT_NE(out.find("  __shared__ float (*f)(int);\n"), std::string::npos) << out;
+}
 
 TEST(IsValidKernelName, RejectsInjection) {
   EXPECT_TRUE(IsValidKernelName("softmax"));
