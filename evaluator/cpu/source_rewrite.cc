@@ -721,12 +721,24 @@ int CudaArchValue(std::string_view arch) {
   return 0;
 }
 
+// The macros NVRTC defines that the submission's code sees here too, and
+// the headers it includes do not (they would take their device paths).
+constexpr absl::string_view kNvrtcMacros[] = {"__CUDA_ARCH__", "__CUDACC__", "__CUDACC_RTC__"};
+
 std::string WrapIncludes(std::string_view source, std::string_view file_name) {
   return RewriteIncludeLines(source, [&](const IncludeLine& include) -> std::optional<std::string> {
-    return absl::StrCat("#pragma push_macro(\"__CUDA_ARCH__\")\n#undef __CUDA_ARCH__\n",
-                        std::string(source.substr(include.begin, include.end - include.begin)),
-                        "\n#pragma pop_macro(\"__CUDA_ARCH__\")\n#line ",
-                        LineOf(source, include.begin) + 1, " \"", std::string(file_name), "\"");
+    std::string text;
+    for (absl::string_view macro : kNvrtcMacros) {
+      absl::StrAppend(&text, "#pragma push_macro(\"", macro, "\")\n#undef ", macro, "\n");
+    }
+    text.append(source.substr(include.begin, include.end - include.begin));
+    text += '\n';
+    for (absl::string_view macro : kNvrtcMacros) {
+      absl::StrAppend(&text, "#pragma pop_macro(\"", macro, "\")\n");
+    }
+    absl::StrAppend(&text, "#line ", LineOf(source, include.begin) + 1, " \"",
+                    std::string(file_name), "\"");
+    return text;
   });
 }
 
@@ -744,7 +756,15 @@ absl::StatusOr<std::string> BuildTranslationUnit(std::string_view source,
     if (!line.ok()) return line.status();
     absl::StrAppend(&tu, *line, "\n");
   }
-  if (cuda_arch > 0) absl::StrAppend(&tu, "#define __CUDA_ARCH__ ", cuda_arch, "\n");
+  if (cuda_arch > 0) {
+    // As NVRTC defines them: `#ifdef __CUDACC_RTC__ ... #else ... #endif`
+    // gave the host build other code than the GPU's (a kernel writing
+    // zeros under NVRTC and the right answer here passed, and a host static
+    // initialiser could tabulate every answer: sweep 6, x13 and x16).
+    absl::StrAppend(&tu, "#define __CUDA_ARCH__ ", cuda_arch,
+                    "\n#undef __CUDACC__\n#define __CUDACC__ 1\n#undef __CUDACC_RTC__\n"
+                    "#define __CUDACC_RTC__ 1\n");
+  }
   absl::StrAppend(&tu, "#line 1 \"", kSubmissionFileName, "\"\n");
   std::string submission = RewriteCubIncludes(PoisonStaticShared(RewriteExternShared(source)));
   tu += cuda_arch > 0 ? WrapIncludes(submission, kSubmissionFileName) : submission;

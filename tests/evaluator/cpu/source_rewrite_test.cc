@@ -274,22 +274,30 @@ TEST(CudaArchValue, FromTheTarget) {
   }
 }
 
-// __CUDA_ARCH__ is the submission's, as NVRTC defines it for device code;
-// its #includes are compiled without it, and the lines stay the user's.
-TEST(BuildTranslationUnit, CudaArchForTheSubmissionNotItsIncludes) {
+// __CUDA_ARCH__, __CUDACC__ and __CUDACC_RTC__ are the submission's, as
+// NVRTC defines them for device code (an #ifdef __CUDACC_RTC__ gave the host
+// build other code than NVRTC's: sweep 6, x13); its #includes are compiled
+// without them, and the lines stay the user's.
+TEST(BuildTranslationUnit, NvrtcMacrosForTheSubmissionNotItsIncludes) {
   const std::string source =
       "#include <cuda/std/limits>\n#if __CUDA_ARCH__ >= 800\nint x;\n#endif\n";
   absl::StatusOr<std::string> unit = BuildTranslationUnit(source, {}, {}, 900);
   ASSERT_TRUE(unit.ok()) << unit.status();
-  EXPECT_NE(unit->find("#define __CUDA_ARCH__ 900\n#line 1 \"submission.cu\"\n"
+  EXPECT_NE(unit->find("#define __CUDA_ARCH__ 900\n#undef __CUDACC__\n#define __CUDACC__ 1\n"
+                       "#undef __CUDACC_RTC__\n#define __CUDACC_RTC__ 1\n"
+                       "#line 1 \"submission.cu\"\n"
                        "#pragma push_macro(\"__CUDA_ARCH__\")\n#undef __CUDA_ARCH__\n"
+                       "#pragma push_macro(\"__CUDACC__\")\n#undef __CUDACC__\n"
+                       "#pragma push_macro(\"__CUDACC_RTC__\")\n#undef __CUDACC_RTC__\n"
                        "#include <cuda/std/limits>\n#pragma pop_macro(\"__CUDA_ARCH__\")\n"
+                       "#pragma pop_macro(\"__CUDACC__\")\n#pragma pop_macro(\"__CUDACC_RTC__\")\n"
                        "#line 2 \"submission.cu\"\n#if __CUDA_ARCH__ >= 800\n"),
             std::string::npos)
       << *unit;
   unit = BuildTranslationUnit(source, {}, {}, 0);
   ASSERT_TRUE(unit.ok()) << unit.status();
   EXPECT_EQ(unit->find("__CUDA_ARCH__ 900"), std::string::npos);
+  EXPECT_EQ(unit->find("__CUDACC_RTC__"), std::string::npos);
   EXPECT_EQ(unit->find("push_macro"), std::string::npos);
 }
 

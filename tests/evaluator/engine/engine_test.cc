@@ -1164,13 +1164,13 @@ __global__ void add(const float* a, const float* b, float* c, int n) {
 // A correct kernel whose first launch in a run sleeps 3 s (one runner
 // process runs every case of a correctness run).
 constexpr char kSlowVectorAdd[] = R"(
-#ifndef __CUDACC_RTC__
+#if __has_include(<unistd.h>)  // host code: the CPU build only
 #include <unistd.h>
 #endif
 // @launch add<<<ceil_div(N, 256), 256>>>(a, b, c, N)
 extern "C" __global__ void add(const float* a, const float* b, float* c, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
-#ifndef __CUDACC_RTC__
+#if __has_include(<unistd.h>)  // host code: the CPU build only
   static bool slept = false;
   if (i == 0 && !slept) {
     slept = true;
@@ -1220,13 +1220,13 @@ TEST_F(EngineTest, TheCallersDeadlineDuringTimingIsAnErrorNotAVerdictOnFewerSamp
   v1::EvaluateRequest request;
   request.set_problem_id("vector_add");
   request.mutable_submission()->set_source(R"(
-#ifndef __CUDACC_RTC__
+#if __has_include(<unistd.h>)  // host code: the CPU build only
 #include <unistd.h>
 #endif
 // @launch add<<<ceil_div(N, 256), 256>>>(a, b, c, N)
 extern "C" __global__ void add(const float* a, const float* b, float* c, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
-#ifndef __CUDACC_RTC__
+#if __has_include(<unistd.h>)  // host code: the CPU build only
   if (n == 262144 && i == 0) ::usleep(1000000);
 #endif
   if (i < n) c[i] = a[i] + b[i];
