@@ -657,7 +657,7 @@ class Worker {
     // static initialisers' results), read out of its stopped runner and put
     // back before every run, warm-up or timed: state a run leaves for the
     // next one (a table the first run builds and later runs only read,
-    // docs/open-cheats x17) does not take work out of the timed samples, as
+    // sweep 6, x17) does not take work out of the timed samples, as
     // on the GPU (CudaWorker::RestoreGlobals). A Run's cases keep theirs:
     // a kernel that leaves a counter it does not reset fails its second
     // case there, as it would when called again in a real program.

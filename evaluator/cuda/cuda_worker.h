@@ -119,7 +119,7 @@ class CudaWorker {
   // On the stream. Every run of a timing request, warm-up or timed, starts
   // from the program's device globals as loaded: a plan whose first run
   // builds a `__device__` table and whose later runs only read it
-  // (docs/open-cheats x17) had the build in no timed sample. A Run's cases
+  // (sweep 6, x17) had the build in no timed sample. A Run's cases
   // keep their state (a counter a kernel does not reset fails its second
   // case, as when called again in a real program).
   // KeepLoadTimeGlobals: copies them into the program's image under pads
