@@ -170,6 +170,8 @@ struct GridJob {
   // one-block race is caught every time.
   bool store_points_drawn = false;
   uint64_t schedule_seed = 0;  // the draws' seed, from the OS's randomness
+  // kerneleval_cpu_thread_state::set_multiplier for this launch (odd).
+  uint64_t set_multiplier = 0x9E3779B97F4A7C15ull;
   // A warp whose operation completes goes on before the threads already
   // ready (SetCaseSchedule's odd cases).
   bool warps_run_ahead = false;
@@ -190,12 +192,14 @@ struct GridJob {
 
 // The interleaved build's per-thread state (kerneleval_cpu_abi.h): static
 // TLS of the process, at a fixed offset from every thread's pointer.
-thread_local kerneleval_cpu_thread_state tls_interleave_state{.epoch = 1,
-                                                              .loads = {},
-                                                              .stack_top = 0,
-                                                              .failed_cas_address = 0,
-                                                              .failed_cas_expected = 0,
-                                                              .failed_cas_found = 0};
+thread_local kerneleval_cpu_thread_state tls_interleave_state{
+    .epoch = 1,
+    .loads = {},
+    .stack_top = 0,
+    .failed_cas_address = 0,
+    .failed_cas_expected = 0,
+    .failed_cas_found = 0,
+    .set_multiplier = 0x9E3779B97F4A7C15ull};
 
 // An OS thread's dynamic shared memory: `bytes` reserved at `base`, the
 // first `accessible` of them readable and writable (whole pages, from the
@@ -317,6 +321,7 @@ class BlockExecutor {
     complete_warps_.clear();
     // The loads an interleaved build noted are another block's.
     ++tls_interleave_state.epoch;
+    tls_interleave_state.set_multiplier = job.set_multiplier;
     // What the block has not written reads as NaN / -1: its static
     // __shared__ variables are filled by their declarations (the prelude's
     // KERNELEVAL_CPU_POISON_SHARED), its dynamic shared memory here. Zeros
@@ -1024,6 +1029,7 @@ const char* AbiRunGrid(const kerneleval_cpu_launch* launch, kerneleval_cpu_threa
   job.store_points = globals->store_points;
   job.store_points_drawn = globals->store_points && job.total_blocks >= kDrawnStorePointsMinBlocks;
   job.schedule_seed = globals->order_chooser();
+  job.set_multiplier = globals->order_chooser() | 1;
   job.warps_run_ahead = !globals->store_points;  // the odd cases' schedule
   job.x_slowest = globals->x_slowest;
   const uint64_t wanted = std::min<uint64_t>(globals->options.threads, job.total_blocks);

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KERNELEVAL_CPU_ABI_VERSION 4u
+#define KERNELEVAL_CPU_ABI_VERSION 5u
 
 #ifdef __cplusplus
 extern "C" {
@@ -163,6 +163,12 @@ typedef struct kerneleval_cpu_thread_state {
   uintptr_t failed_cas_address;
   uint64_t failed_cas_expected;
   uint64_t failed_cas_found;
+  // An odd multiplier that maps a granule to its set of `loads`, drawn for
+  // each launch from the OS's randomness (set by the runtime as a block
+  // starts). With a fixed one a kernel found addresses of y[row]'s set and
+  // loaded them around y[row] to push it out of the record, so that its
+  // racy `y[row] = y[row] + partial` was not a store point (sweep 7, b1).
+  uint64_t set_multiplier;
 } kerneleval_cpu_thread_state;
 enum kerneleval_cpu_interleave_kind {
   // The others run up to their own next point, all in turn.

@@ -446,7 +446,7 @@ KERNELEVAL_CPU_BOOKKEEPING void SetFiberStackTop(uintptr_t top) {
 KERNELEVAL_CPU_UNCHECKED inline kerneleval_cpu_load_slot* LoadSet(
     kerneleval_cpu_thread_state* state, uint64_t granule) {
   static_assert(KERNELEVAL_CPU_LOAD_SETS == 512);
-  return state->loads[(granule * 0x9E3779B97F4A7C15ull) >> 55];
+  return state->loads[(granule * state->set_multiplier) >> 55];
 }
 
 KERNELEVAL_CPU_UNCHECKED inline void NoteLoad(const volatile void* address) {

@@ -205,6 +205,32 @@ TEST(PoisonStaticShared, DeclarationsInCodeAndAtNamespaceScope) {
             "KERNELEVAL_CPU_POISON_NAMESPACE_SHARED(deep); } }");
   EXPECT_EQ(line(15), "struct U { __shared__ float member; };");
 }
+// Declarations through object-like macros that stand for __shared__, also
+// through another such macro, are filled too (sweep 7: a table kept across
+// blocks and timed runs in a macro's variables). Function-like macros and
+// the #define lines themselves are left alone.
+TEST(PoisonStaticShared, DeclarationsThroughMacrosThatStandForShared) {
+  const std::string source =
+      "#define SMEM __shared__\n"
+      "#define TILE static SMEM\n"
+      "#define F(x) __shared__ x\n"
+      "SMEM unsigned magic;\n"
+      "__global__ void k() {\n"
+      "  TILE float t[4][4];\n"
+      "  F(int) hidden;\n"
+      "}\n";
+  const std::string out = PoisonStaticShared(source);
+  EXPECT_EQ(Lines(out), Lines(source));
+  EXPECT_NE(out.find("SMEM unsigned magic; KERNELEVAL_CPU_POISON_NAMESPACE_SHARED(magic);\n"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("  TILE float t[4][4]; KERNELEVAL_CPU_POISON_SHARED(t);\n"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("#define SMEM __shared__\n#define TILE static SMEM\n"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("  F(int) hidden;\n"), std::string::npos) << out;
+}
+
 // An attribute after a declarator (alignment, mostly) left the variable
 // unfilled until 2026-12-05: it read the last block's values.
 TEST(PoisonStaticShared, AttributesAfterTheNameArePassedOver) {
