@@ -1126,11 +1126,14 @@ TEST_F(PublishingVectorAddTest, APeerOverwrittenWhileTimedIsJudgedOnItsOwnRun) {
   group.set_backend(v1::BACKEND_CUDA);
   group.add_submissions()->set_source(absl::StrCat(kSideChannelSource, kFindsTheReference, R"(
 // @launch add_and_overwrite_peer<<<ceil_div(N, 256), 256>>>(a, b, c, N)
-__device__ unsigned launches;  // per module load: correctness runs load it afresh
 extern "C" __global__ void add_and_overwrite_peer(const float* a, const float* b, float* c, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) c[i] = a[i] + b[i];
 #ifdef KERNELEVAL_CPU_PRELUDE_H_
+  // Host code (the test driver runs kernels as host code): a count that is
+  // no device global, so the worker does not put it back as loaded before
+  // each timed run (a __device__ counter restarts there and never got to 30).
+  static unsigned launches = 0;
   // Well into timing (the peer last ran in the previous round, on other
   // inputs): just past the peer's latest output, into its guard.
   if (i == 0 && atomicAdd(&launches, 1u) >= 30) {
