@@ -69,24 +69,32 @@ struct IncludeLine {
 // The #include directives of `source`, in order. `masked` is
 // MaskCommentsAndLiterals(source): a directive inside a comment is not one,
 // and a "quoted" header name is read from the source at the masked blanks.
+// The directive `#name` on the line [begin, end) of `masked` (white space
+// allowed before and after the '#'): where its '#' is and where `name`
+// ends; nullopt when the line is no such directive.
+std::optional<std::pair<size_t, size_t>> DirectiveOnLine(std::string_view masked, size_t begin,
+                                                         size_t end, std::string_view name) {
+  size_t k = masked.find_first_not_of(" \t", begin);
+  if (k >= end || masked[k] != '#') return std::nullopt;
+  const size_t hash = k;
+  k = masked.find_first_not_of(" \t", k + 1);
+  if (k >= end || masked.compare(k, name.size(), name) != 0) return std::nullopt;
+  return std::pair{hash, k + name.size()};
+}
+
 std::vector<IncludeLine> FindIncludes(std::string_view source, std::string_view masked) {
   std::vector<IncludeLine> includes;
   size_t line_start = 0;
   while (line_start < masked.size()) {
     size_t line_end = masked.find('\n', line_start);
     if (line_end == std::string_view::npos) line_end = masked.size();
-    size_t k = masked.find_first_not_of(" \t", line_start);
-    if (k < line_end && masked[k] == '#') {
-      const size_t hash = k;
-      k = masked.find_first_not_of(" \t", k + 1);
-      if (k < line_end && masked.compare(k, 7, "include") == 0) {
-        k = source.find_first_not_of(" \t", k + 7);
-        if (k < line_end && (source[k] == '<' || source[k] == '"')) {
-          const char close = source[k] == '<' ? '>' : '"';
-          const size_t stop = source.find(close, k + 1);
-          if (stop < line_end) {
-            includes.push_back({hash, line_end, source.substr(k + 1, stop - k - 1)});
-          }
+    if (const auto directive = DirectiveOnLine(masked, line_start, line_end, "include")) {
+      const size_t k = source.find_first_not_of(" \t", directive->second);
+      if (k < line_end && (source[k] == '<' || source[k] == '"')) {
+        const char close = source[k] == '<' ? '>' : '"';
+        const size_t stop = source.find(close, k + 1);
+        if (stop < line_end) {
+          includes.push_back({directive->first, line_end, source.substr(k + 1, stop - k - 1)});
         }
       }
     }
@@ -614,10 +622,6 @@ std::vector<std::string> DeclaredNames(std::string_view declaration) {
   return names;
 }
 
-}  // namespace
-
-namespace {
-
 // The names of object-like macros whose replacement holds `__shared__` or
 // such a name (`#define SMEM __shared__`): a declaration through one was
 // not filled, and kept what a block wrote for the next block and the next
@@ -630,18 +634,16 @@ std::vector<std::string> SharedMacroNames(std::string_view masked) {
   std::vector<Define> defines;
   for (size_t line = 0; line < masked.size();) {
     const size_t end = std::min(masked.find('\n', line), masked.size());
-    std::string_view text = masked.substr(line, end - line);
+    const auto directive = DirectiveOnLine(masked, line, end, "define");
     line = end + 1;
-    size_t k = text.find_first_not_of(" \t");
-    if (k == std::string_view::npos || text[k] != '#') continue;
-    k = text.find_first_not_of(" \t", k + 1);
-    if (k == std::string_view::npos || text.substr(k, 6) != "define") continue;
-    k = text.find_first_not_of(" \t", k + 6);
-    if (k == std::string_view::npos) continue;
+    if (!directive) continue;
+    const size_t k = masked.find_first_not_of(" \t", directive->second);
+    if (k >= end) continue;
     size_t name_end = k;
-    while (name_end < text.size() && IsIdentifierChar(text[name_end])) ++name_end;
-    if (name_end == k || (name_end < text.size() && text[name_end] == '(')) continue;
-    defines.push_back({std::string(text.substr(k, name_end - k)), text.substr(name_end)});
+    while (name_end < end && IsIdentifierChar(masked[name_end])) ++name_end;
+    if (name_end == k || (name_end < end && masked[name_end] == '(')) continue;
+    defines.push_back(
+        {std::string(masked.substr(k, name_end - k)), masked.substr(name_end, end - name_end)});
   }
   std::vector<std::string> names;
   for (bool grew = true; grew;) {  // macros naming such macros, to a fixed point
