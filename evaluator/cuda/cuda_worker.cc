@@ -526,10 +526,14 @@ absl::Status CudaWorker::KeepLoadTimeGlobals(LoadedProgram& program) {
   // memory can neither read another program's values from it nor write
   // values of its choosing into its own.
   for (uint64_t& key : program.globals_keys) key = DrawKey();
+  return XorGlobalsImage(program, program.globals_image.ptr());
+}
+
+absl::Status CudaWorker::XorGlobalsImage(const LoadedProgram& program, CUdeviceptr to) {
   CUdeviceptr image_ptr = program.globals_image.ptr();
-  uint64_t words = bytes / 8;
-  void* args[] = {&image_ptr, &image_ptr, &words, &program.globals_keys[0],
-                  &program.globals_keys[1]};
+  uint64_t words = program.globals_image.bytes() / 8;
+  uint64_t keys[2] = {program.globals_keys[0], program.globals_keys[1]};
+  void* args[] = {&image_ptr, &to, &words, &keys[0], &keys[1]};
   return LaunchGridStride(stash_kernel_, words, args);
 }
 
@@ -540,17 +544,17 @@ absl::Status CudaWorker::HideGlobals(const LoadedProgram& program) {
   return absl::OkStatus();
 }
 
-absl::Status CudaWorker::RestoreGlobals(LoadedProgram& program) {
+absl::Status CudaWorker::RestoreGlobals(const LoadedProgram& program) {
   if (program.globals.empty()) return absl::OkStatus();
-  if (absl::Status s = KeepLoadTimeGlobals(program); !s.ok()) return s;
+  // Kept right after loading (Time), never later: a later image would hold
+  // what the runs computed.
+  if (program.globals_image.empty()) {
+    return absl::FailedPreconditionError("device globals restored before their image was kept");
+  }
   // The pads off into the staging buffer (the image keeps them), then each
   // span from there.
-  CUdeviceptr image_ptr = program.globals_image.ptr();
-  CUdeviceptr staging_ptr = program.globals_staging.ptr();
-  uint64_t words = program.globals_image.bytes() / 8;
-  void* args[] = {&image_ptr, &staging_ptr, &words, &program.globals_keys[0],
-                  &program.globals_keys[1]};
-  if (absl::Status s = LaunchGridStride(stash_kernel_, words, args); !s.ok()) return s;
+  const CUdeviceptr staging_ptr = program.globals_staging.ptr();
+  if (absl::Status s = XorGlobalsImage(program, staging_ptr); !s.ok()) return s;
   for (const LoadedProgram::GlobalSpan& span : program.globals) {
     KE_CU_RETURN_IF_ERROR(api_.cuMemcpyDtoDAsync(span.ptr, staging_ptr + span.stash_offset,
                                                  span.bytes, stream_.get()));
@@ -574,9 +578,7 @@ absl::Status CudaWorker::ClearSharedMemory() {
 }
 
 absl::Status CudaWorker::ZeroGlobals(const LoadedProgram& program) {
-  for (const LoadedProgram::GlobalSpan& span : program.globals) {
-    KE_CU_RETURN_IF_ERROR(api_.cuMemsetD8Async(span.ptr, 0, span.bytes, stream_.get()));
-  }
+  if (absl::Status s = HideGlobals(program); !s.ok()) return s;
   KE_CU_RETURN_IF_ERROR(api_.cuStreamSynchronize(stream_.get()));
   return absl::OkStatus();
 }

@@ -130,8 +130,11 @@ class CudaWorker {
   // run, so another program timed in the same context finds nothing this
   // one computed.
   absl::Status KeepLoadTimeGlobals(LoadedProgram& program);
-  absl::Status RestoreGlobals(LoadedProgram& program);
+  absl::Status RestoreGlobals(const LoadedProgram& program);
   absl::Status HideGlobals(const LoadedProgram& program);
+  // ke_stash_xor from the image to `to` (the image itself: pads on; the
+  // staging buffer: pads off, the pad being its own inverse).
+  absl::Status XorGlobalsImage(const LoadedProgram& program, CUdeviceptr to);
   // Zeros every device global and waits: before the module is unloaded.
   absl::Status ZeroGlobals(const LoadedProgram& program);
   // Queues ke_clear_shared on the stream: every SM's shared memory filled
