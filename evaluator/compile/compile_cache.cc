@@ -53,6 +53,7 @@ std::string CacheKey(const CacheKeyInputs& inputs) {
     hash.UpdateField(absl::StrCat("name expressions ", inputs.name_expressions->size()));
     for (const std::string& expression : *inputs.name_expressions) hash.UpdateField(expression);
   }
+  if (inputs.host_build_probe) hash.UpdateField("host build probe");
   return hash.HexDigest();
 }
 

@@ -29,6 +29,7 @@ struct CacheKeyInputs {
   std::string_view prelude;          // the pre-included header's content
   // Canonical (CheckNameExpressions); nullptr: none.
   const std::vector<std::string>* name_expressions = nullptr;
+  bool host_build_probe = false;  // the result carries CompileResult.host_build_probe
 };
 // SHA-256 (hex) of every input, each length-prefixed, and the settings
 // version.

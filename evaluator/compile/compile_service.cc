@@ -236,13 +236,14 @@ void CompileService::DiscardWorker(std::unique_ptr<Worker> worker, bool retired)
 
 absl::StatusOr<v1::CompileResult> CompileService::RunInWorker(
     const std::string& source, const std::vector<std::string>& options, const std::string& arch,
-    const std::vector<std::string>& name_expressions, bool* cacheable) {
+    const std::vector<std::string>& name_expressions, bool host_build_probe, bool* cacheable) {
   *cacheable = false;
   internal::CompileJobRequest request;
   request.set_source(source);
   for (const std::string& option : options) request.add_options(option);
   request.set_arch(arch);
   for (const std::string& expression : name_expressions) request.add_name_expressions(expression);
+  request.set_host_build_probe(host_build_probe);
 
   // An idle worker may have died since its last job: one retry with another.
   for (int attempt = 0;; ++attempt) {
@@ -330,7 +331,8 @@ absl::StatusOr<v1::CompileResult> CompileService::Compile(const CompileJob& job)
                                     .arch = arch,
                                     .toolkit_version = toolkit_version_,
                                     .prelude = prelude_,
-                                    .name_expressions = &*name_expressions});
+                                    .name_expressions = &*name_expressions,
+                                    .host_build_probe = job.want_host_build_probe});
   auto deliver = [&](const v1::CompileResult& full, bool hit) {
     v1::CompileResult result;
     // Copy all but the bulky fields the job did not ask for.
@@ -370,8 +372,8 @@ absl::StatusOr<v1::CompileResult> CompileService::Compile(const CompileJob& job)
   }
 
   bool cacheable = false;
-  absl::StatusOr<v1::CompileResult> result =
-      RunInWorker(job.source, *checked, arch, *name_expressions, &cacheable);
+  absl::StatusOr<v1::CompileResult> result = RunInWorker(
+      job.source, *checked, arch, *name_expressions, job.want_host_build_probe, &cacheable);
   if (result.ok() && cacheable && cache_) {
     cache_->Insert(key, std::make_shared<const v1::CompileResult>(*result));
   }

@@ -77,6 +77,10 @@ struct CompileJob {
   v1::CompileOptions options;  // arch empty: CompileServiceOptions.default_arch
   bool want_ptx = false;
   bool want_cubin = false;
+  // Also probe what NVRTC's preprocessor makes of the source
+  // (CompileResult.host_build_probe), which the CPU backend's host build
+  // must agree with. Such results are cached apart.
+  bool want_host_build_probe = false;
   // Answer only what needs no worker (a cache hit, a refused option or
   // architecture); NOT_FOUND instead of compiling. The engine answers such
   // Compile calls at once rather than in the caller's turn on its pool.
@@ -138,7 +142,7 @@ class CompileService {
                                                 const std::vector<std::string>& options,
                                                 const std::string& arch,
                                                 const std::vector<std::string>& name_expressions,
-                                                bool* cacheable);
+                                                bool host_build_probe, bool* cacheable);
 
   CompileServiceOptions options_;
   std::string toolkit_version_;

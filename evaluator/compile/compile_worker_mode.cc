@@ -22,6 +22,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "evaluator/compile/compile_service.h"
+#include "evaluator/compile/host_build_probe.h"
 #include "evaluator/compile/nvrtc_compiler.h"
 #include "evaluator/compile/options.h"
 #include "evaluator/process/framing.h"
@@ -109,6 +110,15 @@ int ServeCompiles(int fd, const WorkerArgs& args, const NvrtcSettings& settings)
     } else {
       absl::StatusOr<v1::CompileResult> result =
           CompileWithNvrtc(request.source(), *options, request.arch(), settings, *name_expressions);
+      if (result.ok() && result->success() && request.host_build_probe()) {
+        absl::StatusOr<v1::HostBuildProbe> probe =
+            ProbeHostBuild(request.source(), *options, request.arch(), settings);
+        if (probe.ok()) {
+          *result->mutable_host_build_probe() = *std::move(probe);
+        } else {
+          result = probe.status();
+        }
+      }
       if (result.ok()) {
         *response.mutable_result() = *std::move(result);
       } else {

@@ -53,6 +53,19 @@ absl::StatusOr<std::string> NvrtcProgram::Log() const {
   return log;
 }
 
+absl::StatusOr<nvrtcResult> NvrtcProgram::Compile(const std::vector<std::string>& args) const {
+  std::vector<const char*> argv;
+  argv.reserve(args.size());
+  for (const std::string& arg : args) argv.push_back(arg.c_str());
+  const nvrtcResult compiled =
+      nvrtcCompileProgram(program_, static_cast<int>(argv.size()), argv.data());
+  if (compiled != NVRTC_SUCCESS && compiled != NVRTC_ERROR_COMPILATION &&
+      compiled != NVRTC_ERROR_INVALID_OPTION) {
+    return NvrtcError(compiled, "nvrtcCompileProgram", __FILE__, __LINE__);
+  }
+  return compiled;
+}
+
 absl::StatusOr<std::string> NvrtcProgram::Ptx() const {
   size_t size = 0;
   KERNELEVAL_NVRTC_RETURN_IF_ERROR(nvrtcGetPTXSize(program_, &size));
@@ -107,24 +120,17 @@ absl::StatusOr<v1::CompileResult> CompileWithNvrtc(
   for (const std::string& option : user_options) result.add_options(option);
 
   const std::vector<std::string> args = NvrtcArguments(user_options, arch, settings);
-  std::vector<const char*> argv;
-  argv.reserve(args.size());
-  for (const std::string& arg : args) argv.push_back(arg.c_str());
-
   absl::StatusOr<NvrtcProgram> program = NvrtcProgram::Create(source, std::string(kProgramName));
   if (!program.ok()) return program.status();
   for (const std::string& expression : name_expressions) {
     KERNELEVAL_NVRTC_RETURN_IF_ERROR(nvrtcAddNameExpression(program->get(), expression.c_str()));
   }
   const auto start = std::chrono::steady_clock::now();
-  const nvrtcResult compiled =
-      nvrtcCompileProgram(program->get(), static_cast<int>(argv.size()), argv.data());
+  const absl::StatusOr<nvrtcResult> ran = program->Compile(args);
   result.set_compile_seconds(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  if (compiled != NVRTC_SUCCESS && compiled != NVRTC_ERROR_COMPILATION &&
-      compiled != NVRTC_ERROR_INVALID_OPTION) {
-    return NvrtcError(compiled, "nvrtcCompileProgram", __FILE__, __LINE__);
-  }
+  if (!ran.ok()) return ran.status();
+  const nvrtcResult compiled = *ran;
   absl::StatusOr<std::string> raw_log = program->Log();
   if (!raw_log.ok()) return raw_log.status();
   result.set_log(UserFacingLog(*raw_log, settings.pch_dir));

@@ -39,6 +39,10 @@ class NvrtcProgram {
   ~NvrtcProgram();
 
   [[nodiscard]] nvrtcProgram get() const { return program_; }
+  // nvrtcCompileProgram with `args`: NVRTC_SUCCESS, or a compile NVRTC
+  // refused (NVRTC_ERROR_COMPILATION, NVRTC_ERROR_INVALID_OPTION: the log
+  // says why); an error for any other result.
+  [[nodiscard]] absl::StatusOr<nvrtcResult> Compile(const std::vector<std::string>& args) const;
   // The program log (empty if none).
   [[nodiscard]] absl::StatusOr<std::string> Log() const;
   [[nodiscard]] absl::StatusOr<std::string> Ptx() const;

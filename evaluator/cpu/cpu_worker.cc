@@ -916,11 +916,19 @@ class Worker {
       failure.set_message(*unsupported);
       return failure;
     }
+    const v1::CompileResult& compiled_by_nvrtc = program.compiled();
+    if (compiled_by_nvrtc.has_host_build_probe() &&
+        !compiled_by_nvrtc.host_build_probe().error().empty()) {
+      failure.set_message(compiled_by_nvrtc.host_build_probe().error());
+      return failure;
+    }
     std::vector<std::string> defines(program.defines().begin(), program.defines().end());
-    // __CUDA_ARCH__ as NVRTC defined it for this program (sm_90 without one).
-    const int cuda_arch = CudaArchValue(program.compiled().arch());
-    absl::StatusOr<std::string> unit =
-        BuildTranslationUnit(program.source(), defines, names, cuda_arch > 0 ? cuda_arch : 900);
+    // __CUDA_ARCH__ as NVRTC defined it for this program (sm_90 without one),
+    // where the compile stage sent no probe of NVRTC's macros (tests).
+    const int cuda_arch = CudaArchValue(compiled_by_nvrtc.arch());
+    absl::StatusOr<std::string> unit = BuildTranslationUnit(
+        program.source(), defines, names, cuda_arch > 0 ? cuda_arch : 900,
+        compiled_by_nvrtc.has_host_build_probe() ? &compiled_by_nvrtc.host_build_probe() : nullptr);
     if (!unit.ok()) return unit.status();
     absl::StatusOr<HostCompileResult> compiled = compiler.Compile(*unit);
     if (!compiled.ok()) return compiled.status();

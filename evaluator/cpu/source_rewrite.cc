@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "evaluator/plan/name_expression.h"
@@ -211,86 +212,6 @@ std::optional<std::string> RefusedHeader(std::string_view header) {
 
 }  // namespace
 
-std::string MaskCommentsAndLiterals(std::string_view source) {
-  std::string out(source);
-  const size_t n = source.size();
-  size_t i = 0;
-  auto blank = [&](size_t from, size_t to) {
-    for (size_t k = from; k < to && k < n; ++k) {
-      if (out[k] != '\n') out[k] = ' ';
-    }
-  };
-  while (i < n) {
-    const char c = source[i];
-    if (c == '/' && i + 1 < n && source[i + 1] == '/') {
-      size_t end = i;
-      while (end < n && source[end] != '\n') {
-        // A backslash before the newline continues the comment.
-        if (source[end] == '\\' && end + 1 < n && source[end + 1] == '\n') ++end;
-        ++end;
-      }
-      blank(i, end);
-      i = end;
-    } else if (c == '/' && i + 1 < n && source[i + 1] == '*') {
-      const size_t close = source.find("*/", i + 2);
-      const size_t end = close == std::string_view::npos ? n : close + 2;
-      blank(i, end);
-      i = end;
-    } else if (c == 'R' && i + 1 < n && source[i + 1] == '"' &&
-               (i == 0 || !IsIdentifierChar(source[i - 1]) ||
-                (i >= 1 && (source[i - 1] == 'u' || source[i - 1] == 'U' || source[i - 1] == 'L' ||
-                            source[i - 1] == '8')))) {
-      // Raw string R"delim( ... )delim".
-      const size_t open = source.find('(', i + 2);
-      if (open == std::string_view::npos) {
-        blank(i, n);
-        break;
-      }
-      const std::string closing =
-          absl::StrCat(")", std::string(source.substr(i + 2, open - (i + 2))), "\"");
-      const size_t close = source.find(closing, open + 1);
-      const size_t end = close == std::string_view::npos ? n : close + closing.size();
-      blank(i + 1, end);
-      i = end;
-    } else if (c == '"' || c == '\'') {
-      size_t end = i + 1;
-      while (end < n && source[end] != c && source[end] != '\n') {
-        if (source[end] == '\\' && end + 1 < n) ++end;
-        ++end;
-      }
-      if (end < n && source[end] == c) ++end;
-      blank(i, end);
-      i = end;
-    } else if (std::isdigit(static_cast<unsigned char>(c)) ||
-               (c == '.' && i + 1 < n && std::isdigit(static_cast<unsigned char>(source[i + 1])))) {
-      // A pp-number, with digit separators (1'000) and exponent signs.
-      size_t end = i + 1;
-      while (end < n) {
-        const char d = source[end];
-        // NOLINTNEXTLINE(bugprone-branch-clone): one branch per pp-number rule reads clearer
-        if (IsIdentifierChar(d) || d == '.') {
-          ++end;
-        } else if (d == '\'' && end + 1 < n && IsIdentifierChar(source[end + 1])) {
-          end += 2;
-        } else if ((d == '+' || d == '-') && (source[end - 1] == 'e' || source[end - 1] == 'E' ||
-                                              source[end - 1] == 'p' || source[end - 1] == 'P')) {
-          ++end;
-        } else {
-          break;
-        }
-      }
-      i = end;
-    } else if (IsIdentifierChar(c)) {
-      size_t end = i + 1;
-      while (end < n && IsIdentifierChar(source[end])) ++end;
-      i = end;
-    } else {
-      ++i;
-    }
-  }
-  return out;
-}
-
 // What inline PTX is written for has an intrinsic the emulation has
 // (sweep 4: ld.global.nc, %laneid and cp.async, each refused without a way on).
 constexpr std::string_view kInlineAssembly =
@@ -351,6 +272,17 @@ std::optional<std::string> FindUnsupportedFeature(std::string_view source) {
       best_feature = "dynamic parallelism (kernel launches from device code)";
     }
     break;
+  }
+  // The prelude's own names: a submission redefining KERNELEVAL_CPU_POISON_SHARED
+  // or KERNELEVAL_CPU_BRANCH_<i> would undo what they check (NVRTC has none
+  // of them, so only the host build would see the difference).
+  for (size_t pos = 0; pos < masked.size(); ++pos) {
+    if ((pos > 0 && IsIdentifierChar(masked[pos - 1])) || pos >= best_pos) continue;
+    if (absl::StartsWithIgnoreCase(absl::string_view(masked).substr(pos), "kerneleval_cpu")) {
+      best_pos = pos;
+      best_feature = "names starting with kerneleval_cpu, which are its own";
+      break;
+    }
   }
   // Libraries: the #include lines of CCCL and CUTLASS headers.
   for (const IncludeLine& include : FindIncludes(source, masked)) {
@@ -798,21 +730,153 @@ std::string WrapIncludes(std::string_view source, std::string_view file_name) {
   });
 }
 
+namespace {
+
+// Dynamic macros (each build has its own), and names the host build defines
+// itself for the submission's code.
+bool KeptOutOfTheView(std::string_view name, std::string_view expansion) {
+  // A function-like macro (or one standing for itself): only its being
+  // defined can differ, which only a directive can test (the branch check).
+  if (expansion == name) return true;
+  // nv/target's: the host build's headers need their own.
+  if (name.substr(0, 4) == "_NV_") return true;
+  // CUDA's keywords (__device__, __shared__, ...), which the prelude defines.
+  return expansion.find("__attribute__") != std::string_view::npos ||
+         expansion.find("_Pragma") != std::string_view::npos;
+}
+
+bool IsMacroName(std::string_view name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name.front()))) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+// A number or a string literal, which the host build may take as NVRTC's
+// value whatever it defines there.
+bool IsLiteralExpansion(std::string_view expansion) {
+  if (expansion.empty()) return false;
+  if (expansion.size() >= 2 && expansion.front() == '"' && expansion.back() == '"') return true;
+  if (!std::isdigit(static_cast<unsigned char>(expansion.front()))) return false;
+  for (char c : expansion) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '+' && c != '-' &&
+        c != '\'') {
+      return false;
+    }
+  }
+  return true;
+}
+
+// NVRTC's predefined macros for the submission's own code: `enter` saves
+// the host build's and defines NVRTC's, `leave` brings the host's back (for
+// the submission's #includes and the launchers). A literal value is NVRTC's
+// whatever the host defines (__cplusplus, __CUDA_ARCH__, the prelude's
+// INT_MAX); any other is NVRTC's where the host defines none.
+struct NvrtcView {
+  std::string enter;
+  std::string leave;
+};
+
+NvrtcView ViewOf(const v1::HostBuildProbe& probe) {
+  std::vector<std::pair<std::string, std::string>> macros(probe.predefined_macros().begin(),
+                                                          probe.predefined_macros().end());
+  std::sort(macros.begin(), macros.end());
+  NvrtcView view;
+  for (const auto& [name, expansion] : macros) {
+    if (KeptOutOfTheView(name, expansion) || !IsMacroName(name) ||
+        expansion.find_first_of("\r\n\\") != std::string::npos) {
+      continue;
+    }
+    absl::StrAppend(&view.enter, "#pragma push_macro(\"", name, "\")\n");
+    if (IsLiteralExpansion(expansion)) {
+      absl::StrAppend(&view.enter, "#undef ", name, "\n#define ", name, " ", expansion, "\n");
+    } else {
+      absl::StrAppend(&view.enter, "#ifndef ", name, "\n#define ", name, " ", expansion,
+                      "\n#endif\n");
+    }
+    absl::StrAppend(&view.leave, "#pragma pop_macro(\"", name, "\")\n");
+  }
+  return view;
+}
+
+// The submission (rewritten, same lines as `original`) with NVRTC's view
+// left around each #include, and at the start of each conditional branch
+// `#define KERNELEVAL_CPU_BRANCH_<i>` where NVRTC entered the branch, an
+// #error where it did not; then the #error of each branch NVRTC entered and
+// the host build did not. Line numbers stay the user's.
+absl::StatusOr<std::string> CheckedSubmission(std::string_view original, std::string_view text,
+                                              const v1::HostBuildProbe& probe,
+                                              const NvrtcView& view) {
+  const std::vector<source::ConditionalBranch> branches = source::FindConditionalBranches(text);
+  const std::vector<source::ConditionalBranch> as_submitted =
+      source::FindConditionalBranches(original);
+  bool same = branches.size() == as_submitted.size();
+  for (size_t i = 0; same && i < branches.size(); ++i) {
+    same = branches[i].line == as_submitted[i].line;
+  }
+  if (!same) {
+    return absl::InternalError(
+        "the CPU backend's source rewrites moved a conditional preprocessor directive");
+  }
+  std::vector<bool> taken(branches.size(), false);
+  for (uint32_t i : probe.branches_taken()) {
+    if (i >= branches.size()) {
+      return absl::InternalError("the preprocessor probe names a branch the source does not have");
+    }
+    taken[i] = true;
+  }
+  const std::string file = absl::StrCat(" \"", kSubmissionFileName, "\"");
+  std::string out = source::InstrumentConditionals(
+      text,
+      {.branch_start =
+           [&](size_t i, const source::ConditionalBranch& branch) {
+             if (taken[i]) return absl::StrCat("#define KERNELEVAL_CPU_BRANCH_", i, "\n");
+             return absl::StrCat(
+                 "#error \"line ", branch.line,
+                 ": NVRTC skips this preprocessor branch and the CPU backend's host build takes "
+                 "it: code that tells the two builds apart is refused\"\n");
+           },
+       .line_file = file,
+       .other = [&](const source::DirectiveLine& directive) -> std::optional<std::string> {
+         // The submission's headers are compiled as the host's (WrapIncludes).
+         if (directive.name != "include") return std::nullopt;
+         return absl::StrCat(view.leave, std::string(directive.text), "\n", view.enter, "#line ",
+                             directive.end_line + 1, file);
+       }});
+  if (!out.empty() && out.back() != '\n') out += '\n';
+  absl::StrAppend(&out, "#line 1 \"kerneleval-branch-check\"\n");
+  for (size_t i = 0; i < branches.size(); ++i) {
+    if (!taken[i]) continue;
+    absl::StrAppend(&out, "#ifndef KERNELEVAL_CPU_BRANCH_", i, "\n#error \"line ", branches[i].line,
+                    ": NVRTC takes this preprocessor branch and the CPU backend's host build "
+                    "skips it: code that tells the two builds apart is refused\"\n#endif\n");
+  }
+  return out;
+}
+
+}  // namespace
+
 absl::StatusOr<std::string> BuildTranslationUnit(std::string_view source,
                                                  const std::vector<std::string>& defines,
                                                  const std::vector<std::string>& kernel_names,
-                                                 int cuda_arch) {
+                                                 int cuda_arch, const v1::HostBuildProbe* probe) {
   // The submission cannot tell the correctness build from the timed one at
   // compile time (a red team's kernel ran a racy histogram only when timed).
   // Here, not at the prelude's end: a precompiled prelude does not carry the
   // #undef of a predefined macro.
   std::string tu = "#include \"kerneleval_cpu_prelude.h\"\n#undef __SANITIZE_THREAD__\n";
+  std::optional<NvrtcView> view;
+  if (probe != nullptr) {
+    // NVRTC's predefined macros, then the -D options as NVRTC takes them.
+    view = ViewOf(*probe);
+    tu += view->enter;
+  }
   for (const std::string& define : defines) {
     absl::StatusOr<std::string> line = DefineLine(define);
     if (!line.ok()) return line.status();
     absl::StrAppend(&tu, *line, "\n");
   }
-  if (cuda_arch > 0) {
+  if (cuda_arch > 0 && !view.has_value()) {
     // As NVRTC defines them: `#ifdef __CUDACC_RTC__ ... #else ... #endif`
     // gave the host build other code than the GPU's (a kernel writing
     // zeros under NVRTC and the right answer here passed, and a host static
@@ -823,8 +887,15 @@ absl::StatusOr<std::string> BuildTranslationUnit(std::string_view source,
   }
   absl::StrAppend(&tu, "#line 1 \"", kSubmissionFileName, "\"\n");
   std::string submission = RewriteCubIncludes(PoisonStaticShared(RewriteExternShared(source)));
-  tu += cuda_arch > 0 ? WrapIncludes(submission, kSubmissionFileName) : submission;
-  if (!source.empty() && source.back() != '\n') tu += '\n';
+  if (view.has_value()) {
+    absl::StatusOr<std::string> checked = CheckedSubmission(source, submission, *probe, *view);
+    if (!checked.ok()) return checked.status();
+    tu += *checked;
+    tu += view->leave;
+  } else {
+    tu += cuda_arch > 0 ? WrapIncludes(submission, kSubmissionFileName) : submission;
+    if (!source.empty() && source.back() != '\n') tu += '\n';
+  }
   absl::StrAppend(&tu, "#line 1 \"", kLaunchersFileName, "\"\n");
   constexpr char kExport[] = "extern \"C\" __attribute__((visibility(\"default\")))";
   absl::StrAppend(&tu, kExport,

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "evaluator/common/source_text.h"
+#include "kerneleval/v1/kerneleval.pb.h"
 
 namespace kerneleval::cpu {
 
@@ -19,9 +21,7 @@ inline constexpr char kSubmissionFileName[] = "submission.cu";
 // The file name of the generated launchers in diagnostics.
 inline constexpr char kLaunchersFileName[] = "kerneleval-launchers";
 
-// `source` with comments, string and character literals replaced by spaces;
-// newlines and every other character stay where they were (same length).
-std::string MaskCommentsAndLiterals(std::string_view source);
+using ::kerneleval::source::MaskCommentsAndLiterals;
 
 // The first construct the CPU backend cannot execute, as a sentence for the
 // user ("the CPU backend does not support inline PTX assembly (asm), line 12"),
@@ -73,10 +73,19 @@ absl::StatusOr<std::string> DefineLine(std::string_view define);
 // `#if __CUDA_ARCH__ >= 800` branch is the GPU's); every #include of the
 // submission is compiled without it (WrapIncludes): libcu++ and the toolkit
 // headers would take their device paths, PTX. 0: not defined.
+// With `probe` (NVRTC's view of the source, from the compile stage) the
+// submission's own code sees NVRTC's predefined macros instead (literal
+// values always NVRTC's: __cplusplus, __CUDA_ARCH__, __CUDACC_VER_MAJOR__;
+// others where the host build has none), `cuda_arch` is not used, and every
+// conditional preprocessor branch must be taken or skipped as NVRTC did: a
+// difference is an #error that names the line (a source telling the builds
+// apart, `#if __has_include(<unistd.h>)`, could give the GPU other code than
+// the CPU backend runs).
 absl::StatusOr<std::string> BuildTranslationUnit(std::string_view source,
                                                  const std::vector<std::string>& defines,
                                                  const std::vector<std::string>& kernel_names,
-                                                 int cuda_arch = 0);
+                                                 int cuda_arch = 0,
+                                                 const v1::HostBuildProbe* probe = nullptr);
 
 // __CUDA_ARCH__ for a target: "sm_90" and "sm_90a" 900, "sm_100f" 1000,
 // "compute_80" 800; 0 for anything else.

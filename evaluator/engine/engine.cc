@@ -596,6 +596,7 @@ absl::StatusOr<EngineImpl::Common> EngineImpl::Admit(const Request& request,
   }
   common.settings.run_timeout_seconds = options_.run_timeout_seconds;
   common.settings.reward_emulated_speed = options_.reward_emulated_speed;
+  common.settings.cpu_host_build_checks = options_.cpu_host_build_checks;
   common.settings.candidate_run_factor = options_.candidate_run_factor;
   common.settings.candidate_run_floor_seconds = options_.candidate_run_floor_seconds;
   common.settings.deadline = context.deadline;

@@ -89,6 +89,12 @@ struct EngineOptions {
   // every store (plain read-modify-writes of shared data lose updates, as on
   // a GPU; evaluator/cpu/README.md). Off: the plain build, where they pass.
   bool cpu_interleaved_runs = true;
+  // The CPU backend's host build sees the submission as NVRTC's preprocessor
+  // does: NVRTC's predefined macros, and every conditional branch taken or
+  // skipped as NVRTC did, else a compile failure (evaluator/compile/
+  // host_build_probe.h). Off only in tests of the defenses behind it, whose
+  // host code needs a gate between the builds.
+  bool cpu_host_build_checks = true;
   // [s] The CPU backend's limit on one host build of a program; 0 = its
   // default (CpuBackendOptions, 60 s).
   double cpu_compile_timeout_seconds = 0;

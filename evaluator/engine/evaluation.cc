@@ -214,6 +214,9 @@ absl::StatusOr<Preparation> Evaluation::PrepareCandidate(const v1::Submission& s
   // and Finish drops both from verdicts.
   job.want_cubin = backend_.name() == "cuda";
   job.want_ptx = backend_.name() == "cuda";
+  // The CPU backend's host build must see the source as NVRTC's preprocessor
+  // did (a red team's `#ifdef __CUDACC_VER_MAJOR__` gave the GPU zeros).
+  job.want_host_build_probe = backend_.name() == "cpu" && settings_.cpu_host_build_checks;
   absl::StatusOr<v1::CompileResult> compiled = compiler_.Compile(job);
   if (!compiled.ok()) {
     // Bad input to the compiler (oversize, forbidden option) is the
@@ -295,6 +298,7 @@ absl::StatusOr<Preparation> Evaluation::PrepareCandidate(const v1::Submission& s
     *verdict.mutable_compile() = program.program.compiled();
     verdict.mutable_compile()->clear_cubin();
     verdict.mutable_compile()->clear_ptx();
+    verdict.mutable_compile()->clear_host_build_probe();
     preparation.verdict = std::move(verdict);
     return preparation;
   };
@@ -367,6 +371,7 @@ absl::StatusOr<Preparation> Evaluation::PrepareCandidate(const v1::Submission& s
         *verdict.mutable_compile() = program.program.compiled();
         verdict.mutable_compile()->clear_cubin();
         verdict.mutable_compile()->clear_ptx();
+        verdict.mutable_compile()->clear_host_build_probe();
         preparation.verdict = std::move(verdict);
         return preparation;
       }
@@ -378,6 +383,7 @@ absl::StatusOr<Preparation> Evaluation::PrepareCandidate(const v1::Submission& s
     *summary = program.program.compiled();
     summary->clear_cubin();
     summary->clear_ptx();
+    summary->clear_host_build_probe();
     if (label != "reference") context.on_event(event);
   }
   preparation.program = std::move(program);
@@ -1277,6 +1283,7 @@ void Evaluation::Finish(v1::Verdict* verdict) const {
   // The CUBIN is large and of no use to a caller reading a verdict.
   verdict->mutable_compile()->clear_cubin();
   verdict->mutable_compile()->clear_ptx();
+  verdict->mutable_compile()->clear_host_build_probe();
 }
 
 }  // namespace kerneleval::engine

@@ -67,6 +67,8 @@ struct EvaluationSettings {
   bool skip_timing = false;
   // EngineOptions::reward_emulated_speed.
   bool reward_emulated_speed = true;
+  // EngineOptions::cpu_host_build_checks.
+  bool cpu_host_build_checks = true;
   double run_timeout_seconds = 20;
   // run_timeout_seconds is the request's limits.timeout_seconds: a
   // reference that cannot finish within it is the request's bad input.

@@ -327,5 +327,66 @@ TEST(BuildTranslationUnit, NvrtcMacrosForTheSubmissionNotItsIncludes) {
   EXPECT_EQ(unit->find("push_macro"), std::string::npos);
 }
 
+// With NVRTC's probe: its predefined macros for the submission's code (a
+// literal one always NVRTC's, any other where the host has none), its
+// #includes compiled as the host's, and each conditional branch marked as
+// NVRTC took it or refused where it did not; the lines stay the user's.
+TEST(BuildTranslationUnit, TheSubmissionPreprocessesAsUnderNvrtc) {
+  const std::string source =
+      "#include <cuda/std/limits>\n#if A\nint a;\n#elif B\nint b;\n#endif\nint c;\n";
+  v1::HostBuildProbe probe;
+  (*probe.mutable_predefined_macros())["__cplusplus"] = "201703L";
+  (*probe.mutable_predefined_macros())["__EDG_SIZE_TYPE__"] = "unsigned long";
+  (*probe.mutable_predefined_macros())["__device__"] = "__attribute__((device))";
+  (*probe.mutable_predefined_macros())["__has_builtin"] = "__has_builtin";
+  probe.add_branches_taken(1);
+  absl::StatusOr<std::string> unit = BuildTranslationUnit(source, {"-DN=4"}, {}, 900, &probe);
+  ASSERT_TRUE(unit.ok()) << unit.status();
+  const std::string enter =
+      "#pragma push_macro(\"__EDG_SIZE_TYPE__\")\n#ifndef __EDG_SIZE_TYPE__\n"
+      "#define __EDG_SIZE_TYPE__ unsigned long\n#endif\n"
+      "#pragma push_macro(\"__cplusplus\")\n#undef __cplusplus\n#define __cplusplus 201703L\n";
+  const std::string leave =
+      "#pragma pop_macro(\"__EDG_SIZE_TYPE__\")\n#pragma pop_macro(\"__cplusplus\")\n";
+  EXPECT_NE(unit->find("#undef __SANITIZE_THREAD__\n" + enter +
+                       "#define N 4\n#line 1 \"submission.cu\"\n" + leave +
+                       "#include <cuda/std/limits>\n" + enter +
+                       "#line 2 \"submission.cu\"\n"
+                       "#if A\n#error \"line 2: NVRTC skips this preprocessor branch"),
+            std::string::npos)
+      << *unit;
+  EXPECT_NE(
+      unit->find("#else\n#line 4 \"submission.cu\"\n#if B\n#define KERNELEVAL_CPU_BRANCH_1\n"
+                 "#line 5 \"submission.cu\"\nint b;\n#endif\n#endif\n#line 7 \"submission.cu\"\n"
+                 "int c;\n#line 1 \"kerneleval-branch-check\"\n#ifndef KERNELEVAL_CPU_BRANCH_1\n"
+                 "#error \"line 4: NVRTC takes this preprocessor branch"),
+      std::string::npos)
+      << *unit;
+  EXPECT_NE(unit->find("skips it: code that tells the two builds apart is refused\"\n#endif\n" +
+                       leave + "#line 1 \"kerneleval-launchers\""),
+            std::string::npos)
+      << *unit;
+  // Function-like and attribute macros are the host's; the old three
+  // macros are not defined apart.
+  EXPECT_EQ(unit->find("__has_builtin"), std::string::npos);
+  EXPECT_EQ(unit->find("__attribute__((device))"), std::string::npos);
+  EXPECT_EQ(unit->find("#define __CUDACC__ 1"), std::string::npos);
+
+  probe.add_branches_taken(5);
+  EXPECT_FALSE(BuildTranslationUnit(source, {}, {}, 900, &probe).ok());
+}
+
+TEST(FindUnsupportedFeature, ThePreludesOwnNamesAreRefused) {
+  for (const char* source : {"#define KERNELEVAL_CPU_BRANCH_0\n", "int x = kerneleval_cpu_y;\n",
+                             "#undef KERNELEVAL_CPU_POISON_SHARED\n"}) {
+    std::optional<std::string> refused = FindUnsupportedFeature(source);
+    ASSERT_TRUE(refused.has_value()) << source;
+    EXPECT_NE(refused->find("names starting with kerneleval_cpu"), std::string::npos) << *refused;
+  }
+  EXPECT_FALSE(
+      FindUnsupportedFeature("// kerneleval_cpu_cub.h emulates it\nint my_kerneleval_cpu;\n")
+          .has_value());
+}
+
 }  // namespace
 }  // namespace kerneleval::cpu
