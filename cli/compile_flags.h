@@ -33,7 +33,7 @@ inline absl::Status CheckCompileFlags(const std::string& arch,
 
 // NVRTC refused an option's value (e.g. --arch sm_999): the compile never
 // started. At the start of the log only: a submission's own "#error nvrtc:
-// error: ..." comes after NVRTC's "submission.cu(1): " and stays a failed
+// error: ..." comes after NVRTC's "kernel.cu(1): " and stays a failed
 // compile.
 inline bool NvrtcRefusedAnOption(const v1::CompileResult& result) {
   return !result.success() && result.kernels().empty() &&

@@ -27,6 +27,7 @@ namespace {
 // against the installed library).
 const std::vector<absl::string_view> kNvrtcPredefinedNames = {
     "__ARRAY_OPERATORS",
+    "__BASE_FILE__",  // "kernel.cu", which the host build names its file too
     "__ASSERT_STR_HELPER",
     "__CHAR16_T_AND_CHAR32_T",
     "__COMMON_FUNCTIONS_H__",

@@ -273,6 +273,13 @@ std::optional<std::string> FindUnsupportedFeature(std::string_view source) {
     }
     break;
   }
+  // The digraph `%:` for `#` (and `%:%:` for `##`): its directives are
+  // directives to both compilers, which the scans here (and the check of
+  // the conditional branches against NVRTC's) look for by their `#`.
+  if (const size_t digraph = masked.find("%:"); digraph < best_pos) {
+    best_pos = digraph;
+    best_feature = "the digraph %: (write #)";
+  }
   // The prelude's own names: a submission redefining KERNELEVAL_CPU_POISON_SHARED
   // or KERNELEVAL_CPU_BRANCH_<i> would undo what they check (NVRTC has none
   // of them, so only the host build would see the difference).

@@ -16,8 +16,9 @@
 
 namespace kerneleval::cpu {
 
-// The file name diagnostics of the user's code carry.
-inline constexpr char kSubmissionFileName[] = "submission.cu";
+// The file name diagnostics of the user's code carry: NVRTC's, so that
+// __FILE__ and __builtin_FILE() do not tell the builds apart.
+inline constexpr char kSubmissionFileName[] = "kernel.cu";
 // The file name of the generated launchers in diagnostics.
 inline constexpr char kLaunchersFileName[] = "kerneleval-launchers";
 
@@ -62,7 +63,7 @@ absl::StatusOr<std::string> DefineLine(std::string_view define);
 // The whole translation unit:
 //   #include "kerneleval_cpu_prelude.h"
 //   <defines>
-//   #line 1 "submission.cu"
+//   #line 1 "kernel.cu"
 //   <RewriteCubIncludes(PoisonStaticShared(RewriteExternShared(source)))>
 //   #line 1 "kerneleval-launchers"
 //   kerneleval_cpu_init, the kernel name table and kerneleval_cpu_launch_<i>

@@ -2,7 +2,7 @@
 //
 // Every submission is compiled by the host C++ compiler (g++ -std=c++20) as
 //   #include "kerneleval_cpu_prelude.h"
-//   #line 1 "submission.cu"
+//   #line 1 "kernel.cu"
 //   <the submission, with `extern __shared__` declarations rewritten>
 //   <one launcher per kernel named in the plan>
 // into a shared object that the runner process dlopen()s. This header maps
@@ -1867,7 +1867,7 @@ KERNELEVAL_CPU_UNCHECKED inline const char* UbsanFile(const UbsanLocation& locat
 }
 
 // The toolkit's headers, this prelude and the C++ library have absolute
-// paths; the submission is "submission.cu". Their code may convert or shift
+// paths; the submission is "kernel.cu". Their code may convert or shift
 // out of range and mend the result itself (cuda_fp16.hpp's host
 // conversions); only the submission's own is reported. (A `#line` naming an
 // absolute path hides the submission's from this check: it then gets x86's

@@ -1522,13 +1522,13 @@ __global__ void stage(const float* x, float* y, int offset, int bytes) {
   RunOk(MakeRequest(source, {stage_case(1, 4)}));
   const internal::RunFailure size = RunFails(MakeRequest(source, {stage_case(0, 12)}));
   EXPECT_EQ(size.stage(), "runtime");
-  EXPECT_NE(size.message().find("submission.cu:5: __pipeline_memcpy_async(dst, src, 12, 0): the "
+  EXPECT_NE(size.message().find("kernel.cu:5: __pipeline_memcpy_async(dst, src, 12, 0): the "
                                 "size must be 4, 8 or 16 bytes"),
             std::string::npos)
       << size.message();
   const internal::RunFailure aligned = RunFails(MakeRequest(source, {stage_case(1, 16)}));
   EXPECT_EQ(aligned.stage(), "runtime");
-  EXPECT_NE(aligned.message().find("submission.cu:5: misaligned access: __pipeline_memcpy_async of "
+  EXPECT_NE(aligned.message().find("kernel.cu:5: misaligned access: __pipeline_memcpy_async of "
                                    "16 bytes from 0x"),
             std::string::npos)
       << aligned.message();
@@ -2591,7 +2591,7 @@ TEST_F(CpuBackendTest, CompileErrorNamesTheUsersLine) {
       RunFails(MakeRequest(source, {MakeCase("c", 1, {Output("y", v1::DTYPE_F32, 32)},
                                              {Launch("broken", {1}, {32}, {Buf("y")})})}));
   EXPECT_EQ(failure.stage(), "compile");
-  EXPECT_NE(failure.message().find("submission.cu:3:"), std::string::npos) << failure.message();
+  EXPECT_NE(failure.message().find("kernel.cu:3:"), std::string::npos) << failure.message();
   EXPECT_NE(failure.message().find("undeclared_variable"), std::string::npos) << failure.message();
 }
 
@@ -2867,7 +2867,7 @@ __global__ void sum4(const float* x, float* y, int offset) {
   EXPECT_EQ(failure.stage(), "runtime");
   // Said with the submission's line and the access (a SIGILL without either
   // before 2026-12-05).
-  EXPECT_NE(failure.message().find("submission.cu:3: misaligned access: an access to 'const "
+  EXPECT_NE(failure.message().find("kernel.cu:3: misaligned access: an access to 'const "
                                    "struct float4' at address 0x"),
             std::string::npos)
       << failure.message();
@@ -2914,7 +2914,7 @@ __global__ void high_half(const int* x, int* y, int bits) {
   RunOk(MakeRequest(source, {shift_case("high_half", 63)}));
   const internal::RunFailure narrow = RunFails(MakeRequest(source, {shift_case("low_bits", 32)}));
   EXPECT_EQ(narrow.stage(), "runtime");
-  EXPECT_NE(narrow.message().find("submission.cu:3: a shift by 32 of a 32-bit value ('unsigned "
+  EXPECT_NE(narrow.message().find("kernel.cu:3: a shift by 32 of a 32-bit value ('unsigned "
                                   "int'): undefined in CUDA C++"),
             std::string::npos)
       << narrow.message();
@@ -2922,7 +2922,7 @@ __global__ void high_half(const int* x, int* y, int bits) {
       << narrow.message();
   const internal::RunFailure wide = RunFails(MakeRequest(source, {shift_case("high_half", 64)}));
   EXPECT_EQ(wide.stage(), "runtime");
-  EXPECT_NE(wide.message().find("submission.cu:6: a shift by 64 of a 64-bit value"),
+  EXPECT_NE(wide.message().find("kernel.cu:6: a shift by 64 of a 64-bit value"),
             std::string::npos)
       << wide.message();
   const internal::RunFailure negative = RunFails(MakeRequest(source, {shift_case("low_bits", -1)}));
@@ -2933,7 +2933,7 @@ __global__ void high_half(const int* x, int* y, int bits) {
   const char* header_source = R"(
 #line 1 "/usr/include/some_header.h"
 inline unsigned low_mask(int bits) { return (1u << bits) - 1u; }
-#line 4 "submission.cu"
+#line 4 "kernel.cu"
 __global__ void low_bits(const int* x, int* y, int bits) {
   y[threadIdx.x] = x[threadIdx.x] & static_cast<int>(low_mask(bits));
 }
@@ -2988,7 +2988,7 @@ __global__ void padded(const float* x, float* y) {
   EXPECT_EQ(shared.stage(), "runtime");
   // Which of threads 256-511 traps first is the interleaving's choice. The
   // column is the subscript's closing bracket (which of tile[r][c] it is).
-  constexpr std::string_view kWhere = "submission.cu:4:19: index ";
+  constexpr std::string_view kWhere = "kernel.cu:4:19: index ";
   const size_t where = shared.message().find(kWhere);
   ASSERT_NE(where, std::string::npos) << shared.message();
   const int index = std::atoi(shared.message().c_str() + where + kWhere.size());
@@ -3001,7 +3001,7 @@ __global__ void padded(const float* x, float* y) {
       << shared.message();
   const internal::RunFailure local = RunFails(MakeRequest(source, {window_case(5)}));
   EXPECT_EQ(local.stage(), "runtime");
-  EXPECT_NE(local.message().find("submission.cu:12:44: index 4 is out of bounds of an array of "
+  EXPECT_NE(local.message().find("kernel.cu:12:44: index 4 is out of bounds of an array of "
                                  "type 'float [4]'"),
             std::string::npos)
       << local.message();
@@ -3009,7 +3009,7 @@ __global__ void padded(const float* x, float* y) {
   const char* header_source = R"(
 #line 1 "/usr/include/some_header.h"
 inline float last_of(const float (&values)[4], int n) { return values[n]; }
-#line 4 "submission.cu"
+#line 4 "kernel.cu"
 __global__ void window(const float* x, float* y, int taps) {
   float w[5] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
   for (int k = 0; k < 4; ++k) w[k] = x[threadIdx.x + k];
@@ -3044,13 +3044,13 @@ __global__ void to_unsigned(const double* x, int* y, float scale) {
   const internal::RunFailure overflow =
       RunFails(MakeRequest(source, {convert_case("quantise", 1e12)}));
   EXPECT_EQ(overflow.stage(), "runtime");
-  EXPECT_NE(overflow.message().find("submission.cu:3: "), std::string::npos) << overflow.message();
+  EXPECT_NE(overflow.message().find("kernel.cu:3: "), std::string::npos) << overflow.message();
   EXPECT_NE(overflow.message().find("converted to 'int', which cannot hold it"), std::string::npos)
       << overflow.message();
   EXPECT_NE(overflow.message().find("__float2int_rz"), std::string::npos) << overflow.message();
   const internal::RunFailure narrow =
       RunFails(MakeRequest(source, {convert_case("to_unsigned", 1e6, v1::DTYPE_F64)}));
-  EXPECT_NE(narrow.message().find("submission.cu:9: "), std::string::npos) << narrow.message();
+  EXPECT_NE(narrow.message().find("kernel.cu:9: "), std::string::npos) << narrow.message();
   EXPECT_NE(narrow.message().find("converted to 'unsigned char'"), std::string::npos)
       << narrow.message();
 }
@@ -3140,7 +3140,7 @@ TEST_F(CpuBackendTest, PrepareBuildsWhatRunAndTimeWillLoad) {
   absl::StatusOr<PrepareReport> failed =
       backend_->Prepare(broken, internal::TimingRequest(), absl::InfiniteFuture());
   ASSERT_TRUE(failed.ok()) << failed.status();
-  EXPECT_NE(failed->failure.find("submission.cu:8:"), std::string::npos) << failed->failure;
+  EXPECT_NE(failed->failure.find("kernel.cu:8:"), std::string::npos) << failed->failure;
   const internal::RunFailure failure = RunFails(broken);
   EXPECT_EQ(failure.stage(), "compile");
   EXPECT_EQ(failure.message(), failed->failure);

@@ -281,7 +281,7 @@ TEST(BuildTranslationUnit, LinesMapToTheSubmission) {
   absl::StatusOr<std::string> unit = BuildTranslationUnit(source, {"-DN=4"}, {"a", "b"});
   ASSERT_TRUE(unit.ok()) << unit.status();
   EXPECT_EQ(unit->rfind("#include \"kerneleval_cpu_prelude.h\"\n", 0), 0u);
-  EXPECT_NE(unit->find("#define N 4\n#line 1 \"submission.cu\"\n" + source + "\n#line 1"),
+  EXPECT_NE(unit->find("#define N 4\n#line 1 \"kernel.cu\"\n" + source + "\n#line 1"),
             std::string::npos);
   EXPECT_NE(unit->find("kerneleval_cpu_launch_0(const kerneleval_cpu_launch* launch) { return "
                        "::kerneleval_cpu::detail::Launch<&a>(launch); }"),
@@ -311,13 +311,13 @@ TEST(BuildTranslationUnit, NvrtcMacrosForTheSubmissionNotItsIncludes) {
   ASSERT_TRUE(unit.ok()) << unit.status();
   EXPECT_NE(unit->find("#define __CUDA_ARCH__ 900\n#undef __CUDACC__\n#define __CUDACC__ 1\n"
                        "#undef __CUDACC_RTC__\n#define __CUDACC_RTC__ 1\n"
-                       "#line 1 \"submission.cu\"\n"
+                       "#line 1 \"kernel.cu\"\n"
                        "#pragma push_macro(\"__CUDA_ARCH__\")\n#undef __CUDA_ARCH__\n"
                        "#pragma push_macro(\"__CUDACC__\")\n#undef __CUDACC__\n"
                        "#pragma push_macro(\"__CUDACC_RTC__\")\n#undef __CUDACC_RTC__\n"
                        "#include <cuda/std/limits>\n#pragma pop_macro(\"__CUDA_ARCH__\")\n"
                        "#pragma pop_macro(\"__CUDACC__\")\n#pragma pop_macro(\"__CUDACC_RTC__\")\n"
-                       "#line 2 \"submission.cu\"\n#if __CUDA_ARCH__ >= 800\n"),
+                       "#line 2 \"kernel.cu\"\n#if __CUDA_ARCH__ >= 800\n"),
             std::string::npos)
       << *unit;
   unit = BuildTranslationUnit(source, {}, {}, 0);
@@ -348,16 +348,16 @@ TEST(BuildTranslationUnit, TheSubmissionPreprocessesAsUnderNvrtc) {
       "#pragma push_macro(\"__cplusplus\")\n#undef __cplusplus\n#define __cplusplus 201703L\n";
   const std::string leave =
       "#pragma pop_macro(\"__EDG_SIZE_TYPE__\")\n#pragma pop_macro(\"__cplusplus\")\n";
-  EXPECT_NE(unit->find("#undef __SANITIZE_THREAD__\n" + enter +
-                       "#define N 4\n#line 1 \"submission.cu\"\n" + leave +
-                       "#include <cuda/std/limits>\n" + enter +
-                       "#line 2 \"submission.cu\"\n"
-                       "#if A\n#error \"line 2: NVRTC skips this preprocessor branch"),
-            std::string::npos)
+  EXPECT_NE(
+      unit->find("#undef __SANITIZE_THREAD__\n" + enter + "#define N 4\n#line 1 \"kernel.cu\"\n" +
+                 leave + "#include <cuda/std/limits>\n" + enter +
+                 "#line 2 \"kernel.cu\"\n"
+                 "#if A\n#error \"line 2: NVRTC skips this preprocessor branch"),
+      std::string::npos)
       << *unit;
   EXPECT_NE(
-      unit->find("#else\n#line 4 \"submission.cu\"\n#if B\n#define KERNELEVAL_CPU_BRANCH_1\n"
-                 "#line 5 \"submission.cu\"\nint b;\n#endif\n#endif\n#line 7 \"submission.cu\"\n"
+      unit->find("#else\n#line 4 \"kernel.cu\"\n#if B\n#define KERNELEVAL_CPU_BRANCH_1\n"
+                 "#line 5 \"kernel.cu\"\nint b;\n#endif\n#endif\n#line 7 \"kernel.cu\"\n"
                  "int c;\n#line 1 \"kerneleval-branch-check\"\n#ifndef KERNELEVAL_CPU_BRANCH_1\n"
                  "#error \"line 4: NVRTC takes this preprocessor branch"),
       std::string::npos)
@@ -386,6 +386,18 @@ TEST(FindUnsupportedFeature, ThePreludesOwnNamesAreRefused) {
   EXPECT_FALSE(
       FindUnsupportedFeature("// kerneleval_cpu_cub.h emulates it\nint my_kerneleval_cpu;\n")
           .has_value());
+}
+
+// A directive written with the digraph %: is one to both compilers, which
+// the scans for `#` would miss (a `%:ifdef __GNUC__` gate).
+TEST(FindUnsupportedFeature, DigraphDirectivesAreRefused) {
+  std::optional<std::string> digraph =
+      FindUnsupportedFeature("int a;\n%:ifdef __GNUC__\n%:endif\n");
+  ASSERT_TRUE(digraph.has_value());
+  EXPECT_NE(digraph->find("the digraph %: (write #) (kernel.cu line 2)"), std::string::npos)
+      << *digraph;
+  EXPECT_FALSE(
+      FindUnsupportedFeature("int a = 5 % 3;  // %:\nconst char* s = \"%:\";\n").has_value());
 }
 
 }  // namespace
