@@ -178,6 +178,19 @@ std::vector<ConditionalBranch> FindConditionalBranches(std::string_view source) 
   return branches;
 }
 
+std::vector<Directive> FindDirectives(std::string_view source) {
+  std::vector<Directive> directives;
+  ForEachLogicalLine(source, [&](const LogicalLine& l) {
+    if (l.directive.empty()) return;
+    directives.push_back({.name = l.directive,
+                          .begin = l.begin,
+                          .end = l.end,
+                          .after_name = l.keyword + l.directive.size(),
+                          .line = l.line});
+  });
+  return directives;
+}
+
 std::string InstrumentConditionals(std::string_view source, const Instrumentation& how) {
   std::string out;
   out.reserve(source.size() * 2);

@@ -34,6 +34,18 @@ struct ConditionalBranch {
 // no backslash continues.
 std::vector<ConditionalBranch> FindConditionalBranches(std::string_view source);
 
+// A preprocessor directive of a source (not in a comment or a literal).
+struct Directive {
+  std::string_view name;  // "define", "if", ... (no '#')
+  size_t begin = 0;       // its logical line: [begin, end), continuations
+  size_t end = 0;         // included, up to its final line break
+  size_t after_name = 0;  // just past the name
+  int line = 0;           // its first line, 1-based
+};
+
+// Every directive of `source`, in order.
+std::vector<Directive> FindDirectives(std::string_view source);
+
 // A preprocessor directive other than a conditional one.
 struct DirectiveLine {
   std::string_view name;  // "include", "define", "line", ... (no '#')

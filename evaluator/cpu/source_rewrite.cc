@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -219,6 +220,106 @@ constexpr std::string_view kInlineAssembly =
     "(ld.global.nc), __pipeline_memcpy_async or cooperative_groups::memcpy_async (cp.async), "
     "threadIdx.x % 32 (%laneid), __fmaf_rn (fma.rn), __shfl_*_sync (shfl.sync)";
 
+namespace {
+
+// The first construct of `source` (`masked`: MaskCommentsAndLiterals) that
+// could tell NVRTC's build from the host build outside the directives whose
+// branches are checked against NVRTC's (BuildTranslationUnit): where it is
+// and what it is. Each of these passed sweep 8 as a gate (right code in the
+// host build, zeros under NVRTC).
+std::optional<std::pair<size_t, std::string>> FindBuildGate(std::string_view source,
+                                                            std::string_view masked) {
+  std::optional<std::pair<size_t, std::string>> first;
+  auto found = [&](size_t at, std::string what) {
+    if (!first.has_value() || at < first->first) first = std::pair{at, std::move(what)};
+  };
+  // Line splices: a name, a directive or a digraph split over two lines is
+  // whole to the compilers and not to these scans. Allowed only in the
+  // lines of a #define, after a blank or a bracket, brace, ';' or ','.
+  const std::vector<source::Directive> directives = source::FindDirectives(source);
+  size_t next_directive = 0;
+  for (size_t at = source.find('\n'); at != std::string_view::npos;
+       at = source.find('\n', at + 1)) {
+    size_t backslash = at;
+    if (backslash > 0 && source[backslash - 1] == '\r') --backslash;
+    if (backslash == 0 || source[backslash - 1] != '\\') continue;
+    --backslash;
+    while (next_directive < directives.size() && directives[next_directive].end < at) {
+      ++next_directive;
+    }
+    const bool in_define = next_directive < directives.size() &&
+                           directives[next_directive].begin <= backslash &&
+                           directives[next_directive].name == "define";
+    const char before = backslash > 0 ? source[backslash - 1] : '\n';
+    if (!in_define || std::string_view(" \t\n{}();,").find(before) == std::string_view::npos) {
+      found(backslash,
+            "line splices (a backslash ending a line) outside a #define, or right after a name, "
+            "number or operator");
+      break;
+    }
+  }
+  for (const source::Directive& directive : directives) {
+    if (directive.name != "define") continue;
+    // The # operator: a macro only one build defines, stringified, is a
+    // string both compile (`#__x86_64__`, `#__COUNTER__`).
+    size_t k = masked.find_first_not_of(" \t", directive.after_name);
+    while (k < directive.end && IsIdentifierChar(masked[k])) ++k;
+    if (k >= directive.end || masked[k] != '(') continue;  // object-like
+    const size_t close = masked.find(')', k);
+    for (size_t i = close + 1; close < directive.end && i < directive.end; ++i) {
+      if (masked[i] != '#') continue;
+      if (i + 1 < directive.end && masked[i + 1] == '#') {
+        ++i;  // ## pastes; a pasted name NVRTC lacks fails there
+        continue;
+      }
+      found(i, "the # operator (stringizing) in macros");
+      break;
+    }
+  }
+  // push_macro/pop_macro, as #pragma or _Pragma: they reach the host build's
+  // saved NVRTC macros.
+  for (std::string_view word : {"push_macro", "pop_macro"}) {
+    if (const size_t at = source.find(word); at != std::string_view::npos) {
+      found(at, "#pragma push_macro and pop_macro");
+    }
+  }
+  // Names reserved to the implementation (_CCCL_COMPILER, _NV_TARGET_*,
+  // _GLIBCXX_*): in code, the headers' configuration for each build.
+  // Conditional directives are checked against NVRTC's anyway; a #define's
+  // own name may be one (an include guard).
+  std::vector<std::pair<size_t, size_t>> allowed;  // [begin, end) where they may appear
+  for (const source::Directive& directive : directives) {
+    if (directive.name == "define") {
+      size_t k = masked.find_first_not_of(" \t", directive.after_name);
+      while (k < directive.end && IsIdentifierChar(masked[k])) ++k;
+      allowed.emplace_back(directive.begin, k);
+    } else {
+      allowed.emplace_back(directive.begin, directive.end);
+    }
+  }
+  size_t region = 0;
+  for (size_t i = 0; i + 1 < masked.size(); ++i) {
+    if (masked[i] != '_' || !std::isupper(static_cast<unsigned char>(masked[i + 1])) ||
+        (i > 0 && IsIdentifierChar(masked[i - 1]))) {
+      continue;
+    }
+    while (region < allowed.size() && allowed[region].second <= i) ++region;
+    const bool in_allowed = region < allowed.size() && allowed[region].first <= i;
+    size_t end = i;
+    while (end < masked.size() && IsIdentifierChar(masked[end])) ++end;
+    const std::string name(masked.substr(i, end - i));
+    if (!in_allowed && name != "_Pragma") {
+      found(i, absl::StrCat("names reserved to the implementation (", name,
+                            ": _ and a capital letter) outside #if and #ifdef"));
+      break;
+    }
+    i = end;
+  }
+  return first;
+}
+
+}  // namespace
+
 std::optional<std::string> FindUnsupportedFeature(std::string_view source) {
   const std::string masked = MaskCommentsAndLiterals(source);
   struct Rule {
@@ -252,6 +353,10 @@ std::optional<std::string> FindUnsupportedFeature(std::string_view source) {
       {"__isGridConstant", "address-space predicates (__isShared, __isGlobal, ...)"},
       {"__barrier_sync", "named barriers (__barrier_sync, __barrier_sync_count)"},
       {"__barrier_sync_count", "named barriers (__barrier_sync, __barrier_sync_count)"},
+      // Spelled by each compiler its own way ("const float*" against
+      // "const float *"): a gate between the builds (sweep 8).
+      {"__PRETTY_FUNCTION__", "__PRETTY_FUNCTION__ (write __func__)"},
+      {"__FUNCSIG__", "__FUNCSIG__ (write __func__)"},
   };
   size_t best_pos = std::string::npos;
   std::string best_feature;
@@ -272,6 +377,13 @@ std::optional<std::string> FindUnsupportedFeature(std::string_view source) {
       best_feature = "dynamic parallelism (kernel launches from device code)";
     }
     break;
+  }
+  // What could tell NVRTC's build from this one where the check of the
+  // conditional branches against NVRTC's preprocessor does not look (sweep 8).
+  if (std::optional<std::pair<size_t, std::string>> gate = FindBuildGate(source, masked);
+      gate.has_value() && gate->first < best_pos) {
+    best_pos = gate->first;
+    best_feature = std::move(gate->second);
   }
   // The digraph `%:` for `#` (and `%:%:` for `##`): its directives are
   // directives to both compilers, which the scans here (and the check of
@@ -571,12 +683,11 @@ std::vector<std::string> SharedMacroNames(std::string_view masked) {
     std::string_view replacement;
   };
   std::vector<Define> defines;
-  for (size_t line = 0; line < masked.size();) {
-    const size_t end = std::min(masked.find('\n', line), masked.size());
-    const auto directive = DirectiveOnLine(masked, line, end, "define");
-    line = end + 1;
-    if (!directive) continue;
-    const size_t k = masked.find_first_not_of(" \t", directive->second);
+  // Logical lines: a replacement may go on after a line splice.
+  for (const source::Directive& directive : source::FindDirectives(masked)) {
+    if (directive.name != "define") continue;
+    const size_t end = directive.end;
+    const size_t k = masked.find_first_not_of(" \t", directive.after_name);
     if (k >= end) continue;
     size_t name_end = k;
     while (name_end < end && IsIdentifierChar(masked[name_end])) ++name_end;
@@ -782,6 +893,7 @@ bool IsLiteralExpansion(std::string_view expansion) {
 struct NvrtcView {
   std::string enter;
   std::string leave;
+  absl::flat_hash_set<std::string> names;  // the macros it saves and defines
 };
 
 NvrtcView ViewOf(const v1::HostBuildProbe& probe) {
@@ -802,6 +914,7 @@ NvrtcView ViewOf(const v1::HostBuildProbe& probe) {
                       "\n#endif\n");
     }
     absl::StrAppend(&view.leave, "#pragma pop_macro(\"", name, "\")\n");
+    view.names.insert(name);
   }
   return view;
 }
@@ -833,6 +946,30 @@ absl::StatusOr<std::string> CheckedSubmission(std::string_view original, std::st
     taken[i] = true;
   }
   const std::string file = absl::StrCat(" \"", kSubmissionFileName, "\"");
+  // A #define or #undef of a macro of NVRTC's view before an #include:
+  // NVRTC keeps the submission's after the include, this build would take
+  // NVRTC's predefined one back (the view is entered again after each).
+  size_t last_include = 0;
+  for (const source::Directive& directive : source::FindDirectives(text)) {
+    if (directive.name == "include") last_include = directive.begin + 1;
+  }
+  auto redefined_view_macro = [&](const source::DirectiveLine& directive) -> std::string {
+    if (directive.name != "define" && directive.name != "undef") return "";
+    const size_t at = static_cast<size_t>(directive.text.data() - text.data());
+    if (at >= last_include) return "";
+    const size_t name_at = directive.text.find(directive.name) + directive.name.size();
+    size_t k = directive.text.find_first_not_of(" \t", name_at);
+    size_t end = k;
+    while (end < directive.text.size() &&
+           (std::isalnum(static_cast<unsigned char>(directive.text[end])) ||
+            directive.text[end] == '_')) {
+      ++end;
+    }
+    if (k >= end) return "";
+    const std::string name(directive.text.substr(k, end - k));
+    if (!view.names.contains(name)) return "";
+    return name;
+  };
   std::string out = source::InstrumentConditionals(
       text,
       {.branch_start =
@@ -845,6 +982,13 @@ absl::StatusOr<std::string> CheckedSubmission(std::string_view original, std::st
            },
        .line_file = file,
        .other = [&](const source::DirectiveLine& directive) -> std::optional<std::string> {
+         if (const std::string name = redefined_view_macro(directive); !name.empty()) {
+           return absl::StrCat("#error \"line ", directive.line, ": #", std::string(directive.name),
+                               " of ", name,
+                               ", which NVRTC predefines, before an #include: the CPU backend's "
+                               "host build cannot keep it across the include\"\n#line ",
+                               directive.end_line + 1, file);
+         }
          // The submission's headers are compiled as the host's (WrapIncludes).
          if (directive.name != "include") return std::nullopt;
          return absl::StrCat(view.leave, std::string(directive.text), "\n", view.enter, "#line ",

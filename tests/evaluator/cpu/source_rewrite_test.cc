@@ -388,6 +388,40 @@ TEST(FindUnsupportedFeature, ThePreludesOwnNamesAreRefused) {
           .has_value());
 }
 
+// What sweep 8 used as gates between the builds is refused (tests/exploits:
+// TellsTheBuildsApartWhereTheBranchCheckDoesNotLook); what honest kernels
+// write around it is not.
+TEST(FindUnsupportedFeature, GatesOutsideTheCheckedDirectivesButNotTheirNeighbours) {
+  const char* honest[] = {
+      "#define LOAD(p, i) \\\n  do { \\\n    (p)[i] = 0;\\\n  } while (0)\n",
+      "#define CAT_(a, b) a##b\n#define CAT(a, b) CAT_(a, b)\nint CAT(x, 1);\n",
+      "#ifndef _MY_KERNEL_H\n#define _MY_KERNEL_H\n#endif\n#if defined(_OPENMP)\n#endif\n",
+      "__global__ void k(float* x) {\n  _Pragma(\"unroll\") for (int i = 0; i < 4; ++i) x[i] = "
+      "0;\n}\n",
+      "const char* s = \"a\\\\\"; // a string ending in a backslash\n",
+  };
+  for (const char* source : honest) {
+    EXPECT_EQ(FindUnsupportedFeature(source), std::nullopt) << source;
+  }
+  const std::pair<const char*, const char*> refused[] = {
+      {"int x = 1;\\\nint y;\n", "line splices"},
+      {"#define A x\\\ny\n", "line splices"},
+      {"// comment \\\nint x;\n", "line splices"},
+      {"#define S(x) #x\n", "the # operator (stringizing)"},
+      {"#define S(...) #__VA_ARGS__\n", "the # operator (stringizing)"},
+      {"#pragma push_macro(\"X\")\n", "push_macro and pop_macro"},
+      {"#define X _LIBCUDACXX_VERSION\n",
+       "names reserved to the implementation (_LIBCUDACXX_VERSION"},
+      {"int v = _GLIBCXX_RELEASE;\n", "names reserved to the implementation (_GLIBCXX_RELEASE"},
+      {"const char* f = __PRETTY_FUNCTION__;\n", "__PRETTY_FUNCTION__"},
+  };
+  for (const auto& [source, why] : refused) {
+    std::optional<std::string> found = FindUnsupportedFeature(source);
+    ASSERT_TRUE(found.has_value()) << source;
+    EXPECT_NE(found->find(why), std::string::npos) << source << ": " << *found;
+  }
+}
+
 // A directive written with the digraph %: is one to both compilers, which
 // the scans for `#` would miss (a `%:ifdef __GNUC__` gate).
 TEST(FindUnsupportedFeature, DigraphDirectivesAreRefused) {
