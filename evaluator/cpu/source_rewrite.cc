@@ -850,8 +850,8 @@ std::string WrapIncludes(std::string_view source, std::string_view file_name) {
 
 namespace {
 
-// Dynamic macros (each build has its own), and names the host build defines
-// itself for the submission's code.
+// Whether NVRTC's macro `name` (expanding to `expansion`) stays the host
+// build's in the submission's code.
 bool KeptOutOfTheView(std::string_view name, std::string_view expansion) {
   // A function-like macro (or one standing for itself): only its being
   // defined can differ, which only a directive can test (the branch check).
