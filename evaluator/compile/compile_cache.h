@@ -19,7 +19,7 @@ namespace kerneleval::compile {
 // (NVRTC arguments, prelude handling, the standard-header shims in include/,
 // result post-processing).
 inline constexpr std::string_view kCompileSettingsVersion =
-    "kerneleval-compile-8";  // 8: logs without NUL bytes or a stray remark
+    "kerneleval-compile-9";  // 9: C++20 unless the submission names a --std
 
 struct CacheKeyInputs {
   std::string_view source;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "evaluator/compile/diagnostics.h"
 #include "evaluator/compile/kernel_info.h"
@@ -86,6 +87,14 @@ absl::StatusOr<std::string> NvrtcProgram::Cubin() const {
 std::vector<std::string> NvrtcArguments(const std::vector<std::string>& user_options,
                                         const std::string& arch, const NvrtcSettings& settings) {
   std::vector<std::string> args = user_options;
+  // C++20 unless the submission chose: the CPU backend's host build is C++20,
+  // and the language was a gate between the builds (sweep 9: `u8'a'` is a
+  // char8_t, a struct with a deleted constructor no aggregate, `a == b` also
+  // tried as `b == a` in C++20 only; each told g++'s build from NVRTC's).
+  if (std::none_of(args.begin(), args.end(),
+                   [](const std::string& arg) { return absl::StartsWith(arg, "--std="); })) {
+    args.emplace_back("--std=c++20");
+  }
   args.push_back(absl::StrCat("--gpu-architecture=", arch));
   // Registers, spills, stack and shared memory per kernel, into the log.
   if (!IsVirtualArch(arch)) args.push_back("--ptxas-options=-v");

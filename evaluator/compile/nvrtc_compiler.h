@@ -62,7 +62,8 @@ struct NvrtcSettings {
 };
 
 // The NVRTC arguments for already-checked user options (CheckUserOptions):
-// the user's, then -arch, --ptxas-options=-v (sm_XX only), the include
+// the user's, then --std=c++20 where they name no --std (NVRTC's own
+// default is C++17), -arch, --ptxas-options=-v (sm_XX only), the include
 // directories (toolkit, CCCL, kerneleval), --pre-include of the prelude
 // and, with a PCH directory, --pch --pch-dir=...
 std::vector<std::string> NvrtcArguments(const std::vector<std::string>& user_options,

@@ -917,6 +917,16 @@ class Worker {
       return failure;
     }
     const v1::CompileResult& compiled_by_nvrtc = program.compiled();
+    for (const std::string& option : compiled_by_nvrtc.options()) {
+      if (option == "--std=c++17") {
+        // The host build is C++20 (its prelude needs it): the language would
+        // differ between the builds, which a source can detect (sweep 9).
+        failure.set_message(
+            "the CPU backend compiles C++20 (its host build): submit without --std=c++17 "
+            "(kerneleval compiles C++20 by default)");
+        return failure;
+      }
+    }
     if (compiled_by_nvrtc.has_host_build_probe() &&
         !compiled_by_nvrtc.host_build_probe().error().empty()) {
       failure.set_message(compiled_by_nvrtc.host_build_probe().error());

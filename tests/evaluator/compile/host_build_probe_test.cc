@@ -58,7 +58,7 @@ TEST_F(HostBuildProbeTest, PredefinedMacrosAreNvrtcsForTheOptions) {
   EXPECT_EQ(Macro(plain, "__CUDACC_VER_MAJOR__"), major);
   EXPECT_EQ(Macro(plain, "__CUDACC_RTC__"), "1");
   EXPECT_EQ(Macro(plain, "__CUDA_ARCH__"), "900");
-  EXPECT_EQ(Macro(plain, "__cplusplus"), "201703L");
+  EXPECT_EQ(Macro(plain, "__cplusplus"), "202002L");  // kerneleval's default
   EXPECT_EQ(Macro(plain, "__USE_FAST_MATH__"), "0");
   EXPECT_EQ(Macro(plain, "M_PI"), "3.14159265358979323846");  // the prelude's
   // The host compiler's own, and the submission's -D, are not NVRTC's.
@@ -67,8 +67,8 @@ TEST_F(HostBuildProbeTest, PredefinedMacrosAreNvrtcsForTheOptions) {
   }
   EXPECT_TRUE(plain.branches_taken().empty());
 
-  const v1::HostBuildProbe other = Probe(kKernel, {"--std=c++20", "--use_fast_math"}, "sm_80");
-  EXPECT_EQ(Macro(other, "__cplusplus"), "202002L");
+  const v1::HostBuildProbe other = Probe(kKernel, {"--std=c++17", "--use_fast_math"}, "sm_80");
+  EXPECT_EQ(Macro(other, "__cplusplus"), "201703L");
   EXPECT_EQ(Macro(other, "__USE_FAST_MATH__"), "1");
   EXPECT_EQ(Macro(other, "__CUDA_ARCH__"), "800");
 }
