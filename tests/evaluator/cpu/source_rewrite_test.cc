@@ -414,6 +414,9 @@ TEST(FindUnsupportedFeature, GatesOutsideTheCheckedDirectivesButNotTheirNeighbou
        "names reserved to the implementation (_LIBCUDACXX_VERSION"},
       {"int v = _GLIBCXX_RELEASE;\n", "names reserved to the implementation (_GLIBCXX_RELEASE"},
       {"const char* f = __PRETTY_FUNCTION__;\n", "__PRETTY_FUNCTION__"},
+      {"#pragma GCC optimize(\"O0\")\n", "#pragma GCC and #pragma clang"},
+      {"_Pragma(\" GCC unroll 4\") int x;\n", "#pragma GCC and #pragma clang"},
+      {"__attribute__((optimize(\"O3\"))) void f();\n", "the optimize attribute"},
   };
   for (const auto& [source, why] : refused) {
     std::optional<std::string> found = FindUnsupportedFeature(source);
