@@ -133,13 +133,14 @@ struct LogicalLine {
   int line = 0;
   int end_line = 0;
   std::string_view directive;
+  size_t hash = 0;  // the directive's '#'
   size_t keyword = 0;
 };
 
-// Calls `visit(const LogicalLine&)` for each logical line of `source`.
+// Calls `visit(const LogicalLine&)` for each logical line of `source`
+// (`masked`: MaskCommentsAndLiterals(source)).
 template <class Visit>
-void ForEachLogicalLine(std::string_view source, Visit visit) {
-  const std::string masked = MaskCommentsAndLiterals(source);
+void ForEachLogicalLine(std::string_view source, std::string_view masked, Visit visit) {
   size_t start = 0;
   int line = 1;
   while (start < source.size()) {
@@ -151,6 +152,7 @@ void ForEachLogicalLine(std::string_view source, Visit visit) {
     logical.end_line = line + continued;
     size_t k = masked.find_first_not_of(" \t\f\v\r", start);
     if (k < logical.end && masked[k] == '#') {
+      logical.hash = k;
       k = masked.find_first_not_of(" \t\f\v\r", k + 1);
       size_t name_end = k;
       while (name_end < logical.end && IsIdentifierChar(masked[name_end])) ++name_end;
@@ -169,7 +171,7 @@ void ForEachLogicalLine(std::string_view source, Visit visit) {
 
 std::vector<ConditionalBranch> FindConditionalBranches(std::string_view source) {
   std::vector<ConditionalBranch> branches;
-  ForEachLogicalLine(source, [&](const LogicalLine& l) {
+  ForEachLogicalLine(source, MaskCommentsAndLiterals(source), [&](const LogicalLine& l) {
     if (!OpensBranch(l.directive)) return;
     branches.push_back({.line = l.line,
                         .end_line = l.end_line,
@@ -178,13 +180,14 @@ std::vector<ConditionalBranch> FindConditionalBranches(std::string_view source) 
   return branches;
 }
 
-std::vector<Directive> FindDirectives(std::string_view source) {
+std::vector<Directive> FindDirectives(std::string_view source, std::string_view masked) {
   std::vector<Directive> directives;
-  ForEachLogicalLine(source, [&](const LogicalLine& l) {
+  ForEachLogicalLine(source, masked, [&](const LogicalLine& l) {
     if (l.directive.empty()) return;
     directives.push_back({.name = l.directive,
                           .begin = l.begin,
                           .end = l.end,
+                          .hash = l.hash,
                           .after_name = l.keyword + l.directive.size(),
                           .line = l.line});
   });
@@ -197,7 +200,7 @@ std::string InstrumentConditionals(std::string_view source, const Instrumentatio
   size_t branch = 0;
   std::vector<int> elifs;  // per open group, the #elif written as #else #if
   auto line_directive = [&](int number) { return absl::StrCat("#line ", number, how.line_file); };
-  ForEachLogicalLine(source, [&](const LogicalLine& l) {
+  ForEachLogicalLine(source, MaskCommentsAndLiterals(source), [&](const LogicalLine& l) {
     const std::string_view text = source.substr(l.begin, l.end - l.begin);
     const ConditionalBranch here{.line = l.line,
                                  .end_line = l.end_line,

@@ -39,12 +39,14 @@ struct Directive {
   std::string_view name;  // "define", "if", ... (no '#')
   size_t begin = 0;       // its logical line: [begin, end), continuations
   size_t end = 0;         // included, up to its final line break
+  size_t hash = 0;        // its '#'
   size_t after_name = 0;  // just past the name
   int line = 0;           // its first line, 1-based
 };
 
-// Every directive of `source`, in order.
-std::vector<Directive> FindDirectives(std::string_view source);
+// Every directive of `source`, in order (`masked`:
+// MaskCommentsAndLiterals(source), which the caller usually has already).
+std::vector<Directive> FindDirectives(std::string_view source, std::string_view masked);
 
 // A preprocessor directive other than a conditional one.
 struct DirectiveLine {

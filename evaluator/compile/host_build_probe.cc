@@ -6,7 +6,6 @@
 #include <mutex>
 #include <optional>
 #include <random>
-#include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"

@@ -17,6 +17,14 @@ bool IsIdentifierChar(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$';
 }
 
+// A macro name: an identifier without '$'.
+bool IsMacroName(std::string_view name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name.front()))) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
 // Where the white space that ends at `end` of `text` begins.
 size_t SkipSpaceBackward(std::string_view text, size_t end) {
   while (end > 0 && std::isspace(static_cast<unsigned char>(text[end - 1]))) --end;
@@ -71,36 +79,16 @@ struct IncludeLine {
 // The #include directives of `source`, in order. `masked` is
 // MaskCommentsAndLiterals(source): a directive inside a comment is not one,
 // and a "quoted" header name is read from the source at the masked blanks.
-// The directive `#name` on the line [begin, end) of `masked` (white space
-// allowed before and after the '#'): where its '#' is and where `name`
-// ends; nullopt when the line is no such directive.
-std::optional<std::pair<size_t, size_t>> DirectiveOnLine(std::string_view masked, size_t begin,
-                                                         size_t end, std::string_view name) {
-  size_t k = masked.find_first_not_of(" \t", begin);
-  if (k >= end || masked[k] != '#') return std::nullopt;
-  const size_t hash = k;
-  k = masked.find_first_not_of(" \t", k + 1);
-  if (k >= end || masked.compare(k, name.size(), name) != 0) return std::nullopt;
-  return std::pair{hash, k + name.size()};
-}
-
 std::vector<IncludeLine> FindIncludes(std::string_view source, std::string_view masked) {
   std::vector<IncludeLine> includes;
-  size_t line_start = 0;
-  while (line_start < masked.size()) {
-    size_t line_end = masked.find('\n', line_start);
-    if (line_end == std::string_view::npos) line_end = masked.size();
-    if (const auto directive = DirectiveOnLine(masked, line_start, line_end, "include")) {
-      const size_t k = source.find_first_not_of(" \t", directive->second);
-      if (k < line_end && (source[k] == '<' || source[k] == '"')) {
-        const char close = source[k] == '<' ? '>' : '"';
-        const size_t stop = source.find(close, k + 1);
-        if (stop < line_end) {
-          includes.push_back({directive->first, line_end, source.substr(k + 1, stop - k - 1)});
-        }
-      }
+  for (const source::Directive& directive : source::FindDirectives(source, masked)) {
+    if (directive.name != "include") continue;
+    const size_t k = source.find_first_not_of(" \t", directive.after_name);
+    if (k >= directive.end || (source[k] != '<' && source[k] != '"')) continue;
+    const size_t stop = source.find(source[k] == '<' ? '>' : '"', k + 1);
+    if (stop < directive.end) {
+      includes.push_back({directive.hash, directive.end, source.substr(k + 1, stop - k - 1)});
     }
-    line_start = line_end + 1;
   }
   return includes;
 }
@@ -236,7 +224,7 @@ std::optional<std::pair<size_t, std::string>> FindBuildGate(std::string_view sou
   // Line splices: a name, a directive or a digraph split over two lines is
   // whole to the compilers and not to these scans. Allowed only in the
   // lines of a #define, after a blank or a bracket, brace, ';' or ','.
-  const std::vector<source::Directive> directives = source::FindDirectives(source);
+  const std::vector<source::Directive> directives = source::FindDirectives(source, masked);
   size_t next_directive = 0;
   for (size_t at = source.find('\n'); at != std::string_view::npos;
        at = source.find('\n', at + 1)) {
@@ -712,7 +700,7 @@ std::vector<std::string> SharedMacroNames(std::string_view masked) {
   };
   std::vector<Define> defines;
   // Logical lines: a replacement may go on after a line splice.
-  for (const source::Directive& directive : source::FindDirectives(masked)) {
+  for (const source::Directive& directive : source::FindDirectives(masked, masked)) {
     if (directive.name != "define") continue;
     const size_t end = directive.end;
     const size_t k = masked.find_first_not_of(" \t", directive.after_name);
@@ -827,10 +815,7 @@ absl::StatusOr<std::string> DefineLine(std::string_view define) {
   const size_t eq = body.find('=');
   const std::string_view name = body.substr(0, eq);
   const std::string_view value = eq == std::string_view::npos ? "1" : body.substr(eq + 1);
-  bool name_ok = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0]));
-  for (char c : name)
-    name_ok = name_ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
-  if (!name_ok || value.find_first_of("\r\n\\") != std::string_view::npos) {
+  if (!IsMacroName(name) || value.find_first_of("\r\n\\") != std::string_view::npos) {
     return absl::InvalidArgumentError(
         absl::StrCat("not a -DNAME=VALUE define: ", std::string(define)));
   }
@@ -889,13 +874,6 @@ bool KeptOutOfTheView(std::string_view name, std::string_view expansion) {
   // CUDA's keywords (__device__, __shared__, ...), which the prelude defines.
   return expansion.find("__attribute__") != std::string_view::npos ||
          expansion.find("_Pragma") != std::string_view::npos;
-}
-
-bool IsMacroName(std::string_view name) {
-  if (name.empty() || std::isdigit(static_cast<unsigned char>(name.front()))) return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-  });
 }
 
 // A number or a string literal, which the host build may take as NVRTC's
@@ -977,8 +955,9 @@ absl::StatusOr<std::string> CheckedSubmission(std::string_view original, std::st
   // A #define or #undef of a macro of NVRTC's view before an #include:
   // NVRTC keeps the submission's after the include, this build would take
   // NVRTC's predefined one back (the view is entered again after each).
-  size_t last_include = 0;
-  for (const source::Directive& directive : source::FindDirectives(text)) {
+  size_t last_include = 0;  // every #include counts, a computed one too
+  for (const source::Directive& directive :
+       source::FindDirectives(text, MaskCommentsAndLiterals(text))) {
     if (directive.name == "include") last_include = directive.begin + 1;
   }
   auto redefined_view_macro = [&](const source::DirectiveLine& directive) -> std::string {
