@@ -380,13 +380,13 @@ absl::StatusOr<v1::HostBuildProbe> ProbeHostBuild(const std::string& source,
     for (const auto& [name, text] : it->second) (*probe.mutable_predefined_macros())[name] = text;
   }
 
-  const std::vector<source::ConditionalBranch> branches = source::FindConditionalBranches(source);
-  if (branches.empty()) return probe;
   const std::string nonce = Nonce();
   bool line_directive = false;
+  size_t branches = 0;
   const std::string marked = source::InstrumentConditionals(
       source, {.branch_start =
                    [&](size_t index, const source::ConditionalBranch&) {
+                     ++branches;
                      return absl::StrCat("#pragma message(\"", BranchMarker(nonce, index), "\")\n");
                    },
                .line_file = "",
@@ -401,6 +401,7 @@ absl::StatusOr<v1::HostBuildProbe> ProbeHostBuild(const std::string& source,
     probe.set_error("the CPU backend does not support #line directives");
     return probe;
   }
+  if (branches == 0) return probe;  // nothing for NVRTC's front end to tell
   std::vector<std::string> options = user_options;
   options.emplace_back("-fdevice-syntax-only");
   absl::StatusOr<ProbeRun> run = RunNvrtc(marked, options, arch, settings, /*want_ptx=*/false);
@@ -411,7 +412,7 @@ absl::StatusOr<v1::HostBuildProbe> ProbeHostBuild(const std::string& source,
                      UserFacingLog(run->log, "").substr(0, 1000)));
     return probe;
   }
-  for (size_t i = 0; i < branches.size(); ++i) {
+  for (size_t i = 0; i < branches; ++i) {
     if (absl::StrContains(run->log, absl::StrCat("\"", BranchMarker(nonce, i), "\""))) {
       probe.add_branches_taken(static_cast<uint32_t>(i));
     }
