@@ -7,10 +7,12 @@
 #include <algorithm>
 #include <atomic>
 #include <boost/context/fiber.hpp>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -90,8 +92,10 @@ struct Globals {
   // launch (none: drawn per launch).
   bool store_points = true;
   std::optional<ThreadOrder> fixed_order;
-  // SetCaseSchedule: blocks taken with blockIdx.x slowest (GridJob).
+  // SetCaseSchedule: blocks taken with blockIdx.x slowest, or from the last
+  // (GridJob).
   bool x_slowest = false;
+  bool blocks_reversed = false;
   std::atomic<uint64_t> printed{0};
   std::atomic<uint64_t> heap_used{0};
   kerneleval_cpu_runtime table{};
@@ -239,9 +243,45 @@ struct GridJob {
   // grid's order is unchanged (a chained scan spinning on block x - 1 still
   // finds it run).
   bool x_slowest = false;
+  // Blocks are claimed from the last (SetCaseSchedule's cases 1, 5, 9, ...).
+  // A block that reads another's output with no flag or second launch
+  // between them, and is right only because the other block ran first,
+  // passed in index order: blocks ROWS apart in a 1-D grid, each scanning
+  // half a row, the second reading the first's last output once (sweep 6,
+  // x12; on a GPU both run at once). A block waiting for a lower block
+  // (a chained scan spinning on block x - 1's flag, right on a GPU, which
+  // dispatches blocks in index order) would wait for ever here, every
+  // thread holding such a block: after kStallBeforeRescue without progress
+  // the pool's rescuer claims blocks from the first up (RequestRescue).
+  bool blocks_reversed = false;
   uint64_t sequence = 0;  // launches so far in this process, this one's
   std::atomic<uint64_t> next_block{0};
+  // Reversed grids: blocks claimed from the last and, by the rescuer, from
+  // the first; and whether the rescuer was asked.
+  std::mutex claims;
+  uint64_t claimed_from_last = 0;
+  uint64_t claimed_from_first = 0;
+  std::atomic<bool> rescue_requested{false};
 };
+
+// GridJob::blocks_reversed: how long a block's threads may only spin or
+// yield, with no arrival anywhere in the block, before the rescuer starts.
+constexpr auto kStallBeforeRescue = std::chrono::milliseconds(20);
+
+// The next block of `job` for an executor, false when none is left; the
+// rescuer takes them from the first.
+bool ClaimBlock(GridJob& job, bool rescuer, uint64_t* block) {
+  if (!job.blocks_reversed) {
+    *block = job.next_block.fetch_add(1);
+    return *block < job.total_blocks;
+  }
+  std::lock_guard<std::mutex> lock(job.claims);
+  if (job.claimed_from_first + job.claimed_from_last >= job.total_blocks) return false;
+  *block = rescuer ? job.claimed_from_first++ : job.total_blocks - 1 - job.claimed_from_last++;
+  return true;
+}
+
+void RequestRescue(GridJob& job);
 
 // The interleaved build's per-thread state (kerneleval_cpu_abi.h): static
 // TLS of the process, at a fixed offset from every thread's pointer.
@@ -342,7 +382,7 @@ class alignas(kCacheLineBytes) BlockExecutor {
     arena.sequence = job.sequence;
   }
 
-  void RunBlock(const GridJob& job, uint64_t linear_block) {
+  void RunBlock(GridJob& job, uint64_t linear_block) {
     const kerneleval_cpu_launch& launch = *job.launch;
     job_ = &job;
     stacks_.Resize(job.stack_bytes);
@@ -387,6 +427,9 @@ class alignas(kCacheLineBytes) BlockExecutor {
     }
     yielded_.clear();
     spinning_.clear();
+    stall_arrivals_ = arrivals_;
+    stall_checks_ = 0;
+    stall_since_ = {};
     next_unstarted_ = 0;
     done_ = 0;
     at_barrier_ = 0;
@@ -428,10 +471,12 @@ class alignas(kCacheLineBytes) BlockExecutor {
       } else if (at_active_mask_ > 0 && RoundWithoutArrivals()) {
         ReleaseAllActiveMasks();
       } else if (!yielded_.empty()) {
+        if (job.blocks_reversed) CheckForStall();
         round_left_ -= std::min<size_t>(round_left_, yielded_.size());
         for (uint32_t t : yielded_) ready_.push_back(t);
         yielded_.clear();
       } else if (!spinning_.empty()) {
+        if (job.blocks_reversed) CheckForStall();
         if (round_left_ > 0) --round_left_;
         ready_.push_back(spinning_.front());
         spinning_.pop_front();
@@ -531,6 +576,29 @@ class alignas(kCacheLineBytes) BlockExecutor {
   void* DynamicShared() const { return dynamic_shared_; }
 
  private:
+  // GridJob::blocks_reversed: called whenever the scheduler has only
+  // yielded or spinning threads to run. After kStallBeforeRescue with no
+  // arrival in the block, asks for the rescuer, then sleeps a little at
+  // each look: the rescuer needs the core more than a block still waiting.
+  void CheckForStall() {
+    if (arrivals_ != stall_arrivals_) {
+      stall_arrivals_ = arrivals_;
+      stall_checks_ = 0;
+      stall_since_ = {};
+      return;
+    }
+    if (++stall_checks_ % 64 != 0) return;  // the clock costs more than a look
+    const auto now = std::chrono::steady_clock::now();
+    if (stall_since_ == std::chrono::steady_clock::time_point{}) {
+      stall_since_ = now;
+      return;
+    }
+    if (now - stall_since_ < kStallBeforeRescue) return;
+    RequestRescue(*job_);
+    const timespec pause{.tv_sec = 0, .tv_nsec = 20'000};  // [ns]
+    ::nanosleep(&pause, nullptr);
+  }
+
   enum State : uint8_t { kUnstarted, kRunning, kReady, kAtBarrier, kAtWarp, kAtActiveMask, kDone };
 
   struct Thread {
@@ -905,7 +973,7 @@ class alignas(kCacheLineBytes) BlockExecutor {
   bool on_thread_ = false;  // a block's thread runs (not the scheduler)
   LineVector<uint32_t> ready_;
   size_t ready_head_ = 0;
-  const GridJob* job_ = nullptr;
+  GridJob* job_ = nullptr;
   kerneleval_cpu_block_info info_{};
   uint32_t n_ = 0;
   uint32_t next_unstarted_ = 0;  // threads started so far (ThreadToStart maps them)
@@ -925,6 +993,11 @@ class alignas(kCacheLineBytes) BlockExecutor {
   uint64_t round_arrivals_ = 0;
   bool round_started_ = false;
   uint64_t settled_check_arrivals_ = 0;  // arrivals_ at ReleaseSettledActiveMasks' last look
+  // CheckForStall: arrivals_ when the stall began, looks since, and when the
+  // first timed look saw it (zero: not yet).
+  uint64_t stall_arrivals_ = 0;
+  uint32_t stall_checks_ = 0;
+  std::chrono::steady_clock::time_point stall_since_{};
   uint32_t current_ = kNone;
   uint32_t active_runner_ = kNone;   // thread being run by the fiber that runs threads in order
   boost::context::fiber scheduler_;  // RunBlock's continuation, while a fiber runs
@@ -944,13 +1017,10 @@ BlockExecutor& Executor() {
   return *tls_executor;
 }
 
-void RunBlocks(GridJob& job) {
+void RunBlocks(GridJob& job, bool rescuer = false) {
   BlockExecutor& executor = Executor();
   executor.PrepareLaunch(job);
-  for (uint64_t b = job.next_block.fetch_add(1); b < job.total_blocks;
-       b = job.next_block.fetch_add(1)) {
-    executor.RunBlock(job, b);
-  }
+  for (uint64_t b = 0; ClaimBlock(job, rescuer, &b);) executor.RunBlock(job, b);
 }
 
 // Signal handlers of this OS thread run on a stack of their own: a fault on
@@ -977,6 +1047,25 @@ class ThreadPool {
     for (unsigned index = 0; index < helpers; ++index) {
       threads_.emplace_back([this, index] { Loop(index); });
     }
+    threads_.emplace_back([this] { RescueLoop(); });
+  }
+
+  // GridJob::blocks_reversed: the rescuer claims `job`'s blocks from the
+  // first (once per job; the caller runs a block of it).
+  void Rescue(GridJob& job) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      rescue_job_ = &job;
+      ++rescues_running_;
+      ++rescue_generation_;
+    }
+    rescue_.notify_all();
+  }
+
+  // After a grid run on the calling thread: waits for its rescue, if any.
+  void WaitForRescue() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    finished_.wait(lock, [&] { return rescues_running_ == 0; });
   }
 
   // Runs `job` on up to `helpers` pool threads (no more than the pool has: a
@@ -988,7 +1077,7 @@ class ThreadPool {
   // CacheLineAllocator alone, 2 evaluations in 10 still had a process 12 %
   // slower than the other.
   void Run(GridJob& job, unsigned helpers) {
-    helpers = std::min(helpers, static_cast<unsigned>(threads_.size()));
+    helpers = std::min(helpers, static_cast<unsigned>(threads_.size() - 1));
     {
       std::lock_guard<std::mutex> lock(mutex_);
       job_ = &job;
@@ -998,7 +1087,7 @@ class ThreadPool {
     }
     start_.notify_all();
     std::unique_lock<std::mutex> lock(mutex_);
-    finished_.wait(lock, [&] { return running_ == 0; });
+    finished_.wait(lock, [&] { return running_ == 0 && rescues_running_ == 0; });
     job_ = nullptr;
   }
 
@@ -1020,17 +1109,44 @@ class ThreadPool {
     }
   }
 
+  [[noreturn]] void RescueLoop() {
+    UseAlternateSignalStack();
+    uint64_t seen = 0;
+    for (;;) {
+      GridJob* job;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        rescue_.wait(lock, [&] { return rescue_generation_ != seen; });
+        seen = rescue_generation_;
+        job = rescue_job_;
+      }
+      RunBlocks(*job, /*rescuer=*/true);
+      std::lock_guard<std::mutex> lock(mutex_);
+      rescue_job_ = nullptr;
+      if (--rescues_running_ == 0) finished_.notify_all();
+    }
+  }
+
   std::mutex mutex_;
   std::condition_variable start_;
   std::condition_variable finished_;
-  std::vector<std::thread> threads_;  // never joined: the runner process _exit()s
+  std::condition_variable rescue_;
+  // Never joined: the runner process _exit()s. The last is the rescuer.
+  std::vector<std::thread> threads_;
   GridJob* job_ = nullptr;
   unsigned helpers_ = 0;
   unsigned running_ = 0;
   uint64_t generation_ = 0;
+  GridJob* rescue_job_ = nullptr;
+  unsigned rescues_running_ = 0;
+  uint64_t rescue_generation_ = 0;
 };
 
 ThreadPool* pool = nullptr;
+
+void RequestRescue(GridJob& job) {
+  if (!job.rescue_requested.exchange(true)) pool->Rescue(job);
+}
 
 // ---- The C ABI.
 char launch_error[256];
@@ -1090,6 +1206,7 @@ const char* AbiRunGrid(const kerneleval_cpu_launch* launch, kerneleval_cpu_threa
   job.set_multiplier = globals->order_chooser() | 1;
   job.warps_run_ahead = !globals->store_points;  // the odd cases' schedule
   job.x_slowest = globals->x_slowest;
+  job.blocks_reversed = globals->blocks_reversed && job.total_blocks > 1;
   const uint64_t wanted = std::min<uint64_t>(globals->options.threads, job.total_blocks);
   // Not by `wanted`: a kernel with large local arrays passed on 2 cores and
   // overflowed its stack on 16.
@@ -1099,6 +1216,7 @@ const char* AbiRunGrid(const kerneleval_cpu_launch* launch, kerneleval_cpu_threa
                                        floor, std::max(kMaxFiberStackBytes, floor));
   if (wanted <= 1) {
     RunBlocks(job);
+    if (job.rescue_requested) pool->WaitForRescue();
   } else {
     pool->Run(job, static_cast<unsigned>(wanted));
   }
@@ -1225,7 +1343,8 @@ bool FindStackOverflow(uint64_t address, uint64_t* stack_bytes) {
 void SetCaseSchedule(size_t case_index) {
   if (!globals) return;
   globals->store_points = case_index % 2 == 0;
-  globals->x_slowest = case_index / 2 % 2 == 1;  // cases 2, 3, 6, 7, ...
+  globals->x_slowest = case_index / 2 % 2 == 1;    // cases 2, 3, 6, 7, ...
+  globals->blocks_reversed = case_index % 4 == 1;  // cases 1, 5, 9, ...
   if (globals->store_points) {
     globals->fixed_order.reset();
   } else {

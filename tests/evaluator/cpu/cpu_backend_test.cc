@@ -2226,6 +2226,70 @@ __global__ void namespace_scope_dynamic_shared(int* out) {
   EXPECT_EQ(out[5], 2 * 1024);
 }
 
+// Correctness runs take the blocks of cases 1, 5, 9, ... from the last: a
+// block reading another block's output with no flag, right only because
+// blocks ran in index order, reads it unwritten there (sweep 6, x12). A block
+// waiting for a lower block, as a chained scan does (right on a GPU, which
+// dispatches blocks in index order), still finishes: the pool's rescuer takes
+// blocks from the first once every thread holds a waiting block.
+TEST_F(CpuBackendTest, SomeCasesTakeBlocksFromTheLastAndBlocksWaitingForLowerOnesFinish) {
+  const char* source = R"(
+__global__ void zero(int* buffer, int n) {
+  for (int i = threadIdx.x; i < n; i += blockDim.x) buffer[i] = 0;
+}
+// Block b waits for block b - 1 and notes the order in which blocks started.
+__global__ void chain(int* flags, int* out, int* started) {
+  if (threadIdx.x != 0) return;
+  started[blockIdx.x] = atomicAdd(&started[64], 1);
+  int before = 0;
+  if (blockIdx.x > 0) {
+    while (atomicAdd(&flags[blockIdx.x - 1], 0) == 0) {}
+    __threadfence();
+    before = ((volatile int*)out)[blockIdx.x - 1];
+  }
+  out[blockIdx.x] = before + 1;
+  __threadfence();
+  atomicExch(&flags[blockIdx.x], 1);
+}
+// Block b reads what block b - 32 wrote, with no flag between them.
+__global__ void reads_without_waiting(int* written, int* read) {
+  if (threadIdx.x != 0) return;
+  written[blockIdx.x] = blockIdx.x + 1;
+  if (blockIdx.x >= 32) read[blockIdx.x] = ((volatile int*)written)[blockIdx.x - 32];
+}
+)";
+  std::vector<internal::Case> cases;
+  for (int c = 0; c < 4; ++c) {
+    cases.push_back(
+        MakeCase("c", 0,
+                 {Output("flags", v1::DTYPE_I32, 64), Output("out", v1::DTYPE_I32, 64),
+                  Output("started", v1::DTYPE_I32, 65), Output("written", v1::DTYPE_I32, 64),
+                  Output("read", v1::DTYPE_I32, 64)},
+                 {Launch("zero", {1}, {64}, {Buf("flags"), Int(64)}),
+                  Launch("zero", {1}, {64}, {Buf("started"), Int(65)}),
+                  Launch("zero", {1}, {64}, {Buf("written"), Int(64)}),
+                  Launch("chain", {64}, {32}, {Buf("flags"), Buf("out"), Buf("started")}),
+                  Launch("reads_without_waiting", {64}, {32}, {Buf("written"), Buf("read")})}));
+  }
+  const internal::RunResult result = RunOk(MakeRequest(source, cases));
+  ASSERT_EQ(result.cases_size(), 4);
+  std::vector<int32_t> counts(64);
+  for (int b = 0; b < 64; ++b) counts[b] = b + 1;
+  for (int c = 0; c < 4; ++c) {
+    EXPECT_EQ(Values<int32_t>(result.cases(c).outputs(1)), counts) << "case " << c;
+    const auto started = Values<int32_t>(result.cases(c).outputs(2));
+    const auto read = Values<int32_t>(result.cases(c).outputs(4));
+    int unwritten = 0;
+    for (int b = 32; b < 64; ++b) unwritten += read[b] == 0;
+    if (c == 1) {
+      EXPECT_LT(started[63], started[0]) << "case 1 took block 0 before block 63";
+      EXPECT_GT(unwritten, 0) << "every block read its partner's value in case 1";
+    } else {
+      EXPECT_LT(started[0], started[63]) << "case " << c << " took block 63 before block 0";
+    }
+  }
+}
+
 TEST_F(CpuBackendTest, HalfAndVectorTypes) {
   const char* source = R"(
 #include <cuda_fp16.h>
@@ -2922,8 +2986,7 @@ __global__ void high_half(const int* x, int* y, int bits) {
       << narrow.message();
   const internal::RunFailure wide = RunFails(MakeRequest(source, {shift_case("high_half", 64)}));
   EXPECT_EQ(wide.stage(), "runtime");
-  EXPECT_NE(wide.message().find("kernel.cu:6: a shift by 64 of a 64-bit value"),
-            std::string::npos)
+  EXPECT_NE(wide.message().find("kernel.cu:6: a shift by 64 of a 64-bit value"), std::string::npos)
       << wide.message();
   const internal::RunFailure negative = RunFails(MakeRequest(source, {shift_case("low_bits", -1)}));
   EXPECT_NE(negative.message().find("a shift by -1 of"), std::string::npos) << negative.message();
