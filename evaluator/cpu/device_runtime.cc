@@ -12,7 +12,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -251,21 +250,24 @@ struct GridJob {
   // x12; on a GPU both run at once). A block waiting for a lower block
   // (a chained scan spinning on block x - 1's flag, right on a GPU, which
   // dispatches blocks in index order) would wait for ever here, every
-  // thread holding such a block: after kStallBeforeRescue without progress
-  // the pool's rescuer claims blocks from the first up (RequestRescue).
+  // thread holding such a block: when no block has ended for
+  // kStallBeforeRescue, the pool's rescuer claims blocks from the first up
+  // (ThreadPool::Run).
   bool blocks_reversed = false;
   uint64_t sequence = 0;  // launches so far in this process, this one's
   std::atomic<uint64_t> next_block{0};
   // Reversed grids: blocks claimed from the last and, by the rescuer, from
-  // the first; and whether the rescuer was asked.
+  // the first, and blocks ended.
   std::mutex claims;
   uint64_t claimed_from_last = 0;
   uint64_t claimed_from_first = 0;
-  std::atomic<bool> rescue_requested{false};
+  std::atomic<uint64_t> blocks_ended{0};
 };
 
-// GridJob::blocks_reversed: how long a block's threads may only spin or
-// yield, with no arrival anywhere in the block, before the rescuer starts.
+// GridJob::blocks_reversed: how long a grid may go without a block ending
+// before the rescuer starts. Measured by the runner's thread, which waits
+// for the pool: a block may wait in a loop that never enters the scheduler
+// (`cuda::atomic_ref::load`, `__ldcg`).
 constexpr auto kStallBeforeRescue = std::chrono::milliseconds(20);
 
 // The next block of `job` for an executor, false when none is left; the
@@ -280,8 +282,6 @@ bool ClaimBlock(GridJob& job, bool rescuer, uint64_t* block) {
   *block = rescuer ? job.claimed_from_first++ : job.total_blocks - 1 - job.claimed_from_last++;
   return true;
 }
-
-void RequestRescue(GridJob& job);
 
 // The interleaved build's per-thread state (kerneleval_cpu_abi.h): static
 // TLS of the process, at a fixed offset from every thread's pointer.
@@ -382,7 +382,7 @@ class alignas(kCacheLineBytes) BlockExecutor {
     arena.sequence = job.sequence;
   }
 
-  void RunBlock(GridJob& job, uint64_t linear_block) {
+  void RunBlock(const GridJob& job, uint64_t linear_block) {
     const kerneleval_cpu_launch& launch = *job.launch;
     job_ = &job;
     stacks_.Resize(job.stack_bytes);
@@ -427,9 +427,6 @@ class alignas(kCacheLineBytes) BlockExecutor {
     }
     yielded_.clear();
     spinning_.clear();
-    stall_arrivals_ = arrivals_;
-    stall_checks_ = 0;
-    stall_since_ = {};
     next_unstarted_ = 0;
     done_ = 0;
     at_barrier_ = 0;
@@ -471,12 +468,10 @@ class alignas(kCacheLineBytes) BlockExecutor {
       } else if (at_active_mask_ > 0 && RoundWithoutArrivals()) {
         ReleaseAllActiveMasks();
       } else if (!yielded_.empty()) {
-        if (job.blocks_reversed) CheckForStall();
         round_left_ -= std::min<size_t>(round_left_, yielded_.size());
         for (uint32_t t : yielded_) ready_.push_back(t);
         yielded_.clear();
       } else if (!spinning_.empty()) {
-        if (job.blocks_reversed) CheckForStall();
         if (round_left_ > 0) --round_left_;
         ready_.push_back(spinning_.front());
         spinning_.pop_front();
@@ -576,29 +571,6 @@ class alignas(kCacheLineBytes) BlockExecutor {
   void* DynamicShared() const { return dynamic_shared_; }
 
  private:
-  // GridJob::blocks_reversed: called whenever the scheduler has only
-  // yielded or spinning threads to run. After kStallBeforeRescue with no
-  // arrival in the block, asks for the rescuer, then sleeps a little at
-  // each look: the rescuer needs the core more than a block still waiting.
-  void CheckForStall() {
-    if (arrivals_ != stall_arrivals_) {
-      stall_arrivals_ = arrivals_;
-      stall_checks_ = 0;
-      stall_since_ = {};
-      return;
-    }
-    if (++stall_checks_ % 64 != 0) return;  // the clock costs more than a look
-    const auto now = std::chrono::steady_clock::now();
-    if (stall_since_ == std::chrono::steady_clock::time_point{}) {
-      stall_since_ = now;
-      return;
-    }
-    if (now - stall_since_ < kStallBeforeRescue) return;
-    RequestRescue(*job_);
-    const timespec pause{.tv_sec = 0, .tv_nsec = 20'000};  // [ns]
-    ::nanosleep(&pause, nullptr);
-  }
-
   enum State : uint8_t { kUnstarted, kRunning, kReady, kAtBarrier, kAtWarp, kAtActiveMask, kDone };
 
   struct Thread {
@@ -973,7 +945,7 @@ class alignas(kCacheLineBytes) BlockExecutor {
   bool on_thread_ = false;  // a block's thread runs (not the scheduler)
   LineVector<uint32_t> ready_;
   size_t ready_head_ = 0;
-  GridJob* job_ = nullptr;
+  const GridJob* job_ = nullptr;
   kerneleval_cpu_block_info info_{};
   uint32_t n_ = 0;
   uint32_t next_unstarted_ = 0;  // threads started so far (ThreadToStart maps them)
@@ -993,11 +965,6 @@ class alignas(kCacheLineBytes) BlockExecutor {
   uint64_t round_arrivals_ = 0;
   bool round_started_ = false;
   uint64_t settled_check_arrivals_ = 0;  // arrivals_ at ReleaseSettledActiveMasks' last look
-  // CheckForStall: arrivals_ when the stall began, looks since, and when the
-  // first timed look saw it (zero: not yet).
-  uint64_t stall_arrivals_ = 0;
-  uint32_t stall_checks_ = 0;
-  std::chrono::steady_clock::time_point stall_since_{};
   uint32_t current_ = kNone;
   uint32_t active_runner_ = kNone;   // thread being run by the fiber that runs threads in order
   boost::context::fiber scheduler_;  // RunBlock's continuation, while a fiber runs
@@ -1020,7 +987,16 @@ BlockExecutor& Executor() {
 void RunBlocks(GridJob& job, bool rescuer = false) {
   BlockExecutor& executor = Executor();
   executor.PrepareLaunch(job);
-  for (uint64_t b = 0; ClaimBlock(job, rescuer, &b);) executor.RunBlock(job, b);
+  for (uint64_t b = 0; ClaimBlock(job, rescuer, &b);) {
+    executor.RunBlock(job, b);
+    if (job.blocks_reversed) job.blocks_ended.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+// Whether a block of a reversed grid is still unclaimed.
+bool BlocksUnclaimed(GridJob& job) {
+  std::lock_guard<std::mutex> lock(job.claims);
+  return job.claimed_from_first + job.claimed_from_last < job.total_blocks;
 }
 
 // Signal handlers of this OS thread run on a stack of their own: a fault on
@@ -1050,24 +1026,6 @@ class ThreadPool {
     threads_.emplace_back([this] { RescueLoop(); });
   }
 
-  // GridJob::blocks_reversed: the rescuer claims `job`'s blocks from the
-  // first (once per job; the caller runs a block of it).
-  void Rescue(GridJob& job) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      rescue_job_ = &job;
-      ++rescues_running_;
-      ++rescue_generation_;
-    }
-    rescue_.notify_all();
-  }
-
-  // After a grid run on the calling thread: waits for its rescue, if any.
-  void WaitForRescue() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    finished_.wait(lock, [&] { return rescues_running_ == 0; });
-  }
-
   // Runs `job` on up to `helpers` pool threads (no more than the pool has: a
   // runtime installed again with more threads gets no new ones) while the
   // calling thread waits. When it ran blocks too, its data (heap, and the
@@ -1087,7 +1045,26 @@ class ThreadPool {
     }
     start_.notify_all();
     std::unique_lock<std::mutex> lock(mutex_);
-    finished_.wait(lock, [&] { return running_ == 0 && rescues_running_ == 0; });
+    const auto finished = [&] { return running_ == 0 && rescues_running_ == 0; };
+    if (!job.blocks_reversed) {
+      finished_.wait(lock, finished);
+    } else {
+      // GridJob::blocks_reversed: a grid where no block ended for
+      // kStallBeforeRescue while blocks are still unclaimed gets the rescuer.
+      bool rescued = false;
+      uint64_t ended = 0;
+      while (!finished_.wait_for(lock, kStallBeforeRescue, finished)) {
+        const uint64_t now_ended = job.blocks_ended.load(std::memory_order_relaxed);
+        if (!rescued && now_ended == ended && BlocksUnclaimed(job)) {
+          rescued = true;
+          rescue_job_ = &job;
+          ++rescues_running_;
+          ++rescue_generation_;
+          rescue_.notify_all();
+        }
+        ended = now_ended;
+      }
+    }
     job_ = nullptr;
   }
 
@@ -1143,10 +1120,6 @@ class ThreadPool {
 };
 
 ThreadPool* pool = nullptr;
-
-void RequestRescue(GridJob& job) {
-  if (!job.rescue_requested.exchange(true)) pool->Rescue(job);
-}
 
 // ---- The C ABI.
 char launch_error[256];
@@ -1214,9 +1187,9 @@ const char* AbiRunGrid(const kerneleval_cpu_launch* launch, kerneleval_cpu_threa
   const size_t floor = globals->options.fiber_stack_bytes;
   job.stack_bytes = std::clamp<size_t>(kFiberStackBudgetBytes / (block_threads * sharing_blocks),
                                        floor, std::max(kMaxFiberStackBytes, floor));
-  if (wanted <= 1) {
+  // A reversed grid always goes to the pool: this thread watches it.
+  if (wanted <= 1 && !job.blocks_reversed) {
     RunBlocks(job);
-    if (job.rescue_requested) pool->WaitForRescue();
   } else {
     pool->Run(job, static_cast<unsigned>(wanted));
   }
@@ -1285,8 +1258,9 @@ const kerneleval_cpu_runtime* InstallDeviceRuntime(const DeviceRuntimeOptions& o
   if (globals->options.threads == 0) globals->options.threads = 1;
   globals->on_fatal = on_fatal;
   // Lives until the process ends. A grid of one block runs on the calling
-  // thread, any other on `threads` pool threads.
-  if (!pool) pool = new ThreadPool(globals->options.threads > 1 ? globals->options.threads : 0);
+  // thread, any other on up to `threads` pool threads (a grid that takes
+  // blocks from the last on one of them at least), and the rescuer.
+  if (!pool) pool = new ThreadPool(globals->options.threads);
   kerneleval_cpu_runtime& t = globals->table;
   t.abi_version = KERNELEVAL_CPU_ABI_VERSION;
   t.size = sizeof(kerneleval_cpu_runtime);

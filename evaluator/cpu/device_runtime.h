@@ -102,7 +102,10 @@ bool FindStackOverflow(uint64_t address, uint64_t* stack_bytes);
 // the default (store points, drawn order); call between grids. Cases 2, 3,
 // 6, 7, ... take a grid's blocks with blockIdx.x slowest, so blocks of one
 // x (a split-K row's parts) run side by side and their plain `+=` on one
-// output races as on a GPU (sweep 6).
+// output races as on a GPU (sweep 6). Cases 1, 5, 9, ... take them from the
+// last block (a block reading another's output without waiting reads it
+// unwritten; one waiting for a lower block is run to the end by the pool's
+// rescuer).
 void SetCaseSchedule(size_t case_index);
 
 }  // namespace kerneleval::cpu

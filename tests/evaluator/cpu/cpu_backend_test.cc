@@ -2232,8 +2232,9 @@ __global__ void namespace_scope_dynamic_shared(int* out) {
 // waiting for a lower block, as a chained scan does (right on a GPU, which
 // dispatches blocks in index order), still finishes: the pool's rescuer takes
 // blocks from the first once every thread holds a waiting block.
-TEST_F(CpuBackendTest, SomeCasesTakeBlocksFromTheLastAndBlocksWaitingForLowerOnesFinish) {
-  const char* source = R"(
+// Kernels for SomeCasesTakeBlocksFromTheLast...: blocks waiting for lower
+// blocks, and blocks reading a higher block's output without waiting.
+constexpr char kBlocksAcrossTheGrid[] = R"(
 __global__ void zero(int* buffer, int n) {
   for (int i = threadIdx.x; i < n; i += blockDim.x) buffer[i] = 0;
 }
@@ -2251,6 +2252,19 @@ __global__ void chain(int* flags, int* out, int* started) {
   __threadfence();
   atomicExch(&flags[blockIdx.x], 1);
 }
+// The same wait in a loop that never enters the runtime's scheduler.
+__global__ void chain_polling_ldcg(int* flags, int* out) {
+  if (threadIdx.x != 0) return;
+  int before = 0;
+  if (blockIdx.x > 0) {
+    while (__ldcg(&flags[blockIdx.x - 1]) == 0) {}
+    __threadfence();
+    before = __ldcg(&out[blockIdx.x - 1]);
+  }
+  out[blockIdx.x] = before + 1;
+  __threadfence();
+  atomicExch(&flags[blockIdx.x], 1);
+}
 // Block b reads what block b - 32 wrote, with no flag between them.
 __global__ void reads_without_waiting(int* written, int* read) {
   if (threadIdx.x != 0) return;
@@ -2258,25 +2272,37 @@ __global__ void reads_without_waiting(int* written, int* read) {
   if (blockIdx.x >= 32) read[blockIdx.x] = ((volatile int*)written)[blockIdx.x - 32];
 }
 )";
+
+// Cases 0-3 of kBlocksAcrossTheGrid's kernels, 64 blocks each.
+std::vector<internal::Case> BlocksAcrossTheGridCases() {
   std::vector<internal::Case> cases;
   for (int c = 0; c < 4; ++c) {
     cases.push_back(
         MakeCase("c", 0,
                  {Output("flags", v1::DTYPE_I32, 64), Output("out", v1::DTYPE_I32, 64),
                   Output("started", v1::DTYPE_I32, 65), Output("written", v1::DTYPE_I32, 64),
-                  Output("read", v1::DTYPE_I32, 64)},
+                  Output("read", v1::DTYPE_I32, 64), Output("flags2", v1::DTYPE_I32, 64),
+                  Output("out2", v1::DTYPE_I32, 64)},
                  {Launch("zero", {1}, {64}, {Buf("flags"), Int(64)}),
+                  Launch("zero", {1}, {64}, {Buf("flags2"), Int(64)}),
                   Launch("zero", {1}, {64}, {Buf("started"), Int(65)}),
                   Launch("zero", {1}, {64}, {Buf("written"), Int(64)}),
                   Launch("chain", {64}, {32}, {Buf("flags"), Buf("out"), Buf("started")}),
-                  Launch("reads_without_waiting", {64}, {32}, {Buf("written"), Buf("read")})}));
+                  Launch("reads_without_waiting", {64}, {32}, {Buf("written"), Buf("read")}),
+                  Launch("chain_polling_ldcg", {64}, {32}, {Buf("flags2"), Buf("out2")})}));
   }
-  const internal::RunResult result = RunOk(MakeRequest(source, cases));
+  return cases;
+}
+
+TEST_F(CpuBackendTest, SomeCasesTakeBlocksFromTheLastAndBlocksWaitingForLowerOnesFinish) {
+  const internal::RunResult result =
+      RunOk(MakeRequest(kBlocksAcrossTheGrid, BlocksAcrossTheGridCases()));
   ASSERT_EQ(result.cases_size(), 4);
   std::vector<int32_t> counts(64);
   for (int b = 0; b < 64; ++b) counts[b] = b + 1;
   for (int c = 0; c < 4; ++c) {
     EXPECT_EQ(Values<int32_t>(result.cases(c).outputs(1)), counts) << "case " << c;
+    EXPECT_EQ(Values<int32_t>(result.cases(c).outputs(6)), counts) << "case " << c;
     const auto started = Values<int32_t>(result.cases(c).outputs(2));
     const auto read = Values<int32_t>(result.cases(c).outputs(4));
     int unwritten = 0;
@@ -2287,6 +2313,30 @@ __global__ void reads_without_waiting(int* written, int* read) {
     } else {
       EXPECT_LT(started[0], started[63]) << "case " << c << " took block 63 before block 0";
     }
+  }
+}
+
+// The same on a backend of one thread: a grid that takes blocks from the
+// last still runs on the pool (one thread) while the runner's thread
+// watches it, so the rescuer starts there too.
+TEST(CpuBackendOneThreadTest, ABlockWaitingForALowerOneFinishes) {
+  CpuBackendOptions options;
+  options.cache_dir = KERNELEVAL_CPU_TEST_CACHE_DIR;
+  options.threads = 1;
+  options.timeout_seconds = 20;
+  absl::StatusOr<std::unique_ptr<CpuBackend>> backend = CpuBackend::Create(options);
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  absl::StatusOr<internal::RunResult> result =
+      (*backend)->Run(MakeRequest(kBlocksAcrossTheGrid, BlocksAcrossTheGridCases()));
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_FALSE(result->has_failure())
+      << result->failure().stage() << ": " << result->failure().message();
+  ASSERT_EQ(result->cases_size(), 4);
+  std::vector<int32_t> counts(64);
+  for (int b = 0; b < 64; ++b) counts[b] = b + 1;
+  for (int c = 0; c < 4; ++c) {
+    EXPECT_EQ(Values<int32_t>(result->cases(c).outputs(1)), counts) << "case " << c;
+    EXPECT_EQ(Values<int32_t>(result->cases(c).outputs(6)), counts) << "case " << c;
   }
 }
 
