@@ -28,6 +28,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "evaluator/cpu/device_memory.h"
+#include "evaluator/cpu/device_runtime.h"
 #include "evaluator/cpu/host_compiler.h"
 #include "evaluator/cpu/library_image.h"
 #include "evaluator/cpu/runner.h"
@@ -476,7 +477,10 @@ class Worker {
                         absl::StrCat(*written, ", case '", request.cases(c).label(), "'"),
                         request.cases(c).label());
         }
-        *result.add_cases() = buffers->Collect(static_cast<size_t>(c));
+        internal::CaseResult* collected = result.add_cases();
+        *collected = buffers->Collect(static_cast<size_t>(c));
+        collected->set_schedule(
+            DescribeCaseSchedule(static_cast<size_t>(c), interleaved_compiler_.has_value()));
       }
       return result;
     }

@@ -1314,16 +1314,65 @@ bool FindStackOverflow(uint64_t address, uint64_t* stack_bytes) {
   return true;
 }
 
+namespace {
+
+// The schedule of correctness case `case_index` (SetCaseSchedule).
+struct CaseSchedule {
+  bool store_points = true;
+  std::optional<ThreadOrder> fixed_order;  // none: drawn per launch
+  bool x_slowest = false;
+  bool blocks_reversed = false;
+};
+
+CaseSchedule ScheduleOfCase(size_t case_index) {
+  CaseSchedule schedule;
+  schedule.store_points = case_index % 2 == 0;
+  schedule.x_slowest = case_index / 2 % 2 == 1;    // cases 2, 3, 6, 7, ...
+  schedule.blocks_reversed = case_index % 4 == 1;  // cases 1, 5, 9, ...
+  if (!schedule.store_points) {
+    schedule.fixed_order = static_cast<ThreadOrder>(case_index / 2 % kThreadOrders);
+  }
+  return schedule;
+}
+
+}  // namespace
+
 void SetCaseSchedule(size_t case_index) {
   if (!globals) return;
-  globals->store_points = case_index % 2 == 0;
-  globals->x_slowest = case_index / 2 % 2 == 1;    // cases 2, 3, 6, 7, ...
-  globals->blocks_reversed = case_index % 4 == 1;  // cases 1, 5, 9, ...
-  if (globals->store_points) {
-    globals->fixed_order.reset();
+  const CaseSchedule schedule = ScheduleOfCase(case_index);
+  globals->store_points = schedule.store_points;
+  globals->x_slowest = schedule.x_slowest;
+  globals->blocks_reversed = schedule.blocks_reversed;
+  globals->fixed_order = schedule.fixed_order;
+}
+
+std::string DescribeCaseSchedule(size_t case_index, bool store_points) {
+  const CaseSchedule schedule = ScheduleOfCase(case_index);
+  std::string threads;
+  if (schedule.store_points && store_points) {
+    threads =
+        "each block's threads switching at every store of a value they loaded, in an order "
+        "drawn per launch";
+  } else if (!schedule.fixed_order) {
+    threads = "each block's threads one after another, in an order drawn per launch";
   } else {
-    globals->fixed_order = static_cast<ThreadOrder>(case_index / 2 % kThreadOrders);
+    static constexpr const char* kOrders[kThreadOrders] = {"in index order", "in reverse order",
+                                                           "each warp's lanes from the last"};
+    threads = std::string("each block's threads one after another, ") +
+              kOrders[static_cast<int>(*schedule.fixed_order)] +
+              ", a warp running on to its next barrier once its operation completes";
   }
+  std::string blocks = "its blocks in index order";
+  if (schedule.blocks_reversed) {
+    blocks =
+        "its blocks from the last (a block that reads another block's output without waiting "
+        "for it finds it unwritten)";
+  } else if (schedule.x_slowest) {
+    blocks =
+        "its blocks with blockIdx.x slowest (blocks of one blockIdx.x, such as a row's parts, "
+        "run side by side)";
+  }
+  return "the CPU backend ran this case with " + threads + ", and " + blocks;
 }
 
 }  // namespace kerneleval::cpu

@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "evaluator/cpu/prelude/kerneleval_cpu_abi.h"
 
@@ -107,5 +108,10 @@ bool FindStackOverflow(uint64_t address, uint64_t* stack_bytes);
 // unwritten; one waiting for a lower block is run to the end by the pool's
 // rescuer).
 void SetCaseSchedule(size_t case_index);
+
+// SetCaseSchedule(case_index)'s schedule in words, for the verdict of a
+// kernel that fails in that case only ("the CPU backend ran this case with
+// its blocks from the last (...)"); `store_points`: the interleaved build.
+std::string DescribeCaseSchedule(size_t case_index, bool store_points);
 
 }  // namespace kerneleval::cpu

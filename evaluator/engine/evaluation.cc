@@ -812,6 +812,7 @@ absl::StatusOr<std::optional<v1::Verdict>> Evaluation::CheckCorrectness(
       for (const auto& check : report->checks()) {
         if (!check.passed()) {
           first_error = DescribeFailure(check);
+          if (!got.schedule().empty()) absl::StrAppend(&first_error, "; ", got.schedule());
           break;
         }
       }

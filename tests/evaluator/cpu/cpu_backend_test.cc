@@ -2,6 +2,7 @@
 // run by kerneleval-worker's runner processes, through hand-built plans.
 #include "evaluator/cpu/cpu_backend.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -19,6 +20,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "evaluator/cpu/device_runtime.h"
 #include "evaluator/data/prng.h"
 
 namespace kerneleval::cpu {
@@ -2338,6 +2340,22 @@ TEST(CpuBackendOneThreadTest, ABlockWaitingForALowerOneFinishes) {
     EXPECT_EQ(Values<int32_t>(result->cases(c).outputs(1)), counts) << "case " << c;
     EXPECT_EQ(Values<int32_t>(result->cases(c).outputs(6)), counts) << "case " << c;
   }
+}
+
+// A verdict failing in one case says how that case was run.
+TEST(DescribeCaseSchedule, NamesTheThreadAndBlockOrdersOfEachCase) {
+  EXPECT_THAT(DescribeCaseSchedule(0, true),
+              ::testing::HasSubstr("switching at every store of a value they loaded"));
+  EXPECT_THAT(DescribeCaseSchedule(0, true), ::testing::HasSubstr("blocks in index order"));
+  EXPECT_THAT(DescribeCaseSchedule(0, false), ::testing::Not(::testing::HasSubstr("switching")));
+  EXPECT_THAT(DescribeCaseSchedule(1, true), ::testing::HasSubstr("in index order, a warp"));
+  EXPECT_THAT(DescribeCaseSchedule(1, true), ::testing::HasSubstr("blocks from the last"));
+  EXPECT_THAT(DescribeCaseSchedule(3, true), ::testing::HasSubstr("in reverse order"));
+  EXPECT_THAT(DescribeCaseSchedule(3, true), ::testing::HasSubstr("blockIdx.x slowest"));
+  EXPECT_THAT(DescribeCaseSchedule(5, true),
+              ::testing::HasSubstr("each warp's lanes from the last"));
+  EXPECT_THAT(DescribeCaseSchedule(5, true), ::testing::HasSubstr("blocks from the last"));
+  EXPECT_THAT(DescribeCaseSchedule(6, true), ::testing::HasSubstr("blockIdx.x slowest"));
 }
 
 TEST_F(CpuBackendTest, HalfAndVectorTypes) {
