@@ -237,10 +237,11 @@ struct GridJob {
   // order they were gridDim.x apart and never overlapped, so partial sums
   // added with a plain `+=` instead of atomicAdd passed, as they do not on a
   // GPU, where a small grid's blocks are all resident at once (sweep 6).
-  // With x slowest, then y, then z, every block of a lower blockIdx.x, and
-  // of the same x and a lower (y, z), still runs before a block: a 1-D
-  // grid's order is unchanged (a chained scan spinning on block x - 1 still
-  // finds it run).
+  // With x slowest, then y, then z, a 1-D grid's order is unchanged; in a
+  // grid of more than one row, a block waiting for the block before it in
+  // index order (x fastest: a chained scan over the grid) may wait for one
+  // taken much later, so such grids are rescued as reversed ones are (below;
+  // up to kMaxRescuedBlocks blocks, whose claims a bitmap records).
   bool x_slowest = false;
   // Blocks are claimed from the last (SetCaseSchedule's cases 1, 5, 9, ...).
   // A block that reads another's output with no flag or second launch
@@ -254,33 +255,66 @@ struct GridJob {
   // kStallBeforeRescue, the pool's rescuer claims blocks from the first up
   // (ThreadPool::Run).
   bool blocks_reversed = false;
-  uint64_t sequence = 0;  // launches so far in this process, this one's
-  std::atomic<uint64_t> next_block{0};
-  // Reversed grids: blocks claimed from the last and, by the rescuer, from
-  // the first, and blocks ended.
+  uint64_t sequence = 0;                // launches so far in this process, this one's
+  std::atomic<uint64_t> next_block{0};  // claims so far, when not `rescued`
+  // Whether the runner's thread watches the grid and may start the rescuer
+  // (blocks_reversed, or x_slowest in a grid of more than one row). Claims
+  // then go through `claims`: in a reversed grid, from the last and, by the
+  // rescuer, from the first; with x slowest, in that order and, by the
+  // rescuer, in index order, `claimed` recording which (by index).
+  bool rescued = false;
   std::mutex claims;
   uint64_t claimed_from_last = 0;
   uint64_t claimed_from_first = 0;
+  std::vector<bool> claimed;
+  uint64_t next_in_order = 0;
+  uint64_t next_by_index = 0;
   std::atomic<uint64_t> blocks_ended{0};
 };
 
-// GridJob::blocks_reversed: how long a grid may go without a block ending
+// GridJob::x_slowest: the largest grid whose claims a bitmap records, for the
+// rescuer [blocks] (2 MiB of bits); a larger grid has none.
+constexpr uint64_t kMaxRescuedBlocks = uint64_t{1} << 24;
+
+// GridJob::rescued: how long a grid may go without a block ending
 // before the rescuer starts. Measured by the runner's thread, which waits
 // for the pool: a block may wait in a loop that never enters the scheduler
 // (`cuda::atomic_ref::load`, `__ldcg`).
 constexpr auto kStallBeforeRescue = std::chrono::milliseconds(20);
 
-// The next block of `job` for an executor, false when none is left; the
-// rescuer takes them from the first.
+// The index (x fastest) of the k-th block in an x-slowest order.
+uint64_t XSlowestBlock(const GridJob& job, uint64_t k) {
+  const uint64_t gx = job.launch->grid.x, gy = job.launch->grid.y, gz = job.launch->grid.z;
+  const uint64_t x = k / (gy * gz), y = (k / gz) % gy, z = k % gz;
+  return x + gx * (y + gy * z);
+}
+
+// The index (x fastest) of the next block of `job` for an executor, false
+// when none is left; the rescuer takes them in index order.
 bool ClaimBlock(GridJob& job, bool rescuer, uint64_t* block) {
-  if (!job.blocks_reversed) {
-    *block = job.next_block.fetch_add(1);
-    return *block < job.total_blocks;
+  if (!job.rescued) {
+    const uint64_t k = job.next_block.fetch_add(1);
+    if (k >= job.total_blocks) return false;
+    *block = job.x_slowest ? XSlowestBlock(job, k) : k;
+    return true;
   }
   std::lock_guard<std::mutex> lock(job.claims);
-  if (job.claimed_from_first + job.claimed_from_last >= job.total_blocks) return false;
-  *block = rescuer ? job.claimed_from_first++ : job.total_blocks - 1 - job.claimed_from_last++;
-  return true;
+  if (job.blocks_reversed) {
+    if (job.claimed_from_first + job.claimed_from_last >= job.total_blocks) return false;
+    *block = rescuer ? job.claimed_from_first++ : job.total_blocks - 1 - job.claimed_from_last++;
+    return true;
+  }
+  uint64_t& cursor = rescuer ? job.next_by_index : job.next_in_order;
+  while (cursor < job.total_blocks) {
+    const uint64_t index = rescuer ? cursor : XSlowestBlock(job, cursor);
+    ++cursor;
+    if (!job.claimed[index]) {
+      job.claimed[index] = true;
+      *block = index;
+      return true;
+    }
+  }
+  return false;
 }
 
 // The interleaved build's per-thread state (kerneleval_cpu_abi.h): static
@@ -388,16 +422,10 @@ class alignas(kCacheLineBytes) BlockExecutor {
     stacks_.Resize(job.stack_bytes);
     info_.grid_dim = launch.grid;
     info_.block_dim = launch.block;
-    const uint64_t gx = launch.grid.x, gy = launch.grid.y, gz = launch.grid.z;
-    if (job.x_slowest) {
-      info_.block_idx = {static_cast<uint32_t>(linear_block / (gy * gz)),
-                         static_cast<uint32_t>((linear_block / gz) % gy),
-                         static_cast<uint32_t>(linear_block % gz)};
-    } else {
-      info_.block_idx = {static_cast<uint32_t>(linear_block % gx),
-                         static_cast<uint32_t>((linear_block / gx) % gy),
-                         static_cast<uint32_t>(linear_block / (gx * gy))};
-    }
+    const uint64_t gx = launch.grid.x, gy = launch.grid.y;
+    info_.block_idx = {static_cast<uint32_t>(linear_block % gx),
+                       static_cast<uint32_t>((linear_block / gx) % gy),
+                       static_cast<uint32_t>(linear_block / (gx * gy))};
     n_ = launch.block.x * launch.block.y * launch.block.z;
     order_ = job.thread_order;
     store_points_ = job.store_points;
@@ -989,14 +1017,17 @@ void RunBlocks(GridJob& job, bool rescuer = false) {
   executor.PrepareLaunch(job);
   for (uint64_t b = 0; ClaimBlock(job, rescuer, &b);) {
     executor.RunBlock(job, b);
-    if (job.blocks_reversed) job.blocks_ended.fetch_add(1, std::memory_order_relaxed);
+    if (job.rescued) job.blocks_ended.fetch_add(1, std::memory_order_relaxed);
   }
 }
 
-// Whether a block of a reversed grid is still unclaimed.
+// Whether a block of a rescued grid is still unclaimed.
 bool BlocksUnclaimed(GridJob& job) {
   std::lock_guard<std::mutex> lock(job.claims);
-  return job.claimed_from_first + job.claimed_from_last < job.total_blocks;
+  if (job.blocks_reversed) return job.claimed_from_first + job.claimed_from_last < job.total_blocks;
+  // Before the rescue every claim is the executors': one per step of their
+  // cursor.
+  return job.next_in_order < job.total_blocks;
 }
 
 // Signal handlers of this OS thread run on a stack of their own: a fault on
@@ -1046,17 +1077,17 @@ class ThreadPool {
     start_.notify_all();
     std::unique_lock<std::mutex> lock(mutex_);
     const auto finished = [&] { return running_ == 0 && rescues_running_ == 0; };
-    if (!job.blocks_reversed) {
+    if (!job.rescued) {
       finished_.wait(lock, finished);
     } else {
-      // GridJob::blocks_reversed: a grid where no block ended for
-      // kStallBeforeRescue while blocks are still unclaimed gets the rescuer.
-      bool rescued = false;
+      // GridJob::rescued: a grid where no block ended for kStallBeforeRescue
+      // while blocks are still unclaimed gets the rescuer.
+      bool rescuer_started = false;
       uint64_t ended = 0;
       while (!finished_.wait_for(lock, kStallBeforeRescue, finished)) {
         const uint64_t now_ended = job.blocks_ended.load(std::memory_order_relaxed);
-        if (!rescued && now_ended == ended && BlocksUnclaimed(job)) {
-          rescued = true;
+        if (!rescuer_started && now_ended == ended && BlocksUnclaimed(job)) {
+          rescuer_started = true;
           rescue_job_ = &job;
           ++rescues_running_;
           ++rescue_generation_;
@@ -1180,6 +1211,9 @@ const char* AbiRunGrid(const kerneleval_cpu_launch* launch, kerneleval_cpu_threa
   job.warps_run_ahead = !globals->store_points;  // the odd cases' schedule
   job.x_slowest = globals->x_slowest;
   job.blocks_reversed = globals->blocks_reversed && job.total_blocks > 1;
+  job.rescued = job.blocks_reversed ||
+                (job.x_slowest && job.total_blocks > g.x && job.total_blocks <= kMaxRescuedBlocks);
+  if (job.rescued && !job.blocks_reversed) job.claimed.assign(job.total_blocks, false);
   const uint64_t wanted = std::min<uint64_t>(globals->options.threads, job.total_blocks);
   // Not by `wanted`: a kernel with large local arrays passed on 2 cores and
   // overflowed its stack on 16.
@@ -1187,8 +1221,8 @@ const char* AbiRunGrid(const kerneleval_cpu_launch* launch, kerneleval_cpu_threa
   const size_t floor = globals->options.fiber_stack_bytes;
   job.stack_bytes = std::clamp<size_t>(kFiberStackBudgetBytes / (block_threads * sharing_blocks),
                                        floor, std::max(kMaxFiberStackBytes, floor));
-  // A reversed grid always goes to the pool: this thread watches it.
-  if (wanted <= 1 && !job.blocks_reversed) {
+  // A rescued grid always goes to the pool: this thread watches it.
+  if (wanted <= 1 && !job.rescued) {
     RunBlocks(job);
   } else {
     pool->Run(job, static_cast<unsigned>(wanted));

@@ -2267,6 +2267,22 @@ __global__ void chain_polling_ldcg(int* flags, int* out) {
   __threadfence();
   atomicExch(&flags[blockIdx.x], 1);
 }
+// A chain over a 2-D grid in index order (x fastest): block (0, y) waits
+// for (gridDim.x - 1, y - 1), which cases taking blockIdx.x slowest take
+// late.
+__global__ void chain_2d(int* flags, int* out) {
+  if (threadIdx.x != 0) return;
+  const int b = blockIdx.x + gridDim.x * blockIdx.y;
+  int before = 0;
+  if (b > 0) {
+    while (atomicAdd(&flags[b - 1], 0) == 0) {}
+    __threadfence();
+    before = ((volatile int*)out)[b - 1];
+  }
+  out[b] = before + 1;
+  __threadfence();
+  atomicExch(&flags[b], 1);
+}
 // Block b reads what block b - 32 wrote, with no flag between them.
 __global__ void reads_without_waiting(int* written, int* read) {
   if (threadIdx.x != 0) return;
@@ -2284,14 +2300,17 @@ std::vector<internal::Case> BlocksAcrossTheGridCases() {
                  {Output("flags", v1::DTYPE_I32, 64), Output("out", v1::DTYPE_I32, 64),
                   Output("started", v1::DTYPE_I32, 65), Output("written", v1::DTYPE_I32, 64),
                   Output("read", v1::DTYPE_I32, 64), Output("flags2", v1::DTYPE_I32, 64),
-                  Output("out2", v1::DTYPE_I32, 64)},
+                  Output("out2", v1::DTYPE_I32, 64), Output("flags3", v1::DTYPE_I32, 64),
+                  Output("out3", v1::DTYPE_I32, 64)},
                  {Launch("zero", {1}, {64}, {Buf("flags"), Int(64)}),
                   Launch("zero", {1}, {64}, {Buf("flags2"), Int(64)}),
+                  Launch("zero", {1}, {64}, {Buf("flags3"), Int(64)}),
                   Launch("zero", {1}, {64}, {Buf("started"), Int(65)}),
                   Launch("zero", {1}, {64}, {Buf("written"), Int(64)}),
                   Launch("chain", {64}, {32}, {Buf("flags"), Buf("out"), Buf("started")}),
                   Launch("reads_without_waiting", {64}, {32}, {Buf("written"), Buf("read")}),
-                  Launch("chain_polling_ldcg", {64}, {32}, {Buf("flags2"), Buf("out2")})}));
+                  Launch("chain_polling_ldcg", {64}, {32}, {Buf("flags2"), Buf("out2")}),
+                  Launch("chain_2d", {8, 8}, {32}, {Buf("flags3"), Buf("out3")})}));
   }
   return cases;
 }
@@ -2305,6 +2324,7 @@ TEST_F(CpuBackendTest, SomeCasesTakeBlocksFromTheLastAndBlocksWaitingForLowerOne
   for (int c = 0; c < 4; ++c) {
     EXPECT_EQ(Values<int32_t>(result.cases(c).outputs(1)), counts) << "case " << c;
     EXPECT_EQ(Values<int32_t>(result.cases(c).outputs(6)), counts) << "case " << c;
+    EXPECT_EQ(Values<int32_t>(result.cases(c).outputs(8)), counts) << "case " << c;
     const auto started = Values<int32_t>(result.cases(c).outputs(2));
     const auto read = Values<int32_t>(result.cases(c).outputs(4));
     int unwritten = 0;
@@ -2339,6 +2359,7 @@ TEST(CpuBackendOneThreadTest, ABlockWaitingForALowerOneFinishes) {
   for (int c = 0; c < 4; ++c) {
     EXPECT_EQ(Values<int32_t>(result->cases(c).outputs(1)), counts) << "case " << c;
     EXPECT_EQ(Values<int32_t>(result->cases(c).outputs(6)), counts) << "case " << c;
+    EXPECT_EQ(Values<int32_t>(result->cases(c).outputs(8)), counts) << "case " << c;
   }
 }
 
