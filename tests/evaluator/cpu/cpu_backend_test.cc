@@ -2228,31 +2228,28 @@ __global__ void namespace_scope_dynamic_shared(int* out) {
   EXPECT_EQ(out[5], 2 * 1024);
 }
 
-// Correctness runs take the blocks of cases 1, 5, 9, ... from the last: a
-// block reading another block's output with no flag, right only because
-// blocks ran in index order, reads it unwritten there (sweep 6, x12). A block
-// waiting for a lower block, as a chained scan does (right on a GPU, which
-// dispatches blocks in index order), still finishes: the pool's rescuer takes
-// blocks from the first once every thread holds a waiting block.
 // Kernels for SomeCasesTakeBlocksFromTheLast...: blocks waiting for lower
 // blocks, and blocks reading a higher block's output without waiting.
 constexpr char kBlocksAcrossTheGrid[] = R"(
 __global__ void zero(int* buffer, int n) {
   for (int i = threadIdx.x; i < n; i += blockDim.x) buffer[i] = 0;
 }
-// Block b waits for block b - 1 and notes the order in which blocks started.
+// Block b (in index order, x fastest) waits for block b - 1 and notes the
+// order in which blocks started. Over a 2-D grid, block (0, y) waits for
+// (gridDim.x - 1, y - 1), which cases taking blockIdx.x slowest take late.
 __global__ void chain(int* flags, int* out, int* started) {
   if (threadIdx.x != 0) return;
-  started[blockIdx.x] = atomicAdd(&started[64], 1);
+  const int b = blockIdx.x + gridDim.x * blockIdx.y;
+  started[b] = atomicAdd(&started[64], 1);
   int before = 0;
-  if (blockIdx.x > 0) {
-    while (atomicAdd(&flags[blockIdx.x - 1], 0) == 0) {}
+  if (b > 0) {
+    while (atomicAdd(&flags[b - 1], 0) == 0) {}
     __threadfence();
-    before = ((volatile int*)out)[blockIdx.x - 1];
+    before = ((volatile int*)out)[b - 1];
   }
-  out[blockIdx.x] = before + 1;
+  out[b] = before + 1;
   __threadfence();
-  atomicExch(&flags[blockIdx.x], 1);
+  atomicExch(&flags[b], 1);
 }
 // The same wait in a loop that never enters the runtime's scheduler.
 __global__ void chain_polling_ldcg(int* flags, int* out) {
@@ -2266,22 +2263,6 @@ __global__ void chain_polling_ldcg(int* flags, int* out) {
   out[blockIdx.x] = before + 1;
   __threadfence();
   atomicExch(&flags[blockIdx.x], 1);
-}
-// A chain over a 2-D grid in index order (x fastest): block (0, y) waits
-// for (gridDim.x - 1, y - 1), which cases taking blockIdx.x slowest take
-// late.
-__global__ void chain_2d(int* flags, int* out) {
-  if (threadIdx.x != 0) return;
-  const int b = blockIdx.x + gridDim.x * blockIdx.y;
-  int before = 0;
-  if (b > 0) {
-    while (atomicAdd(&flags[b - 1], 0) == 0) {}
-    __threadfence();
-    before = ((volatile int*)out)[b - 1];
-  }
-  out[b] = before + 1;
-  __threadfence();
-  atomicExch(&flags[b], 1);
 }
 // Block b reads what block b - 32 wrote, with no flag between them.
 __global__ void reads_without_waiting(int* written, int* read) {
@@ -2301,23 +2282,23 @@ std::vector<internal::Case> BlocksAcrossTheGridCases() {
                   Output("started", v1::DTYPE_I32, 65), Output("written", v1::DTYPE_I32, 64),
                   Output("read", v1::DTYPE_I32, 64), Output("flags2", v1::DTYPE_I32, 64),
                   Output("out2", v1::DTYPE_I32, 64), Output("flags3", v1::DTYPE_I32, 64),
-                  Output("out3", v1::DTYPE_I32, 64)},
+                  Output("out3", v1::DTYPE_I32, 64), Output("started3", v1::DTYPE_I32, 65)},
                  {Launch("zero", {1}, {64}, {Buf("flags"), Int(64)}),
                   Launch("zero", {1}, {64}, {Buf("flags2"), Int(64)}),
                   Launch("zero", {1}, {64}, {Buf("flags3"), Int(64)}),
                   Launch("zero", {1}, {64}, {Buf("started"), Int(65)}),
+                  Launch("zero", {1}, {64}, {Buf("started3"), Int(65)}),
                   Launch("zero", {1}, {64}, {Buf("written"), Int(64)}),
                   Launch("chain", {64}, {32}, {Buf("flags"), Buf("out"), Buf("started")}),
                   Launch("reads_without_waiting", {64}, {32}, {Buf("written"), Buf("read")}),
                   Launch("chain_polling_ldcg", {64}, {32}, {Buf("flags2"), Buf("out2")}),
-                  Launch("chain_2d", {8, 8}, {32}, {Buf("flags3"), Buf("out3")})}));
+                  Launch("chain", {8, 8}, {32}, {Buf("flags3"), Buf("out3"), Buf("started3")})}));
   }
   return cases;
 }
 
-TEST_F(CpuBackendTest, SomeCasesTakeBlocksFromTheLastAndBlocksWaitingForLowerOnesFinish) {
-  const internal::RunResult result =
-      RunOk(MakeRequest(kBlocksAcrossTheGrid, BlocksAcrossTheGridCases()));
+// Every chain of BlocksAcrossTheGridCases' 4 cases counted 1 to 64.
+void ExpectEveryChainFinished(const internal::RunResult& result) {
   ASSERT_EQ(result.cases_size(), 4);
   std::vector<int32_t> counts(64);
   for (int b = 0; b < 64; ++b) counts[b] = b + 1;
@@ -2325,6 +2306,21 @@ TEST_F(CpuBackendTest, SomeCasesTakeBlocksFromTheLastAndBlocksWaitingForLowerOne
     EXPECT_EQ(Values<int32_t>(result.cases(c).outputs(1)), counts) << "case " << c;
     EXPECT_EQ(Values<int32_t>(result.cases(c).outputs(6)), counts) << "case " << c;
     EXPECT_EQ(Values<int32_t>(result.cases(c).outputs(8)), counts) << "case " << c;
+  }
+}
+
+// Correctness runs take the blocks of cases 1, 5, 9, ... from the last: a
+// block reading another block's output with no flag, right only because
+// blocks ran in index order, reads it unwritten there (sweep 6, x12). A block
+// waiting for a lower block, as a chained scan does (right on a GPU, which
+// dispatches blocks in index order), still finishes: the pool's rescuer takes
+// blocks from the first once the grid stalls; also over a 2-D grid in the
+// cases taking blockIdx.x slowest.
+TEST_F(CpuBackendTest, SomeCasesTakeBlocksFromTheLastAndBlocksWaitingForLowerOnesFinish) {
+  const internal::RunResult result =
+      RunOk(MakeRequest(kBlocksAcrossTheGrid, BlocksAcrossTheGridCases()));
+  ExpectEveryChainFinished(result);
+  for (int c = 0; c < result.cases_size(); ++c) {
     const auto started = Values<int32_t>(result.cases(c).outputs(2));
     const auto read = Values<int32_t>(result.cases(c).outputs(4));
     int unwritten = 0;
@@ -2353,14 +2349,7 @@ TEST(CpuBackendOneThreadTest, ABlockWaitingForALowerOneFinishes) {
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_FALSE(result->has_failure())
       << result->failure().stage() << ": " << result->failure().message();
-  ASSERT_EQ(result->cases_size(), 4);
-  std::vector<int32_t> counts(64);
-  for (int b = 0; b < 64; ++b) counts[b] = b + 1;
-  for (int c = 0; c < 4; ++c) {
-    EXPECT_EQ(Values<int32_t>(result->cases(c).outputs(1)), counts) << "case " << c;
-    EXPECT_EQ(Values<int32_t>(result->cases(c).outputs(6)), counts) << "case " << c;
-    EXPECT_EQ(Values<int32_t>(result->cases(c).outputs(8)), counts) << "case " << c;
-  }
+  ExpectEveryChainFinished(*result);
 }
 
 // A verdict failing in one case says how that case was run.
