@@ -266,23 +266,21 @@ std::optional<std::pair<size_t, std::string>> FindBuildGate(std::string_view sou
   }
   // Pragmas and attributes for g++ alone: `#pragma GCC optimize("finite-math-only")`
   // folded a NaN test to true in the host build only.
+  auto host_compiler_pragma = [](std::string_view text, size_t k) {
+    return text.compare(k, 3, "GCC") == 0 || text.compare(k, 5, "clang") == 0;
+  };
+  constexpr const char* kHostPragma = "#pragma GCC and #pragma clang (the host compiler's alone)";
   for (const source::Directive& directive : directives) {
     if (directive.name != "pragma") continue;
     const size_t k = masked.find_first_not_of(" \t", directive.after_name);
-    if (k < directive.end &&
-        (masked.compare(k, 3, "GCC") == 0 || masked.compare(k, 5, "clang") == 0)) {
-      found(k, "#pragma GCC and #pragma clang (the host compiler's alone)");
-    }
+    if (k < directive.end && host_compiler_pragma(masked, k)) found(k, kHostPragma);
   }
   for (size_t at = masked.find("_Pragma"); at != std::string_view::npos;
        at = masked.find("_Pragma", at + 1)) {
     const size_t quote = source.find('"', at);
     if (quote == std::string_view::npos) break;
     const size_t k = source.find_first_not_of(" \t", quote + 1);
-    if (k != std::string_view::npos &&
-        (source.compare(k, 3, "GCC") == 0 || source.compare(k, 5, "clang") == 0)) {
-      found(at, "#pragma GCC and #pragma clang (the host compiler's alone)");
-    }
+    if (k != std::string_view::npos && host_compiler_pragma(source, k)) found(at, kHostPragma);
   }
   for (std::string_view word : {"optimize", "__optimize__"}) {
     if (const std::vector<size_t> at = FindToken(masked, word); !at.empty()) {
