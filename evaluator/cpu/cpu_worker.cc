@@ -487,7 +487,9 @@ class Worker {
     // The kernel's code ran in the runner: every abnormal end is its failure.
     std::string cause = DescribeRunnerEnd(status, runner->report());
     if (cause.empty()) cause = ProtocolBreach(received);
-    return failed("runtime",
+    // Blocks racing on memory: a wrong program, whatever this run's values.
+    const bool raced = WIFEXITED(status) && WEXITSTATUS(status) == kKernelRaceExit;
+    return failed(raced ? "correctness" : "runtime",
                   absl::StrCat(cause, Where(runner->report(), plans, case_label(runner->report()))),
                   case_label(runner->report()));
   }

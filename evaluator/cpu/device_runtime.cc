@@ -95,6 +95,13 @@ struct Globals {
   // (GridJob).
   bool x_slowest = false;
   bool blocks_reversed = false;
+  // SetRaceCheckedMemory: the cross-block race check of the correctness
+  // runs (writes: kRaceSlots slots, mapped on first use; grids: tags
+  // handed out so far).
+  bool race_checked = false;
+  kerneleval_cpu_race_check race{};
+  uint64_t race_grids = 0;
+  bool race_reported = false;  // RaceFound described one (LastGridRaced)
   std::atomic<uint64_t> printed{0};
   std::atomic<uint64_t> heap_used{0};
   kerneleval_cpu_runtime table{};
@@ -263,6 +270,9 @@ struct GridJob {
   // rescuer, from the first; with x slowest, in that order and, by the
   // rescuer, in index order, `claimed` recording which (by index).
   bool rescued = false;
+  // Whether the grid's blocks run the cross-block race check
+  // (Globals::race, SetRaceCheckedMemory).
+  bool race_checked = false;
   std::mutex claims;
   uint64_t claimed_from_last = 0;
   uint64_t claimed_from_first = 0;
@@ -271,6 +281,12 @@ struct GridJob {
   uint64_t next_by_index = 0;
   std::atomic<uint64_t> blocks_ended{0};
 };
+
+// Slots of the race check's table of stores (Globals::race), by 4-byte
+// granule: 8 MiB, touched only where stores land; granules 2 MiB apart
+// share a slot, the later store's record replacing the earlier (a race
+// missed, never one made up).
+constexpr uint64_t kRaceSlots = uint64_t{1} << 19;
 
 // GridJob::x_slowest: the largest grid whose claims a bitmap records, for the
 // rescuer [blocks] (2 MiB of bits); a larger grid has none.
@@ -326,7 +342,11 @@ thread_local kerneleval_cpu_thread_state tls_interleave_state{
     .failed_cas_address = 0,
     .failed_cas_expected = 0,
     .failed_cas_found = 0,
-    .set_multiplier = 0x9E3779B97F4A7C15ull};
+    .set_multiplier = 0x9E3779B97F4A7C15ull,
+    .race_check = nullptr,
+    .block = 0,
+    .acquired_at = 0,
+    .acquire_pending = 0};
 
 // An OS thread's dynamic shared memory: `bytes` reserved at `base`, the
 // first `accessible` of them readable and writable (whole pages, from the
@@ -414,6 +434,7 @@ class alignas(kCacheLineBytes) BlockExecutor {
     std::memset(base + requested, kSharedSlackByte, accessible - requested);
     arena.requested = requested;
     arena.sequence = job.sequence;
+    tls_interleave_state.race_check = job.race_checked ? &globals->race : nullptr;
   }
 
   void RunBlock(const GridJob& job, uint64_t linear_block) {
@@ -443,6 +464,9 @@ class alignas(kCacheLineBytes) BlockExecutor {
     // The loads an interleaved build noted are another block's.
     ++tls_interleave_state.epoch;
     tls_interleave_state.set_multiplier = job.set_multiplier;
+    tls_interleave_state.block = linear_block;
+    tls_interleave_state.acquired_at = 0;
+    tls_interleave_state.acquire_pending = 0;
     // What the block has not written reads as NaN / -1: its static
     // __shared__ variables are filled by their declarations (the prelude's
     // KERNELEVAL_CPU_POISON_SHARED), its dynamic shared memory here. Zeros
@@ -1153,7 +1177,7 @@ class ThreadPool {
 ThreadPool* pool = nullptr;
 
 // ---- The C ABI.
-char launch_error[256];
+char launch_error[1024];
 
 // After `job`'s grid: a block that wrote dynamic shared memory past the
 // launch's request, within the page it ends in (PrepareLaunch), makes the
@@ -1172,6 +1196,59 @@ const char* SharedSlackWritten(const GridJob& job) {
     }
   }
   return nullptr;
+}
+
+// Starts the race check for `job` (SetRaceCheckedMemory): a fresh grid tag,
+// so that what earlier grids recorded no longer counts.
+void StartRaceCheck(GridJob& job) {
+  kerneleval_cpu_race_check& race = globals->race;
+  // Block indices are kept in 32 bits; a grid of one block has no other.
+  job.race_checked = globals->race_checked && job.total_blocks > 1 &&
+                     job.total_blocks <= 0xffffffffu && race.writes != nullptr;
+  if (!job.race_checked) return;
+  constexpr uint64_t kTags = (uint64_t{1} << KERNELEVAL_CPU_RACE_GRID_BITS) - 1;
+  race.grid = globals->race_grids++ % kTags + 1;
+  // A tag comes back after kTags grids: what they recorded must not count.
+  if (race.grid == 1 && globals->race_grids > 1) {
+    std::memset(race.writes, 0, (race.slot_mask + 1) * 2 * sizeof(uint64_t));
+  }
+  race.clock = 1;
+  race.found = 0;
+}
+
+std::string BlockName(const kerneleval_cpu_launch& launch, uint64_t linear) {
+  const uint64_t gx = launch.grid.x, gy = launch.grid.y;
+  if (launch.grid.y == 1 && launch.grid.z == 1) return "block " + std::to_string(linear);
+  return "block (" + std::to_string(linear % gx) + ", " + std::to_string(linear / gx % gy) + ", " +
+         std::to_string(linear / (gx * gy)) + ")";
+}
+
+// After `job`'s grid: the race its blocks found, described; nullptr: none.
+const char* RaceFound(const GridJob& job) {
+  const kerneleval_cpu_race_check& race = globals->race;
+  if (__atomic_load_n(&race.found, __ATOMIC_SEQ_CST) == 0) return nullptr;
+  std::string where = "memory at " + std::to_string(race.address);
+  for (uint32_t i = 0; i < race.range_count; ++i) {
+    const kerneleval_cpu_race_range& r = race.ranges[i];
+    if (race.address < r.begin || race.address >= r.end) continue;
+    const std::string name(r.name, strnlen(r.name, sizeof(r.name)));
+    const uint64_t offset = race.address - r.begin;
+    where = r.element_bytes > 0 ? name + "[" + std::to_string(offset / r.element_bytes) + "]"
+                                : "byte " + std::to_string(offset) + " of " + name;
+    break;
+  }
+  const std::string reader = BlockName(*job.launch, race.reader);
+  std::snprintf(
+      launch_error, sizeof(launch_error),
+      "blocks race on %s: %s loaded it after %s stored it in the same launch, with no atomic "
+      "operation or volatile or __ldcg load in %s since that store. On a GPU "
+      "blocks run in any order or at once, so such a load can miss the store (a plain `+=` "
+      "from several blocks loses updates): wait for the writer (a flag set after the store "
+      "and polled with an atomic or volatile load), use atomics, or split the kernel in two "
+      "launches",
+      where.c_str(), reader.c_str(), BlockName(*job.launch, race.writer).c_str(), reader.c_str());
+  globals->race_reported = true;
+  return launch_error;
 }
 
 const char* AbiRunGrid(const kerneleval_cpu_launch* launch, kerneleval_cpu_thread_fn fn,
@@ -1195,6 +1272,7 @@ const char* AbiRunGrid(const kerneleval_cpu_launch* launch, kerneleval_cpu_threa
                   launch->dynamic_shared_bytes, kMaxDynamicSharedBytes);
     return launch_error;
   }
+  globals->race_reported = false;
   GridJob job;
   job.sequence = ++globals->launches;
   job.launch = launch;
@@ -1214,6 +1292,7 @@ const char* AbiRunGrid(const kerneleval_cpu_launch* launch, kerneleval_cpu_threa
   job.rescued = job.blocks_reversed ||
                 (job.x_slowest && job.total_blocks > g.x && job.total_blocks <= kMaxRescuedBlocks);
   if (job.rescued && !job.blocks_reversed) job.claimed.assign(job.total_blocks, false);
+  StartRaceCheck(job);
   const uint64_t wanted = std::min<uint64_t>(globals->options.threads, job.total_blocks);
   // Not by `wanted`: a kernel with large local arrays passed on 2 cores and
   // overflowed its stack on 16.
@@ -1227,7 +1306,8 @@ const char* AbiRunGrid(const kerneleval_cpu_launch* launch, kerneleval_cpu_threa
   } else {
     pool->Run(job, static_cast<unsigned>(wanted));
   }
-  return SharedSlackWritten(job);
+  if (const char* error = SharedSlackWritten(job)) return error;
+  return job.race_checked ? RaceFound(job) : nullptr;
 }
 
 uint32_t AbiNextThread() { return tls_executor->NextThread(); }
@@ -1316,6 +1396,32 @@ const kerneleval_cpu_runtime* InstallDeviceRuntime(const DeviceRuntimeOptions& o
 }
 
 uint64_t DevicePrintedBytes() { return globals ? globals->printed.load() : 0; }
+
+void SetRaceCheckedMemory(const std::vector<RaceCheckedRange>& ranges) {
+  if (!globals) return;
+  kerneleval_cpu_race_check& race = globals->race;
+  if (!race.writes && !ranges.empty()) {
+    const size_t bytes = kRaceSlots * 2 * sizeof(uint64_t);
+    void* table = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (table == MAP_FAILED) Fatal("out of memory for the race check's table");
+    race.writes = static_cast<uint64_t*>(table);
+    race.slot_mask = kRaceSlots - 1;
+  }
+  race.range_count = 0;
+  for (const RaceCheckedRange& range : ranges) {
+    if (race.range_count == KERNELEVAL_CPU_RACE_RANGES || range.end <= range.begin) continue;
+    kerneleval_cpu_race_range& r = race.ranges[race.range_count++];
+    r.begin = range.begin;
+    r.end = range.end;
+    r.written_in = 0;
+    r.element_bytes = range.element_bytes;
+    std::snprintf(r.name, sizeof(r.name), "%s", range.name.c_str());
+  }
+  globals->race_checked = race.range_count > 0;
+}
+
+bool LastGridRaced() { return globals && globals->race_reported; }
 
 void ClearDynamicSharedMemory() {
   std::lock_guard<std::mutex> lock(BlockExecutor::ArenasMutex());

@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "evaluator/cpu/prelude/kerneleval_cpu_abi.h"
 
@@ -113,5 +114,27 @@ void SetCaseSchedule(size_t case_index);
 // kernel that fails in that case only ("the CPU backend ran this case with
 // its blocks from the last (...)"); `store_points`: the interleaved build.
 std::string DescribeCaseSchedule(size_t case_index, bool store_points);
+
+// Memory the cross-block race check of an interleaved build covers: a device
+// buffer (`element_bytes` its element's size, for "y[12]" in a verdict) or
+// the program's writable data (`__device__` variables; element_bytes 0).
+struct RaceCheckedRange {
+  uint64_t begin = 0;  // [address]
+  uint64_t end = 0;    // [address] one past the last byte
+  uint32_t element_bytes = 0;
+  std::string name;
+};
+
+// From the next grid on, the blocks of every grid of more than one block
+// check `ranges` (at most KERNELEVAL_CPU_RACE_RANGES; empty: no check): a
+// plain load of bytes another block of the grid stored there plainly, with
+// no synchronising operation of the loading block since (an atomic, a
+// volatile or __ldcg load; a fence waits for no one), makes the grid fail with a message
+// naming both blocks and the element (kerneleval_cpu_race_check). Only an
+// interleaved build's hooks record and check; call between grids.
+void SetRaceCheckedMemory(const std::vector<RaceCheckedRange>& ranges);
+
+// Whether the last grid failed for a race between its blocks.
+bool LastGridRaced();
 
 }  // namespace kerneleval::cpu

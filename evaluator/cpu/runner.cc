@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <link.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -87,7 +88,35 @@ void InstallFaultHandlers() {
 
 struct Library {
   std::unordered_map<std::string, const char* (*)(const kerneleval_cpu_launch*)> launchers;
+  // Its writable segments (`__device__` variables): checked for races
+  // between blocks, with the case's buffers.
+  std::vector<RaceCheckedRange> writable_data;
 };
+
+// The writable PT_LOAD segments of the object loaded from `path`.
+std::vector<RaceCheckedRange> WritableSegments(const std::string& path) {
+  struct Search {
+    const std::string* path;
+    std::vector<RaceCheckedRange> ranges;
+  } search{&path, {}};
+  ::dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        auto* found = static_cast<Search*>(data);
+        if (!info->dlpi_name || *found->path != info->dlpi_name) return 0;
+        for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& segment = info->dlpi_phdr[i];
+          if (segment.p_type != PT_LOAD || (segment.p_flags & PF_W) == 0) continue;
+          const uint64_t begin = info->dlpi_addr + segment.p_vaddr;
+          found->ranges.push_back({.begin = begin,
+                                   .end = begin + segment.p_memsz,
+                                   .element_bytes = 0,
+                                   .name = "the program's __device__ data"});
+        }
+        return 1;
+      },
+      &search);
+  return search.ranges;
+}
 
 // Sandbox, then load: the library's static initialisers are kernel code too.
 Library SandboxAndLoad(const RunnerConfig& config, int channel_fd) {
@@ -134,6 +163,7 @@ Library SandboxAndLoad(const RunnerConfig& config, int channel_fd) {
     if (!launcher) ExitWith(kLoadFailedExit, "a kernel launcher is missing from the library");
     library.launchers[config.kernel_names[i]] = launcher;
   }
+  library.writable_data = WritableSegments(config.library_path);
   return library;
 }
 
@@ -155,6 +185,20 @@ class PlanMemory {
       entries_.push_back(Entry{&spec, *std::move(buffer)});
     }
     for (size_t i = 0; i < entries_.size(); ++i) by_name_[entries_[i].spec->name()] = i;
+  }
+
+  // The buffers as the race check names them, then `more`.
+  std::vector<RaceCheckedRange> RaceCheckedRanges(const std::vector<RaceCheckedRange>& more) const {
+    std::vector<RaceCheckedRange> ranges;
+    for (const Entry& e : entries_) {
+      const auto begin = reinterpret_cast<uint64_t>(e.buffer.data());
+      ranges.push_back({.begin = begin,
+                        .end = begin + e.buffer.size(),
+                        .element_bytes = static_cast<uint32_t>(data::DTypeSize(e.spec->dtype())),
+                        .name = e.spec->name()});
+    }
+    ranges.insert(ranges.end(), more.begin(), more.end());
+    return ranges;
   }
 
   void Register(RunnerReport* report) const {
@@ -214,8 +258,9 @@ class PlanMemory {
         ExitWith(kSetupFailedExit, absl::StrCat("no launcher for kernel ", launch.kernel()));
       }
       if (const char* error = launcher->second(&config)) {
-        ExitWith(kKernelErrorExit, absl::StrCat("launch ", l, " (", launch.kernel(),
-                                                "): ", std::string(error, strnlen(error, 1000))));
+        ExitWith(LastGridRaced() ? kKernelRaceExit : kKernelErrorExit,
+                 absl::StrCat("launch ", l, " (", launch.kernel(),
+                              "): ", std::string(error, strnlen(error, 1024))));
       }
     }
     report->launch_index.store(-1);
@@ -499,6 +544,7 @@ std::string DescribeRunnerEnd(int wait_status, const RunnerReport& report) {
       case 0:
         return {};
       case kKernelErrorExit:
+      case kKernelRaceExit:
         return message;
       case kLoadFailedExit:
         return absl::StrCat("the compiled kernel could not be loaded: ", message);
@@ -583,6 +629,7 @@ int RunCasesInRunner(int channel_fd, RunnerReport* report, const RunnerConfig& c
   for (size_t c = 0; c < cases.size(); ++c) {
     report->case_index.store(static_cast<int32_t>(c));
     SetCaseSchedule(c);
+    SetRaceCheckedMemory(cases[c]->RaceCheckedRanges(library.writable_data));
     cases[c]->Register(report);
     cases[c]->Run(library, report);
     report->buffer_count = 0;

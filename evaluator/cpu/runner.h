@@ -62,6 +62,9 @@ inline constexpr int kKernelErrorExit = 70;  // message in RunnerReport::message
 // not the kernel's fault, after it possibly its doing.
 inline constexpr int kSetupFailedExit = 71;
 inline constexpr int kLoadFailedExit = 72;  // dlopen failed (message)
+// Blocks of a correctness run's grid raced (SetRaceCheckedMemory): a wrong
+// program, like a wrong answer (message).
+inline constexpr int kKernelRaceExit = 73;
 inline constexpr char kLoadingFrame[] = "loading";
 inline constexpr char kRunDoneFrame[] = "done";
 

@@ -778,9 +778,13 @@ absl::StatusOr<std::optional<v1::Verdict>> Evaluation::CheckCorrectness(
       absl::StrAppend(&error, " (case ", failure.case_label(), ")");
     }
     // "compile": the backend could not build it (e.g. the CPU backend
-    // meeting inline PTX); "timeout"; anything else ran and crashed.
-    const std::string stage =
-        failure.stage() == "timeout" || failure.stage() == "compile" ? failure.stage() : "runtime";
+    // meeting inline PTX); "timeout"; "correctness": it ran to a wrong
+    // program's end (the CPU backend's blocks racing on memory); anything
+    // else ran and crashed.
+    const std::string stage = failure.stage() == "timeout" || failure.stage() == "compile" ||
+                                      failure.stage() == "correctness"
+                                  ? failure.stage()
+                                  : "runtime";
     return std::optional<v1::Verdict>(Failed(stage, std::move(error)));
   }
   if (result->cases_size() != static_cast<int>(cases->size())) {

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KERNELEVAL_CPU_ABI_VERSION 5u
+#define KERNELEVAL_CPU_ABI_VERSION 6u
 
 #ifdef __cplusplus
 extern "C" {
@@ -169,7 +169,53 @@ typedef struct kerneleval_cpu_thread_state {
   // loaded them around y[row] to push it out of the record, so that its
   // racy `y[row] = y[row] + partial` was not a store point (sweep 7, b1).
   uint64_t set_multiplier;
+  // The cross-block race check of this grid (nullptr: none), the running
+  // block's linear index, the check's clock just after the block's latest
+  // synchronising operation (0: none yet) and whether a volatile load since
+  // still has to count as one (at the block's next plain load: the hook
+  // runs before the load it reports).
+  struct kerneleval_cpu_race_check* race_check;
+  uint64_t block;
+  uint64_t acquired_at;
+  uint64_t acquire_pending;
 } kerneleval_cpu_thread_state;
+
+// The cross-block race check of an interleaved build (one per runtime,
+// shared by the OS threads running a grid's blocks). A plain store of a
+// block to checked memory (device buffers, __device__ variables) is
+// recorded by 4-byte granule in `writes` (direct-mapped, two words a slot:
+// granule << 19 | byte mask << 11 | grid; block << 32 | clock); a plain load
+// by another block of bytes recorded in the same grid is a race unless the
+// loading block synchronised (an atomic operation, a volatile or __ldcg
+// load: each ticks `clock`) after the store. A block reading what
+// another wrote without waiting for it reads whatever is there on a GPU,
+// where blocks run in any order or at once.
+#define KERNELEVAL_CPU_RACE_RANGES 32u
+#define KERNELEVAL_CPU_RACE_NAME_BYTES 40u
+typedef struct kerneleval_cpu_race_range {
+  uint64_t begin;          // [address]
+  uint64_t end;            // [address] one past the last byte
+  uint64_t written_in;     // the grid tag that last recorded a store here
+  uint32_t element_bytes;  // the buffer's element size (0: not an array)
+  char name[KERNELEVAL_CPU_RACE_NAME_BYTES];
+} kerneleval_cpu_race_range;
+typedef struct kerneleval_cpu_race_check {
+  uint64_t* writes;
+  uint64_t slot_mask;  // slots - 1
+  uint64_t grid;       // the running grid's tag, 1..2047
+  uint64_t clock;      // synchronising operations in this grid (atomic)
+  uint32_t range_count;
+  kerneleval_cpu_race_range ranges[KERNELEVAL_CPU_RACE_RANGES];
+  // The first race of the grid: set once (found 0 -> 1) by its reader.
+  uint32_t found;
+  uint32_t bytes;
+  uint64_t reader;   // the loading block
+  uint64_t writer;   // the block whose store it read (low 32 bits)
+  uint64_t address;  // of the load
+} kerneleval_cpu_race_check;
+#define KERNELEVAL_CPU_RACE_GRID_BITS 11u
+#define KERNELEVAL_CPU_RACE_MASK_SHIFT 11u
+#define KERNELEVAL_CPU_RACE_GRANULE_SHIFT 19u
 enum kerneleval_cpu_interleave_kind {
   // The others run up to their own next point, all in turn.
   KERNELEVAL_CPU_INTERLEAVE_STORE = 0,

@@ -522,6 +522,112 @@ KERNELEVAL_CPU_UNCHECKED inline void FailedCas(const volatile void* address, uin
   state->failed_cas_found = found;
 }
 
+// ---- 5c. The cross-block race check (kerneleval_cpu_race_check). A plain
+// load of what another block stored in the same grid, with no synchronising
+// operation of the loading block since that store, is a race: right here
+// only because the writer happened to run first (a row's partial sums added
+// with a plain `y[row] += s` by blocks far apart in the grid lose updates on
+// a GPU, and passed here wherever those blocks did not overlap). Waiting
+// for the writer properly (a flag read by an atomic, volatile or __ldcg
+// load) ticks the clock after the store and passes. A fence alone does
+// not: it orders the block's own accesses, it waits for no one (and
+// `__threadfence(); y[row] += s;` would have passed).
+KERNELEVAL_CPU_UNCHECKED inline kerneleval_cpu_race_range* RaceRange(
+    kerneleval_cpu_race_check* race, uintptr_t a) {
+  for (uint32_t i = 0; i < race->range_count; ++i) {
+    kerneleval_cpu_race_range& r = race->ranges[i];
+    if (a - r.begin < r.end - r.begin) return &r;
+  }
+  return nullptr;
+}
+
+KERNELEVAL_CPU_UNCHECKED inline void Acquired(kerneleval_cpu_thread_state* state) {
+  state->acquired_at = __atomic_add_fetch(&state->race_check->clock, 1, __ATOMIC_SEQ_CST);
+  state->acquire_pending = 0;
+}
+
+// After an atomic operation (it has happened).
+KERNELEVAL_CPU_UNCHECKED inline void Synchronised() {
+  kerneleval_cpu_thread_state* state = ThreadState();
+  if (state && state->race_check) Acquired(state);
+}
+
+// Before a volatile load: it counts once it has happened, at the next
+// plain load.
+KERNELEVAL_CPU_UNCHECKED inline void SynchronisingLoad() {
+  kerneleval_cpu_thread_state* state = ThreadState();
+  if (state && state->race_check) state->acquire_pending = 1;
+}
+
+// The bytes of 4-byte granule `g` that an access at `a` of `bytes` covers,
+// as a mask of 4 bits. (One element of a 32-bit type per granule: with 8
+// bytes, a block storing y[1] replaced the record of y[0]'s store.)
+KERNELEVAL_CPU_UNCHECKED inline uint64_t GranuleMask(uintptr_t a, unsigned long bytes, uint64_t g) {
+  const uintptr_t begin = a > (g << 2) ? a : (g << 2);
+  const uintptr_t end = a + bytes < ((g + 1) << 2) ? a + bytes : ((g + 1) << 2);
+  return ((uint64_t{1} << (end - begin)) - 1) << (begin & 3);
+}
+
+KERNELEVAL_CPU_UNCHECKED inline void RecordStore(const volatile void* address,
+                                                 unsigned long bytes) {
+  kerneleval_cpu_thread_state* state = ThreadState();
+  if (!state || !state->race_check) return;
+  kerneleval_cpu_race_check* race = state->race_check;
+  const auto a = reinterpret_cast<uintptr_t>(address);
+  kerneleval_cpu_race_range* range = RaceRange(race, a);
+  if (!range) return;
+  const uint64_t grid = race->grid;
+  if (__atomic_load_n(&range->written_in, __ATOMIC_RELAXED) != grid) {
+    __atomic_store_n(&range->written_in, grid, __ATOMIC_RELAXED);
+  }
+  const uint64_t clock = __atomic_load_n(&race->clock, __ATOMIC_SEQ_CST);
+  if (clock > 0xffffffffu) return;
+  const uint64_t stamp = (state->block << 32) | clock;
+  for (uint64_t g = a >> 2; g <= (a + bytes - 1) >> 2; ++g) {
+    uint64_t* slot = race->writes + 2 * (g & race->slot_mask);
+    uint64_t mask = GranuleMask(a, bytes, g);
+    const uint64_t old = __atomic_load_n(&slot[0], __ATOMIC_RELAXED);
+    const uint64_t mine = (g << KERNELEVAL_CPU_RACE_GRANULE_SHIFT) | grid;
+    if ((old & ~(uint64_t{0xff} << KERNELEVAL_CPU_RACE_MASK_SHIFT)) == mine &&
+        (__atomic_load_n(&slot[1], __ATOMIC_RELAXED) >> 32) == (state->block & 0xffffffffu)) {
+      mask |= (old >> KERNELEVAL_CPU_RACE_MASK_SHIFT) & 0xff;  // the block's own bytes too
+    }
+    __atomic_store_n(&slot[1], stamp, __ATOMIC_RELAXED);
+    __atomic_store_n(&slot[0], mine | (mask << KERNELEVAL_CPU_RACE_MASK_SHIFT), __ATOMIC_RELAXED);
+  }
+}
+
+KERNELEVAL_CPU_UNCHECKED inline void CheckLoad(const volatile void* address, unsigned long bytes) {
+  kerneleval_cpu_thread_state* state = ThreadState();
+  if (!state || !state->race_check) return;
+  if (state->acquire_pending) Acquired(state);
+  kerneleval_cpu_race_check* race = state->race_check;
+  const auto a = reinterpret_cast<uintptr_t>(address);
+  kerneleval_cpu_race_range* range = RaceRange(race, a);
+  if (!range || __atomic_load_n(&range->written_in, __ATOMIC_RELAXED) != race->grid) return;
+  for (uint64_t g = a >> 2; g <= (a + bytes - 1) >> 2; ++g) {
+    const uint64_t* slot = race->writes + 2 * (g & race->slot_mask);
+    const uint64_t word = __atomic_load_n(&slot[0], __ATOMIC_RELAXED);
+    if ((word >> KERNELEVAL_CPU_RACE_GRANULE_SHIFT) != g ||
+        (word & ((uint64_t{1} << KERNELEVAL_CPU_RACE_GRID_BITS) - 1)) != race->grid ||
+        (((word >> KERNELEVAL_CPU_RACE_MASK_SHIFT) & 0xff) & GranuleMask(a, bytes, g)) == 0) {
+      continue;
+    }
+    const uint64_t stamp = __atomic_load_n(&slot[1], __ATOMIC_RELAXED);
+    if ((stamp >> 32) == (state->block & 0xffffffffu)) continue;
+    if (state->acquired_at > (stamp & 0xffffffffu)) continue;
+    uint32_t none = 0;
+    if (__atomic_compare_exchange_n(&race->found, &none, 1u, false, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_SEQ_CST)) {
+      race->reader = state->block;
+      race->writer = stamp >> 32;
+      race->address = a;
+      race->bytes = static_cast<uint32_t>(bytes);
+    }
+    return;
+  }
+}
+
 }  // namespace kerneleval_cpu::detail
 
 // NOLINTBEGIN(readability-identifier-naming, bugprone-reserved-identifier)
@@ -543,19 +649,24 @@ KERNELEVAL_CPU_HOOK void __tsan_write_range(void* address, unsigned long) {
 #define KERNELEVAL_CPU_ACCESS_HOOKS(n)                                \
   KERNELEVAL_CPU_HOOK void __tsan_read##n(void* address) {            \
     kerneleval_cpu::detail::NoteLoads(address, n);                    \
+    kerneleval_cpu::detail::CheckLoad(address, n);                    \
   }                                                                   \
   KERNELEVAL_CPU_HOOK void __tsan_unaligned_read##n(void* address) {  \
     kerneleval_cpu::detail::NoteLoads(address, n);                    \
+    kerneleval_cpu::detail::CheckLoad(address, n);                    \
   }                                                                   \
   KERNELEVAL_CPU_HOOK void __tsan_volatile_read##n(void* address) {   \
     kerneleval_cpu::detail::SpinPoint();                              \
     kerneleval_cpu::detail::NoteLoads(address, n);                    \
+    kerneleval_cpu::detail::SynchronisingLoad();                      \
   }                                                                   \
   KERNELEVAL_CPU_HOOK void __tsan_write##n(void* address) {           \
     kerneleval_cpu::detail::StorePoint(address);                      \
+    kerneleval_cpu::detail::RecordStore(address, n);                  \
   }                                                                   \
   KERNELEVAL_CPU_HOOK void __tsan_unaligned_write##n(void* address) { \
     kerneleval_cpu::detail::StorePoint(address);                      \
+    kerneleval_cpu::detail::RecordStore(address, n);                  \
   }                                                                   \
   KERNELEVAL_CPU_HOOK void __tsan_volatile_write##n(void* address) {  \
     kerneleval_cpu::detail::StorePoint(address);                      \
@@ -578,20 +689,25 @@ KERNELEVAL_CPU_ACCESS_HOOKS(16)
   KERNELEVAL_CPU_HOOK T __tsan_atomic##n##_fetch_##op(volatile T* a, T v, int) { \
     kerneleval_cpu::detail::AtomicPoint(a);                                      \
     const T old = __atomic_fetch_##op(a, v, __ATOMIC_SEQ_CST);                   \
+    kerneleval_cpu::detail::Synchronised();                                      \
     if (static_cast<T>(updated) == old) kerneleval_cpu::detail::SpinPoint();     \
     return old;                                                                  \
   }
 #define KERNELEVAL_CPU_ATOMIC_HOOKS(n, T)                                                        \
   KERNELEVAL_CPU_HOOK T __tsan_atomic##n##_load(const volatile T* a, int) {                      \
-    return __atomic_load_n(a, __ATOMIC_SEQ_CST);                                                 \
+    const T value = __atomic_load_n(a, __ATOMIC_SEQ_CST);                                        \
+    kerneleval_cpu::detail::Synchronised();                                                      \
+    return value;                                                                                \
   }                                                                                              \
   KERNELEVAL_CPU_HOOK void __tsan_atomic##n##_store(volatile T* a, T v, int) {                   \
     kerneleval_cpu::detail::AtomicPoint(a);                                                      \
     __atomic_store_n(a, v, __ATOMIC_SEQ_CST);                                                    \
+    kerneleval_cpu::detail::Synchronised();                                                      \
   }                                                                                              \
   KERNELEVAL_CPU_HOOK T __tsan_atomic##n##_exchange(volatile T* a, T v, int) {                   \
     kerneleval_cpu::detail::AtomicPoint(a);                                                      \
     const T old = __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST);                                   \
+    kerneleval_cpu::detail::Synchronised();                                                      \
     if (old == v) kerneleval_cpu::detail::SpinPoint();                                           \
     return old;                                                                                  \
   }                                                                                              \
@@ -607,6 +723,7 @@ KERNELEVAL_CPU_ACCESS_HOOKS(16)
     const T expected = *c;                                                                       \
     const bool swapped =                                                                         \
         __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);         \
+    kerneleval_cpu::detail::Synchronised();                                                      \
     if (!swapped) kerneleval_cpu::detail::FailedCas(a, expected, *c);                            \
     return swapped;                                                                              \
   }                                                                                              \
@@ -772,10 +889,28 @@ inline T __ldca(const T* p) {
 // compiler barrier keeps each such load in its loop (g++ hoisted a plain
 // load out of `while (__ldcg(&flag) <= mine) {}` and removed the loop);
 // __ldcv, a volatile load, is also a spin point of the interleaved build.
+// In an interleaved build their loads are synchronising (the race check's
+// kerneleval_cpu_race_check): a wait polling a flag with one, then reading
+// what the flag guards, is the way to read another block's output.
+#if defined(__SANITIZE_THREAD__)
+namespace kerneleval_cpu::detail {
+template <class T>
+KERNELEVAL_CPU_UNCHECKED inline T SynchronisingRead(const T* p) {
+  NoteLoads(p, sizeof(T));
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  const T value = *p;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  Synchronised();
+  return value;
+}
+}  // namespace kerneleval_cpu::detail
+#define KERNELEVAL_CPU_POLLING_LOAD(p) kerneleval_cpu::detail::SynchronisingRead(p)
+#else
+#define KERNELEVAL_CPU_POLLING_LOAD(p) (__atomic_signal_fence(__ATOMIC_SEQ_CST), *(p))
+#endif
 template <class T>
 inline T __ldcg(const T* p) {
-  __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  return *p;
+  return KERNELEVAL_CPU_POLLING_LOAD(p);
 }
 template <class T>
 inline T __ldcs(const T* p) {
@@ -783,16 +918,14 @@ inline T __ldcs(const T* p) {
 }
 template <class T>
 inline T __ldlu(const T* p) {
-  __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  return *p;
+  return KERNELEVAL_CPU_POLLING_LOAD(p);
 }
 template <class T>
 inline T __ldcv(const T* p) {
 #if defined(__SANITIZE_THREAD__)
   kerneleval_cpu::detail::SpinPoint();
 #endif
-  __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  return *p;
+  return KERNELEVAL_CPU_POLLING_LOAD(p);
 }
 template <class T>
 inline void __stwb(T* p, T v) {
