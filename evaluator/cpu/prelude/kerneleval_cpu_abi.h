@@ -184,7 +184,8 @@ typedef struct kerneleval_cpu_thread_state {
 // shared by the OS threads running a grid's blocks). A plain store of a
 // block to checked memory (device buffers, __device__ variables) is
 // recorded by 4-byte granule in `writes` (direct-mapped, two words a slot:
-// granule << 19 | byte mask << 11 | grid; block << 32 | clock); a plain load
+// granule << 19 | byte mask << 11 | grid, bit 18 set while a store rewrites
+// the slot; block << 32 | clock); a plain load
 // by another block of bytes recorded in the same grid is a race unless the
 // loading block synchronised (an atomic operation, a volatile or __ldcg
 // load: each ticks `clock`) after the store. A block reading what

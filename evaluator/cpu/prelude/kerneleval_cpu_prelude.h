@@ -546,17 +546,25 @@ KERNELEVAL_CPU_UNCHECKED inline void Acquired(kerneleval_cpu_thread_state* state
   state->acquire_pending = 0;
 }
 
-// After an atomic operation (it has happened).
-KERNELEVAL_CPU_UNCHECKED inline void Synchronised() {
+// After an atomic operation on `address` (it has happened). Only on checked
+// memory: other blocks wait on flags there, and a histogram's atomics on
+// shared memory would all tick one clock from every OS thread.
+KERNELEVAL_CPU_UNCHECKED inline void Synchronised(const volatile void* address) {
   kerneleval_cpu_thread_state* state = ThreadState();
-  if (state && state->race_check) Acquired(state);
+  if (state && state->race_check &&
+      RaceRange(state->race_check, reinterpret_cast<uintptr_t>(address))) {
+    Acquired(state);
+  }
 }
 
-// Before a volatile load: it counts once it has happened, at the next
-// plain load.
-KERNELEVAL_CPU_UNCHECKED inline void SynchronisingLoad() {
+// Before a volatile load of `address`: it counts once it has happened, at
+// the block's next plain load.
+KERNELEVAL_CPU_UNCHECKED inline void SynchronisingLoad(const volatile void* address) {
   kerneleval_cpu_thread_state* state = ThreadState();
-  if (state && state->race_check) state->acquire_pending = 1;
+  if (state && state->race_check &&
+      RaceRange(state->race_check, reinterpret_cast<uintptr_t>(address))) {
+    state->acquire_pending = 1;
+  }
 }
 
 // The bytes of 4-byte granule `g` that an access at `a` of `bytes` covers,
@@ -567,6 +575,13 @@ KERNELEVAL_CPU_UNCHECKED inline uint64_t GranuleMask(uintptr_t a, unsigned long 
   const uintptr_t end = a + bytes < ((g + 1) << 2) ? a + bytes : ((g + 1) << 2);
   return ((uint64_t{1} << (end - begin)) - 1) << (begin & 3);
 }
+
+// A slot's first word while a store rewrites it: blocks on two OS threads
+// storing bytes of one word (z[18] and z[19] of an 8-bit output) wrote a
+// slot's two words interleaved, one block's mask with the other's index,
+// and a block loading its own byte was told another had stored it.
+constexpr uint64_t kRaceSlotLocked = uint64_t{1} << 18;
+constexpr uint64_t kRaceMaskBits = 0xf;  // 4 bytes a granule
 
 KERNELEVAL_CPU_UNCHECKED inline void RecordStore(const volatile void* address,
                                                  unsigned long bytes) {
@@ -585,15 +600,24 @@ KERNELEVAL_CPU_UNCHECKED inline void RecordStore(const volatile void* address,
   const uint64_t stamp = (state->block << 32) | clock;
   for (uint64_t g = a >> 2; g <= (a + bytes - 1) >> 2; ++g) {
     uint64_t* slot = race->writes + 2 * (g & race->slot_mask);
+    uint64_t old = __atomic_load_n(&slot[0], __ATOMIC_RELAXED);
+    // Another OS thread is between its two stores for a moment: wait.
+    while ((old & kRaceSlotLocked) != 0 ||
+           !__atomic_compare_exchange_n(&slot[0], &old, old | kRaceSlotLocked, true,
+                                        __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+#if defined(__x86_64__)
+      __builtin_ia32_pause();
+#endif
+      old = __atomic_load_n(&slot[0], __ATOMIC_RELAXED);
+    }
     uint64_t mask = GranuleMask(a, bytes, g);
-    const uint64_t old = __atomic_load_n(&slot[0], __ATOMIC_RELAXED);
     const uint64_t mine = (g << KERNELEVAL_CPU_RACE_GRANULE_SHIFT) | grid;
     if ((old & ~(uint64_t{0xff} << KERNELEVAL_CPU_RACE_MASK_SHIFT)) == mine &&
         (__atomic_load_n(&slot[1], __ATOMIC_RELAXED) >> 32) == (state->block & 0xffffffffu)) {
-      mask |= (old >> KERNELEVAL_CPU_RACE_MASK_SHIFT) & 0xff;  // the block's own bytes too
+      mask |= (old >> KERNELEVAL_CPU_RACE_MASK_SHIFT) & kRaceMaskBits;  // its own bytes too
     }
     __atomic_store_n(&slot[1], stamp, __ATOMIC_RELAXED);
-    __atomic_store_n(&slot[0], mine | (mask << KERNELEVAL_CPU_RACE_MASK_SHIFT), __ATOMIC_RELAXED);
+    __atomic_store_n(&slot[0], mine | (mask << KERNELEVAL_CPU_RACE_MASK_SHIFT), __ATOMIC_RELEASE);
   }
 }
 
@@ -607,13 +631,19 @@ KERNELEVAL_CPU_UNCHECKED inline void CheckLoad(const volatile void* address, uns
   if (!range || __atomic_load_n(&range->written_in, __ATOMIC_RELAXED) != race->grid) return;
   for (uint64_t g = a >> 2; g <= (a + bytes - 1) >> 2; ++g) {
     const uint64_t* slot = race->writes + 2 * (g & race->slot_mask);
-    const uint64_t word = __atomic_load_n(&slot[0], __ATOMIC_RELAXED);
+    const uint64_t word = __atomic_load_n(&slot[0], __ATOMIC_ACQUIRE);
     if ((word >> KERNELEVAL_CPU_RACE_GRANULE_SHIFT) != g ||
         (word & ((uint64_t{1} << KERNELEVAL_CPU_RACE_GRID_BITS) - 1)) != race->grid ||
-        (((word >> KERNELEVAL_CPU_RACE_MASK_SHIFT) & 0xff) & GranuleMask(a, bytes, g)) == 0) {
+        (word & kRaceSlotLocked) != 0 ||
+        ((word >> KERNELEVAL_CPU_RACE_MASK_SHIFT) & kRaceMaskBits & GranuleMask(a, bytes, g)) ==
+            0) {
       continue;
     }
     const uint64_t stamp = __atomic_load_n(&slot[1], __ATOMIC_RELAXED);
+    // A store rewrote the slot meanwhile: its two words may not belong
+    // together (a race missed, never one made up).
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (__atomic_load_n(&slot[0], __ATOMIC_RELAXED) != word) continue;
     if ((stamp >> 32) == (state->block & 0xffffffffu)) continue;
     if (state->acquired_at > (stamp & 0xffffffffu)) continue;
     uint32_t none = 0;
@@ -658,7 +688,7 @@ KERNELEVAL_CPU_HOOK void __tsan_write_range(void* address, unsigned long) {
   KERNELEVAL_CPU_HOOK void __tsan_volatile_read##n(void* address) {   \
     kerneleval_cpu::detail::SpinPoint();                              \
     kerneleval_cpu::detail::NoteLoads(address, n);                    \
-    kerneleval_cpu::detail::SynchronisingLoad();                      \
+    kerneleval_cpu::detail::SynchronisingLoad(address);               \
   }                                                                   \
   KERNELEVAL_CPU_HOOK void __tsan_write##n(void* address) {           \
     kerneleval_cpu::detail::StorePoint(address);                      \
@@ -689,25 +719,25 @@ KERNELEVAL_CPU_ACCESS_HOOKS(16)
   KERNELEVAL_CPU_HOOK T __tsan_atomic##n##_fetch_##op(volatile T* a, T v, int) { \
     kerneleval_cpu::detail::AtomicPoint(a);                                      \
     const T old = __atomic_fetch_##op(a, v, __ATOMIC_SEQ_CST);                   \
-    kerneleval_cpu::detail::Synchronised();                                      \
+    kerneleval_cpu::detail::Synchronised(a);                                     \
     if (static_cast<T>(updated) == old) kerneleval_cpu::detail::SpinPoint();     \
     return old;                                                                  \
   }
 #define KERNELEVAL_CPU_ATOMIC_HOOKS(n, T)                                                        \
   KERNELEVAL_CPU_HOOK T __tsan_atomic##n##_load(const volatile T* a, int) {                      \
     const T value = __atomic_load_n(a, __ATOMIC_SEQ_CST);                                        \
-    kerneleval_cpu::detail::Synchronised();                                                      \
+    kerneleval_cpu::detail::Synchronised(a);                                                     \
     return value;                                                                                \
   }                                                                                              \
   KERNELEVAL_CPU_HOOK void __tsan_atomic##n##_store(volatile T* a, T v, int) {                   \
     kerneleval_cpu::detail::AtomicPoint(a);                                                      \
     __atomic_store_n(a, v, __ATOMIC_SEQ_CST);                                                    \
-    kerneleval_cpu::detail::Synchronised();                                                      \
+    kerneleval_cpu::detail::Synchronised(a);                                                     \
   }                                                                                              \
   KERNELEVAL_CPU_HOOK T __tsan_atomic##n##_exchange(volatile T* a, T v, int) {                   \
     kerneleval_cpu::detail::AtomicPoint(a);                                                      \
     const T old = __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST);                                   \
-    kerneleval_cpu::detail::Synchronised();                                                      \
+    kerneleval_cpu::detail::Synchronised(a);                                                     \
     if (old == v) kerneleval_cpu::detail::SpinPoint();                                           \
     return old;                                                                                  \
   }                                                                                              \
@@ -723,7 +753,7 @@ KERNELEVAL_CPU_ACCESS_HOOKS(16)
     const T expected = *c;                                                                       \
     const bool swapped =                                                                         \
         __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);         \
-    kerneleval_cpu::detail::Synchronised();                                                      \
+    kerneleval_cpu::detail::Synchronised(a);                                                     \
     if (!swapped) kerneleval_cpu::detail::FailedCas(a, expected, *c);                            \
     return swapped;                                                                              \
   }                                                                                              \
@@ -900,7 +930,7 @@ KERNELEVAL_CPU_UNCHECKED inline T SynchronisingRead(const T* p) {
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   const T value = *p;
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  Synchronised();
+  Synchronised(p);
   return value;
 }
 }  // namespace kerneleval_cpu::detail
