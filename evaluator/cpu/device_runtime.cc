@@ -283,10 +283,11 @@ struct GridJob {
 };
 
 // Slots of the race check's table of stores (Globals::race), by 4-byte
-// granule: 8 MiB, touched only where stores land; granules 2 MiB apart
-// share a slot, the later store's record replacing the earlier (a race
-// missed, never one made up).
-constexpr uint64_t kRaceSlots = uint64_t{1} << 19;
+// granule: 8 MiB, touched only where stores land; granules that share a
+// slot (drawn per grid, kerneleval_cpu_race_check::slot_multiplier) keep
+// the later store's record (a race missed, never one made up).
+constexpr uint64_t kRaceSlotBits = 19;
+constexpr uint64_t kRaceSlots = uint64_t{1} << kRaceSlotBits;
 
 // GridJob::x_slowest: the largest grid whose claims a bitmap records, for the
 // rescuer [blocks] (2 MiB of bits); a larger grid has none.
@@ -1214,6 +1215,7 @@ void StartRaceCheck(GridJob& job) {
   }
   race.clock = 1;
   race.found = 0;
+  race.slot_multiplier = globals->order_chooser() | 1;
 }
 
 std::string BlockName(const kerneleval_cpu_launch& launch, uint64_t linear) {
@@ -1407,6 +1409,7 @@ void SetRaceCheckedMemory(const std::vector<RaceCheckedRange>& ranges) {
     if (table == MAP_FAILED) Fatal("out of memory for the race check's table");
     race.writes = static_cast<uint64_t*>(table);
     race.slot_mask = kRaceSlots - 1;
+    race.slot_bits = kRaceSlotBits;
   }
   race.range_count = 0;
   for (const RaceCheckedRange& range : ranges) {

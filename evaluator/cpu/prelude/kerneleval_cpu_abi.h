@@ -202,9 +202,14 @@ typedef struct kerneleval_cpu_race_range {
 } kerneleval_cpu_race_range;
 typedef struct kerneleval_cpu_race_check {
   uint64_t* writes;
-  uint64_t slot_mask;  // slots - 1
-  uint64_t grid;       // the running grid's tag, 1..2047
-  uint64_t clock;      // synchronising operations in this grid (atomic)
+  uint64_t slot_mask;  // slots - 1 (2^slot_bits - 1)
+  uint64_t slot_bits;
+  // Odd, drawn per grid: granules a multiple of the table's span apart go
+  // to slots no kernel can tell in advance (with a plain index, a store
+  // 2 MiB away from y[row] replaced y[row]'s record and hid a race).
+  uint64_t slot_multiplier;
+  uint64_t grid;   // the running grid's tag, 1..2047
+  uint64_t clock;  // synchronising operations in this grid (atomic)
   uint32_t range_count;
   kerneleval_cpu_race_range ranges[KERNELEVAL_CPU_RACE_RANGES];
   // The first race of the grid: set once (found 0 -> 1) by its reader.

@@ -576,6 +576,13 @@ KERNELEVAL_CPU_UNCHECKED inline uint64_t GranuleMask(uintptr_t a, unsigned long 
   return ((uint64_t{1} << (end - begin)) - 1) << (begin & 3);
 }
 
+// Granule `g`'s slot: its low bits, xor a drawn function of the others
+// (neighbouring granules keep neighbouring slots, for the cache).
+KERNELEVAL_CPU_UNCHECKED inline uint64_t* RaceSlot(kerneleval_cpu_race_check* race, uint64_t g) {
+  const uint64_t high = ((g >> race->slot_bits) * race->slot_multiplier) >> (64 - race->slot_bits);
+  return race->writes + 2 * ((g ^ high) & race->slot_mask);
+}
+
 // A slot's first word while a store rewrites it: blocks on two OS threads
 // storing bytes of one word (z[18] and z[19] of an 8-bit output) wrote a
 // slot's two words interleaved, one block's mask with the other's index,
@@ -599,7 +606,7 @@ KERNELEVAL_CPU_UNCHECKED inline void RecordStore(const volatile void* address,
   if (clock > 0xffffffffu) return;
   const uint64_t stamp = (state->block << 32) | clock;
   for (uint64_t g = a >> 2; g <= (a + bytes - 1) >> 2; ++g) {
-    uint64_t* slot = race->writes + 2 * (g & race->slot_mask);
+    uint64_t* slot = RaceSlot(race, g);
     uint64_t old = __atomic_load_n(&slot[0], __ATOMIC_RELAXED);
     // Another OS thread is between its two stores for a moment: wait.
     while ((old & kRaceSlotLocked) != 0 ||
@@ -630,7 +637,7 @@ KERNELEVAL_CPU_UNCHECKED inline void CheckLoad(const volatile void* address, uns
   kerneleval_cpu_race_range* range = RaceRange(race, a);
   if (!range || __atomic_load_n(&range->written_in, __ATOMIC_RELAXED) != race->grid) return;
   for (uint64_t g = a >> 2; g <= (a + bytes - 1) >> 2; ++g) {
-    const uint64_t* slot = race->writes + 2 * (g & race->slot_mask);
+    const uint64_t* slot = RaceSlot(race, g);
     const uint64_t word = __atomic_load_n(&slot[0], __ATOMIC_ACQUIRE);
     if ((word >> KERNELEVAL_CPU_RACE_GRANULE_SHIFT) != g ||
         (word & ((uint64_t{1} << KERNELEVAL_CPU_RACE_GRID_BITS) - 1)) != race->grid ||
@@ -658,6 +665,16 @@ KERNELEVAL_CPU_UNCHECKED inline void CheckLoad(const volatile void* address, uns
   }
 }
 
+// After an atomic operation of `bytes` on `address`: a write is recorded as
+// a plain store's is (a plain load of it by a block that did not wait reads
+// whatever is there on a GPU: a racy `v = y[r]; atomicExch(&y[r], v + s)`
+// passed), then the operation synchronises the block.
+KERNELEVAL_CPU_UNCHECKED inline void AtomicDone(const volatile void* address, unsigned long bytes,
+                                                bool wrote) {
+  if (wrote) RecordStore(address, bytes);
+  Synchronised(address);
+}
+
 }  // namespace kerneleval_cpu::detail
 
 // NOLINTBEGIN(readability-identifier-naming, bugprone-reserved-identifier)
@@ -667,11 +684,22 @@ KERNELEVAL_CPU_HOOK void __tsan_func_entry(void*) {}
 KERNELEVAL_CPU_HOOK void __tsan_func_exit(void) {}
 KERNELEVAL_CPU_HOOK void __tsan_vptr_update(void**, void*) {}
 KERNELEVAL_CPU_HOOK void __tsan_vptr_read(void**) {}
+// Loads and stores of other sizes (a 12-byte struct copied whole): the race
+// check covers their first KERNELEVAL_CPU_RACE_RANGE_BYTES.
+#define KERNELEVAL_CPU_RACE_RANGE_BYTES 256ul
 KERNELEVAL_CPU_HOOK void __tsan_read_range(void* address, unsigned long bytes) {
   kerneleval_cpu::detail::NoteLoads(address, bytes);
+  if (bytes > 0) {
+    kerneleval_cpu::detail::CheckLoad(
+        address, bytes < KERNELEVAL_CPU_RACE_RANGE_BYTES ? bytes : KERNELEVAL_CPU_RACE_RANGE_BYTES);
+  }
 }
-KERNELEVAL_CPU_HOOK void __tsan_write_range(void* address, unsigned long) {
+KERNELEVAL_CPU_HOOK void __tsan_write_range(void* address, unsigned long bytes) {
   kerneleval_cpu::detail::StorePoint(address);
+  if (bytes > 0) {
+    kerneleval_cpu::detail::RecordStore(
+        address, bytes < KERNELEVAL_CPU_RACE_RANGE_BYTES ? bytes : KERNELEVAL_CPU_RACE_RANGE_BYTES);
+  }
 }
 // Volatile accesses come apart from plain ones
 // (--param=tsan-distinguish-volatile=1): a volatile load is also a spin
@@ -700,6 +728,7 @@ KERNELEVAL_CPU_HOOK void __tsan_write_range(void* address, unsigned long) {
   }                                                                   \
   KERNELEVAL_CPU_HOOK void __tsan_volatile_write##n(void* address) {  \
     kerneleval_cpu::detail::StorePoint(address);                      \
+    kerneleval_cpu::detail::RecordStore(address, n);                  \
   }
 KERNELEVAL_CPU_ACCESS_HOOKS(1)
 KERNELEVAL_CPU_ACCESS_HOOKS(2)
@@ -715,13 +744,13 @@ KERNELEVAL_CPU_ACCESS_HOOKS(16)
 // the memory as it was (a fetch-add of 0, a failed compare-and-swap, an
 // exchange for the same value) is a spin point after it. Atomic loads are
 // neither (the first step of every compare-and-swap loop).
-#define KERNELEVAL_CPU_FETCH_HOOK(n, T, op, updated)                             \
-  KERNELEVAL_CPU_HOOK T __tsan_atomic##n##_fetch_##op(volatile T* a, T v, int) { \
-    kerneleval_cpu::detail::AtomicPoint(a);                                      \
-    const T old = __atomic_fetch_##op(a, v, __ATOMIC_SEQ_CST);                   \
-    kerneleval_cpu::detail::Synchronised(a);                                     \
-    if (static_cast<T>(updated) == old) kerneleval_cpu::detail::SpinPoint();     \
-    return old;                                                                  \
+#define KERNELEVAL_CPU_FETCH_HOOK(n, T, op, updated)                              \
+  KERNELEVAL_CPU_HOOK T __tsan_atomic##n##_fetch_##op(volatile T* a, T v, int) {  \
+    kerneleval_cpu::detail::AtomicPoint(a);                                       \
+    const T old = __atomic_fetch_##op(a, v, __ATOMIC_SEQ_CST);                    \
+    kerneleval_cpu::detail::AtomicDone(a, n / 8, static_cast<T>(updated) != old); \
+    if (static_cast<T>(updated) == old) kerneleval_cpu::detail::SpinPoint();      \
+    return old;                                                                   \
   }
 #define KERNELEVAL_CPU_ATOMIC_HOOKS(n, T)                                                        \
   KERNELEVAL_CPU_HOOK T __tsan_atomic##n##_load(const volatile T* a, int) {                      \
@@ -732,12 +761,12 @@ KERNELEVAL_CPU_ACCESS_HOOKS(16)
   KERNELEVAL_CPU_HOOK void __tsan_atomic##n##_store(volatile T* a, T v, int) {                   \
     kerneleval_cpu::detail::AtomicPoint(a);                                                      \
     __atomic_store_n(a, v, __ATOMIC_SEQ_CST);                                                    \
-    kerneleval_cpu::detail::Synchronised(a);                                                     \
+    kerneleval_cpu::detail::AtomicDone(a, n / 8, true);                                          \
   }                                                                                              \
   KERNELEVAL_CPU_HOOK T __tsan_atomic##n##_exchange(volatile T* a, T v, int) {                   \
     kerneleval_cpu::detail::AtomicPoint(a);                                                      \
     const T old = __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST);                                   \
-    kerneleval_cpu::detail::Synchronised(a);                                                     \
+    kerneleval_cpu::detail::AtomicDone(a, n / 8, old != v);                                      \
     if (old == v) kerneleval_cpu::detail::SpinPoint();                                           \
     return old;                                                                                  \
   }                                                                                              \
@@ -753,7 +782,7 @@ KERNELEVAL_CPU_ACCESS_HOOKS(16)
     const T expected = *c;                                                                       \
     const bool swapped =                                                                         \
         __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);         \
-    kerneleval_cpu::detail::Synchronised(a);                                                     \
+    kerneleval_cpu::detail::AtomicDone(a, n / 8, swapped && expected != v);                      \
     if (!swapped) kerneleval_cpu::detail::FailedCas(a, expected, *c);                            \
     return swapped;                                                                              \
   }                                                                                              \
