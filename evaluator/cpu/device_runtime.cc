@@ -347,7 +347,7 @@ thread_local kerneleval_cpu_thread_state tls_interleave_state{
     .race_check = nullptr,
     .block = 0,
     .acquired_at = 0,
-    .acquire_pending = 0};
+    .pending_wait_address = 0};
 
 // An OS thread's dynamic shared memory: `bytes` reserved at `base`, the
 // first `accessible` of them readable and writable (whole pages, from the
@@ -467,7 +467,7 @@ class alignas(kCacheLineBytes) BlockExecutor {
     tls_interleave_state.set_multiplier = job.set_multiplier;
     tls_interleave_state.block = linear_block;
     tls_interleave_state.acquired_at = 0;
-    tls_interleave_state.acquire_pending = 0;
+    tls_interleave_state.pending_wait_address = 0;
     // What the block has not written reads as NaN / -1: its static
     // __shared__ variables are filled by their declarations (the prelude's
     // KERNELEVAL_CPU_POISON_SHARED), its dynamic shared memory here. Zeros

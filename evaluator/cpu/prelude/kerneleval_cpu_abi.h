@@ -171,13 +171,13 @@ typedef struct kerneleval_cpu_thread_state {
   uint64_t set_multiplier;
   // The cross-block race check of this grid (nullptr: none), the running
   // block's linear index, the check's clock just after the block's latest
-  // synchronising operation (0: none yet) and whether a volatile load since
-  // still has to count as one (at the block's next plain load: the hook
-  // runs before the load it reports).
+  // wait for another block (0: none yet) and the address of a volatile load
+  // still to be counted (0: none; at the block's next load: the hook runs
+  // before the load it reports).
   struct kerneleval_cpu_race_check* race_check;
   uint64_t block;
   uint64_t acquired_at;
-  uint64_t acquire_pending;
+  uint64_t pending_wait_address;
 } kerneleval_cpu_thread_state;
 
 // The cross-block race check of an interleaved build (one per runtime,
@@ -187,8 +187,9 @@ typedef struct kerneleval_cpu_thread_state {
 // granule << 19 | byte mask << 11 | grid, bit 18 set while a store rewrites
 // the slot; block << 32 | clock); a plain load
 // by another block of bytes recorded in the same grid is a race unless the
-// loading block synchronised (an atomic operation, a volatile or __ldcg
-// load: each ticks `clock`) after the store. A block reading what
+// loading block waited after the store (an atomic operation, a volatile
+// or __ldcg load of memory another block stored to in the grid: each such
+// wait ticks `clock`). A block reading what
 // another wrote without waiting for it reads whatever is there on a GPU,
 // where blocks run in any order or at once.
 #define KERNELEVAL_CPU_RACE_RANGES 32u

@@ -528,9 +528,10 @@ KERNELEVAL_CPU_UNCHECKED inline void FailedCas(const volatile void* address, uin
 // only because the writer happened to run first (a row's partial sums added
 // with a plain `y[row] += s` by blocks far apart in the grid lose updates on
 // a GPU, and passed here wherever those blocks did not overlap). Waiting
-// for the writer properly (a flag read by an atomic, volatile or __ldcg
-// load) ticks the clock after the store and passes. A fence alone does
-// not: it orders the block's own accesses, it waits for no one (and
+// for the writer properly (an atomic, volatile or __ldcg load of a flag
+// that another block stored) ticks the clock after the store and passes.
+// An operation on memory no other block stored in the grid waits for no
+// one, nor does a fence (`atomicAdd(&unused, 0); y[row] += s;` and
 // `__threadfence(); y[row] += s;` would have passed).
 KERNELEVAL_CPU_UNCHECKED inline kerneleval_cpu_race_range* RaceRange(
     kerneleval_cpu_race_check* race, uintptr_t a) {
@@ -541,30 +542,15 @@ KERNELEVAL_CPU_UNCHECKED inline kerneleval_cpu_race_range* RaceRange(
   return nullptr;
 }
 
+// The race check of the running grid when `a` is checked memory.
+KERNELEVAL_CPU_UNCHECKED inline kerneleval_cpu_race_check* CheckedAt(
+    kerneleval_cpu_thread_state* state, uintptr_t a) {
+  if (!state || !state->race_check || !RaceRange(state->race_check, a)) return nullptr;
+  return state->race_check;
+}
+
 KERNELEVAL_CPU_UNCHECKED inline void Acquired(kerneleval_cpu_thread_state* state) {
   state->acquired_at = __atomic_add_fetch(&state->race_check->clock, 1, __ATOMIC_SEQ_CST);
-  state->acquire_pending = 0;
-}
-
-// After an atomic operation on `address` (it has happened). Only on checked
-// memory: other blocks wait on flags there, and a histogram's atomics on
-// shared memory would all tick one clock from every OS thread.
-KERNELEVAL_CPU_UNCHECKED inline void Synchronised(const volatile void* address) {
-  kerneleval_cpu_thread_state* state = ThreadState();
-  if (state && state->race_check &&
-      RaceRange(state->race_check, reinterpret_cast<uintptr_t>(address))) {
-    Acquired(state);
-  }
-}
-
-// Before a volatile load of `address`: it counts once it has happened, at
-// the block's next plain load.
-KERNELEVAL_CPU_UNCHECKED inline void SynchronisingLoad(const volatile void* address) {
-  kerneleval_cpu_thread_state* state = ThreadState();
-  if (state && state->race_check &&
-      RaceRange(state->race_check, reinterpret_cast<uintptr_t>(address))) {
-    state->acquire_pending = 1;
-  }
 }
 
 // The bytes of 4-byte granule `g` that an access at `a` of `bytes` covers,
@@ -589,22 +575,62 @@ KERNELEVAL_CPU_UNCHECKED inline uint64_t* RaceSlot(kerneleval_cpu_race_check* ra
 // and a block loading its own byte was told another had stored it.
 constexpr uint64_t kRaceSlotLocked = uint64_t{1} << 18;
 constexpr uint64_t kRaceMaskBits = 0xf;  // 4 bytes a granule
+constexpr uint64_t kRaceGridBits = (uint64_t{1} << KERNELEVAL_CPU_RACE_GRID_BITS) - 1;
 
-KERNELEVAL_CPU_UNCHECKED inline void RecordStore(const volatile void* address,
+// Whether slot word `word` (with `stamp`) may record a store of another
+// block than the running one to granule `g` in this grid: a record of
+// another granule of this grid may have replaced it (a wait taken for
+// one, never one missed). No record of this grid: no store landed there.
+KERNELEVAL_CPU_UNCHECKED inline bool MayBeAnotherBlocks(const kerneleval_cpu_thread_state* state,
+                                                        const kerneleval_cpu_race_check* race,
+                                                        uint64_t g, uint64_t word, uint64_t stamp) {
+  if ((word & kRaceGridBits) != race->grid) return false;
+  if ((word >> KERNELEVAL_CPU_RACE_GRANULE_SHIFT) != g) return true;
+  return (stamp >> 32) != (state->block & 0xffffffffu);
+}
+
+// After a synchronising load of `a` (it has happened): a wait for another
+// block when that block stored there in this grid.
+KERNELEVAL_CPU_UNCHECKED inline void WaitedAt(kerneleval_cpu_thread_state* state, uintptr_t a) {
+  kerneleval_cpu_race_check* race = CheckedAt(state, a);
+  if (!race) return;
+  const uint64_t g = a >> 2;
+  const uint64_t* slot = RaceSlot(race, g);
+  const uint64_t word = __atomic_load_n(&slot[0], __ATOMIC_ACQUIRE);
+  if ((word & kRaceSlotLocked) != 0 ||
+      MayBeAnotherBlocks(state, race, g, word, __atomic_load_n(&slot[1], __ATOMIC_RELAXED))) {
+    Acquired(state);
+  }
+}
+
+// A volatile load counts once it has happened: at the block's next plain or
+// volatile load (the hooks run before their loads).
+KERNELEVAL_CPU_UNCHECKED inline void SettlePendingWait(kerneleval_cpu_thread_state* state) {
+  if (state->pending_wait_address == 0) return;
+  const uintptr_t a = state->pending_wait_address;
+  state->pending_wait_address = 0;
+  WaitedAt(state, a);
+}
+
+// Records a store of `bytes` at `address`; returns whether its first
+// granule's slot held, before, what may be another block's store of this
+// grid (MayBeAnotherBlocks): an atomic replacing it waited for that block.
+KERNELEVAL_CPU_UNCHECKED inline bool RecordStore(const volatile void* address,
                                                  unsigned long bytes) {
   kerneleval_cpu_thread_state* state = ThreadState();
-  if (!state || !state->race_check) return;
+  if (!state || !state->race_check) return false;
   kerneleval_cpu_race_check* race = state->race_check;
   const auto a = reinterpret_cast<uintptr_t>(address);
   kerneleval_cpu_race_range* range = RaceRange(race, a);
-  if (!range) return;
+  if (!range) return false;
   const uint64_t grid = race->grid;
   if (__atomic_load_n(&range->written_in, __ATOMIC_RELAXED) != grid) {
     __atomic_store_n(&range->written_in, grid, __ATOMIC_RELAXED);
   }
   const uint64_t clock = __atomic_load_n(&race->clock, __ATOMIC_SEQ_CST);
-  if (clock > 0xffffffffu) return;
+  if (clock > 0xffffffffu) return true;
   const uint64_t stamp = (state->block << 32) | clock;
+  bool another = false;
   for (uint64_t g = a >> 2; g <= (a + bytes - 1) >> 2; ++g) {
     uint64_t* slot = RaceSlot(race, g);
     uint64_t old = __atomic_load_n(&slot[0], __ATOMIC_RELAXED);
@@ -617,21 +643,24 @@ KERNELEVAL_CPU_UNCHECKED inline void RecordStore(const volatile void* address,
 #endif
       old = __atomic_load_n(&slot[0], __ATOMIC_RELAXED);
     }
+    const uint64_t old_stamp = __atomic_load_n(&slot[1], __ATOMIC_RELAXED);
+    if (g == a >> 2) another = MayBeAnotherBlocks(state, race, g, old, old_stamp);
     uint64_t mask = GranuleMask(a, bytes, g);
     const uint64_t mine = (g << KERNELEVAL_CPU_RACE_GRANULE_SHIFT) | grid;
     if ((old & ~(uint64_t{0xff} << KERNELEVAL_CPU_RACE_MASK_SHIFT)) == mine &&
-        (__atomic_load_n(&slot[1], __ATOMIC_RELAXED) >> 32) == (state->block & 0xffffffffu)) {
+        (old_stamp >> 32) == (state->block & 0xffffffffu)) {
       mask |= (old >> KERNELEVAL_CPU_RACE_MASK_SHIFT) & kRaceMaskBits;  // its own bytes too
     }
     __atomic_store_n(&slot[1], stamp, __ATOMIC_RELAXED);
     __atomic_store_n(&slot[0], mine | (mask << KERNELEVAL_CPU_RACE_MASK_SHIFT), __ATOMIC_RELEASE);
   }
+  return another;
 }
 
 KERNELEVAL_CPU_UNCHECKED inline void CheckLoad(const volatile void* address, unsigned long bytes) {
   kerneleval_cpu_thread_state* state = ThreadState();
   if (!state || !state->race_check) return;
-  if (state->acquire_pending) Acquired(state);
+  SettlePendingWait(state);
   kerneleval_cpu_race_check* race = state->race_check;
   const auto a = reinterpret_cast<uintptr_t>(address);
   kerneleval_cpu_race_range* range = RaceRange(race, a);
@@ -639,8 +668,7 @@ KERNELEVAL_CPU_UNCHECKED inline void CheckLoad(const volatile void* address, uns
   for (uint64_t g = a >> 2; g <= (a + bytes - 1) >> 2; ++g) {
     const uint64_t* slot = RaceSlot(race, g);
     const uint64_t word = __atomic_load_n(&slot[0], __ATOMIC_ACQUIRE);
-    if ((word >> KERNELEVAL_CPU_RACE_GRANULE_SHIFT) != g ||
-        (word & ((uint64_t{1} << KERNELEVAL_CPU_RACE_GRID_BITS) - 1)) != race->grid ||
+    if ((word >> KERNELEVAL_CPU_RACE_GRANULE_SHIFT) != g || (word & kRaceGridBits) != race->grid ||
         (word & kRaceSlotLocked) != 0 ||
         ((word >> KERNELEVAL_CPU_RACE_MASK_SHIFT) & kRaceMaskBits & GranuleMask(a, bytes, g)) ==
             0) {
@@ -665,14 +693,35 @@ KERNELEVAL_CPU_UNCHECKED inline void CheckLoad(const volatile void* address, uns
   }
 }
 
-// After an atomic operation of `bytes` on `address`: a write is recorded as
-// a plain store's is (a plain load of it by a block that did not wait reads
-// whatever is there on a GPU: a racy `v = y[r]; atomicExch(&y[r], v + s)`
-// passed), then the operation synchronises the block.
-KERNELEVAL_CPU_UNCHECKED inline void AtomicDone(const volatile void* address, unsigned long bytes,
-                                                bool wrote) {
-  if (wrote) RecordStore(address, bytes);
-  Synchronised(address);
+// Before a volatile load of `address`.
+KERNELEVAL_CPU_UNCHECKED inline void SynchronisingLoad(const volatile void* address) {
+  kerneleval_cpu_thread_state* state = ThreadState();
+  if (!state || !state->race_check) return;
+  SettlePendingWait(state);
+  state->pending_wait_address = reinterpret_cast<uintptr_t>(address);
+}
+
+// Atomics on checked memory, around the operation: one that may write
+// (anything but a fetch-add of 0, a compare-and-swap for the same value,
+// ...) is recorded first, as a plain store is (a plain load of it by a block
+// that did not wait reads whatever is there on a GPU: a racy `v = y[r];
+// atomicExch(&y[r], v + s)` passed), so that a block reading the new value
+// finds the record; after it, the block waited when the value it read may
+// be another block's: that store's record was there before its own, or is
+// there after the operation.
+KERNELEVAL_CPU_UNCHECKED inline bool BeforeAtomic(const volatile void* address, unsigned long bytes,
+                                                  bool may_write) {
+  return may_write && RecordStore(address, bytes);
+}
+KERNELEVAL_CPU_UNCHECKED inline void AfterAtomic(const volatile void* address, bool waited) {
+  kerneleval_cpu_thread_state* state = ThreadState();
+  const auto a = reinterpret_cast<uintptr_t>(address);
+  if (!CheckedAt(state, a)) return;
+  if (waited) {
+    Acquired(state);
+  } else {
+    WaitedAt(state, a);
+  }
 }
 
 }  // namespace kerneleval_cpu::detail
@@ -744,45 +793,49 @@ KERNELEVAL_CPU_ACCESS_HOOKS(16)
 // the memory as it was (a fetch-add of 0, a failed compare-and-swap, an
 // exchange for the same value) is a spin point after it. Atomic loads are
 // neither (the first step of every compare-and-swap loop).
-#define KERNELEVAL_CPU_FETCH_HOOK(n, T, op, updated)                              \
-  KERNELEVAL_CPU_HOOK T __tsan_atomic##n##_fetch_##op(volatile T* a, T v, int) {  \
-    kerneleval_cpu::detail::AtomicPoint(a);                                       \
-    const T old = __atomic_fetch_##op(a, v, __ATOMIC_SEQ_CST);                    \
-    kerneleval_cpu::detail::AtomicDone(a, n / 8, static_cast<T>(updated) != old); \
-    if (static_cast<T>(updated) == old) kerneleval_cpu::detail::SpinPoint();      \
-    return old;                                                                   \
+#define KERNELEVAL_CPU_FETCH_HOOK(n, T, op, updated, unchanging)                       \
+  KERNELEVAL_CPU_HOOK T __tsan_atomic##n##_fetch_##op(volatile T* a, T v, int) {       \
+    kerneleval_cpu::detail::AtomicPoint(a);                                            \
+    const bool waited = kerneleval_cpu::detail::BeforeAtomic(a, n / 8, !(unchanging)); \
+    const T old = __atomic_fetch_##op(a, v, __ATOMIC_SEQ_CST);                         \
+    kerneleval_cpu::detail::AfterAtomic(a, waited);                                    \
+    if (static_cast<T>(updated) == old) kerneleval_cpu::detail::SpinPoint();           \
+    return old;                                                                        \
   }
 #define KERNELEVAL_CPU_ATOMIC_HOOKS(n, T)                                                        \
   KERNELEVAL_CPU_HOOK T __tsan_atomic##n##_load(const volatile T* a, int) {                      \
     const T value = __atomic_load_n(a, __ATOMIC_SEQ_CST);                                        \
-    kerneleval_cpu::detail::Synchronised(a);                                                     \
+    kerneleval_cpu::detail::AfterAtomic(a, false);                                               \
     return value;                                                                                \
   }                                                                                              \
   KERNELEVAL_CPU_HOOK void __tsan_atomic##n##_store(volatile T* a, T v, int) {                   \
     kerneleval_cpu::detail::AtomicPoint(a);                                                      \
+    const bool waited = kerneleval_cpu::detail::BeforeAtomic(a, n / 8, true);                    \
     __atomic_store_n(a, v, __ATOMIC_SEQ_CST);                                                    \
-    kerneleval_cpu::detail::AtomicDone(a, n / 8, true);                                          \
+    kerneleval_cpu::detail::AfterAtomic(a, waited);                                              \
   }                                                                                              \
   KERNELEVAL_CPU_HOOK T __tsan_atomic##n##_exchange(volatile T* a, T v, int) {                   \
     kerneleval_cpu::detail::AtomicPoint(a);                                                      \
+    const bool waited = kerneleval_cpu::detail::BeforeAtomic(a, n / 8, true);                    \
     const T old = __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST);                                   \
-    kerneleval_cpu::detail::AtomicDone(a, n / 8, old != v);                                      \
+    kerneleval_cpu::detail::AfterAtomic(a, waited);                                              \
     if (old == v) kerneleval_cpu::detail::SpinPoint();                                           \
     return old;                                                                                  \
   }                                                                                              \
-  KERNELEVAL_CPU_FETCH_HOOK(n, T, add, old + v)                                                  \
-  KERNELEVAL_CPU_FETCH_HOOK(n, T, sub, old - v)                                                  \
-  KERNELEVAL_CPU_FETCH_HOOK(n, T, and, old& v)                                                   \
-  KERNELEVAL_CPU_FETCH_HOOK(n, T, or, old | v)                                                   \
-  KERNELEVAL_CPU_FETCH_HOOK(n, T, xor, old ^ v)                                                  \
-  KERNELEVAL_CPU_FETCH_HOOK(n, T, nand, ~(old & v))                                              \
+  KERNELEVAL_CPU_FETCH_HOOK(n, T, add, old + v, v == 0)                                          \
+  KERNELEVAL_CPU_FETCH_HOOK(n, T, sub, old - v, v == 0)                                          \
+  KERNELEVAL_CPU_FETCH_HOOK(n, T, and, old& v, static_cast<T>(~v) == 0)                          \
+  KERNELEVAL_CPU_FETCH_HOOK(n, T, or, old | v, v == 0)                                           \
+  KERNELEVAL_CPU_FETCH_HOOK(n, T, xor, old ^ v, v == 0)                                          \
+  KERNELEVAL_CPU_FETCH_HOOK(n, T, nand, ~(old & v), false)                                       \
   KERNELEVAL_CPU_HOOK int __tsan_atomic##n##_compare_exchange_strong(volatile T* a, T* c, T v,   \
                                                                      int, int) {                 \
     kerneleval_cpu::detail::AtomicPoint(a);                                                      \
     const T expected = *c;                                                                       \
+    const bool waited = kerneleval_cpu::detail::BeforeAtomic(a, n / 8, expected != v);           \
     const bool swapped =                                                                         \
         __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);         \
-    kerneleval_cpu::detail::AtomicDone(a, n / 8, swapped && expected != v);                      \
+    kerneleval_cpu::detail::AfterAtomic(a, waited);                                              \
     if (!swapped) kerneleval_cpu::detail::FailedCas(a, expected, *c);                            \
     return swapped;                                                                              \
   }                                                                                              \
@@ -959,7 +1012,7 @@ KERNELEVAL_CPU_UNCHECKED inline T SynchronisingRead(const T* p) {
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   const T value = *p;
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  Synchronised(p);
+  WaitedAt(ThreadState(), reinterpret_cast<uintptr_t>(p));
   return value;
 }
 }  // namespace kerneleval_cpu::detail

@@ -2192,6 +2192,17 @@ __global__ void split_sum_volatile_store(int* y) {
 __global__ void split_sum_exchange(int* y) {
   if (threadIdx.x == 0) atomicExch(&y[blockIdx.x % 8], y[blockIdx.x % 8] + (int)blockIdx.x);
 }
+// And after atomics that wait for no other block (on memory no other block
+// stores to) and a fence.
+__device__ int unused;
+__device__ int own_counts[64];
+__global__ void split_sum_after_atomics(int* y) {
+  if (threadIdx.x != 0) return;
+  atomicAdd(&unused, 0);
+  atomicAdd(&own_counts[blockIdx.x], 1);
+  __threadfence();
+  y[blockIdx.x % 8] += (int)blockIdx.x;
+}
 __device__ int pad[1 << 20];
 __global__ void split_sum_aliased(int* y) {
   if (threadIdx.x != 0) return;
@@ -2289,8 +2300,8 @@ __global__ void load_neighbour(int* y, int* flags) {
          Launch(kernel, {blocks}, {32}, {Buf("y"), Buf("flags")})});
   };
 
-  for (const std::string kernel :
-       {"split_sum", "split_sum_volatile_store", "split_sum_exchange", "split_sum_aliased"}) {
+  for (const std::string kernel : {"split_sum", "split_sum_volatile_store", "split_sum_exchange",
+                                   "split_sum_aliased", "split_sum_after_atomics"}) {
     const internal::RunFailure split = RunFails(MakeRequest(source, {one_buffer_case(kernel)}));
     EXPECT_EQ(split.stage(), "correctness") << kernel;
     EXPECT_THAT(split.message(), HasSubstr("blocks race on y[")) << kernel;
