@@ -1242,8 +1242,9 @@ const char* RaceFound(const GridJob& job) {
   const std::string reader = BlockName(*job.launch, race.reader);
   std::snprintf(
       launch_error, sizeof(launch_error),
-      "blocks race on %s: %s loaded it after %s stored it in the same launch, with no atomic "
-      "operation or volatile or __ldcg load in %s since that store. On a GPU "
+      "blocks race on %s: %s loaded it after %s stored it in the same launch, and %s has not "
+      "waited for another block since (an atomic operation, or a volatile or __ldcg load, on "
+      "memory another block stored to). On a GPU "
       "blocks run in any order or at once, so such a load can miss the store (a plain `+=` "
       "from several blocks loses updates): wait for the writer (a flag set after the store "
       "and polled with an atomic or volatile load), use atomics, or split the kernel in two "
