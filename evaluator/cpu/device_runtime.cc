@@ -299,6 +299,13 @@ constexpr uint64_t kMaxRescuedBlocks = uint64_t{1} << 24;
 // (`cuda::atomic_ref::load`, `__ldcg`).
 constexpr auto kStallBeforeRescue = std::chrono::milliseconds(20);
 
+// blockIdx of the block `linear` (x fastest) of `launch`'s grid.
+kerneleval_cpu_dim3 BlockIndex(const kerneleval_cpu_launch& launch, uint64_t linear) {
+  const uint64_t gx = launch.grid.x, gy = launch.grid.y;
+  return {static_cast<uint32_t>(linear % gx), static_cast<uint32_t>((linear / gx) % gy),
+          static_cast<uint32_t>(linear / (gx * gy))};
+}
+
 // The index (x fastest) of the k-th block in an x-slowest order.
 uint64_t XSlowestBlock(const GridJob& job, uint64_t k) {
   const uint64_t gx = job.launch->grid.x, gy = job.launch->grid.y, gz = job.launch->grid.z;
@@ -444,10 +451,7 @@ class alignas(kCacheLineBytes) BlockExecutor {
     stacks_.Resize(job.stack_bytes);
     info_.grid_dim = launch.grid;
     info_.block_dim = launch.block;
-    const uint64_t gx = launch.grid.x, gy = launch.grid.y;
-    info_.block_idx = {static_cast<uint32_t>(linear_block % gx),
-                       static_cast<uint32_t>((linear_block / gx) % gy),
-                       static_cast<uint32_t>(linear_block / (gx * gy))};
+    info_.block_idx = BlockIndex(launch, linear_block);
     n_ = launch.block.x * launch.block.y * launch.block.z;
     order_ = job.thread_order;
     store_points_ = job.store_points;
@@ -1219,10 +1223,10 @@ void StartRaceCheck(GridJob& job) {
 }
 
 std::string BlockName(const kerneleval_cpu_launch& launch, uint64_t linear) {
-  const uint64_t gx = launch.grid.x, gy = launch.grid.y;
   if (launch.grid.y == 1 && launch.grid.z == 1) return "block " + std::to_string(linear);
-  return "block (" + std::to_string(linear % gx) + ", " + std::to_string(linear / gx % gy) + ", " +
-         std::to_string(linear / (gx * gy)) + ")";
+  const kerneleval_cpu_dim3 index = BlockIndex(launch, linear);
+  return "block (" + std::to_string(index.x) + ", " + std::to_string(index.y) + ", " +
+         std::to_string(index.z) + ")";
 }
 
 // After `job`'s grid: the race its blocks found, described; nullptr: none.

@@ -577,6 +577,13 @@ constexpr uint64_t kRaceSlotLocked = uint64_t{1} << 18;
 constexpr uint64_t kRaceMaskBits = 0xf;  // 4 bytes a granule
 constexpr uint64_t kRaceGridBits = (uint64_t{1} << KERNELEVAL_CPU_RACE_GRID_BITS) - 1;
 
+// Whether a slot's second word `stamp` records a store of the running block
+// (block indices are kept in 32 bits).
+KERNELEVAL_CPU_UNCHECKED inline bool StoredByRunningBlock(const kerneleval_cpu_thread_state* state,
+                                                          uint64_t stamp) {
+  return (stamp >> 32) == (state->block & 0xffffffffu);
+}
+
 // Whether slot word `word` (with `stamp`) may record a store of another
 // block than the running one to granule `g` in this grid: a record of
 // another granule of this grid may have replaced it (a wait taken for
@@ -586,7 +593,7 @@ KERNELEVAL_CPU_UNCHECKED inline bool MayBeAnotherBlocks(const kerneleval_cpu_thr
                                                         uint64_t g, uint64_t word, uint64_t stamp) {
   if ((word & kRaceGridBits) != race->grid) return false;
   if ((word >> KERNELEVAL_CPU_RACE_GRANULE_SHIFT) != g) return true;
-  return (stamp >> 32) != (state->block & 0xffffffffu);
+  return !StoredByRunningBlock(state, stamp);
 }
 
 // After a synchronising load of `a` (it has happened): a wait for another
@@ -648,7 +655,7 @@ KERNELEVAL_CPU_UNCHECKED inline bool RecordStore(const volatile void* address,
     uint64_t mask = GranuleMask(a, bytes, g);
     const uint64_t mine = (g << KERNELEVAL_CPU_RACE_GRANULE_SHIFT) | grid;
     if ((old & ~(uint64_t{0xff} << KERNELEVAL_CPU_RACE_MASK_SHIFT)) == mine &&
-        (old_stamp >> 32) == (state->block & 0xffffffffu)) {
+        StoredByRunningBlock(state, old_stamp)) {
       mask |= (old >> KERNELEVAL_CPU_RACE_MASK_SHIFT) & kRaceMaskBits;  // its own bytes too
     }
     __atomic_store_n(&slot[1], stamp, __ATOMIC_RELAXED);
@@ -679,7 +686,7 @@ KERNELEVAL_CPU_UNCHECKED inline void CheckLoad(const volatile void* address, uns
     // together (a race missed, never one made up).
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
     if (__atomic_load_n(&slot[0], __ATOMIC_RELAXED) != word) continue;
-    if ((stamp >> 32) == (state->block & 0xffffffffu)) continue;
+    if (StoredByRunningBlock(state, stamp)) continue;
     if (state->acquired_at > (stamp & 0xffffffffu)) continue;
     uint32_t none = 0;
     if (__atomic_compare_exchange_n(&race->found, &none, 1u, false, __ATOMIC_SEQ_CST,
