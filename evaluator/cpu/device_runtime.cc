@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <boost/context/fiber.hpp>
 #include <chrono>
 #include <condition_variable>
@@ -91,10 +92,11 @@ struct Globals {
   // launch (none: drawn per launch).
   bool store_points = true;
   std::optional<ThreadOrder> fixed_order;
-  // SetCaseSchedule: blocks taken with blockIdx.x slowest, or from the last
-  // (GridJob).
+  // SetCaseSchedule: blocks taken with blockIdx.x slowest, from the last,
+  // or shuffled (GridJob).
   bool x_slowest = false;
   bool blocks_reversed = false;
+  bool blocks_shuffled = false;
   // SetRaceCheckedMemory: the cross-block race check of the correctness
   // runs (writes: kRaceSlots slots, mapped on first use; grids: tags
   // handed out so far).
@@ -262,13 +264,28 @@ struct GridJob {
   // kStallBeforeRescue, the pool's rescuer claims blocks from the first up
   // (ThreadPool::Run).
   bool blocks_reversed = false;
+  // Blocks are claimed in a shuffled order after the first
+  // `shuffle_after` in index order (SetCaseSchedule's cases 0, 4, 8, ...).
+  // Taking blocks from the last left two ways to read another block's output
+  // unwaited (sweep 6): the last blocks waited properly while the others did
+  // not, so that the threads held by those waiting were released only after
+  // the rescuer had run every block they read (x12b); and a kernel noting
+  // which block started first waited only where it was not block 0 (x12c).
+  // Here block 0 starts first and a block's partner comes before or after
+  // it by chance, so both read unwritten outputs. Rescued as a reversed grid
+  // is (a chained scan's block may wait for one taken much later): grids up
+  // to kMaxRescuedBlocks blocks; larger ones keep index order.
+  bool blocks_shuffled = false;
+  uint64_t shuffle_after = 1;           // blocks in index order first, at least 1
+  uint64_t shuffle_key = 0;             // ShuffledBlock's permutation, drawn per launch
   uint64_t sequence = 0;                // launches so far in this process, this one's
   std::atomic<uint64_t> next_block{0};  // claims so far, when not `rescued`
   // Whether the runner's thread watches the grid and may start the rescuer
-  // (blocks_reversed, or x_slowest in a grid of more than one row). Claims
-  // then go through `claims`: in a reversed grid, from the last and, by the
-  // rescuer, from the first; with x slowest, in that order and, by the
-  // rescuer, in index order, `claimed` recording which (by index).
+  // (blocks_reversed, blocks_shuffled, or x_slowest in a grid of more than
+  // one row). Claims then go through `claims`: in a reversed grid, from the
+  // last and, by the rescuer, from the first; shuffled or with x slowest, in
+  // that order and, by the rescuer, in index order, `claimed` recording
+  // which (by index).
   bool rescued = false;
   // Whether the grid's blocks run the cross-block race check
   // (Globals::race, SetRaceCheckedMemory).
@@ -313,13 +330,47 @@ uint64_t XSlowestBlock(const GridJob& job, uint64_t k) {
   return x + gx * (y + gy * z);
 }
 
+// A permutation of [0, n) drawn by `key`: a keyed bijection of the
+// smallest power-of-two range holding n (odd multiplies, xor-shifts and
+// adds, each invertible there), applied again while the value falls outside
+// [0, n) (cycle walking: each value's walk ends at a distinct one, in under
+// 2 steps on average). O(1) memory for grids of millions of blocks.
+uint64_t Permute(uint64_t value, uint64_t n, uint64_t key) {
+  if (n <= 1) return 0;
+  const int bits = std::bit_width(n - 1);
+  const uint64_t mask = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+  const int shift = std::max(1, bits / 2);
+  do {
+    for (int round = 0; round < 3; ++round) {
+      value = (value * ((key >> (round * 16)) | 1)) & mask;
+      value ^= value >> shift;
+      value = (value + (key >> (round * 8 + 40))) & mask;
+    }
+  } while (value >= n);
+  return value;
+}
+
+// The index (x fastest) of the k-th block in a shuffled order
+// (GridJob::blocks_shuffled).
+uint64_t ShuffledBlock(const GridJob& job, uint64_t k) {
+  if (k < job.shuffle_after) return k;
+  return job.shuffle_after +
+         Permute(k - job.shuffle_after, job.total_blocks - job.shuffle_after, job.shuffle_key);
+}
+
+// The index (x fastest) of the k-th block an executor claims.
+uint64_t BlockInClaimOrder(const GridJob& job, uint64_t k) {
+  if (job.blocks_shuffled) return ShuffledBlock(job, k);
+  return job.x_slowest ? XSlowestBlock(job, k) : k;
+}
+
 // The index (x fastest) of the next block of `job` for an executor, false
 // when none is left; the rescuer takes them in index order.
 bool ClaimBlock(GridJob& job, bool rescuer, uint64_t* block) {
   if (!job.rescued) {
     const uint64_t k = job.next_block.fetch_add(1);
     if (k >= job.total_blocks) return false;
-    *block = job.x_slowest ? XSlowestBlock(job, k) : k;
+    *block = BlockInClaimOrder(job, k);
     return true;
   }
   std::lock_guard<std::mutex> lock(job.claims);
@@ -330,7 +381,7 @@ bool ClaimBlock(GridJob& job, bool rescuer, uint64_t* block) {
   }
   uint64_t& cursor = rescuer ? job.next_by_index : job.next_in_order;
   while (cursor < job.total_blocks) {
-    const uint64_t index = rescuer ? cursor : XSlowestBlock(job, cursor);
+    const uint64_t index = rescuer ? cursor : BlockInClaimOrder(job, cursor);
     ++cursor;
     if (!job.claimed[index]) {
       job.claimed[index] = true;
@@ -1296,7 +1347,17 @@ const char* AbiRunGrid(const kerneleval_cpu_launch* launch, kerneleval_cpu_threa
   job.warps_run_ahead = !globals->store_points;  // the odd cases' schedule
   job.x_slowest = globals->x_slowest;
   job.blocks_reversed = globals->blocks_reversed && job.total_blocks > 1;
-  job.rescued = job.blocks_reversed ||
+  job.blocks_shuffled =
+      globals->blocks_shuffled && job.total_blocks > 2 && job.total_blocks <= kMaxRescuedBlocks;
+  if (job.blocks_shuffled) {
+    // 1, 2, 4, ... up to a quarter of the grid, each as likely: block 0
+    // always first (x12c), and at least 3/4 of the grid shuffled, so that
+    // blocks half a grid apart (a row's halves, x12b) are both in it.
+    const int most = std::bit_width(std::max<uint64_t>(1, job.total_blocks / 4)) - 1;
+    job.shuffle_after = uint64_t{1} << (globals->order_chooser() % (most + 1));
+    job.shuffle_key = globals->order_chooser();
+  }
+  job.rescued = job.blocks_reversed || job.blocks_shuffled ||
                 (job.x_slowest && job.total_blocks > g.x && job.total_blocks <= kMaxRescuedBlocks);
   if (job.rescued && !job.blocks_reversed) job.claimed.assign(job.total_blocks, false);
   StartRaceCheck(job);
@@ -1470,6 +1531,7 @@ struct CaseSchedule {
   std::optional<ThreadOrder> fixed_order;  // none: drawn per launch
   bool x_slowest = false;
   bool blocks_reversed = false;
+  bool blocks_shuffled = false;
 };
 
 CaseSchedule ScheduleOfCase(size_t case_index) {
@@ -1477,6 +1539,7 @@ CaseSchedule ScheduleOfCase(size_t case_index) {
   schedule.store_points = case_index % 2 == 0;
   schedule.x_slowest = case_index / 2 % 2 == 1;    // cases 2, 3, 6, 7, ...
   schedule.blocks_reversed = case_index % 4 == 1;  // cases 1, 5, 9, ...
+  schedule.blocks_shuffled = case_index % 4 == 0;  // cases 0, 4, 8, ...
   if (!schedule.store_points) {
     schedule.fixed_order = static_cast<ThreadOrder>(case_index / 2 % kThreadOrders);
   }
@@ -1491,6 +1554,7 @@ void SetCaseSchedule(size_t case_index) {
   globals->store_points = schedule.store_points;
   globals->x_slowest = schedule.x_slowest;
   globals->blocks_reversed = schedule.blocks_reversed;
+  globals->blocks_shuffled = schedule.blocks_shuffled;
   globals->fixed_order = schedule.fixed_order;
 }
 
@@ -1515,6 +1579,10 @@ std::string DescribeCaseSchedule(size_t case_index, bool store_points) {
     blocks =
         "its blocks from the last (a block that reads another block's output without waiting "
         "for it finds it unwritten)";
+  } else if (schedule.blocks_shuffled) {
+    blocks =
+        "its blocks in a shuffled order drawn per launch, block 0 first (a block that reads "
+        "another block's output without waiting for it may find it unwritten)";
   } else if (schedule.x_slowest) {
     blocks =
         "its blocks with blockIdx.x slowest (blocks of one blockIdx.x, such as a row's parts, "

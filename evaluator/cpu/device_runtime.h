@@ -107,7 +107,9 @@ bool FindStackOverflow(uint64_t address, uint64_t* stack_bytes);
 // output races as on a GPU (sweep 6). Cases 1, 5, 9, ... take them from the
 // last block (a block reading another's output without waiting reads it
 // unwritten; one waiting for a lower block is run to the end by the pool's
-// rescuer).
+// rescuer). Cases 0, 4, 8, ... take them in a shuffled order drawn per
+// launch after the first 1, 2, 4, ... (at most a quarter of the grid) in
+// index order, block 0 first (rescued likewise).
 void SetCaseSchedule(size_t case_index);
 
 // SetCaseSchedule(case_index)'s schedule in words, for the verdict of a
