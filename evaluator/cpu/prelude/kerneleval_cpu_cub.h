@@ -170,10 +170,10 @@ template <class T>
 inline T ShuffleWords(T input, int src_lane, unsigned member_mask) {
   constexpr int kWords = static_cast<int>((sizeof(T) + sizeof(unsigned) - 1) / sizeof(unsigned));
   unsigned words[kWords] = {};
-  std::memcpy(static_cast<void*>(words), static_cast<const void*>(&input), sizeof(T));
+  __builtin_memcpy(static_cast<void*>(words), static_cast<const void*>(&input), sizeof(T));
   for (int w = 0; w < kWords; ++w) words[w] = __shfl_sync(member_mask, words[w], src_lane);
   T output;
-  std::memcpy(static_cast<void*>(&output), static_cast<const void*>(words), sizeof(T));
+  __builtin_memcpy(static_cast<void*>(&output), static_cast<const void*>(words), sizeof(T));
   return output;
 }
 template <int L>
@@ -359,13 +359,13 @@ inline constexpr bool kUnsupported = false;
 // TempStorage is trivial and fits in a union, as CUB's Uninitialized<> is).
 template <class T>
 KERNELEVAL_CPU_UNCHECKED inline void Put(unsigned char* slots, long index, const T& value) {
-  std::memcpy(static_cast<void*>(slots + index * static_cast<long>(sizeof(T))),
+  __builtin_memcpy(static_cast<void*>(slots + index * static_cast<long>(sizeof(T))),
               static_cast<const void*>(&value), sizeof(T));
 }
 template <class T>
 KERNELEVAL_CPU_UNCHECKED inline T Get(const unsigned char* slots, long index) {
   T value;
-  std::memcpy(static_cast<void*>(&value),
+  __builtin_memcpy(static_cast<void*>(&value),
               static_cast<const void*>(slots + index * static_cast<long>(sizeof(T))), sizeof(T));
   return value;
 }
@@ -473,7 +473,7 @@ KERNELEVAL_CPU_UNCHECKED inline uint64_t OrderedBits(const K& key) {
                 "kerneleval's cub::BlockRadixSort sorts arithmetic keys of at most 64 bits "
                 "(__half and __nv_bfloat16 included)");
   uint64_t bits = 0;
-  std::memcpy(&bits, static_cast<const void*>(&key), sizeof(K));
+  __builtin_memcpy(&bits, static_cast<const void*>(&key), sizeof(K));
   const uint64_t high = uint64_t{1} << (8 * sizeof(K) - 1);
   const uint64_t all = sizeof(K) == 8 ? ~uint64_t{0} : ((uint64_t{1} << (8 * sizeof(K))) - 1);
   if constexpr (kFloatKey<K>) {
@@ -509,14 +509,14 @@ KERNELEVAL_CPU_UNCHECKED inline void SortTile(unsigned char* keys, unsigned char
   }
   std::vector<unsigned char> copy(keys, keys + static_cast<size_t>(n) * sizeof(K));
   for (int i = 0; i < n; ++i) {
-    std::memcpy(keys + static_cast<size_t>(i) * sizeof(K),
+    __builtin_memcpy(keys + static_cast<size_t>(i) * sizeof(K),
                 copy.data() + static_cast<size_t>(order[static_cast<size_t>(i)].second) * sizeof(K),
                 sizeof(K));
   }
   if constexpr (!std::is_same_v<V, NullType>) {
     copy.assign(values, values + static_cast<size_t>(n) * sizeof(V));
     for (int i = 0; i < n; ++i) {
-      std::memcpy(
+      __builtin_memcpy(
           values + static_cast<size_t>(i) * sizeof(V),
           copy.data() + static_cast<size_t>(order[static_cast<size_t>(i)].second) * sizeof(V),
           sizeof(V));

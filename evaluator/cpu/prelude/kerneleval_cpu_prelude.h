@@ -281,14 +281,14 @@ inline uint64_t ToBits(const T& value) {
   static_assert(std::is_trivially_destructible_v<T> && sizeof(T) <= 8,
                 "warp shuffles take a value of at most 8 bytes");
   uint64_t bits = 0;
-  std::memcpy(&bits, static_cast<const void*>(&value), sizeof(T));
+  __builtin_memcpy(&bits, static_cast<const void*>(&value), sizeof(T));
   return bits;
 }
 
 template <class T>
 inline T FromBits(uint64_t bits) {
   T value;
-  std::memcpy(static_cast<void*>(&value), &bits, sizeof(T));
+  __builtin_memcpy(static_cast<void*>(&value), &bits, sizeof(T));
   return value;
 }
 
@@ -866,6 +866,39 @@ KERNELEVAL_CPU_HOOK void __tsan_atomic_thread_fence(int) {
 }
 KERNELEVAL_CPU_HOOK void __tsan_atomic_signal_fence(int) {
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+// Copies by memcpy and memmove: g++ expands a call whose size it can bound
+// after the instrumentation, and leaves others to libc, so that neither
+// was seen (a block copying another block's output, or adding to it through
+// copies of a size not known at compile time, with no wait between them
+// passed the race check). The interleaved build compiles with
+// -fno-builtin-memcpy and -fno-builtin-memmove and links with
+// --wrap=memcpy,--wrap=memmove (HostCompiler), so that every such call
+// comes here: the source is a load and the destination a store, as the
+// access hooks above take them (the prelude's own copies are
+// __builtin_memcpy, expanded and instrumented as before). Not seen:
+// __builtin_memcpy in the submission, and memset.
+extern "C" void* __real_memcpy(void* destination, const void* source, unsigned long bytes);
+extern "C" void* __real_memmove(void* destination, const void* source, unsigned long bytes);
+namespace kerneleval_cpu::detail {
+KERNELEVAL_CPU_UNCHECKED inline void BeforeCopy(void* destination, const void* source,
+                                                unsigned long bytes) {
+  if (bytes == 0) return;
+  NoteLoads(source, bytes);
+  CheckLoad(source, bytes);
+  StorePoint(destination);
+  RecordStore(destination, bytes);
+}
+}  // namespace kerneleval_cpu::detail
+KERNELEVAL_CPU_HOOK void* __wrap_memcpy(void* destination, const void* source,
+                                        unsigned long bytes) {
+  kerneleval_cpu::detail::BeforeCopy(destination, source, bytes);
+  return __real_memcpy(destination, source, bytes);
+}
+KERNELEVAL_CPU_HOOK void* __wrap_memmove(void* destination, const void* source,
+                                         unsigned long bytes) {
+  kerneleval_cpu::detail::BeforeCopy(destination, source, bytes);
+  return __real_memmove(destination, source, bytes);
 }
 #undef KERNELEVAL_CPU_HOOK
 // NOLINTEND(readability-identifier-naming, bugprone-reserved-identifier)
@@ -3071,7 +3104,7 @@ template <class P>
 inline const char* ConvertArg(const kerneleval_cpu_arg& arg, P* out) {
   if (arg.kind == KERNELEVAL_CPU_ARG_RAW) {
     if constexpr (std::is_trivially_copyable_v<P>) {
-      std::memcpy(static_cast<void*>(out), arg.pointer, sizeof(P));
+      __builtin_memcpy(static_cast<void*>(out), arg.pointer, sizeof(P));
       return nullptr;
     } else {
       return "a kernel parameter of this type is not trivially copyable";

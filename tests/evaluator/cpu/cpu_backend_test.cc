@@ -2211,6 +2211,16 @@ __global__ void split_sum_aliased(int* y) {
   pad[offset / 4] = 0;
   y[blockIdx.x % 8] += (int)blockIdx.x;
 }
+// The same through copies of a size g++ does not expand (libc calls, which
+// the interleaved build wraps).
+__global__ void split_sum_copied(int* y) {
+  if (threadIdx.x != 0) return;
+  const size_t bytes = sizeof(int) * (gridDim.x > 0);
+  int sum;
+  memmove(&sum, &y[blockIdx.x % 8], bytes);
+  sum += (int)blockIdx.x;
+  memcpy(&y[blockIdx.x % 8], &sum, bytes);
+}
 // Racy through a __device__ array: each block loads its predecessor's slot.
 __global__ void device_neighbour(int* y) {
   if (threadIdx.x != 0) return;
@@ -2252,6 +2262,18 @@ __global__ void chained_ldcg(int* y, int* flags) {
   y[blockIdx.x] = previous + 1;
   __threadfence();
   flags[blockIdx.x] = 1;
+}
+// Right: the same chain copying its predecessor's output with memcpy.
+__global__ void chained_copied(int* y, int* flags) {
+  if (threadIdx.x != 0) return;
+  int previous = 0;
+  if (blockIdx.x > 0) {
+    while (atomicAdd(&flags[blockIdx.x - 1], 0) == 0) {}
+    memcpy(&previous, &y[blockIdx.x - 1], sizeof(int) * (gridDim.x > 0));
+  }
+  y[blockIdx.x] = previous + 1;
+  __threadfence();
+  atomicExch(&flags[blockIdx.x], 1);
 }
 // Right: the last block to count itself in sums every block's partial.
 __global__ void last_block_sums(int* y, int* partials) {
@@ -2300,8 +2322,9 @@ __global__ void load_neighbour(int* y, int* flags) {
          Launch(kernel, {blocks}, {32}, {Buf("y"), Buf("flags")})});
   };
 
-  for (const std::string kernel : {"split_sum", "split_sum_volatile_store", "split_sum_exchange",
-                                   "split_sum_aliased", "split_sum_after_atomics"}) {
+  for (const std::string kernel :
+       {"split_sum", "split_sum_volatile_store", "split_sum_exchange", "split_sum_aliased",
+        "split_sum_after_atomics", "split_sum_copied"}) {
     const internal::RunFailure split = RunFails(MakeRequest(source, {one_buffer_case(kernel)}));
     EXPECT_EQ(split.stage(), "correctness") << kernel;
     EXPECT_THAT(split.message(), HasSubstr("blocks race on y[")) << kernel;
@@ -2329,8 +2352,9 @@ __global__ void load_neighbour(int* y, int* flags) {
   const internal::RunResult result = RunOk(
       MakeRequest(source, {two_buffer_case("chained_atomic"), two_buffer_case("chained_volatile"),
                            two_buffer_case("chained_ldcg"), two_buffer_case("last_block_sums"),
-                           two_buffer_case("locked_counter"), bytes_case, two_launches}));
-  ASSERT_EQ(result.cases_size(), 7);
+                           two_buffer_case("locked_counter"), bytes_case, two_launches,
+                           two_buffer_case("chained_copied")}));
+  ASSERT_EQ(result.cases_size(), 8);
   for (int c = 0; c < 3; ++c) {
     const auto chain = Values<int32_t>(result.cases(c).outputs(0));
     EXPECT_EQ(chain[blocks - 1], static_cast<int32_t>(blocks)) << c;
@@ -2340,6 +2364,7 @@ __global__ void load_neighbour(int* y, int* flags) {
   EXPECT_EQ(Values<int32_t>(result.cases(4).outputs(0))[0], static_cast<int32_t>(blocks));
   EXPECT_EQ(Values<uint8_t>(result.cases(5).outputs(0))[9], 10);
   EXPECT_EQ(Values<int32_t>(result.cases(6).outputs(1))[5], 6);
+  EXPECT_EQ(Values<int32_t>(result.cases(7).outputs(0))[blocks - 1], static_cast<int32_t>(blocks));
 }
 TEST_F(CpuBackendTest, CorrectnessRunsKeepLocksSpinsAndSharedMemoryInitialisationWorking) {
   const char* source = R"(
