@@ -240,10 +240,11 @@ std::vector<std::string> HostCompiler::CommonFlags() const {
   if (options_.interleave_stores) {
     flags.insert(flags.end(), {"-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0",
                                "--param=tsan-distinguish-volatile=1"});
-    // Every memcpy and memmove a call, to the prelude's wrappers (linked
-    // with --wrap below): g++ expanded copies of sizes it could bound after
-    // the instrumentation, unseen by the race check.
-    flags.insert(flags.end(), {"-fno-builtin-memcpy", "-fno-builtin-memmove"});
+    // Every memcpy, memmove and memset a call, to the prelude's wrappers
+    // (linked with --wrap below): g++ expanded those of sizes it could
+    // bound after the instrumentation, unseen by the race check.
+    flags.insert(flags.end(),
+                 {"-fno-builtin-memcpy", "-fno-builtin-memmove", "-fno-builtin-memset"});
     // A load or store through a pointer not aligned to its type ends the
     // run, as a GPU faults on it ("misaligned address"); x86 does not care,
     // so float4 loads of rows that start anywhere passed (red team,
@@ -483,9 +484,9 @@ absl::StatusOr<HostCompileResult> HostCompiler::Compile(std::string_view transla
   }
   absl::StatusOr<Outcome> outcome = RunSandboxed(args, work, readable, options_.max_library_bytes);
   if (outcome.ok() && outcome->exit_status == 0 && options_.interleave_stores) {
-    // The prelude's __wrap_memcpy and __wrap_memmove (section 5c) see the
-    // library's copies for the race check.
-    std::vector<std::string> link_args = {"tu.o", "-Wl,--wrap=memcpy,--wrap=memmove"};
+    // The prelude's __wrap_memcpy, __wrap_memmove and __wrap_memset
+    // (section 5c) see the library's copies and fills for the race check.
+    std::vector<std::string> link_args = {"tu.o", "-Wl,--wrap=memcpy,--wrap=memmove,--wrap=memset"};
     link_args.insert(link_args.end(), link.begin(), link.end());
     outcome = RunSandboxed(link_args, work, readable, options_.max_library_bytes);
   }

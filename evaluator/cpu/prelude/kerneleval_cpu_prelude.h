@@ -222,7 +222,7 @@ KERNELEVAL_CPU_BOOKKEEPING void SetBlock(const kerneleval_cpu_block_info* info) 
   if (namespace_shared_filled_in != info->serial) {
     namespace_shared_filled_in = info->serial;
     for (const NamespaceShared* v = NamespaceShared::first; v != nullptr; v = v->next) {
-      std::memset(v->address(), 0xff, v->bytes);
+      __builtin_memset(v->address(), 0xff, v->bytes);
     }
   }
   tls_block_serial = info->serial;
@@ -244,7 +244,7 @@ KERNELEVAL_CPU_UNCHECKED inline void PoisonShared(void* variable, size_t bytes,
                                                   uint64_t& poisoned_in) {
   if (poisoned_in == tls_block_serial) return;
   poisoned_in = tls_block_serial;
-  std::memset(variable, 0xff, bytes);
+  __builtin_memset(variable, 0xff, bytes);
 }
 #define KERNELEVAL_CPU_POISON_SHARED(variable)                                                \
   do {                                                                                        \
@@ -867,19 +867,22 @@ KERNELEVAL_CPU_HOOK void __tsan_atomic_thread_fence(int) {
 KERNELEVAL_CPU_HOOK void __tsan_atomic_signal_fence(int) {
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
 }
-// Copies by memcpy and memmove: g++ expands a call whose size it can bound
-// after the instrumentation, and leaves others to libc, so that neither
-// was seen (a block copying another block's output, or adding to it through
-// copies of a size not known at compile time, with no wait between them
-// passed the race check). The interleaved build compiles with
-// -fno-builtin-memcpy and -fno-builtin-memmove and links with
-// --wrap=memcpy,--wrap=memmove (HostCompiler), so that every such call
-// comes here: the source is a load and the destination a store, as the
-// access hooks above take them (the prelude's own copies are
-// __builtin_memcpy, expanded and instrumented as before). Not seen:
-// __builtin_memcpy in the submission, and memset.
+// Copies by memcpy and memmove, and fills by memset: g++ expands a call
+// whose size it can bound after the instrumentation, and leaves others to
+// libc, so that neither was seen (a block copying another block's output,
+// or adding to it through copies of a size not known at compile time, with
+// no wait between them passed the race check). The interleaved build
+// compiles with -fno-builtin-memcpy, -fno-builtin-memmove and
+// -fno-builtin-memset and links with --wrap for the three (HostCompiler),
+// so that every such call comes here: a copy's source is a load and its
+// destination a store, as the access hooks above take them; a fill is a
+// store for the race check (no read-modify-write, so no store point). The
+// prelude's own copies and fills are __builtin_memcpy / __builtin_memset,
+// expanded (constant sizes) and instrumented as before. (NVRTC refuses
+// __builtin_memcpy in a submission.)
 extern "C" void* __real_memcpy(void* destination, const void* source, unsigned long bytes);
 extern "C" void* __real_memmove(void* destination, const void* source, unsigned long bytes);
+extern "C" void* __real_memset(void* destination, int byte, unsigned long bytes);
 namespace kerneleval_cpu::detail {
 KERNELEVAL_CPU_UNCHECKED inline void BeforeCopy(void* destination, const void* source,
                                                 unsigned long bytes) {
@@ -899,6 +902,10 @@ KERNELEVAL_CPU_HOOK void* __wrap_memmove(void* destination, const void* source,
                                          unsigned long bytes) {
   kerneleval_cpu::detail::BeforeCopy(destination, source, bytes);
   return __real_memmove(destination, source, bytes);
+}
+KERNELEVAL_CPU_HOOK void* __wrap_memset(void* destination, int byte, unsigned long bytes) {
+  if (bytes > 0) kerneleval_cpu::detail::RecordStore(destination, bytes);
+  return __real_memset(destination, byte, bytes);
 }
 #undef KERNELEVAL_CPU_HOOK
 // NOLINTEND(readability-identifier-naming, bugprone-reserved-identifier)
@@ -2958,7 +2965,7 @@ KERNELEVAL_CPU_UNCHECKED inline void CommitAsyncBatch() { ++ThreadAsyncQueue().c
 // Issues a copy: its destination reads 0xff until a wait makes it.
 inline void IssueAsyncCopy(const AsyncCopy& copy) {
   FillShare(copy.destination, copy.bytes, copy.unit, copy.first, copy.step);
-  std::memset(static_cast<unsigned char*>(copy.destination) + copy.bytes, 0xff, copy.zeros);
+  __builtin_memset(static_cast<unsigned char*>(copy.destination) + copy.bytes, 0xff, copy.zeros);
   QueueAsyncCopy(copy);
 }
 
@@ -2967,7 +2974,7 @@ inline void IssueAsyncCopy(const AsyncCopy& copy) {
 inline void CompleteAsyncCopies(uint64_t keep) {
   while (AsyncCopy* copy = TakeDueAsyncCopy(keep)) {
     CopyShare(copy->destination, copy->source, copy->bytes, copy->unit, copy->first, copy->step);
-    std::memset(static_cast<unsigned char*>(copy->destination) + copy->bytes, 0, copy->zeros);
+    __builtin_memset(static_cast<unsigned char*>(copy->destination) + copy->bytes, 0, copy->zeros);
     (std::free)(copy);
   }
 }

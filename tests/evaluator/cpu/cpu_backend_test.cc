@@ -2221,6 +2221,13 @@ __global__ void split_sum_copied(int* y) {
   sum += (int)blockIdx.x;
   memcpy(&y[blockIdx.x % 8], &sum, bytes);
 }
+// Racy through fills: each block clears its flag with memset (of a size g++
+// does not expand) and loads its predecessor's.
+__global__ void reads_cleared_neighbour(int* y, int* flags) {
+  if (threadIdx.x != 0) return;
+  memset(&flags[blockIdx.x], 0, sizeof(int) * (gridDim.x > 0));
+  if (blockIdx.x > 0) y[blockIdx.x] = flags[blockIdx.x - 1];
+}
 // Racy through a __device__ array: each block loads its predecessor's slot.
 __global__ void device_neighbour(int* y) {
   if (threadIdx.x != 0) return;
@@ -2331,6 +2338,11 @@ __global__ void load_neighbour(int* y, int* flags) {
     EXPECT_THAT(split.message(), HasSubstr("loaded it after block ")) << kernel;
     EXPECT_THAT(split.message(), HasSubstr("launch 1 (" + kernel + ")"));
   }
+
+  const internal::RunFailure cleared =
+      RunFails(MakeRequest(source, {two_buffer_case("reads_cleared_neighbour")}));
+  EXPECT_EQ(cleared.stage(), "correctness");
+  EXPECT_THAT(cleared.message(), HasSubstr("blocks race on flags["));
 
   const internal::RunFailure device =
       RunFails(MakeRequest(source, {one_buffer_case("device_neighbour")}));
