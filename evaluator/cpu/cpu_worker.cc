@@ -43,6 +43,22 @@
 namespace kerneleval::cpu {
 namespace {
 
+// internal::Case::thread_schedule of every case of `job`: those the request
+// left unset take a shuffle of their positions (drawn from the OS's
+// randomness per run), so that the case number a kernel can count in
+// `__device__` state does not tell which thread schedule it runs under.
+void DrawThreadSchedules(internal::RunRequest& job) {
+  std::vector<uint32_t> positions;
+  for (int c = 0; c < job.cases_size(); ++c) {
+    if (job.cases(c).thread_schedule() == 0) positions.push_back(static_cast<uint32_t>(c));
+  }
+  std::vector<uint32_t> drawn = positions;
+  std::shuffle(drawn.begin(), drawn.end(), std::mt19937_64{std::random_device{}()});
+  for (size_t i = 0; i < positions.size(); ++i) {
+    job.mutable_cases(static_cast<int>(positions[i]))->set_thread_schedule(drawn[i] + 1);
+  }
+}
+
 // [bytes] What a timed runner may hold besides its buffers (runtime, thread
 // and fiber stacks, the device heap, the kernel's own data; an honest runner
 // holds ~40 MiB in all): at most kTimedRunnerSlackBytes, and a group's
@@ -451,6 +467,7 @@ class Worker {
     // buffers already.
     internal::RunRequest job = request;
     for (internal::Case& c : *job.mutable_cases()) c.clear_input_seed();
+    DrawThreadSchedules(job);
     absl::StatusOr<RunnerProcess> runner =
         RunnerProcess::Start(self_binary_, config, job, buffers->fd());
     if (!runner.ok()) return runner.status();
@@ -479,8 +496,9 @@ class Worker {
         }
         internal::CaseResult* collected = result.add_cases();
         *collected = buffers->Collect(static_cast<size_t>(c));
-        collected->set_schedule(
-            DescribeCaseSchedule(static_cast<size_t>(c), interleaved_compiler_.has_value()));
+        collected->set_schedule(DescribeCaseSchedule(static_cast<size_t>(c),
+                                                     job.cases(c).thread_schedule() - 1,
+                                                     interleaved_compiler_.has_value()));
       }
       return result;
     }

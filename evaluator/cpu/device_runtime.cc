@@ -1534,23 +1534,23 @@ struct CaseSchedule {
   bool blocks_shuffled = false;
 };
 
-CaseSchedule ScheduleOfCase(size_t case_index) {
+CaseSchedule ScheduleOfCase(size_t case_index, size_t thread_schedule) {
   CaseSchedule schedule;
-  schedule.store_points = case_index % 2 == 0;
+  schedule.store_points = thread_schedule % 2 == 0;
   schedule.x_slowest = case_index / 2 % 2 == 1;    // cases 2, 3, 6, 7, ...
   schedule.blocks_reversed = case_index % 4 == 1;  // cases 1, 5, 9, ...
   schedule.blocks_shuffled = case_index % 4 == 0;  // cases 0, 4, 8, ...
   if (!schedule.store_points) {
-    schedule.fixed_order = static_cast<ThreadOrder>(case_index / 2 % kThreadOrders);
+    schedule.fixed_order = static_cast<ThreadOrder>(thread_schedule / 2 % kThreadOrders);
   }
   return schedule;
 }
 
 }  // namespace
 
-void SetCaseSchedule(size_t case_index) {
+void SetCaseSchedule(size_t case_index, size_t thread_schedule) {
   if (!globals) return;
-  const CaseSchedule schedule = ScheduleOfCase(case_index);
+  const CaseSchedule schedule = ScheduleOfCase(case_index, thread_schedule);
   globals->store_points = schedule.store_points;
   globals->x_slowest = schedule.x_slowest;
   globals->blocks_reversed = schedule.blocks_reversed;
@@ -1558,8 +1558,8 @@ void SetCaseSchedule(size_t case_index) {
   globals->fixed_order = schedule.fixed_order;
 }
 
-std::string DescribeCaseSchedule(size_t case_index, bool store_points) {
-  const CaseSchedule schedule = ScheduleOfCase(case_index);
+std::string DescribeCaseSchedule(size_t case_index, size_t thread_schedule, bool store_points) {
+  const CaseSchedule schedule = ScheduleOfCase(case_index, thread_schedule);
   std::string threads;
   if (schedule.store_points && store_points) {
     threads =

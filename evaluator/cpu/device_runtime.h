@@ -91,7 +91,9 @@ bool FindDynamicSharedFault(uint64_t address, uint64_t* offset, uint64_t* reques
 bool FindStackOverflow(uint64_t address, uint64_t* stack_bytes);
 
 // Sets how the launches of correctness case `case_index` of a run schedule
-// a block's threads. Even cases: an interleaved build's store points yield
+// a block's threads (by `thread_schedule`, the index of a case whose thread
+// schedule it takes: internal::Case::thread_schedule) and its blocks (by
+// `case_index`). Even cases: an interleaved build's store points yield
 // (a thread about to store what the block loaded lets the others run
 // first), in a thread order drawn per launch. Odd cases: store points do
 // not yield, the threads start in order, reversed, then lanes of each warp
@@ -110,12 +112,13 @@ bool FindStackOverflow(uint64_t address, uint64_t* stack_bytes);
 // rescuer). Cases 0, 4, 8, ... take them in a shuffled order drawn per
 // launch after the first 1, 2, 4, ... (at most a quarter of the grid) in
 // index order, block 0 first (rescued likewise).
-void SetCaseSchedule(size_t case_index);
+void SetCaseSchedule(size_t case_index, size_t thread_schedule);
 
-// SetCaseSchedule(case_index)'s schedule in words, for the verdict of a
-// kernel that fails in that case only ("the CPU backend ran this case with
-// its blocks from the last (...)"); `store_points`: the interleaved build.
-std::string DescribeCaseSchedule(size_t case_index, bool store_points);
+// SetCaseSchedule(case_index, thread_schedule)'s schedule in words, for the
+// verdict of a kernel that fails in that case only ("the CPU backend ran
+// this case with its blocks from the last (...)"); `store_points`: the
+// interleaved build.
+std::string DescribeCaseSchedule(size_t case_index, size_t thread_schedule, bool store_points);
 
 // Memory the cross-block race check of an interleaved build covers: a device
 // buffer (`element_bytes` its element's size, for "y[12]" in a verdict) or

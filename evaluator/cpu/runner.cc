@@ -628,7 +628,8 @@ int RunCasesInRunner(int channel_fd, RunnerReport* report, const RunnerConfig& c
   const Library library = SandboxAndLoad(config, channel_fd);
   for (size_t c = 0; c < cases.size(); ++c) {
     report->case_index.store(static_cast<int32_t>(c));
-    SetCaseSchedule(c);
+    const uint32_t thread_schedule = request.cases(static_cast<int>(c)).thread_schedule();
+    SetCaseSchedule(c, thread_schedule > 0 ? thread_schedule - 1 : c);
     SetRaceCheckedMemory(cases[c]->RaceCheckedRanges(library.writable_data));
     cases[c]->Register(report);
     cases[c]->Run(library, report);

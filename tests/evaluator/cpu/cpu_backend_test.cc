@@ -98,12 +98,22 @@ internal::Case MakeCase(const std::string& label, uint64_t seed, std::vector<Buf
   return c;
 }
 
+// Each case runs the thread schedule of its position (SetCaseSchedule), as
+// the tests of one schedule or another here expect, unless it names one;
+// the engine leaves them to the worker's draw
+// (UnsetThreadSchedulesAreAShuffleOfTheCasesPositions).
 internal::RunRequest MakeRequest(const std::string& source, std::vector<internal::Case> cases,
                                  double timeout_seconds = 20) {
   internal::RunRequest request;
   request.mutable_program()->set_label("candidate");
   request.mutable_program()->set_source(source);
-  for (const auto& c : cases) *request.add_cases() = c;
+  for (const auto& c : cases) {
+    internal::Case* added = request.add_cases();
+    *added = c;
+    if (added->thread_schedule() == 0) {
+      added->set_thread_schedule(static_cast<uint32_t>(request.cases_size()));
+    }
+  }
   request.set_timeout_seconds(timeout_seconds);
   return request;
 }
@@ -2577,19 +2587,65 @@ TEST(CpuBackendOneThreadTest, ABlockWaitingForALowerOneFinishes) {
 
 // A verdict failing in one case says how that case was run.
 TEST(DescribeCaseSchedule, NamesTheThreadAndBlockOrdersOfEachCase) {
-  EXPECT_THAT(DescribeCaseSchedule(0, true),
+  EXPECT_THAT(DescribeCaseSchedule(0, 0, true),
               ::testing::HasSubstr("switching at every store of a value they loaded"));
-  EXPECT_THAT(DescribeCaseSchedule(0, true), ::testing::HasSubstr("blocks in a shuffled order"));
-  EXPECT_THAT(DescribeCaseSchedule(4, false), ::testing::HasSubstr("block 0 first"));
-  EXPECT_THAT(DescribeCaseSchedule(0, false), ::testing::Not(::testing::HasSubstr("switching")));
-  EXPECT_THAT(DescribeCaseSchedule(1, true), ::testing::HasSubstr("in index order, a warp"));
-  EXPECT_THAT(DescribeCaseSchedule(1, true), ::testing::HasSubstr("blocks from the last"));
-  EXPECT_THAT(DescribeCaseSchedule(3, true), ::testing::HasSubstr("in reverse order"));
-  EXPECT_THAT(DescribeCaseSchedule(3, true), ::testing::HasSubstr("blockIdx.x slowest"));
-  EXPECT_THAT(DescribeCaseSchedule(5, true),
+  EXPECT_THAT(DescribeCaseSchedule(0, 0, true), ::testing::HasSubstr("blocks in a shuffled order"));
+  EXPECT_THAT(DescribeCaseSchedule(4, 4, false), ::testing::HasSubstr("block 0 first"));
+  EXPECT_THAT(DescribeCaseSchedule(0, 0, false), ::testing::Not(::testing::HasSubstr("switching")));
+  EXPECT_THAT(DescribeCaseSchedule(1, 1, true), ::testing::HasSubstr("in index order, a warp"));
+  EXPECT_THAT(DescribeCaseSchedule(1, 1, true), ::testing::HasSubstr("blocks from the last"));
+  EXPECT_THAT(DescribeCaseSchedule(3, 3, true), ::testing::HasSubstr("in reverse order"));
+  EXPECT_THAT(DescribeCaseSchedule(3, 3, true), ::testing::HasSubstr("blockIdx.x slowest"));
+  EXPECT_THAT(DescribeCaseSchedule(5, 5, true),
               ::testing::HasSubstr("each warp's lanes from the last"));
-  EXPECT_THAT(DescribeCaseSchedule(5, true), ::testing::HasSubstr("blocks from the last"));
-  EXPECT_THAT(DescribeCaseSchedule(6, true), ::testing::HasSubstr("blockIdx.x slowest"));
+  EXPECT_THAT(DescribeCaseSchedule(5, 5, true), ::testing::HasSubstr("blocks from the last"));
+  EXPECT_THAT(DescribeCaseSchedule(6, 6, true), ::testing::HasSubstr("blockIdx.x slowest"));
+}
+
+// The engine leaves each case's thread schedule to the worker, which gives
+// the run's cases a shuffle of their positions' schedules: a kernel that
+// counted cases in a `__device__` variable (a run's cases keep it) knew
+// which ran threads one after another and added without atomics only there
+// (sweep 10, a16). The block orders still follow the position.
+TEST_F(CpuBackendTest, UnsetThreadSchedulesAreAShuffleOfTheCasesPositions) {
+  const char* source = R"(
+__global__ void one(int* y) { y[threadIdx.x] = 1; }
+)";
+  constexpr int kCases = 6;
+  // A schedule in words: "...with <its threads>, and <its blocks>".
+  const auto threads_part = [](const std::string& words) {
+    return words.substr(0, words.find(", and its blocks"));
+  };
+  const auto blocks_part = [](const std::string& words) {
+    return words.substr(words.find(", and its blocks"));
+  };
+  std::multiset<std::string> positions;
+  for (int c = 0; c < kCases; ++c) positions.insert(threads_part(DescribeCaseSchedule(c, c, true)));
+  internal::RunRequest request = MakeRequest(source, {});
+  for (int c = 0; c < kCases; ++c) {
+    *request.add_cases() =
+        MakeCase("c", c, {Output("y", v1::DTYPE_I32, 32)}, {Launch("one", {1}, {32}, {Buf("y")})});
+  }
+  int runs_not_by_position = 0;
+  for (int run = 0; run < 4; ++run) {
+    const internal::RunResult result = RunOk(request);
+    ASSERT_EQ(result.cases_size(), kCases);
+    std::multiset<std::string> got;
+    bool by_position = true;
+    for (int c = 0; c < kCases; ++c) {
+      got.insert(threads_part(result.cases(c).schedule()));
+      by_position = by_position && threads_part(result.cases(c).schedule()) ==
+                                       threads_part(DescribeCaseSchedule(c, c, true));
+      EXPECT_EQ(blocks_part(result.cases(c).schedule()),
+                blocks_part(DescribeCaseSchedule(c, c, true)))
+          << "case " << c << " of run " << run;
+    }
+    EXPECT_EQ(got, positions) << "run " << run;
+    runs_not_by_position += !by_position;
+  }
+  // A shuffle gives every case its position's thread schedule 6 times in
+  // 720 (the three even ones alike): 4 runs all so, 1 time in 2 x 10^8.
+  EXPECT_GT(runs_not_by_position, 0);
 }
 
 TEST_F(CpuBackendTest, HalfAndVectorTypes) {
