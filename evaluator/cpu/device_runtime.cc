@@ -1270,6 +1270,7 @@ void StartRaceCheck(GridJob& job) {
   }
   race.clock = 1;
   race.found = 0;
+  race.non_coherent = 0;
   race.slot_multiplier = globals->order_chooser() | 1;
 }
 
@@ -1295,6 +1296,18 @@ const char* RaceFound(const GridJob& job) {
     break;
   }
   const std::string reader = BlockName(*job.launch, race.reader);
+  globals->race_reported = true;
+  if (race.non_coherent != 0) {
+    std::snprintf(
+        launch_error, sizeof(launch_error),
+        "blocks race on %s: %s read it with __ldg after %s stored it in the same launch. __ldg "
+        "reads through the read-only data cache (ld.global.nc), which a GPU does not keep "
+        "coherent with stores made during the kernel: it may return a stale value even after "
+        "a proper wait for the writer. Read what other blocks write in the launch with a plain, "
+        "volatile or __ldcg load after waiting for them",
+        where.c_str(), reader.c_str(), BlockName(*job.launch, race.writer).c_str());
+    return launch_error;
+  }
   std::snprintf(
       launch_error, sizeof(launch_error),
       "blocks race on %s: %s loaded it after %s stored it in the same launch, and %s has not "
@@ -1305,7 +1318,6 @@ const char* RaceFound(const GridJob& job) {
       "and polled with an atomic or volatile load), use atomics, or split the kernel in two "
       "launches",
       where.c_str(), reader.c_str(), BlockName(*job.launch, race.writer).c_str(), reader.c_str());
-  globals->race_reported = true;
   return launch_error;
 }
 

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KERNELEVAL_CPU_ABI_VERSION 6u
+#define KERNELEVAL_CPU_ABI_VERSION 7u
 
 #ifdef __cplusplus
 extern "C" {
@@ -219,6 +219,10 @@ typedef struct kerneleval_cpu_race_check {
   uint64_t reader;   // the loading block
   uint64_t writer;   // the block whose store it read (low 32 bits)
   uint64_t address;  // of the load
+  // The load was an __ldg (ld.global.nc): a race whether the loading block
+  // waited or not (the read-only cache is not kept coherent with stores
+  // made during the kernel).
+  uint32_t non_coherent;
 } kerneleval_cpu_race_check;
 #define KERNELEVAL_CPU_RACE_GRID_BITS 11u
 #define KERNELEVAL_CPU_RACE_MASK_SHIFT 11u

@@ -664,7 +664,9 @@ KERNELEVAL_CPU_UNCHECKED inline bool RecordStore(const volatile void* address,
   return another;
 }
 
-KERNELEVAL_CPU_UNCHECKED inline void CheckLoad(const volatile void* address, unsigned long bytes) {
+// `non_coherent`: an __ldg, a race even after a wait for the writer.
+KERNELEVAL_CPU_UNCHECKED inline void CheckLoad(const volatile void* address, unsigned long bytes,
+                                               bool non_coherent = false) {
   kerneleval_cpu_thread_state* state = ThreadState();
   if (!state || !state->race_check) return;
   SettlePendingWait(state);
@@ -687,10 +689,11 @@ KERNELEVAL_CPU_UNCHECKED inline void CheckLoad(const volatile void* address, uns
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
     if (__atomic_load_n(&slot[0], __ATOMIC_RELAXED) != word) continue;
     if (StoredByRunningBlock(state, stamp)) continue;
-    if (state->acquired_at > (stamp & 0xffffffffu)) continue;
+    if (!non_coherent && state->acquired_at > (stamp & 0xffffffffu)) continue;
     uint32_t none = 0;
     if (__atomic_compare_exchange_n(&race->found, &none, 1u, false, __ATOMIC_SEQ_CST,
                                     __ATOMIC_SEQ_CST)) {
+      race->non_coherent = non_coherent ? 1u : 0u;
       race->reader = state->block;
       race->writer = stamp >> 32;
       race->address = a;
@@ -1029,10 +1032,27 @@ KERNELEVAL_CPU_ATOMIC_SCOPES(atomicXor)
 #undef KERNELEVAL_CPU_ATOMIC_SCOPES
 
 // ---- 7. Loads and stores with cache hints: plain accesses.
+// __ldg is ld.global.nc on a GPU: the read-only data cache, which is not
+// kept coherent with stores made during the kernel, so that a line fetched
+// before another block's store may be returned after it, waited for or
+// not (a kernel that read its partner's output with __ldg before and after
+// a proper wait was right here and stale there: sweep 10, a17). In an
+// interleaved build its load of bytes another block stored in the launch
+// is a race whatever the waits.
+#if defined(__SANITIZE_THREAD__)
+template <class T>
+inline T __ldg(const T* p) {
+  // First, so that this message wins over the plain load's (instrumented
+  // as any other, misalignment included).
+  kerneleval_cpu::detail::CheckLoad(p, sizeof(T), /*non_coherent=*/true);
+  return *p;
+}
+#else
 template <class T>
 inline T __ldg(const T* p) {
   return *p;
 }
+#endif
 template <class T>
 inline T __ldca(const T* p) {
   return *p;

@@ -2238,6 +2238,20 @@ __global__ void reads_cleared_neighbour(int* y, int* flags) {
   memset(&flags[blockIdx.x], 0, sizeof(int) * (gridDim.x > 0));
   if (blockIdx.x > 0) y[blockIdx.x] = flags[blockIdx.x - 1];
 }
+// Racy through the read-only cache: a chain that waits for its
+// predecessor properly, then reads its output with __ldg (ld.global.nc,
+// not coherent with stores made during the kernel).
+__global__ void chained_ldg_read(int* y, int* flags) {
+  if (threadIdx.x != 0) return;
+  int previous = 0;
+  if (blockIdx.x > 0) {
+    while (atomicAdd(&flags[blockIdx.x - 1], 0) == 0) {}
+    previous = __ldg(&y[blockIdx.x - 1]);
+  }
+  y[blockIdx.x] = previous + 1;
+  __threadfence();
+  atomicExch(&flags[blockIdx.x], 1);
+}
 // Racy through a __device__ array: each block loads its predecessor's slot.
 __global__ void device_neighbour(int* y) {
   if (threadIdx.x != 0) return;
@@ -2353,6 +2367,11 @@ __global__ void load_neighbour(int* y, int* flags) {
       RunFails(MakeRequest(source, {two_buffer_case("reads_cleared_neighbour")}));
   EXPECT_EQ(cleared.stage(), "correctness");
   EXPECT_THAT(cleared.message(), HasSubstr("blocks race on flags["));
+
+  const internal::RunFailure ldg =
+      RunFails(MakeRequest(source, {two_buffer_case("chained_ldg_read")}));
+  EXPECT_EQ(ldg.stage(), "correctness");
+  EXPECT_THAT(ldg.message(), HasSubstr("read it with __ldg after block"));
 
   const internal::RunFailure device =
       RunFails(MakeRequest(source, {one_buffer_case("device_neighbour")}));
