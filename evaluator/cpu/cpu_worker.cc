@@ -43,19 +43,33 @@
 namespace kerneleval::cpu {
 namespace {
 
-// internal::Case::thread_schedule of every case of `job`: those the request
-// left unset take a shuffle of their positions (drawn from the OS's
-// randomness per run), so that the case number a kernel can count in
-// `__device__` state does not tell which thread schedule it runs under.
-void DrawThreadSchedules(internal::RunRequest& job) {
+// internal::Case::thread_schedule and block_schedule of every case of
+// `job` (drawn from the OS's randomness per run): the cases a request left
+// unset take a shuffle of their positions' thread schedules, and of their
+// positions' block orders among the cases of their shape, so that the case
+// number a kernel can count in `__device__` state tells neither.
+void DrawSchedules(internal::RunRequest& job) {
+  std::mt19937_64 draw{std::random_device{}()};
   std::vector<uint32_t> positions;
+  std::map<uint32_t, std::vector<uint32_t>> positions_by_shape;
   for (int c = 0; c < job.cases_size(); ++c) {
-    if (job.cases(c).thread_schedule() == 0) positions.push_back(static_cast<uint32_t>(c));
+    const internal::Case& one = job.cases(c);
+    if (one.thread_schedule() == 0) positions.push_back(static_cast<uint32_t>(c));
+    if (one.block_schedule() == 0) {
+      positions_by_shape[one.shape_index()].push_back(static_cast<uint32_t>(c));
+    }
   }
   std::vector<uint32_t> drawn = positions;
-  std::shuffle(drawn.begin(), drawn.end(), std::mt19937_64{std::random_device{}()});
+  std::shuffle(drawn.begin(), drawn.end(), draw);
   for (size_t i = 0; i < positions.size(); ++i) {
     job.mutable_cases(static_cast<int>(positions[i]))->set_thread_schedule(drawn[i] + 1);
+  }
+  for (const auto& [shape, of_shape] : positions_by_shape) {
+    std::vector<uint32_t> orders = of_shape;
+    std::shuffle(orders.begin(), orders.end(), draw);
+    for (size_t i = 0; i < of_shape.size(); ++i) {
+      job.mutable_cases(static_cast<int>(of_shape[i]))->set_block_schedule(orders[i] + 1);
+    }
   }
 }
 
@@ -467,7 +481,7 @@ class Worker {
     // buffers already.
     internal::RunRequest job = request;
     for (internal::Case& c : *job.mutable_cases()) c.clear_input_seed();
-    DrawThreadSchedules(job);
+    DrawSchedules(job);
     absl::StatusOr<RunnerProcess> runner =
         RunnerProcess::Start(self_binary_, config, job, buffers->fd());
     if (!runner.ok()) return runner.status();
@@ -496,7 +510,7 @@ class Worker {
         }
         internal::CaseResult* collected = result.add_cases();
         *collected = buffers->Collect(static_cast<size_t>(c));
-        collected->set_schedule(DescribeCaseSchedule(static_cast<size_t>(c),
+        collected->set_schedule(DescribeCaseSchedule(job.cases(c).block_schedule() - 1,
                                                      job.cases(c).thread_schedule() - 1,
                                                      interleaved_compiler_.has_value()));
       }

@@ -90,10 +90,10 @@ bool FindDynamicSharedFault(uint64_t address, uint64_t* offset, uint64_t* reques
 // Safe enough in a fault handler (no lock, no allocation).
 bool FindStackOverflow(uint64_t address, uint64_t* stack_bytes);
 
-// Sets how the launches of correctness case `case_index` of a run schedule
-// a block's threads (by `thread_schedule`, the index of a case whose thread
-// schedule it takes: internal::Case::thread_schedule) and its blocks (by
-// `case_index`). Even cases: an interleaved build's store points yield
+// Sets how the launches of a correctness case schedule a block's threads
+// (as case `thread_schedule` of a run: internal::Case::thread_schedule) and
+// its blocks (as case `case_index`: internal::Case::block_schedule); the
+// worker draws both per run. Even cases: an interleaved build's store points yield
 // (a thread about to store what the block loaded lets the others run
 // first), in a thread order drawn per launch. Odd cases: store points do
 // not yield, the threads start in order, reversed, then lanes of each warp

@@ -628,8 +628,9 @@ int RunCasesInRunner(int channel_fd, RunnerReport* report, const RunnerConfig& c
   const Library library = SandboxAndLoad(config, channel_fd);
   for (size_t c = 0; c < cases.size(); ++c) {
     report->case_index.store(static_cast<int32_t>(c));
-    const uint32_t thread_schedule = request.cases(static_cast<int>(c)).thread_schedule();
-    SetCaseSchedule(c, thread_schedule > 0 ? thread_schedule - 1 : c);
+    const internal::Case& one = request.cases(static_cast<int>(c));
+    SetCaseSchedule(one.block_schedule() > 0 ? one.block_schedule() - 1 : c,
+                    one.thread_schedule() > 0 ? one.thread_schedule() - 1 : c);
     SetRaceCheckedMemory(cases[c]->RaceCheckedRanges(library.writable_data));
     cases[c]->Register(report);
     cases[c]->Run(library, report);

@@ -98,10 +98,10 @@ internal::Case MakeCase(const std::string& label, uint64_t seed, std::vector<Buf
   return c;
 }
 
-// Each case runs the thread schedule of its position (SetCaseSchedule), as
-// the tests of one schedule or another here expect, unless it names one;
-// the engine leaves them to the worker's draw
-// (UnsetThreadSchedulesAreAShuffleOfTheCasesPositions).
+// Each case runs the thread schedule and block order of its position
+// (SetCaseSchedule), as the tests of one schedule or another here expect,
+// unless it names them; the engine leaves them to the worker's draw
+// (UnsetSchedulesAreShufflesOfTheCasesPositions).
 internal::RunRequest MakeRequest(const std::string& source, std::vector<internal::Case> cases,
                                  double timeout_seconds = 20) {
   internal::RunRequest request;
@@ -112,6 +112,9 @@ internal::RunRequest MakeRequest(const std::string& source, std::vector<internal
     *added = c;
     if (added->thread_schedule() == 0) {
       added->set_thread_schedule(static_cast<uint32_t>(request.cases_size()));
+    }
+    if (added->block_schedule() == 0) {
+      added->set_block_schedule(static_cast<uint32_t>(request.cases_size()));
     }
   }
   request.set_timeout_seconds(timeout_seconds);
@@ -2621,16 +2624,18 @@ TEST(DescribeCaseSchedule, NamesTheThreadAndBlockOrdersOfEachCase) {
   EXPECT_THAT(DescribeCaseSchedule(6, 6, true), ::testing::HasSubstr("blockIdx.x slowest"));
 }
 
-// The engine leaves each case's thread schedule to the worker, which gives
-// the run's cases a shuffle of their positions' schedules: a kernel that
+// The engine leaves each case's schedule to the worker, which gives the
+// run's cases a shuffle of their positions' thread schedules, and of their
+// positions' block orders among the cases of each shape: a kernel that
 // counted cases in a `__device__` variable (a run's cases keep it) knew
 // which ran threads one after another and added without atomics only there
-// (sweep 10, a16). The block orders still follow the position.
-TEST_F(CpuBackendTest, UnsetThreadSchedulesAreAShuffleOfTheCasesPositions) {
+// (sweep 10, a16), or which took blocks in index order and skipped its
+// waits only there (a15).
+TEST_F(CpuBackendTest, UnsetSchedulesAreShufflesOfTheCasesPositions) {
   const char* source = R"(
 __global__ void one(int* y) { y[threadIdx.x] = 1; }
 )";
-  constexpr int kCases = 6;
+  constexpr int kCases = 8;
   // A schedule in words: "...with <its threads>, and <its blocks>".
   const auto threads_part = [](const std::string& words) {
     return words.substr(0, words.find(", and its blocks"));
@@ -2638,33 +2643,44 @@ __global__ void one(int* y) { y[threadIdx.x] = 1; }
   const auto blocks_part = [](const std::string& words) {
     return words.substr(words.find(", and its blocks"));
   };
-  std::multiset<std::string> positions;
-  for (int c = 0; c < kCases; ++c) positions.insert(threads_part(DescribeCaseSchedule(c, c, true)));
+  // Cases 0-3 of shape 0, 4-7 of shape 1.
+  std::multiset<std::string> thread_positions, block_positions[2];
+  for (int c = 0; c < kCases; ++c) {
+    thread_positions.insert(threads_part(DescribeCaseSchedule(c, c, true)));
+    block_positions[c / 4].insert(blocks_part(DescribeCaseSchedule(c, c, true)));
+  }
   internal::RunRequest request = MakeRequest(source, {});
   for (int c = 0; c < kCases; ++c) {
-    *request.add_cases() =
+    internal::Case* added = request.add_cases();
+    *added =
         MakeCase("c", c, {Output("y", v1::DTYPE_I32, 32)}, {Launch("one", {1}, {32}, {Buf("y")})});
+    added->set_shape_index(static_cast<uint32_t>(c / 4));
   }
-  int runs_not_by_position = 0;
+  int threads_not_by_position = 0, blocks_not_by_position = 0;
   for (int run = 0; run < 4; ++run) {
     const internal::RunResult result = RunOk(request);
     ASSERT_EQ(result.cases_size(), kCases);
-    std::multiset<std::string> got;
-    bool by_position = true;
+    std::multiset<std::string> threads, blocks[2];
+    bool threads_by_position = true, blocks_by_position = true;
     for (int c = 0; c < kCases; ++c) {
-      got.insert(threads_part(result.cases(c).schedule()));
-      by_position = by_position && threads_part(result.cases(c).schedule()) ==
-                                       threads_part(DescribeCaseSchedule(c, c, true));
-      EXPECT_EQ(blocks_part(result.cases(c).schedule()),
-                blocks_part(DescribeCaseSchedule(c, c, true)))
-          << "case " << c << " of run " << run;
+      const std::string& words = result.cases(c).schedule();
+      const std::string position = DescribeCaseSchedule(c, c, true);
+      threads.insert(threads_part(words));
+      blocks[c / 4].insert(blocks_part(words));
+      threads_by_position = threads_by_position && threads_part(words) == threads_part(position);
+      blocks_by_position = blocks_by_position && blocks_part(words) == blocks_part(position);
     }
-    EXPECT_EQ(got, positions) << "run " << run;
-    runs_not_by_position += !by_position;
+    EXPECT_EQ(threads, thread_positions) << "run " << run;
+    EXPECT_EQ(blocks[0], block_positions[0]) << "run " << run;
+    EXPECT_EQ(blocks[1], block_positions[1]) << "run " << run;
+    threads_not_by_position += !threads_by_position;
+    blocks_not_by_position += !blocks_by_position;
   }
-  // A shuffle gives every case its position's thread schedule 6 times in
-  // 720 (the three even ones alike): 4 runs all so, 1 time in 2 x 10^8.
-  EXPECT_GT(runs_not_by_position, 0);
+  // By position by chance: threads 4! x 2! in 8! (the four even ones
+  // alike, and two odd ones), blocks (2!)^2 in (4!)^2 (x slowest twice a
+  // shape): in 4 runs every time, about 1 in 5 x 10^11 and 1 in 4 x 10^8.
+  EXPECT_GT(threads_not_by_position, 0);
+  EXPECT_GT(blocks_not_by_position, 0);
 }
 
 TEST_F(CpuBackendTest, HalfAndVectorTypes) {
