@@ -1,5 +1,6 @@
 #include "evaluator/cpu/device_runtime.h"
 
+#include <link.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -1400,6 +1401,36 @@ void AbiInterleave(uint32_t kind) {
   if (tls_executor) tls_executor->Interleave(kind);
 }
 void* AbiDynamicShared() { return Executor().DynamicShared(); }
+void AbiTlsBlock(const void* code, uint64_t* begin, uint64_t* bytes) {
+  struct Search {
+    uintptr_t code;
+    uint64_t begin = 0;
+    uint64_t bytes = 0;
+  } search{reinterpret_cast<uintptr_t>(code)};
+  ::dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        auto* found = static_cast<Search*>(data);
+        bool holds_code = false;
+        uint64_t tls_bytes = 0;
+        for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& segment = info->dlpi_phdr[i];
+          const uintptr_t start = info->dlpi_addr + segment.p_vaddr;
+          if (segment.p_type == PT_LOAD && found->code - start < segment.p_memsz) {
+            holds_code = true;
+          }
+          if (segment.p_type == PT_TLS) tls_bytes = segment.p_memsz;
+        }
+        if (!holds_code) return 0;
+        if (info->dlpi_tls_data != nullptr) {
+          found->begin = reinterpret_cast<uintptr_t>(info->dlpi_tls_data);
+          found->bytes = tls_bytes;
+        }
+        return 1;
+      },
+      &search);
+  *begin = search.begin;
+  *bytes = search.bytes;
+}
 
 size_t AbiPrintBudget() {
   const uint64_t printed = globals->printed.load(std::memory_order_relaxed);
@@ -1472,6 +1503,7 @@ const kerneleval_cpu_runtime* InstallDeviceRuntime(const DeviceRuntimeOptions& o
   t.interleave = AbiInterleave;
   t.thread_state_offset = reinterpret_cast<char*>(&tls_interleave_state) -
                           static_cast<char*>(__builtin_thread_pointer());
+  t.tls_block = AbiTlsBlock;
   return &globals->table;
 }
 

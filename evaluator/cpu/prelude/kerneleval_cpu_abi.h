@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KERNELEVAL_CPU_ABI_VERSION 7u
+#define KERNELEVAL_CPU_ABI_VERSION 8u
 
 #ifdef __cplusplus
 extern "C" {
@@ -264,6 +264,11 @@ typedef struct kerneleval_cpu_runtime {
   // the thread pointer (__builtin_thread_pointer()), the same on every
   // thread (static TLS).
   int64_t thread_state_offset;
+  // The calling OS thread's instance of the TLS block of the module whose
+  // code holds `code` (the library: its static __shared__ variables among
+  // its thread-local data), and its size [bytes]; 0 and 0 if none. For
+  // __cvta_generic_to_shared's offsets.
+  void (*tls_block)(const void* code, uint64_t* begin, uint64_t* bytes);
 } kerneleval_cpu_runtime;
 
 // NOLINTEND(readability-identifier-naming)

@@ -1418,15 +1418,64 @@ inline unsigned __fns(unsigned mask, unsigned base, int offset) {
   return 0xffffffffu;
 }
 // Address-space conversions: one flat address space here, so the "raw"
-// address is the generic one (a GPU's shared addresses are 32-bit offsets:
-// code that truncates one and converts it back does not work here, nor does
-// the inline PTX such addresses are usually for).
+// address is the generic one, except for shared memory. A GPU's shared
+// addresses are offsets in the block's shared window (static variables
+// first, then dynamic shared memory; under 228 KiB), and a kernel that
+// added only where __cvta_generic_to_shared gave a host address passed here
+// and wrote zeros there (sweep 10, a19). Here static __shared__ variables
+// are the library's thread-local data, laid out alike on every OS thread:
+// their offset is that within the library's TLS block; dynamic shared
+// memory (an arena per OS thread) follows it. Offsets convert back, also
+// after a truncation to 32 bits; an address outside shared memory (not
+// defined on a GPU) stays itself both ways. (The inline PTX such offsets
+// are usually for does not run here.)
+namespace kerneleval_cpu::detail {
+struct SharedWindow {
+  uintptr_t static_begin = 0;  // this OS thread's TLS block of the library
+  size_t static_bytes = 0;
+};
+inline const SharedWindow& ThisThreadsSharedWindow() {
+  static thread_local SharedWindow window;
+  if (window.static_begin == 0 && runtime != nullptr) {
+    uint64_t begin = 0, bytes = 0;
+    rt().tls_block(reinterpret_cast<const void*>(&ThisThreadsSharedWindow), &begin, &bytes);
+    window = {static_cast<uintptr_t>(begin), static_cast<size_t>(bytes)};
+  }
+  return window;
+}
+constexpr size_t kDynamicSharedWindowBytes = size_t{227} << 10;
+inline size_t DynamicSharedOffset(const SharedWindow& window) {
+  return (window.static_bytes + 15) / 16 * 16;
+}
+inline size_t SharedOffset(const void* p) {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  const SharedWindow& window = ThisThreadsSharedWindow();
+  if (window.static_begin != 0 && a - window.static_begin < window.static_bytes) {
+    return a - window.static_begin;
+  }
+  const auto dynamic = reinterpret_cast<uintptr_t>(rt().dynamic_shared());
+  if (a - dynamic < kDynamicSharedWindowBytes) return DynamicSharedOffset(window) + (a - dynamic);
+  return a;  // not shared memory (undefined on a GPU): converts back unchanged
+}
+inline void* SharedGeneric(size_t offset) {
+  if (offset > 0xffffffffu) return reinterpret_cast<void*>(offset);  // SharedOffset's own
+  const SharedWindow& window = ThisThreadsSharedWindow();
+  if (offset < window.static_bytes) return reinterpret_cast<void*>(window.static_begin + offset);
+  const size_t into_dynamic = offset - DynamicSharedOffset(window);
+  if (offset >= DynamicSharedOffset(window) && into_dynamic < kDynamicSharedWindowBytes) {
+    return static_cast<char*>(rt().dynamic_shared()) + into_dynamic;
+  }
+  return reinterpret_cast<void*>(offset);
+}
+}  // namespace kerneleval_cpu::detail
 inline size_t __cvta_generic_to_global(const void* p) { return reinterpret_cast<size_t>(p); }
-inline size_t __cvta_generic_to_shared(const void* p) { return reinterpret_cast<size_t>(p); }
+inline size_t __cvta_generic_to_shared(const void* p) {
+  return kerneleval_cpu::detail::SharedOffset(p);
+}
 inline size_t __cvta_generic_to_constant(const void* p) { return reinterpret_cast<size_t>(p); }
 inline size_t __cvta_generic_to_local(const void* p) { return reinterpret_cast<size_t>(p); }
 inline void* __cvta_global_to_generic(size_t a) { return reinterpret_cast<void*>(a); }
-inline void* __cvta_shared_to_generic(size_t a) { return reinterpret_cast<void*>(a); }
+inline void* __cvta_shared_to_generic(size_t a) { return kerneleval_cpu::detail::SharedGeneric(a); }
 inline void* __cvta_constant_to_generic(size_t a) { return reinterpret_cast<void*>(a); }
 inline void* __cvta_local_to_generic(size_t a) { return reinterpret_cast<void*>(a); }
 // Dot products of packed 8-bit (__dp4a) integers, plus c; signed and unsigned.

@@ -2683,6 +2683,47 @@ __global__ void one(int* y) { y[threadIdx.x] = 1; }
   EXPECT_GT(blocks_not_by_position, 0);
 }
 
+// __cvta_generic_to_shared gives offsets in the block's shared window, as
+// on a GPU (static variables first, then dynamic shared memory; under 228
+// KiB), the same in every block, and __cvta_shared_to_generic converts
+// them back, also after a truncation to 32 bits: a host address there let a
+// kernel tell this backend from a GPU at run time (sweep 10, a19).
+TEST_F(CpuBackendTest, SharedAddressesConvertToOffsetsInTheBlocksWindow) {
+  const char* source = R"(
+extern __shared__ float dynamic_tile[];
+__global__ void offsets(long long* out) {
+  __shared__ float tile[64];
+  __shared__ int flag;
+  if (threadIdx.x != 0) return;
+  long long* o = out + 8 * blockIdx.x;
+  o[0] = __cvta_generic_to_shared(&tile[0]);
+  o[1] = __cvta_generic_to_shared(&tile[10]);
+  o[2] = __cvta_generic_to_shared(&flag);
+  o[3] = __cvta_generic_to_shared(&dynamic_tile[0]);
+  o[4] = __cvta_generic_to_shared(&dynamic_tile[5]);
+  const unsigned int truncated = (unsigned int)__cvta_generic_to_shared(&tile[10]);
+  o[5] = __cvta_shared_to_generic(truncated) == (void*)&tile[10];
+  o[6] = __cvta_shared_to_generic(o[4]) == (void*)&dynamic_tile[5];
+}
+)";
+  const internal::RunResult result =
+      RunOk(MakeRequest(source, {MakeCase("c", 0, {Output("out", v1::DTYPE_I64, 8 * 64)},
+                                          {Launch("offsets", {64}, {32}, {Buf("out")}, 4096)})}));
+  const auto out = Values<int64_t>(result.cases(0).outputs(0));
+  for (int b = 0; b < 64; ++b) {
+    const int64_t* o = &out[8 * b];
+    EXPECT_LT(o[0], 228 << 10) << "block " << b;
+    EXPECT_EQ(o[1], o[0] + 40) << "block " << b;
+    EXPECT_LT(o[2], 228 << 10) << "block " << b;
+    EXPECT_GT(o[3], std::max(o[0], o[2])) << "dynamic after static, block " << b;
+    EXPECT_LT(o[3] + 4096, 228 << 10) << "block " << b;
+    EXPECT_EQ(o[4], o[3] + 20) << "block " << b;
+    EXPECT_EQ(o[5], 1) << "block " << b;
+    EXPECT_EQ(o[6], 1) << "block " << b;
+    for (int k = 0; k < 5; ++k) EXPECT_EQ(o[k], out[k]) << "block " << b << " differs from 0";
+  }
+}
+
 TEST_F(CpuBackendTest, HalfAndVectorTypes) {
   const char* source = R"(
 #include <cuda_fp16.h>
