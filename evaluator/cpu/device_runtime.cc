@@ -23,6 +23,8 @@
 #include <thread>
 #include <vector>
 
+#include "evaluator/cpu/device_heap.h"
+
 namespace kerneleval::cpu {
 namespace {
 
@@ -106,7 +108,8 @@ struct Globals {
   uint64_t race_grids = 0;
   bool race_reported = false;  // RaceFound described one (LastGridRaced)
   std::atomic<uint64_t> printed{0};
-  std::atomic<uint64_t> heap_used{0};
+  // The kernels' malloc() heap (options.heap_bytes), in the race check.
+  std::unique_ptr<DeviceHeap> heap;
   kerneleval_cpu_runtime table{};
 };
 Globals* globals = nullptr;
@@ -406,7 +409,10 @@ thread_local kerneleval_cpu_thread_state tls_interleave_state{
     .race_check = nullptr,
     .block = 0,
     .acquired_at = 0,
-    .pending_wait_address = 0};
+    .pending_wait_address = 0,
+    .split_read_address = 0,
+    .split_read_writer = 0,
+    .split_read_acquired_at = 0};
 
 // An OS thread's dynamic shared memory: `bytes` reserved at `base`, the
 // first `accessible` of them readable and writable (whole pages, from the
@@ -524,6 +530,7 @@ class alignas(kCacheLineBytes) BlockExecutor {
     tls_interleave_state.block = linear_block;
     tls_interleave_state.acquired_at = 0;
     tls_interleave_state.pending_wait_address = 0;
+    tls_interleave_state.split_read_address = 0;
     // What the block has not written reads as NaN / -1: its static
     // __shared__ variables are filled by their declarations (the prelude's
     // KERNELEVAL_CPU_POISON_SHARED), its dynamic shared memory here. Zeros
@@ -1271,7 +1278,7 @@ void StartRaceCheck(GridJob& job) {
   }
   race.clock = 1;
   race.found = 0;
-  race.non_coherent = 0;
+  race.kind = KERNELEVAL_CPU_RACE_PLAIN_LOAD;
   race.slot_multiplier = globals->order_chooser() | 1;
 }
 
@@ -1298,7 +1305,19 @@ const char* RaceFound(const GridJob& job) {
   }
   const std::string reader = BlockName(*job.launch, race.reader);
   globals->race_reported = true;
-  if (race.non_coherent != 0) {
+  if (race.kind == KERNELEVAL_CPU_RACE_SPLIT_UPDATE) {
+    std::snprintf(
+        launch_error, sizeof(launch_error),
+        "blocks race on %s: %s read it with an atomic, volatile or __ldcg load after %s stored "
+        "it, then stored to it again (an exchange, an atomic or plain store) with no wait for "
+        "another block in between: one update made of two operations. Each may be atomic, the "
+        "pair is not: on a GPU blocks run at once, and another block's update landing between "
+        "the two is lost. Update it with one atomic read-modify-write (atomicAdd, atomicMax, "
+        "...) or an atomicCAS loop on the value read",
+        where.c_str(), reader.c_str(), BlockName(*job.launch, race.writer).c_str());
+    return launch_error;
+  }
+  if (race.kind == KERNELEVAL_CPU_RACE_NON_COHERENT_LOAD) {
     std::snprintf(
         launch_error, sizeof(launch_error),
         "blocks race on %s: %s read it with __ldg after %s stored it in the same launch. __ldg "
@@ -1442,33 +1461,9 @@ void AbiPrint(const char*, size_t length) {
   globals->printed.fetch_add(length, std::memory_order_relaxed);
 }
 
-constexpr size_t kHeapHeader = 16;  // [bytes] keeps 16-byte alignment
+void* AbiHeapAlloc(size_t bytes) { return globals->heap->Allocate(bytes); }
 
-void* AbiHeapAlloc(size_t bytes) {
-  if (bytes == 0 || bytes > globals->options.heap_bytes) return nullptr;
-  const uint64_t total = bytes + kHeapHeader;
-  uint64_t used = globals->heap_used.load(std::memory_order_relaxed);
-  do {
-    if (used + total > globals->options.heap_bytes) return nullptr;
-  } while (!globals->heap_used.compare_exchange_weak(used, used + total));
-  // NOLINTNEXTLINE(cppcoreguidelines-no-malloc): this is the kernels' device malloc() heap
-  auto* block = static_cast<char*>(std::malloc(total));
-  if (!block) {
-    globals->heap_used.fetch_sub(total);
-    return nullptr;
-  }
-  std::memcpy(block, &total, sizeof(total));
-  return block + kHeapHeader;
-}
-
-void AbiHeapFree(void* pointer) {
-  if (!pointer) return;
-  char* block = static_cast<char*>(pointer) - kHeapHeader;
-  uint64_t total;
-  std::memcpy(&total, block, sizeof(total));
-  globals->heap_used.fetch_sub(total);
-  std::free(block);  // NOLINT(cppcoreguidelines-no-malloc): device free(), see AbiHeapAlloc
-}
+void AbiHeapFree(void* pointer) { globals->heap->Free(pointer); }
 
 void AbiTrap(const char* message) {
   Fatal(message ? std::string(message, strnlen(message, 1000)) : "trap");
@@ -1486,6 +1481,7 @@ const kerneleval_cpu_runtime* InstallDeviceRuntime(const DeviceRuntimeOptions& o
   // thread, any other on up to `threads` pool threads (a grid that takes
   // blocks from the last on one of them at least), and the rescuer.
   if (!pool) pool = new ThreadPool(globals->options.threads);
+  if (!globals->heap) globals->heap = std::make_unique<DeviceHeap>(globals->options.heap_bytes);
   kerneleval_cpu_runtime& t = globals->table;
   t.abi_version = KERNELEVAL_CPU_ABI_VERSION;
   t.size = sizeof(kerneleval_cpu_runtime);
@@ -1522,14 +1518,24 @@ void SetRaceCheckedMemory(const std::vector<RaceCheckedRange>& ranges) {
     race.slot_bits = kRaceSlotBits;
   }
   race.range_count = 0;
-  for (const RaceCheckedRange& range : ranges) {
-    if (race.range_count == KERNELEVAL_CPU_RACE_RANGES || range.end <= range.begin) continue;
+  auto add = [&race](const RaceCheckedRange& range) {
     kerneleval_cpu_race_range& r = race.ranges[race.range_count++];
     r.begin = range.begin;
     r.end = range.end;
     r.written_in = 0;
     r.element_bytes = range.element_bytes;
     std::snprintf(r.name, sizeof(r.name), "%s", range.name.c_str());
+  };
+  // The last range is the device heap's, with the caller's.
+  for (const RaceCheckedRange& range : ranges) {
+    if (race.range_count + 1 == KERNELEVAL_CPU_RACE_RANGES || range.end <= range.begin) continue;
+    add(range);
+  }
+  if (race.range_count > 0 && globals->heap && globals->heap->end() > globals->heap->begin()) {
+    add({.begin = globals->heap->begin(),
+         .end = globals->heap->end(),
+         .element_bytes = 0,
+         .name = "the device malloc() heap"});
   }
   globals->race_checked = race.range_count > 0;
 }

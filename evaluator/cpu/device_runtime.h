@@ -131,12 +131,14 @@ struct RaceCheckedRange {
 };
 
 // From the next grid on, the blocks of every grid of more than one block
-// check `ranges` (at most KERNELEVAL_CPU_RACE_RANGES; empty: no check): a
-// plain load of bytes another block of the grid stored there plainly, with
-// no synchronising operation of the loading block since (an atomic, a
-// volatile or __ldcg load; a fence waits for no one), makes the grid fail with a message
-// naming both blocks and the element (kerneleval_cpu_race_check). Only an
-// interleaved build's hooks record and check; call between grids.
+// check `ranges` (at most KERNELEVAL_CPU_RACE_RANGES - 1; empty: no check)
+// and the device malloc() heap: a plain load of bytes another block of the
+// grid stored there, with no synchronising operation of the loading block
+// since (an atomic, a volatile or __ldcg load; a fence waits for no one),
+// or a store completing an update split into such a synchronising load and
+// a store, makes the grid fail with a message naming both blocks and the
+// element (kerneleval_cpu_race_check). Only an interleaved build's hooks
+// record and check; call between grids.
 void SetRaceCheckedMemory(const std::vector<RaceCheckedRange>& ranges);
 
 // Whether the last grid failed for a race between its blocks.

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KERNELEVAL_CPU_ABI_VERSION 8u
+#define KERNELEVAL_CPU_ABI_VERSION 9u
 
 #ifdef __cplusplus
 extern "C" {
@@ -178,6 +178,17 @@ typedef struct kerneleval_cpu_thread_state {
   uint64_t block;
   uint64_t acquired_at;
   uint64_t pending_wait_address;
+  // The address the block last read with a synchronising load that
+  // changes nothing (an atomic load, a fetch-add of 0, a volatile or __ldcg
+  // load) where a plain load would have raced (another block stored there
+  // since the block last waited), that store's block, and the block's
+  // acquired_at once the read's own wait counted: a store of the block to
+  // the same address with no other wait between completes one update made
+  // of two operations (`v = atomicAdd(p, 0); atomicExch(p, v + s)`, sweep
+  // 10, a04). Address 0: none.
+  uint64_t split_read_address;
+  uint64_t split_read_writer;
+  uint64_t split_read_acquired_at;
 } kerneleval_cpu_thread_state;
 
 // The cross-block race check of an interleaved build (one per runtime,
@@ -219,11 +230,20 @@ typedef struct kerneleval_cpu_race_check {
   uint64_t reader;   // the loading block
   uint64_t writer;   // the block whose store it read (low 32 bits)
   uint64_t address;  // of the load
-  // The load was an __ldg (ld.global.nc): a race whether the loading block
-  // waited or not (the read-only cache is not kept coherent with stores
-  // made during the kernel).
-  uint32_t non_coherent;
+  uint32_t kind;     // kerneleval_cpu_race_kind
 } kerneleval_cpu_race_check;
+enum kerneleval_cpu_race_kind {
+  // A plain load of another block's store with no wait since.
+  KERNELEVAL_CPU_RACE_PLAIN_LOAD = 0,
+  // An __ldg (ld.global.nc) of another block's store: a race whether the
+  // loading block waited or not (the read-only cache is not kept coherent
+  // with stores made during the kernel).
+  KERNELEVAL_CPU_RACE_NON_COHERENT_LOAD = 1,
+  // A store completing an update split in two (split_read_address): the
+  // block read the address with a synchronising load where a plain one
+  // would have raced, then stored to it with no other wait between.
+  KERNELEVAL_CPU_RACE_SPLIT_UPDATE = 2,
+};
 #define KERNELEVAL_CPU_RACE_GRID_BITS 11u
 #define KERNELEVAL_CPU_RACE_MASK_SHIFT 11u
 #define KERNELEVAL_CPU_RACE_GRANULE_SHIFT 19u

@@ -610,26 +610,122 @@ KERNELEVAL_CPU_UNCHECKED inline void WaitedAt(kerneleval_cpu_thread_state* state
   }
 }
 
+// WaitedAt for a synchronising load that changes nothing: a wait that the
+// load of a split update (kerneleval_cpu_thread_state::split_read_address)
+// takes itself does not end the update.
+KERNELEVAL_CPU_UNCHECKED inline void CountWait(kerneleval_cpu_thread_state* state, uintptr_t a) {
+  const bool splitting =
+      state->split_read_address == a && state->split_read_acquired_at == state->acquired_at;
+  WaitedAt(state, a);
+  if (splitting) state->split_read_acquired_at = state->acquired_at;
+}
+
 // A volatile load counts once it has happened: at the block's next plain or
 // volatile load (the hooks run before their loads).
 KERNELEVAL_CPU_UNCHECKED inline void SettlePendingWait(kerneleval_cpu_thread_state* state) {
   if (state->pending_wait_address == 0) return;
   const uintptr_t a = state->pending_wait_address;
   state->pending_wait_address = 0;
-  WaitedAt(state, a);
+  CountWait(state, a);
+}
+
+// Records the grid's first race (set once, by the block that found it).
+KERNELEVAL_CPU_UNCHECKED inline void ReportRace(kerneleval_cpu_race_check* race, uint32_t kind,
+                                                uint64_t reader, uint64_t writer, uintptr_t a,
+                                                unsigned long bytes) {
+  uint32_t none = 0;
+  if (__atomic_compare_exchange_n(&race->found, &none, 1u, false, __ATOMIC_SEQ_CST,
+                                  __ATOMIC_SEQ_CST)) {
+    race->kind = kind;
+    race->reader = reader;
+    race->writer = writer;
+    race->address = a;
+    race->bytes = static_cast<uint32_t>(bytes);
+  }
+}
+
+// Whether bytes [a, a + bytes) hold another block's store of this grid that
+// the running block has not waited for since (any, with `even_if_waited`):
+// a plain load of them races; its block in *writer.
+KERNELEVAL_CPU_UNCHECKED inline bool UnwaitedStoreAt(const kerneleval_cpu_thread_state* state,
+                                                     kerneleval_cpu_race_check* race, uintptr_t a,
+                                                     unsigned long bytes, bool even_if_waited,
+                                                     uint64_t* writer) {
+  kerneleval_cpu_race_range* range = RaceRange(race, a);
+  if (!range || __atomic_load_n(&range->written_in, __ATOMIC_RELAXED) != race->grid) return false;
+  for (uint64_t g = a >> 2; g <= (a + bytes - 1) >> 2; ++g) {
+    const uint64_t* slot = RaceSlot(race, g);
+    const uint64_t word = __atomic_load_n(&slot[0], __ATOMIC_ACQUIRE);
+    if ((word >> KERNELEVAL_CPU_RACE_GRANULE_SHIFT) != g || (word & kRaceGridBits) != race->grid ||
+        (word & kRaceSlotLocked) != 0 ||
+        ((word >> KERNELEVAL_CPU_RACE_MASK_SHIFT) & kRaceMaskBits & GranuleMask(a, bytes, g)) ==
+            0) {
+      continue;
+    }
+    const uint64_t stamp = __atomic_load_n(&slot[1], __ATOMIC_RELAXED);
+    // A store rewrote the slot meanwhile: its two words may not belong
+    // together (a race missed, never one made up).
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (__atomic_load_n(&slot[0], __ATOMIC_RELAXED) != word) continue;
+    if (StoredByRunningBlock(state, stamp)) continue;
+    if (!even_if_waited && state->acquired_at > (stamp & 0xffffffffu)) continue;
+    *writer = stamp >> 32;
+    return true;
+  }
+  return false;
+}
+
+// Before a synchronising load of `bytes` at `address` that changes nothing
+// (an atomic load, an atomic that leaves the memory as it was, a volatile
+// or __ldcg load): where a plain load would race, it may be the first half
+// of an update split in two, which a store of the block to the same
+// address completes unless the block waits for another block in between
+// (`v = atomicAdd(p, 0); atomicExch(p, v + s)` from blocks that run at
+// once on a GPU loses updates; each half is atomic, the pair is not).
+KERNELEVAL_CPU_UNCHECKED inline void NoteSynchronisingRead(const volatile void* address,
+                                                           unsigned long bytes) {
+  kerneleval_cpu_thread_state* state = ThreadState();
+  const auto a = reinterpret_cast<uintptr_t>(address);
+  kerneleval_cpu_race_check* race = CheckedAt(state, a);
+  if (!race) return;
+  uint64_t writer = 0;
+  if (UnwaitedStoreAt(state, race, a, bytes, /*even_if_waited=*/false, &writer)) {
+    state->split_read_address = a;
+    state->split_read_writer = writer;
+    state->split_read_acquired_at = state->acquired_at;
+  }
+}
+
+// Before a store of `bytes` at `a` that replaces what is there whatever it
+// is (`unconditional`: a plain, volatile or atomic store, an exchange; not
+// a compare-and-swap or a fetch-and-op, each one read-modify-write): a
+// race when it completes a split update (NoteSynchronisingRead). Any store
+// there ends the update.
+KERNELEVAL_CPU_UNCHECKED inline void EndSplitUpdate(kerneleval_cpu_thread_state* state,
+                                                    kerneleval_cpu_race_check* race, uintptr_t a,
+                                                    unsigned long bytes, bool unconditional) {
+  const uintptr_t read = state->split_read_address;
+  if (read == 0 || (read >> 2) < (a >> 2) || (read >> 2) > ((a + bytes - 1) >> 2)) return;
+  if (unconditional && state->split_read_acquired_at == state->acquired_at) {
+    ReportRace(race, KERNELEVAL_CPU_RACE_SPLIT_UPDATE, state->block, state->split_read_writer, a,
+               bytes);
+  }
+  state->split_read_address = 0;
 }
 
 // Records a store of `bytes` at `address`; returns whether its first
 // granule's slot held, before, what may be another block's store of this
 // grid (MayBeAnotherBlocks): an atomic replacing it waited for that block.
-KERNELEVAL_CPU_UNCHECKED inline bool RecordStore(const volatile void* address,
-                                                 unsigned long bytes) {
+// `unconditional`: see EndSplitUpdate.
+KERNELEVAL_CPU_UNCHECKED inline bool RecordStore(const volatile void* address, unsigned long bytes,
+                                                 bool unconditional = true) {
   kerneleval_cpu_thread_state* state = ThreadState();
   if (!state || !state->race_check) return false;
   kerneleval_cpu_race_check* race = state->race_check;
   const auto a = reinterpret_cast<uintptr_t>(address);
   kerneleval_cpu_race_range* range = RaceRange(race, a);
   if (!range) return false;
+  EndSplitUpdate(state, race, a, bytes, unconditional);
   const uint64_t grid = race->grid;
   if (__atomic_load_n(&range->written_in, __ATOMIC_RELAXED) != grid) {
     __atomic_store_n(&range->written_in, grid, __ATOMIC_RELAXED);
@@ -672,42 +768,21 @@ KERNELEVAL_CPU_UNCHECKED inline void CheckLoad(const volatile void* address, uns
   SettlePendingWait(state);
   kerneleval_cpu_race_check* race = state->race_check;
   const auto a = reinterpret_cast<uintptr_t>(address);
-  kerneleval_cpu_race_range* range = RaceRange(race, a);
-  if (!range || __atomic_load_n(&range->written_in, __ATOMIC_RELAXED) != race->grid) return;
-  for (uint64_t g = a >> 2; g <= (a + bytes - 1) >> 2; ++g) {
-    const uint64_t* slot = RaceSlot(race, g);
-    const uint64_t word = __atomic_load_n(&slot[0], __ATOMIC_ACQUIRE);
-    if ((word >> KERNELEVAL_CPU_RACE_GRANULE_SHIFT) != g || (word & kRaceGridBits) != race->grid ||
-        (word & kRaceSlotLocked) != 0 ||
-        ((word >> KERNELEVAL_CPU_RACE_MASK_SHIFT) & kRaceMaskBits & GranuleMask(a, bytes, g)) ==
-            0) {
-      continue;
-    }
-    const uint64_t stamp = __atomic_load_n(&slot[1], __ATOMIC_RELAXED);
-    // A store rewrote the slot meanwhile: its two words may not belong
-    // together (a race missed, never one made up).
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    if (__atomic_load_n(&slot[0], __ATOMIC_RELAXED) != word) continue;
-    if (StoredByRunningBlock(state, stamp)) continue;
-    if (!non_coherent && state->acquired_at > (stamp & 0xffffffffu)) continue;
-    uint32_t none = 0;
-    if (__atomic_compare_exchange_n(&race->found, &none, 1u, false, __ATOMIC_SEQ_CST,
-                                    __ATOMIC_SEQ_CST)) {
-      race->non_coherent = non_coherent ? 1u : 0u;
-      race->reader = state->block;
-      race->writer = stamp >> 32;
-      race->address = a;
-      race->bytes = static_cast<uint32_t>(bytes);
-    }
-    return;
+  uint64_t writer = 0;
+  if (UnwaitedStoreAt(state, race, a, bytes, non_coherent, &writer)) {
+    ReportRace(
+        race, non_coherent ? KERNELEVAL_CPU_RACE_NON_COHERENT_LOAD : KERNELEVAL_CPU_RACE_PLAIN_LOAD,
+        state->block, writer, a, bytes);
   }
 }
 
-// Before a volatile load of `address`.
-KERNELEVAL_CPU_UNCHECKED inline void SynchronisingLoad(const volatile void* address) {
+// Before a volatile load of `bytes` at `address`.
+KERNELEVAL_CPU_UNCHECKED inline void SynchronisingLoad(const volatile void* address,
+                                                       unsigned long bytes) {
   kerneleval_cpu_thread_state* state = ThreadState();
   if (!state || !state->race_check) return;
   SettlePendingWait(state);
+  NoteSynchronisingRead(address, bytes);
   state->pending_wait_address = reinterpret_cast<uintptr_t>(address);
 }
 
@@ -719,9 +794,15 @@ KERNELEVAL_CPU_UNCHECKED inline void SynchronisingLoad(const volatile void* addr
 // finds the record; after it, the block waited when the value it read may
 // be another block's: that store's record was there before its own, or is
 // there after the operation.
+// `unconditional`: an atomic store or exchange (EndSplitUpdate). One that
+// changes nothing is a synchronising read (NoteSynchronisingRead).
 KERNELEVAL_CPU_UNCHECKED inline bool BeforeAtomic(const volatile void* address, unsigned long bytes,
-                                                  bool may_write) {
-  return may_write && RecordStore(address, bytes);
+                                                  bool may_write, bool unconditional = false) {
+  if (!may_write) {
+    NoteSynchronisingRead(address, bytes);
+    return false;
+  }
+  return RecordStore(address, bytes, unconditional);
 }
 KERNELEVAL_CPU_UNCHECKED inline void AfterAtomic(const volatile void* address, bool waited) {
   kerneleval_cpu_thread_state* state = ThreadState();
@@ -730,7 +811,7 @@ KERNELEVAL_CPU_UNCHECKED inline void AfterAtomic(const volatile void* address, b
   if (waited) {
     Acquired(state);
   } else {
-    WaitedAt(state, a);
+    CountWait(state, a);
   }
 }
 
@@ -769,7 +850,7 @@ KERNELEVAL_CPU_HOOK void __tsan_write_range(void* address, unsigned long bytes) 
   KERNELEVAL_CPU_HOOK void __tsan_volatile_read##n(void* address) {   \
     kerneleval_cpu::detail::SpinPoint();                              \
     kerneleval_cpu::detail::NoteLoads(address, n);                    \
-    kerneleval_cpu::detail::SynchronisingLoad(address);               \
+    kerneleval_cpu::detail::SynchronisingLoad(address, n);            \
   }                                                                   \
   KERNELEVAL_CPU_HOOK void __tsan_write##n(void* address) {           \
     kerneleval_cpu::detail::StorePoint(address);                      \
@@ -808,19 +889,20 @@ KERNELEVAL_CPU_ACCESS_HOOKS(16)
   }
 #define KERNELEVAL_CPU_ATOMIC_HOOKS(n, T)                                                        \
   KERNELEVAL_CPU_HOOK T __tsan_atomic##n##_load(const volatile T* a, int) {                      \
+    kerneleval_cpu::detail::NoteSynchronisingRead(a, n / 8);                                     \
     const T value = __atomic_load_n(a, __ATOMIC_SEQ_CST);                                        \
     kerneleval_cpu::detail::AfterAtomic(a, false);                                               \
     return value;                                                                                \
   }                                                                                              \
   KERNELEVAL_CPU_HOOK void __tsan_atomic##n##_store(volatile T* a, T v, int) {                   \
     kerneleval_cpu::detail::AtomicPoint(a);                                                      \
-    const bool waited = kerneleval_cpu::detail::BeforeAtomic(a, n / 8, true);                    \
+    const bool waited = kerneleval_cpu::detail::BeforeAtomic(a, n / 8, true, true);              \
     __atomic_store_n(a, v, __ATOMIC_SEQ_CST);                                                    \
     kerneleval_cpu::detail::AfterAtomic(a, waited);                                              \
   }                                                                                              \
   KERNELEVAL_CPU_HOOK T __tsan_atomic##n##_exchange(volatile T* a, T v, int) {                   \
     kerneleval_cpu::detail::AtomicPoint(a);                                                      \
-    const bool waited = kerneleval_cpu::detail::BeforeAtomic(a, n / 8, true);                    \
+    const bool waited = kerneleval_cpu::detail::BeforeAtomic(a, n / 8, true, true);              \
     const T old = __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST);                                   \
     kerneleval_cpu::detail::AfterAtomic(a, waited);                                              \
     if (old == v) kerneleval_cpu::detail::SpinPoint();                                           \
@@ -1073,7 +1155,11 @@ KERNELEVAL_CPU_UNCHECKED inline T SynchronisingRead(const T* p) {
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   const T value = *p;
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  WaitedAt(ThreadState(), reinterpret_cast<uintptr_t>(p));
+  kerneleval_cpu_thread_state* state = ThreadState();
+  if (state && state->race_check) {
+    NoteSynchronisingRead(p, sizeof(T));
+    CountWait(state, reinterpret_cast<uintptr_t>(p));
+  }
   return value;
 }
 }  // namespace kerneleval_cpu::detail

@@ -2410,6 +2410,137 @@ __global__ void load_neighbour(int* y, int* flags) {
   EXPECT_EQ(Values<int32_t>(result.cases(6).outputs(1))[5], 6);
   EXPECT_EQ(Values<int32_t>(result.cases(7).outputs(0))[blocks - 1], static_cast<int32_t>(blocks));
 }
+TEST_F(CpuBackendTest, CorrectnessRunsReportUpdatesSplitIntoASynchronisingReadAndAStore) {
+  const char* source = R"(
+#include <cuda/atomic>
+__global__ void zero(int* y) { y[threadIdx.x] = 0; }
+// Racy: blocks b, b + 8, ... add into y[b % 8], reading it with an atomic
+// that changes nothing (an integer and a float one), a volatile or an
+// __ldcg load, and storing the sum with an exchange, a volatile, a plain
+// or an atomic store: one update made of two operations.
+__global__ void atomic_read_exchange(int* y, int*) {
+  if (threadIdx.x != 0) return;
+  const int v = atomicAdd(&y[blockIdx.x % 8], 0);
+  atomicExch(&y[blockIdx.x % 8], v + (int)blockIdx.x);
+}
+__global__ void float_atomic_read_exchange(int* y, int*) {
+  if (threadIdx.x != 0) return;
+  float* f = (float*)&y[blockIdx.x % 8];
+  const float v = atomicAdd(f, 0.0f);
+  atomicExch(f, v + 1.0f);
+}
+__global__ void volatile_read_store(int* y, int*) {
+  if (threadIdx.x != 0) return;
+  volatile int* p = &y[blockIdx.x % 8];
+  const int v = *p;
+  *p = v + (int)blockIdx.x;
+}
+__global__ void ldcg_read_plain_store(int* y, int* flags) {
+  if (threadIdx.x != 0) return;
+  const int v = __ldcg(&y[blockIdx.x % 8]);
+  flags[blockIdx.x] = v;  // another address between: still no wait
+  y[blockIdx.x % 8] = v + (int)blockIdx.x;
+}
+__global__ void atomic_load_atomic_store(int* y, int*) {
+  if (threadIdx.x != 0) return;
+  cuda::atomic_ref<int, cuda::thread_scope_device> a(y[blockIdx.x % 8]);
+  a.store(a.load() + (int)blockIdx.x);
+}
+// Right: the value read by an atomic, then added with a compare-and-swap
+// loop on it; and a split update of y[0] under a spin lock.
+__global__ void cas_loop(int* y, int*) {
+  if (threadIdx.x != 0) return;
+  int* p = &y[blockIdx.x % 8];
+  int old = atomicAdd(p, 0), assumed;
+  do {
+    assumed = old;
+    old = atomicCAS(p, assumed, assumed + (int)blockIdx.x);
+  } while (old != assumed);
+}
+__global__ void locked_split_update(int* y, int* flags) {
+  if (threadIdx.x != 0) return;
+  while (atomicCAS(&flags[0], 0, 1) != 0) {}
+  const int v = atomicAdd(&y[0], 0);
+  atomicExch(&y[0], v + 1);
+  __threadfence();
+  atomicExch(&flags[0], 0);
+}
+)";
+  const uint32_t blocks = 64;
+  auto one_case = [&](const std::string& kernel) {
+    return MakeCase(
+        kernel, 2, {Output("y", v1::DTYPE_I32, blocks), Output("flags", v1::DTYPE_I32, blocks)},
+        {Launch("zero", {1}, {blocks}, {Buf("y")}), Launch("zero", {1}, {blocks}, {Buf("flags")}),
+         Launch(kernel, {blocks}, {32}, {Buf("y"), Buf("flags")})});
+  };
+  for (const std::string kernel :
+       {"atomic_read_exchange", "float_atomic_read_exchange", "volatile_read_store",
+        "ldcg_read_plain_store", "atomic_load_atomic_store"}) {
+    const internal::RunFailure split = RunFails(MakeRequest(source, {one_case(kernel)}));
+    EXPECT_EQ(split.stage(), "correctness") << kernel;
+    EXPECT_THAT(split.message(), HasSubstr("blocks race on y[")) << kernel;
+    EXPECT_THAT(split.message(), HasSubstr("one update made of two operations")) << kernel;
+    EXPECT_THAT(split.message(), HasSubstr("launch 2 (" + kernel + ")"));
+  }
+  const internal::RunResult result =
+      RunOk(MakeRequest(source, {one_case("cas_loop"), one_case("locked_split_update")}));
+  ASSERT_EQ(result.cases_size(), 2);
+  const auto sums = Values<int32_t>(result.cases(0).outputs(0));
+  for (uint32_t r = 0; r < 8; ++r) {
+    int32_t expected = 0;
+    for (uint32_t b = r; b < blocks; b += 8) expected += static_cast<int32_t>(b);
+    EXPECT_EQ(sums[r], expected) << r;
+  }
+  EXPECT_EQ(Values<int32_t>(result.cases(1).outputs(0))[0], static_cast<int32_t>(blocks));
+}
+
+TEST_F(CpuBackendTest, CorrectnessRunsCheckTheDeviceMallocHeapForRaces) {
+  const char* source = R"(
+__device__ int* heap_slots;
+__global__ void zero(int* y) { y[threadIdx.x] = 0; }
+__global__ void take(int* y) {
+  heap_slots = (int*)malloc(sizeof(int) * 64);
+  y[0] = heap_slots != nullptr;
+}
+// Racy: each block loads its predecessor's slot, stored in the same launch.
+__global__ void heap_neighbour(int* y) {
+  if (threadIdx.x != 0) return;
+  heap_slots[blockIdx.x] = (int)blockIdx.x;
+  if (blockIdx.x > 0) y[blockIdx.x] = heap_slots[blockIdx.x - 1];
+}
+// Right: each block loads back its own slot; the next launch reads them all.
+__global__ void heap_own(int* y) {
+  if (threadIdx.x != 0) return;
+  heap_slots[blockIdx.x] = (int)blockIdx.x;
+  y[blockIdx.x] = heap_slots[blockIdx.x] + 1;
+}
+__global__ void heap_gather(int* y) {
+  if (threadIdx.x == 0) y[blockIdx.x] += heap_slots[(blockIdx.x + 1) % gridDim.x];
+}
+__global__ void give_back(int*) { free(heap_slots); }
+)";
+  const uint32_t blocks = 64;
+  auto heap_case = [&](const std::vector<std::string>& kernels) {
+    std::vector<internal::ResolvedLaunch> launches = {Launch("zero", {1}, {blocks}, {Buf("y")}),
+                                                      Launch("take", {1}, {1}, {Buf("y")})};
+    for (const std::string& kernel : kernels) {
+      launches.push_back(Launch(kernel, {blocks}, {32}, {Buf("y")}));
+    }
+    launches.push_back(Launch("give_back", {1}, {1}, {Buf("y")}));
+    return MakeCase(kernels[0], 1, {Output("y", v1::DTYPE_I32, blocks)}, launches);
+  };
+  const internal::RunFailure racy = RunFails(MakeRequest(source, {heap_case({"heap_neighbour"})}));
+  EXPECT_EQ(racy.stage(), "correctness");
+  EXPECT_THAT(racy.message(), HasSubstr("of the device malloc() heap: block "));
+  EXPECT_THAT(racy.message(), HasSubstr("launch 2 (heap_neighbour)"));
+
+  const internal::RunResult right =
+      RunOk(MakeRequest(source, {heap_case({"heap_own", "heap_gather"})}));
+  const auto y = Values<int32_t>(right.cases(0).outputs(0));
+  EXPECT_EQ(y[7], 8 + 8);
+  EXPECT_EQ(y[blocks - 1], static_cast<int32_t>(blocks) + 0);
+}
+
 TEST_F(CpuBackendTest, CorrectnessRunsKeepLocksSpinsAndSharedMemoryInitialisationWorking) {
   const char* source = R"(
 extern __shared__ int dynamic_sums[];
