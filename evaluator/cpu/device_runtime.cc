@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "evaluator/cpu/device_heap.h"
+#include "evaluator/cpu/loaded_modules.h"
 
 namespace kerneleval::cpu {
 namespace {
@@ -1421,34 +1422,16 @@ void AbiInterleave(uint32_t kind) {
 }
 void* AbiDynamicShared() { return Executor().DynamicShared(); }
 void AbiTlsBlock(const void* code, uint64_t* begin, uint64_t* bytes) {
-  struct Search {
-    uintptr_t code;
-    uint64_t begin = 0;
-    uint64_t bytes = 0;
-  } search{reinterpret_cast<uintptr_t>(code)};
-  ::dl_iterate_phdr(
-      [](dl_phdr_info* info, size_t, void* data) {
-        auto* found = static_cast<Search*>(data);
-        bool holds_code = false;
-        uint64_t tls_bytes = 0;
-        for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
-          const ElfW(Phdr)& segment = info->dlpi_phdr[i];
-          const uintptr_t start = info->dlpi_addr + segment.p_vaddr;
-          if (segment.p_type == PT_LOAD && found->code - start < segment.p_memsz) {
-            holds_code = true;
-          }
-          if (segment.p_type == PT_TLS) tls_bytes = segment.p_memsz;
-        }
-        if (!holds_code) return 0;
-        if (info->dlpi_tls_data != nullptr) {
-          found->begin = reinterpret_cast<uintptr_t>(info->dlpi_tls_data);
-          found->bytes = tls_bytes;
-        }
-        return 1;
-      },
-      &search);
-  *begin = search.begin;
-  *bytes = search.bytes;
+  *begin = 0;
+  *bytes = 0;
+  const auto address = reinterpret_cast<uintptr_t>(code);
+  const std::optional<LoadedModule> module =
+      FindLoadedModule([address](const LoadedModule& m) { return m.Holds(address); });
+  if (!module || module->tls_data == nullptr) return;
+  const std::vector<LoadedSegment> tls = module->SegmentsOf(PT_TLS);
+  if (tls.empty()) return;
+  *begin = reinterpret_cast<uintptr_t>(module->tls_data);
+  *bytes = tls.front().bytes;
 }
 
 size_t AbiPrintBudget() {
@@ -1624,7 +1607,8 @@ std::string DescribeCaseSchedule(size_t case_index, size_t thread_schedule, bool
               kOrders[static_cast<int>(*schedule.fixed_order)] +
               ", a warp running on to its next barrier once its operation completes";
   }
-  std::string blocks = "its blocks in index order";
+  // Every case takes one of the three block orders (ScheduleOfCase).
+  std::string blocks;
   if (schedule.blocks_reversed) {
     blocks =
         "its blocks from the last (a block that reads another block's output without waiting "
@@ -1633,10 +1617,10 @@ std::string DescribeCaseSchedule(size_t case_index, size_t thread_schedule, bool
     blocks =
         "its blocks in a shuffled order drawn per launch, block 0 first (a block that reads "
         "another block's output without waiting for it may find it unwritten)";
-  } else if (schedule.x_slowest) {
+  } else {
     blocks =
         "its blocks with blockIdx.x slowest (blocks of one blockIdx.x, such as a row's parts, "
-        "run side by side)";
+        "run side by side; a grid of one row in index order)";
   }
   return "the CPU backend ran this case with " + threads + ", and " + blocks;
 }

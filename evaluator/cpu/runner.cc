@@ -25,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "evaluator/cpu/device_memory.h"
+#include "evaluator/cpu/loaded_modules.h"
 #include "evaluator/data/dtype.h"
 #include "evaluator/process/framing.h"
 #include "evaluator/process/worker_process.h"
@@ -95,27 +96,17 @@ struct Library {
 
 // The writable PT_LOAD segments of the object loaded from `path`.
 std::vector<RaceCheckedRange> WritableSegments(const std::string& path) {
-  struct Search {
-    const std::string* path;
-    std::vector<RaceCheckedRange> ranges;
-  } search{&path, {}};
-  ::dl_iterate_phdr(
-      [](dl_phdr_info* info, size_t, void* data) {
-        auto* found = static_cast<Search*>(data);
-        if (!info->dlpi_name || *found->path != info->dlpi_name) return 0;
-        for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
-          const ElfW(Phdr)& segment = info->dlpi_phdr[i];
-          if (segment.p_type != PT_LOAD || (segment.p_flags & PF_W) == 0) continue;
-          const uint64_t begin = info->dlpi_addr + segment.p_vaddr;
-          found->ranges.push_back({.begin = begin,
-                                   .end = begin + segment.p_memsz,
-                                   .element_bytes = 0,
-                                   .name = "the program's __device__ data"});
-        }
-        return 1;
-      },
-      &search);
-  return search.ranges;
+  std::vector<RaceCheckedRange> ranges;
+  const std::optional<LoadedModule> module =
+      FindLoadedModule([&path](const LoadedModule& m) { return m.path == path; });
+  if (!module) return ranges;
+  for (const LoadedSegment& segment : module->SegmentsOf(PT_LOAD, PF_W)) {
+    ranges.push_back({.begin = segment.begin,
+                      .end = segment.begin + segment.bytes,
+                      .element_bytes = 0,
+                      .name = "the program's __device__ data"});
+  }
+  return ranges;
 }
 
 // Sandbox, then load: the library's static initialisers are kernel code too.

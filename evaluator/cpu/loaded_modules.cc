@@ -1,0 +1,48 @@
+#include "evaluator/cpu/loaded_modules.h"
+
+#include <link.h>
+
+namespace kerneleval::cpu {
+
+bool LoadedModule::Holds(uintptr_t address) const {
+  for (const LoadedSegment& segment : segments) {
+    if (segment.type == PT_LOAD && address - segment.begin < segment.bytes) return true;
+  }
+  return false;
+}
+
+std::vector<LoadedSegment> LoadedModule::SegmentsOf(uint32_t type, uint32_t flags) const {
+  std::vector<LoadedSegment> found;
+  for (const LoadedSegment& segment : segments) {
+    if (segment.type == type && (segment.flags & flags) == flags) found.push_back(segment);
+  }
+  return found;
+}
+
+std::optional<LoadedModule> FindLoadedModule(absl::FunctionRef<bool(const LoadedModule&)> matches) {
+  struct Search {
+    absl::FunctionRef<bool(const LoadedModule&)> matches;
+    std::optional<LoadedModule> found;
+  } search{matches, std::nullopt};
+  ::dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        auto* state = static_cast<Search*>(data);
+        LoadedModule module;
+        module.path = info->dlpi_name ? info->dlpi_name : "";
+        module.tls_data = info->dlpi_tls_data;
+        for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& segment = info->dlpi_phdr[i];
+          module.segments.push_back({.type = segment.p_type,
+                                     .flags = segment.p_flags,
+                                     .begin = info->dlpi_addr + segment.p_vaddr,
+                                     .bytes = segment.p_memsz});
+        }
+        if (!state->matches(module)) return 0;
+        state->found = std::move(module);
+        return 1;
+      },
+      &search);
+  return search.found;
+}
+
+}  // namespace kerneleval::cpu
