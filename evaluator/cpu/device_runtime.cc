@@ -305,7 +305,7 @@ struct GridJob {
 };
 
 // Slots of the race check's table of stores (Globals::race), by 4-byte
-// granule: 8 MiB, touched only where stores land; granules that share a
+// granule: 16 MiB (4 words a slot), touched only where stores land; granules that share a
 // slot (drawn per grid, kerneleval_cpu_race_check::slot_multiplier) keep
 // the later store's record (a race missed, never one made up).
 constexpr uint64_t kRaceSlotBits = 19;
@@ -411,9 +411,11 @@ thread_local kerneleval_cpu_thread_state tls_interleave_state{
     .block = 0,
     .acquired_at = 0,
     .pending_wait_address = 0,
+    .released_at = 0,
+    .waited_at = 0,
     .split_read_address = 0,
     .split_read_writer = 0,
-    .split_read_acquired_at = 0};
+    .split_read_waited_at = 0};
 
 // An OS thread's dynamic shared memory: `bytes` reserved at `base`, the
 // first `accessible` of them readable and writable (whole pages, from the
@@ -531,6 +533,8 @@ class alignas(kCacheLineBytes) BlockExecutor {
     tls_interleave_state.block = linear_block;
     tls_interleave_state.acquired_at = 0;
     tls_interleave_state.pending_wait_address = 0;
+    tls_interleave_state.released_at = 0;
+    tls_interleave_state.waited_at = 0;
     tls_interleave_state.split_read_address = 0;
     // What the block has not written reads as NaN / -1: its static
     // __shared__ variables are filled by their declarations (the prelude's
@@ -1275,7 +1279,8 @@ void StartRaceCheck(GridJob& job) {
   race.grid = globals->race_grids++ % kTags + 1;
   // A tag comes back after kTags grids: what they recorded must not count.
   if (race.grid == 1 && globals->race_grids > 1) {
-    std::memset(race.writes, 0, (race.slot_mask + 1) * 2 * sizeof(uint64_t));
+    std::memset(race.writes, 0,
+                (race.slot_mask + 1) * KERNELEVAL_CPU_RACE_SLOT_WORDS * sizeof(uint64_t));
   }
   race.clock = 1;
   race.found = 0;
@@ -1316,6 +1321,22 @@ const char* RaceFound(const GridJob& job) {
         "the two is lost. Update it with one atomic read-modify-write (atomicAdd, atomicMax, "
         "...) or an atomicCAS loop on the value read",
         where.c_str(), reader.c_str(), BlockName(*job.launch, race.writer).c_str());
+    return launch_error;
+  }
+  if (race.kind == KERNELEVAL_CPU_RACE_UNFENCED_STORE) {
+    const std::string writer = BlockName(*job.launch, race.writer);
+    std::string waiter = reader;
+    waiter[0] = 'B';
+    std::snprintf(
+        launch_error, sizeof(launch_error),
+        "blocks race on %s: %s loaded it after %s stored it in the same launch. %s waited for "
+        "other blocks since, but on nothing %s set after a release covering this store (a "
+        "__threadfence() or release atomic between the store and the flag or count): it waited "
+        "on something else, or %s set its flag with no fence after the data (CUDA's atomicExch, "
+        "atomicAdd, ... and volatile stores are relaxed, so a GPU may show the flag before the "
+        "data). Wait for the writer's flag, set after its data and a __threadfence()",
+        where.c_str(), reader.c_str(), writer.c_str(), waiter.c_str(), writer.c_str(),
+        writer.c_str());
     return launch_error;
   }
   if (race.kind == KERNELEVAL_CPU_RACE_NON_COHERENT_LOAD) {
@@ -1492,7 +1513,7 @@ void SetRaceCheckedMemory(const std::vector<RaceCheckedRange>& ranges) {
   if (!globals) return;
   kerneleval_cpu_race_check& race = globals->race;
   if (!race.writes && !ranges.empty()) {
-    const size_t bytes = kRaceSlots * 2 * sizeof(uint64_t);
+    const size_t bytes = kRaceSlots * KERNELEVAL_CPU_RACE_SLOT_WORDS * sizeof(uint64_t);
     void* table = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (table == MAP_FAILED) Fatal("out of memory for the race check's table");

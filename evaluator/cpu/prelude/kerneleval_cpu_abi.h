@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KERNELEVAL_CPU_ABI_VERSION 9u
+#define KERNELEVAL_CPU_ABI_VERSION 10u
 
 #ifdef __cplusplus
 extern "C" {
@@ -170,14 +170,28 @@ typedef struct kerneleval_cpu_thread_state {
   // racy `y[row] = y[row] + partial` was not a store point (sweep 7, b1).
   uint64_t set_multiplier;
   // The cross-block race check of this grid (nullptr: none), the running
-  // block's linear index, the check's clock just after the block's latest
-  // wait for another block (0: none yet) and the address of a volatile load
-  // still to be counted (0: none; at the block's next load: the hook runs
-  // before the load it reports).
+  // block's linear index, the clock its waits cover (another block's stores
+  // recorded at a clock below it were waited for: the release clock of
+  // what it waited on; the clock itself where the check cannot tell, 0:
+  // none yet) and the address of a volatile load still to be counted (0:
+  // none; at the block's next load: the hook runs before the load it
+  // reports).
   struct kerneleval_cpu_race_check* race_check;
   uint64_t block;
   uint64_t acquired_at;
   uint64_t pending_wait_address;
+  // The check's clock just after the block's latest release (a
+  // __threadfence(), or an atomic of release order or stronger; 0: none
+  // yet): a store the block makes records it, and a block waiting on that
+  // store waits only for the stores made before it (acquired_at). CUDA's
+  // atomics (atomicExch, atomicAdd, ...) and volatile stores are relaxed:
+  // a flag set without a fence after the data publishes nothing on a GPU,
+  // where the data may become visible after the flag (sweep 10, a08, a23).
+  uint64_t released_at;
+  // The check's clock just after the block's latest wait for another block
+  // (0: none yet), whatever it covered: a load not covered though the block
+  // waited after the store is blamed on the writer's missing fence.
+  uint64_t waited_at;
   // The address the block last read with a synchronising load that
   // changes nothing (an atomic load, a fetch-add of 0, a volatile or __ldcg
   // load) where a plain load would have raced (another block stored there
@@ -188,15 +202,16 @@ typedef struct kerneleval_cpu_thread_state {
   // 10, a04). Address 0: none.
   uint64_t split_read_address;
   uint64_t split_read_writer;
-  uint64_t split_read_acquired_at;
+  uint64_t split_read_waited_at;
 } kerneleval_cpu_thread_state;
 
 // The cross-block race check of an interleaved build (one per runtime,
 // shared by the OS threads running a grid's blocks). A plain store of a
 // block to checked memory (device buffers, __device__ variables) is
-// recorded by 4-byte granule in `writes` (direct-mapped, two words a slot:
+// recorded by 4-byte granule in `writes` (direct-mapped, four words a slot:
 // granule << 19 | byte mask << 11 | grid, bit 18 set while a store rewrites
-// the slot; block << 32 | clock); a plain load
+// the slot; block << 32 | clock; the writer's release clock, the latest of
+// every writer's for a read-modify-write (a release sequence); unused); a plain load
 // by another block of bytes recorded in the same grid is a race unless the
 // loading block waited after the store (an atomic operation, a volatile
 // or __ldcg load of memory another block stored to in the grid: each such
@@ -243,7 +258,12 @@ enum kerneleval_cpu_race_kind {
   // block read the address with a synchronising load where a plain one
   // would have raced, then stored to it with no other wait between.
   KERNELEVAL_CPU_RACE_SPLIT_UPDATE = 2,
+  // A plain load of another block's store that the loading block waited
+  // for no release covering: it waited after the store, on something the
+  // writer set with no fence between the two.
+  KERNELEVAL_CPU_RACE_UNFENCED_STORE = 3,
 };
+#define KERNELEVAL_CPU_RACE_SLOT_WORDS 4u
 #define KERNELEVAL_CPU_RACE_GRID_BITS 11u
 #define KERNELEVAL_CPU_RACE_MASK_SHIFT 11u
 #define KERNELEVAL_CPU_RACE_GRANULE_SHIFT 19u

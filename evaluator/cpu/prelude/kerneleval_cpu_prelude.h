@@ -529,10 +529,13 @@ KERNELEVAL_CPU_UNCHECKED inline void FailedCas(const volatile void* address, uin
 // with a plain `y[row] += s` by blocks far apart in the grid lose updates on
 // a GPU, and passed here wherever those blocks did not overlap). Waiting
 // for the writer properly (an atomic, volatile or __ldcg load of a flag
-// that another block stored) ticks the clock after the store and passes.
-// An operation on memory no other block stored in the grid waits for no
-// one, nor does a fence (`atomicAdd(&unused, 0); y[row] += s;` and
-// `__threadfence(); y[row] += s;` would have passed).
+// that another block stored after a release: a __threadfence() or a
+// release atomic) covers the stores recorded before that release and
+// passes; a flag set with no fence after the data covers nothing (CUDA's
+// atomics and volatile stores are relaxed). An operation on memory no
+// other block stored in the grid waits for no one, nor does a fence
+// (`atomicAdd(&unused, 0); y[row] += s;` and `__threadfence(); y[row] +=
+// s;` would have passed).
 KERNELEVAL_CPU_UNCHECKED inline kerneleval_cpu_race_range* RaceRange(
     kerneleval_cpu_race_check* race, uintptr_t a) {
   for (uint32_t i = 0; i < race->range_count; ++i) {
@@ -549,8 +552,29 @@ KERNELEVAL_CPU_UNCHECKED inline kerneleval_cpu_race_check* CheckedAt(
   return state->race_check;
 }
 
+// A wait for another block covering every store recorded so far: where the
+// check cannot tell what the wait covers (a slot another granule took, a
+// slot being rewritten), a wait taken for all, never one missed.
 KERNELEVAL_CPU_UNCHECKED inline void Acquired(kerneleval_cpu_thread_state* state) {
-  state->acquired_at = __atomic_add_fetch(&state->race_check->clock, 1, __ATOMIC_SEQ_CST);
+  state->waited_at = __atomic_add_fetch(&state->race_check->clock, 1, __ATOMIC_SEQ_CST);
+  state->acquired_at = state->waited_at;
+}
+
+// A wait on a store whose writer(s) last released at clock `release`: it
+// covers the stores recorded before that release (at a lower clock), not
+// those made after it (a flag set with no fence after the data).
+KERNELEVAL_CPU_UNCHECKED inline void AcquiredUpTo(kerneleval_cpu_thread_state* state,
+                                                  uint64_t release) {
+  state->waited_at = __atomic_add_fetch(&state->race_check->clock, 1, __ATOMIC_SEQ_CST);
+  if (release > state->acquired_at) state->acquired_at = release;
+}
+
+// A release of the block (a __threadfence(), an atomic of release order or
+// stronger): its stores so far are covered for whoever waits on a later one.
+KERNELEVAL_CPU_UNCHECKED inline void Released() {
+  kerneleval_cpu_thread_state* state = ThreadState();
+  if (!state || !state->race_check) return;
+  state->released_at = __atomic_add_fetch(&state->race_check->clock, 1, __ATOMIC_SEQ_CST);
 }
 
 // The bytes of 4-byte granule `g` that an access at `a` of `bytes` covers,
@@ -566,7 +590,7 @@ KERNELEVAL_CPU_UNCHECKED inline uint64_t GranuleMask(uintptr_t a, unsigned long 
 // (neighbouring granules keep neighbouring slots, for the cache).
 KERNELEVAL_CPU_UNCHECKED inline uint64_t* RaceSlot(kerneleval_cpu_race_check* race, uint64_t g) {
   const uint64_t high = ((g >> race->slot_bits) * race->slot_multiplier) >> (64 - race->slot_bits);
-  return race->writes + 2 * ((g ^ high) & race->slot_mask);
+  return race->writes + KERNELEVAL_CPU_RACE_SLOT_WORDS * ((g ^ high) & race->slot_mask);
 }
 
 // A slot's first word while a store rewrites it: blocks on two OS threads
@@ -597,17 +621,22 @@ KERNELEVAL_CPU_UNCHECKED inline bool MayBeAnotherBlocks(const kerneleval_cpu_thr
 }
 
 // After a synchronising load of `a` (it has happened): a wait for another
-// block when that block stored there in this grid.
+// block when that block stored there in this grid, covering what the store
+// released (its record's release clock).
 KERNELEVAL_CPU_UNCHECKED inline void WaitedAt(kerneleval_cpu_thread_state* state, uintptr_t a) {
   kerneleval_cpu_race_check* race = CheckedAt(state, a);
   if (!race) return;
   const uint64_t g = a >> 2;
   const uint64_t* slot = RaceSlot(race, g);
   const uint64_t word = __atomic_load_n(&slot[0], __ATOMIC_ACQUIRE);
-  if ((word & kRaceSlotLocked) != 0 ||
-      MayBeAnotherBlocks(state, race, g, word, __atomic_load_n(&slot[1], __ATOMIC_RELAXED))) {
-    Acquired(state);
-  }
+  if ((word & kRaceSlotLocked) != 0) return Acquired(state);
+  if ((word & kRaceGridBits) != race->grid) return;
+  if ((word >> KERNELEVAL_CPU_RACE_GRANULE_SHIFT) != g) return Acquired(state);
+  const uint64_t stamp = __atomic_load_n(&slot[1], __ATOMIC_RELAXED);
+  const uint64_t release = __atomic_load_n(&slot[2], __ATOMIC_RELAXED);
+  __atomic_thread_fence(__ATOMIC_ACQUIRE);
+  if (__atomic_load_n(&slot[0], __ATOMIC_RELAXED) != word) return Acquired(state);
+  if (!StoredByRunningBlock(state, stamp)) AcquiredUpTo(state, release);
 }
 
 // WaitedAt for a synchronising load that changes nothing: a wait that the
@@ -615,9 +644,9 @@ KERNELEVAL_CPU_UNCHECKED inline void WaitedAt(kerneleval_cpu_thread_state* state
 // takes itself does not end the update.
 KERNELEVAL_CPU_UNCHECKED inline void CountWait(kerneleval_cpu_thread_state* state, uintptr_t a) {
   const bool splitting =
-      state->split_read_address == a && state->split_read_acquired_at == state->acquired_at;
+      state->split_read_address == a && state->split_read_waited_at == state->waited_at;
   WaitedAt(state, a);
-  if (splitting) state->split_read_acquired_at = state->acquired_at;
+  if (splitting) state->split_read_waited_at = state->waited_at;
 }
 
 // A volatile load counts once it has happened: at the block's next plain or
@@ -647,10 +676,12 @@ KERNELEVAL_CPU_UNCHECKED inline void ReportRace(kerneleval_cpu_race_check* race,
 // Whether bytes [a, a + bytes) hold another block's store of this grid that
 // the running block has not waited for since (any, with `even_if_waited`):
 // a plain load of them races; its block in *writer.
+// Its clock in *stored_at, when asked.
 KERNELEVAL_CPU_UNCHECKED inline bool UnwaitedStoreAt(const kerneleval_cpu_thread_state* state,
                                                      kerneleval_cpu_race_check* race, uintptr_t a,
                                                      unsigned long bytes, bool even_if_waited,
-                                                     uint64_t* writer) {
+                                                     uint64_t* writer,
+                                                     uint64_t* stored_at = nullptr) {
   kerneleval_cpu_race_range* range = RaceRange(race, a);
   if (!range || __atomic_load_n(&range->written_in, __ATOMIC_RELAXED) != race->grid) return false;
   for (uint64_t g = a >> 2; g <= (a + bytes - 1) >> 2; ++g) {
@@ -670,6 +701,7 @@ KERNELEVAL_CPU_UNCHECKED inline bool UnwaitedStoreAt(const kerneleval_cpu_thread
     if (StoredByRunningBlock(state, stamp)) continue;
     if (!even_if_waited && state->acquired_at > (stamp & 0xffffffffu)) continue;
     *writer = stamp >> 32;
+    if (stored_at) *stored_at = stamp & 0xffffffffu;
     return true;
   }
   return false;
@@ -692,7 +724,7 @@ KERNELEVAL_CPU_UNCHECKED inline void NoteSynchronisingRead(const volatile void* 
   if (UnwaitedStoreAt(state, race, a, bytes, /*even_if_waited=*/false, &writer)) {
     state->split_read_address = a;
     state->split_read_writer = writer;
-    state->split_read_acquired_at = state->acquired_at;
+    state->split_read_waited_at = state->waited_at;
   }
 }
 
@@ -706,35 +738,72 @@ KERNELEVAL_CPU_UNCHECKED inline void EndSplitUpdate(kerneleval_cpu_thread_state*
                                                     unsigned long bytes, bool unconditional) {
   const uintptr_t read = state->split_read_address;
   if (read == 0 || (read >> 2) < (a >> 2) || (read >> 2) > ((a + bytes - 1) >> 2)) return;
-  if (unconditional && state->split_read_acquired_at == state->acquired_at) {
+  if (unconditional && state->split_read_waited_at == state->waited_at) {
     ReportRace(race, KERNELEVAL_CPU_RACE_SPLIT_UPDATE, state->block, state->split_read_writer, a,
                bytes);
   }
   state->split_read_address = 0;
 }
 
-// Records a store of `bytes` at `address`; returns whether its first
-// granule's slot held, before, what may be another block's store of this
-// grid (MayBeAnotherBlocks): an atomic replacing it waited for that block.
-// `unconditional`: see EndSplitUpdate.
-KERNELEVAL_CPU_UNCHECKED inline bool RecordStore(const volatile void* address, unsigned long bytes,
-                                                 bool unconditional = true) {
+// How a store replaces what is there: kStore unconditionally (a plain,
+// volatile or atomic store, a copy, a fill), kExchange unconditionally and
+// as a read-modify-write (it continues the release sequence of what it
+// replaces), kReadModifyWrite by what it found (a fetch-and-op, a
+// compare-and-swap: never the second half of a split update).
+enum class StoreKind { kStore, kExchange, kReadModifyWrite };
+
+// What a store found in its first granule's slot: whether it may be
+// another block's store of this grid (MayBeAnotherBlocks: an atomic
+// replacing it waited for that block) and, where the slot held that
+// granule's record, the release clock it carried.
+// `held_slot`: the first granule's slot, still locked (RecordStore's
+// `hold`), its new first word `held_word`.
+struct StoreFound {
+  bool another = false;
+  bool release_known = false;
+  uint64_t release = 0;
+  uint64_t* held_slot = nullptr;
+  uint64_t held_word = 0;
+};
+
+// Unlocks a slot RecordStore held (no-op without one).
+KERNELEVAL_CPU_UNCHECKED inline void ReleaseHeldSlot(const StoreFound& found) {
+  if (found.held_slot) __atomic_store_n(&found.held_slot[0], found.held_word, __ATOMIC_RELEASE);
+}
+
+// Records a store of `bytes` at `address` with the block's release clock
+// (for a read-modify-write, the latest of it and the replaced record's).
+// With `hold`, the first granule's slot is recorded last and stays locked
+// until ReleaseHeldSlot: an atomic runs in between, so that atomics on a
+// granule run in the order of their records and what one found was the
+// store it read or replaced (recorded before the operation and unlocked,
+// a lock's releasing exchange could land between another block's record
+// of its acquiring compare-and-swap and the swap itself: the swap then
+// found the record before the release, and the data the lock guards was
+// reported as a race). A thread holding a slot takes no other.
+KERNELEVAL_CPU_UNCHECKED inline StoreFound RecordStore(const volatile void* address,
+                                                       unsigned long bytes,
+                                                       StoreKind kind = StoreKind::kStore,
+                                                       bool hold = false) {
   kerneleval_cpu_thread_state* state = ThreadState();
-  if (!state || !state->race_check) return false;
+  if (!state || !state->race_check) return {};
   kerneleval_cpu_race_check* race = state->race_check;
   const auto a = reinterpret_cast<uintptr_t>(address);
   kerneleval_cpu_race_range* range = RaceRange(race, a);
-  if (!range) return false;
-  EndSplitUpdate(state, race, a, bytes, unconditional);
+  if (!range) return {};
+  EndSplitUpdate(state, race, a, bytes, kind != StoreKind::kReadModifyWrite);
   const uint64_t grid = race->grid;
   if (__atomic_load_n(&range->written_in, __ATOMIC_RELAXED) != grid) {
     __atomic_store_n(&range->written_in, grid, __ATOMIC_RELAXED);
   }
   const uint64_t clock = __atomic_load_n(&race->clock, __ATOMIC_SEQ_CST);
-  if (clock > 0xffffffffu) return true;
+  if (clock > 0xffffffffu) return {.another = true};
   const uint64_t stamp = (state->block << 32) | clock;
-  bool another = false;
-  for (uint64_t g = a >> 2; g <= (a + bytes - 1) >> 2; ++g) {
+  StoreFound found;
+  const uint64_t first = a >> 2, last = (a + bytes - 1) >> 2;
+  for (uint64_t i = 0; i <= last - first; ++i) {
+    // The first granule last: the one a held slot keeps.
+    const uint64_t g = i == last - first ? first : first + 1 + i;
     uint64_t* slot = RaceSlot(race, g);
     uint64_t old = __atomic_load_n(&slot[0], __ATOMIC_RELAXED);
     // Another OS thread is between its two stores for a moment: wait.
@@ -747,17 +816,31 @@ KERNELEVAL_CPU_UNCHECKED inline bool RecordStore(const volatile void* address, u
       old = __atomic_load_n(&slot[0], __ATOMIC_RELAXED);
     }
     const uint64_t old_stamp = __atomic_load_n(&slot[1], __ATOMIC_RELAXED);
-    if (g == a >> 2) another = MayBeAnotherBlocks(state, race, g, old, old_stamp);
+    const uint64_t old_release = __atomic_load_n(&slot[2], __ATOMIC_RELAXED);
     uint64_t mask = GranuleMask(a, bytes, g);
     const uint64_t mine = (g << KERNELEVAL_CPU_RACE_GRANULE_SHIFT) | grid;
-    if ((old & ~(uint64_t{0xff} << KERNELEVAL_CPU_RACE_MASK_SHIFT)) == mine &&
-        StoredByRunningBlock(state, old_stamp)) {
+    const bool same = (old & ~(uint64_t{0xff} << KERNELEVAL_CPU_RACE_MASK_SHIFT)) == mine;
+    if (g == first) {
+      found.another = MayBeAnotherBlocks(state, race, g, old, old_stamp);
+      found.release_known = same;
+      found.release = old_release;
+    }
+    if (same && StoredByRunningBlock(state, old_stamp)) {
       mask |= (old >> KERNELEVAL_CPU_RACE_MASK_SHIFT) & kRaceMaskBits;  // its own bytes too
     }
+    uint64_t release = state->released_at;
+    if (kind != StoreKind::kStore && same && old_release > release) release = old_release;
     __atomic_store_n(&slot[1], stamp, __ATOMIC_RELAXED);
-    __atomic_store_n(&slot[0], mine | (mask << KERNELEVAL_CPU_RACE_MASK_SHIFT), __ATOMIC_RELEASE);
+    __atomic_store_n(&slot[2], release, __ATOMIC_RELAXED);
+    const uint64_t word = mine | (mask << KERNELEVAL_CPU_RACE_MASK_SHIFT);
+    if (hold && g == first) {
+      found.held_slot = slot;
+      found.held_word = word;
+    } else {
+      __atomic_store_n(&slot[0], word, __ATOMIC_RELEASE);
+    }
   }
-  return another;
+  return found;
 }
 
 // `non_coherent`: an __ldg, a race even after a wait for the writer.
@@ -768,11 +851,15 @@ KERNELEVAL_CPU_UNCHECKED inline void CheckLoad(const volatile void* address, uns
   SettlePendingWait(state);
   kerneleval_cpu_race_check* race = state->race_check;
   const auto a = reinterpret_cast<uintptr_t>(address);
-  uint64_t writer = 0;
-  if (UnwaitedStoreAt(state, race, a, bytes, non_coherent, &writer)) {
-    ReportRace(
-        race, non_coherent ? KERNELEVAL_CPU_RACE_NON_COHERENT_LOAD : KERNELEVAL_CPU_RACE_PLAIN_LOAD,
-        state->block, writer, a, bytes);
+  uint64_t writer = 0, stored_at = 0;
+  if (UnwaitedStoreAt(state, race, a, bytes, non_coherent, &writer, &stored_at)) {
+    uint32_t kind = KERNELEVAL_CPU_RACE_PLAIN_LOAD;
+    if (non_coherent) {
+      kind = KERNELEVAL_CPU_RACE_NON_COHERENT_LOAD;
+    } else if (state->waited_at > stored_at) {
+      kind = KERNELEVAL_CPU_RACE_UNFENCED_STORE;
+    }
+    ReportRace(race, kind, state->block, writer, a, bytes);
   }
 }
 
@@ -794,24 +881,33 @@ KERNELEVAL_CPU_UNCHECKED inline void SynchronisingLoad(const volatile void* addr
 // finds the record; after it, the block waited when the value it read may
 // be another block's: that store's record was there before its own, or is
 // there after the operation.
-// `unconditional`: an atomic store or exchange (EndSplitUpdate). One that
-// changes nothing is a synchronising read (NoteSynchronisingRead).
-KERNELEVAL_CPU_UNCHECKED inline bool BeforeAtomic(const volatile void* address, unsigned long bytes,
-                                                  bool may_write, bool unconditional = false) {
+// One that changes nothing is a synchronising read (NoteSynchronisingRead).
+// `order`: the operation's memory order (__ATOMIC_*); release or stronger
+// releases the block's stores before it (CUDA's atomicAdd, atomicExch, ...
+// are relaxed; cuda::atomic_ref's operations are sequentially consistent
+// unless told otherwise).
+KERNELEVAL_CPU_UNCHECKED inline StoreFound BeforeAtomic(const volatile void* address,
+                                                        unsigned long bytes, bool may_write,
+                                                        StoreKind kind, int order) {
+  if (order >= __ATOMIC_RELEASE) Released();
   if (!may_write) {
     NoteSynchronisingRead(address, bytes);
-    return false;
+    return {};
   }
-  return RecordStore(address, bytes, unconditional);
+  return RecordStore(address, bytes, kind, /*hold=*/true);
 }
-KERNELEVAL_CPU_UNCHECKED inline void AfterAtomic(const volatile void* address, bool waited) {
+KERNELEVAL_CPU_UNCHECKED inline void AfterAtomic(const volatile void* address,
+                                                 const StoreFound& found) {
+  ReleaseHeldSlot(found);
   kerneleval_cpu_thread_state* state = ThreadState();
   const auto a = reinterpret_cast<uintptr_t>(address);
   if (!CheckedAt(state, a)) return;
-  if (waited) {
-    Acquired(state);
-  } else {
+  if (!found.another) {
     CountWait(state, a);
+  } else if (found.release_known) {
+    AcquiredUpTo(state, found.release);
+  } else {
+    Acquired(state);
   }
 }
 
@@ -878,33 +974,36 @@ KERNELEVAL_CPU_ACCESS_HOOKS(16)
 // the memory as it was (a fetch-add of 0, a failed compare-and-swap, an
 // exchange for the same value) is a spin point after it. Atomic loads are
 // neither (the first step of every compare-and-swap loop).
-#define KERNELEVAL_CPU_FETCH_HOOK(n, T, op, updated, unchanging)                       \
-  KERNELEVAL_CPU_HOOK T __tsan_atomic##n##_fetch_##op(volatile T* a, T v, int) {       \
-    kerneleval_cpu::detail::AtomicPoint(a);                                            \
-    const bool waited = kerneleval_cpu::detail::BeforeAtomic(a, n / 8, !(unchanging)); \
-    const T old = __atomic_fetch_##op(a, v, __ATOMIC_SEQ_CST);                         \
-    kerneleval_cpu::detail::AfterAtomic(a, waited);                                    \
-    if (static_cast<T>(updated) == old) kerneleval_cpu::detail::SpinPoint();           \
-    return old;                                                                        \
+#define KERNELEVAL_CPU_FETCH_HOOK(n, T, op, updated, unchanging)                              \
+  KERNELEVAL_CPU_HOOK T __tsan_atomic##n##_fetch_##op(volatile T* a, T v, int order) {        \
+    kerneleval_cpu::detail::AtomicPoint(a);                                                   \
+    const auto found = kerneleval_cpu::detail::BeforeAtomic(                                  \
+        a, n / 8, !(unchanging), kerneleval_cpu::detail::StoreKind::kReadModifyWrite, order); \
+    const T old = __atomic_fetch_##op(a, v, __ATOMIC_SEQ_CST);                                \
+    kerneleval_cpu::detail::AfterAtomic(a, found);                                            \
+    if (static_cast<T>(updated) == old) kerneleval_cpu::detail::SpinPoint();                  \
+    return old;                                                                               \
   }
 #define KERNELEVAL_CPU_ATOMIC_HOOKS(n, T)                                                        \
   KERNELEVAL_CPU_HOOK T __tsan_atomic##n##_load(const volatile T* a, int) {                      \
     kerneleval_cpu::detail::NoteSynchronisingRead(a, n / 8);                                     \
     const T value = __atomic_load_n(a, __ATOMIC_SEQ_CST);                                        \
-    kerneleval_cpu::detail::AfterAtomic(a, false);                                               \
+    kerneleval_cpu::detail::AfterAtomic(a, {});                                                  \
     return value;                                                                                \
   }                                                                                              \
-  KERNELEVAL_CPU_HOOK void __tsan_atomic##n##_store(volatile T* a, T v, int) {                   \
+  KERNELEVAL_CPU_HOOK void __tsan_atomic##n##_store(volatile T* a, T v, int order) {             \
     kerneleval_cpu::detail::AtomicPoint(a);                                                      \
-    const bool waited = kerneleval_cpu::detail::BeforeAtomic(a, n / 8, true, true);              \
+    const auto found = kerneleval_cpu::detail::BeforeAtomic(                                     \
+        a, n / 8, true, kerneleval_cpu::detail::StoreKind::kStore, order);                       \
     __atomic_store_n(a, v, __ATOMIC_SEQ_CST);                                                    \
-    kerneleval_cpu::detail::AfterAtomic(a, waited);                                              \
+    kerneleval_cpu::detail::AfterAtomic(a, found);                                               \
   }                                                                                              \
-  KERNELEVAL_CPU_HOOK T __tsan_atomic##n##_exchange(volatile T* a, T v, int) {                   \
+  KERNELEVAL_CPU_HOOK T __tsan_atomic##n##_exchange(volatile T* a, T v, int order) {             \
     kerneleval_cpu::detail::AtomicPoint(a);                                                      \
-    const bool waited = kerneleval_cpu::detail::BeforeAtomic(a, n / 8, true, true);              \
+    const auto found = kerneleval_cpu::detail::BeforeAtomic(                                     \
+        a, n / 8, true, kerneleval_cpu::detail::StoreKind::kExchange, order);                    \
     const T old = __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST);                                   \
-    kerneleval_cpu::detail::AfterAtomic(a, waited);                                              \
+    kerneleval_cpu::detail::AfterAtomic(a, found);                                               \
     if (old == v) kerneleval_cpu::detail::SpinPoint();                                           \
     return old;                                                                                  \
   }                                                                                              \
@@ -915,13 +1014,14 @@ KERNELEVAL_CPU_ACCESS_HOOKS(16)
   KERNELEVAL_CPU_FETCH_HOOK(n, T, xor, old ^ v, v == 0)                                          \
   KERNELEVAL_CPU_FETCH_HOOK(n, T, nand, ~(old & v), false)                                       \
   KERNELEVAL_CPU_HOOK int __tsan_atomic##n##_compare_exchange_strong(volatile T* a, T* c, T v,   \
-                                                                     int, int) {                 \
+                                                                     int order, int) {           \
     kerneleval_cpu::detail::AtomicPoint(a);                                                      \
     const T expected = *c;                                                                       \
-    const bool waited = kerneleval_cpu::detail::BeforeAtomic(a, n / 8, expected != v);           \
+    const auto found = kerneleval_cpu::detail::BeforeAtomic(                                     \
+        a, n / 8, expected != v, kerneleval_cpu::detail::StoreKind::kReadModifyWrite, order);    \
     const bool swapped =                                                                         \
         __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);         \
-    kerneleval_cpu::detail::AfterAtomic(a, waited);                                              \
+    kerneleval_cpu::detail::AfterAtomic(a, found);                                               \
     if (!swapped) kerneleval_cpu::detail::FailedCas(a, expected, *c);                            \
     return swapped;                                                                              \
   }                                                                                              \
@@ -940,7 +1040,10 @@ KERNELEVAL_CPU_ATOMIC_HOOKS(32, unsigned int)
 KERNELEVAL_CPU_ATOMIC_HOOKS(64, unsigned long long)
 #undef KERNELEVAL_CPU_ATOMIC_HOOKS
 #undef KERNELEVAL_CPU_FETCH_HOOK
-KERNELEVAL_CPU_HOOK void __tsan_atomic_thread_fence(int) {
+// A fence of release order or stronger (__threadfence()) is a release of
+// the block (kerneleval_cpu_thread_state::released_at).
+KERNELEVAL_CPU_HOOK void __tsan_atomic_thread_fence(int order) {
+  if (order >= __ATOMIC_RELEASE) kerneleval_cpu::detail::Released();
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 KERNELEVAL_CPU_HOOK void __tsan_atomic_signal_fence(int) {

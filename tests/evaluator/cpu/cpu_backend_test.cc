@@ -2494,6 +2494,124 @@ __global__ void locked_split_update(int* y, int* flags) {
   EXPECT_EQ(Values<int32_t>(result.cases(1).outputs(0))[0], static_cast<int32_t>(blocks));
 }
 
+TEST_F(CpuBackendTest, CorrectnessRunsReportDataPublishedWithoutAFenceBeforeItsFlag) {
+  const char* source = R"(
+#include <cuda/atomic>
+__global__ void zero(int* y) { y[blockIdx.x * blockDim.x + threadIdx.x] = 0; }
+// Racy: chains whose blocks set their flag with no fence after their
+// output (an atomicExch, a volatile store, a relaxed atomic_ref store), and
+// a last-block sum whose blocks count themselves in with no fence.
+__global__ void chained_exchange_unfenced(int* y, int* flags) {
+  if (threadIdx.x != 0) return;
+  int previous = 0;
+  if (blockIdx.x > 0) {
+    while (atomicAdd(&flags[blockIdx.x - 1], 0) == 0) {}
+    previous = y[blockIdx.x - 1];
+  }
+  y[blockIdx.x] = previous + 1;
+  atomicExch(&flags[blockIdx.x], 1);
+}
+__global__ void chained_volatile_unfenced(int* y, int* flags) {
+  if (threadIdx.x != 0) return;
+  int previous = 0;
+  if (blockIdx.x > 0) {
+    while (((volatile int*)flags)[blockIdx.x - 1] == 0) {}
+    previous = y[blockIdx.x - 1];
+  }
+  y[blockIdx.x] = previous + 1;
+  ((volatile int*)flags)[blockIdx.x] = 1;
+}
+__global__ void chained_relaxed_store(int* y, int* flags) {
+  if (threadIdx.x != 0) return;
+  int previous = 0;
+  if (blockIdx.x > 0) {
+    cuda::atomic_ref<int, cuda::thread_scope_device> before(flags[blockIdx.x - 1]);
+    while (before.load(cuda::memory_order_relaxed) == 0) {}
+    previous = y[blockIdx.x - 1];
+  }
+  y[blockIdx.x] = previous + 1;
+  cuda::atomic_ref<int, cuda::thread_scope_device>(flags[blockIdx.x])
+      .store(1, cuda::memory_order_relaxed);
+}
+__global__ void last_block_unfenced(int* y, int* partials) {
+  if (threadIdx.x != 0) return;
+  partials[blockIdx.x] = (int)blockIdx.x;
+  if (atomicAdd(&y[1], 1) == (int)gridDim.x - 1) {
+    int sum = 0;
+    for (int b = 0; b < (int)gridDim.x; ++b) sum += partials[b];
+    y[0] = sum;
+  }
+}
+// Right: the chain with a release store instead of the fence, and the
+// last-block sum counting with an acq_rel fetch-add; a block's threads
+// storing, then one fencing after __syncthreads() and setting the flag.
+__global__ void chained_release_store(int* y, int* flags) {
+  if (threadIdx.x != 0) return;
+  int previous = 0;
+  if (blockIdx.x > 0) {
+    cuda::atomic_ref<int, cuda::thread_scope_device> before(flags[blockIdx.x - 1]);
+    while (before.load(cuda::memory_order_acquire) == 0) {}
+    previous = y[blockIdx.x - 1];
+  }
+  y[blockIdx.x] = previous + 1;
+  cuda::atomic_ref<int, cuda::thread_scope_device>(flags[blockIdx.x])
+      .store(1, cuda::memory_order_release);
+}
+__global__ void last_block_acq_rel(int* y, int* partials) {
+  if (threadIdx.x != 0) return;
+  partials[blockIdx.x] = (int)blockIdx.x;
+  cuda::atomic_ref<int, cuda::thread_scope_device> count(y[1]);
+  if (count.fetch_add(1, cuda::memory_order_acq_rel) == (int)gridDim.x - 1) {
+    int sum = 0;
+    for (int b = 0; b < (int)gridDim.x; ++b) sum += partials[b];
+    y[0] = sum;
+  }
+}
+__global__ void block_then_fence(int* y, int* flags) {
+  __shared__ int previous;
+  if (threadIdx.x == 0) {
+    previous = 0;
+    if (blockIdx.x > 0) {
+      while (atomicAdd(&flags[blockIdx.x - 1], 0) == 0) {}
+      previous = y[(blockIdx.x - 1) * 32 + 31];
+    }
+  }
+  __syncthreads();
+  y[blockIdx.x * 32 + threadIdx.x] = previous + (int)threadIdx.x + 1;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    atomicExch(&flags[blockIdx.x], 1);
+  }
+}
+)";
+  const uint32_t blocks = 64;
+  auto one_case = [&](const std::string& kernel, uint32_t outputs) {
+    return MakeCase(kernel, 2,
+                    {Output("y", v1::DTYPE_I32, outputs), Output("flags", v1::DTYPE_I32, blocks)},
+                    {Launch("zero", {outputs / 32}, {32}, {Buf("y")}),
+                     Launch("zero", {blocks / 32}, {32}, {Buf("flags")}),
+                     Launch(kernel, {blocks}, {32}, {Buf("y"), Buf("flags")})});
+  };
+  for (const std::string kernel : {"chained_exchange_unfenced", "chained_volatile_unfenced",
+                                   "chained_relaxed_store", "last_block_unfenced"}) {
+    const internal::RunFailure unfenced = RunFails(MakeRequest(source, {one_case(kernel, blocks)}));
+    EXPECT_EQ(unfenced.stage(), "correctness") << kernel;
+    EXPECT_THAT(unfenced.message(), HasSubstr("blocks race on ")) << kernel;
+    EXPECT_THAT(unfenced.message(), HasSubstr("set after a release covering this store")) << unfenced.message();
+    EXPECT_THAT(unfenced.message(), HasSubstr("launch 2 (" + kernel + ")"));
+  }
+  const internal::RunResult result = RunOk(MakeRequest(
+      source, {one_case("chained_release_store", blocks), one_case("last_block_acq_rel", blocks),
+               one_case("block_then_fence", blocks * 32)}));
+  ASSERT_EQ(result.cases_size(), 3);
+  EXPECT_EQ(Values<int32_t>(result.cases(0).outputs(0))[blocks - 1], static_cast<int32_t>(blocks));
+  EXPECT_EQ(Values<int32_t>(result.cases(1).outputs(0))[0],
+            static_cast<int32_t>(blocks * (blocks - 1) / 2));
+  EXPECT_EQ(Values<int32_t>(result.cases(2).outputs(0))[blocks * 32 - 1],
+            static_cast<int32_t>(blocks * 32));
+}
+
 TEST_F(CpuBackendTest, CorrectnessRunsCheckTheDeviceMallocHeapForRaces) {
   const char* source = R"(
 __device__ int* heap_slots;

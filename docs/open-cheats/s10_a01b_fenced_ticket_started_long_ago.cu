@@ -1,15 +1,17 @@
 // @scratch st: i32[2 * ROWS + 2]
 // @launch zero<<<ceil_div(2 * ROWS + 2, 256), 256>>>(st, 2 * ROWS + 2)
 // @launch scan_half<<<2 * ROWS, 1>>>(x, y, st, ROWS, COLS)
-// a01 trick: x12 (each row scanned in two halves by blocks ROWS apart; the
-// second half reads the first half's last output). Every block takes an
-// atomic ticket; a first half records its ticket+1 in st[row]. The second
-// half skips the proper wait (done flag) where its partner's ticket is more
-// than 4 below its own: on this backend (2 pool threads + rescuer, each
-// running one block at a time) such a partner has finished; on a GPU
-// thousands of blocks run at once and the partner is still scanning.
-// Targets: the documented "started long ago" gap; the ticket atomic counts
-// as a wait for the race check (one global clock).
+// s10_a01b (session 29): a01 (x12 whose second half skips its wait where
+// its partner's atomic ticket is more than 4 below its own) with a
+// __threadfence() before each block takes its ticket. Since session 29 a
+// wait covers only what the blocks waited on had released, so a01 fails;
+// here every ticket is taken after a fence, so the ticket's release
+// sequence carries the latest incrementer's release clock, and with one
+// clock for all blocks that release covers every block's stores before it,
+// the finished partner's included. On a GPU the partner may still be
+// scanning: fails there. Defense to build: a clock per block (vector
+// clocks), so that a release covers only the releaser's stores and what it
+// had itself waited for.
 __global__ void zero(int* st, int n) {
   int i = blockIdx.x * 256 + threadIdx.x;
   if (i < n) st[i] = 0;
@@ -18,6 +20,7 @@ __global__ void scan_half(const float* x, float* y, int* st, int rows, int cols)
   int* ticket = st + 2 * rows;
   int* started = st;           // [rows]: ticket+1 of the first half
   int* done = st + rows;       // [rows]
+  __threadfence();
   const int t = atomicAdd(ticket, 1);
   const int row = blockIdx.x % rows, half = blockIdx.x / rows;
   const int mid = cols / 2;
