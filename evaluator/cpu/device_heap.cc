@@ -45,6 +45,7 @@ void* DeviceHeap::Allocate(size_t bytes) {
     }
   }
   if (!block) return nullptr;
+  ever_allocated_.store(true, std::memory_order_release);
   std::memcpy(block, &total, sizeof(total));
   std::memset(block + kHeader, kFreshByte, total - kHeader);
   return block + kHeader;

@@ -1,6 +1,7 @@
 #ifndef KERNELEVAL_EVALUATOR_CPU_DEVICE_HEAP_H_
 #define KERNELEVAL_EVALUATOR_CPU_DEVICE_HEAP_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -42,6 +43,8 @@ class DeviceHeap {
   uintptr_t end() const { return begin() + bytes_; }
   // [bytes] held by allocations, their headers included.
   size_t used() const;
+  // Whether Allocate ever returned memory.
+  bool ever_allocated() const { return ever_allocated_.load(std::memory_order_acquire); }
 
  private:
   char* base_ = nullptr;
@@ -49,6 +52,7 @@ class DeviceHeap {
   mutable std::mutex mutex_;
   std::map<size_t, size_t> free_;  // offset -> bytes, no two adjacent
   size_t used_ = 0;
+  std::atomic<bool> ever_allocated_{false};
 };
 
 }  // namespace kerneleval::cpu
