@@ -522,6 +522,26 @@ KERNELEVAL_CPU_UNCHECKED inline void FailedCas(const volatile void* address, uin
   state->failed_cas_found = found;
 }
 
+// A thread's atomic or __ldcg load that repeats its last such operation in
+// this turn (same address, same value) is a spin point too: a thread
+// polling a flag that another thread of its block sets (right on a GPU
+// with independent thread scheduling, sm_70 on) spun for ever, the block's
+// threads running one at a time and such loads never yielding. Kept in
+// FailedCas's fields: a failed compare-and-swap never found its expected
+// value, so neither kind repeats the other.
+template <class T>
+KERNELEVAL_CPU_UNCHECKED inline void RepeatedLoad(const volatile void* address, const T& value) {
+  uint64_t bits = 0;
+  __builtin_memcpy(&bits, &value, sizeof(T) < 8 ? sizeof(T) : 8);
+  if constexpr (sizeof(T) > 8) {
+    uint64_t rest = 0;
+    __builtin_memcpy(&rest, reinterpret_cast<const char*>(&value) + 8,
+                     sizeof(T) - 8 < 8 ? sizeof(T) - 8 : 8);
+    bits ^= rest * 0x9E3779B97F4A7C15ull;
+  }
+  FailedCas(address, bits, bits);
+}
+
 // ---- 5c. The cross-block race check (kerneleval_cpu_race_check). A plain
 // load of what another block stored in the same grid, with no synchronising
 // operation of the loading block since that store, is a race: right here
@@ -972,8 +992,9 @@ KERNELEVAL_CPU_ACCESS_HOOKS(16)
 // point when the block loaded its address plainly since its last barrier (`v =
 // h[b]; atomicExch(&h[b], v + 1)` loses updates on a GPU); one that leaves
 // the memory as it was (a fetch-add of 0, a failed compare-and-swap, an
-// exchange for the same value) is a spin point after it. Atomic loads are
-// neither (the first step of every compare-and-swap loop).
+// exchange for the same value) is a spin point after it. An atomic load is
+// neither (the first step of every compare-and-swap loop) unless it repeats
+// the thread's last one (RepeatedLoad).
 #define KERNELEVAL_CPU_FETCH_HOOK(n, T, op, updated, unchanging)                              \
   KERNELEVAL_CPU_HOOK T __tsan_atomic##n##_fetch_##op(volatile T* a, T v, int order) {        \
     kerneleval_cpu::detail::AtomicPoint(a);                                                   \
@@ -989,6 +1010,7 @@ KERNELEVAL_CPU_ACCESS_HOOKS(16)
     kerneleval_cpu::detail::NoteSynchronisingRead(a, n / 8);                                     \
     const T value = __atomic_load_n(a, __ATOMIC_SEQ_CST);                                        \
     kerneleval_cpu::detail::AfterAtomic(a, {});                                                  \
+    kerneleval_cpu::detail::RepeatedLoad(a, value);                                              \
     return value;                                                                                \
   }                                                                                              \
   KERNELEVAL_CPU_HOOK void __tsan_atomic##n##_store(volatile T* a, T v, int order) {             \
@@ -1263,6 +1285,7 @@ KERNELEVAL_CPU_UNCHECKED inline T SynchronisingRead(const T* p) {
     NoteSynchronisingRead(p, sizeof(T));
     CountWait(state, reinterpret_cast<uintptr_t>(p));
   }
+  RepeatedLoad(p, value);
   return value;
 }
 }  // namespace kerneleval_cpu::detail

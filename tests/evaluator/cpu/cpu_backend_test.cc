@@ -2598,7 +2598,8 @@ __global__ void block_then_fence(int* y, int* flags) {
     const internal::RunFailure unfenced = RunFails(MakeRequest(source, {one_case(kernel, blocks)}));
     EXPECT_EQ(unfenced.stage(), "correctness") << kernel;
     EXPECT_THAT(unfenced.message(), HasSubstr("blocks race on ")) << kernel;
-    EXPECT_THAT(unfenced.message(), HasSubstr("set after a release covering this store")) << unfenced.message();
+    EXPECT_THAT(unfenced.message(), HasSubstr("set after a release covering this store"))
+        << unfenced.message();
     EXPECT_THAT(unfenced.message(), HasSubstr("launch 2 (" + kernel + ")"));
   }
   const internal::RunResult result = RunOk(MakeRequest(
@@ -2610,6 +2611,59 @@ __global__ void block_then_fence(int* y, int* flags) {
             static_cast<int32_t>(blocks * (blocks - 1) / 2));
   EXPECT_EQ(Values<int32_t>(result.cases(2).outputs(0))[blocks * 32 - 1],
             static_cast<int32_t>(blocks * 32));
+}
+
+TEST_F(CpuBackendTest, CorrectnessRunsLetAThreadSpinOnAnAtomicLoadForAnotherOfItsBlock) {
+  // Right on a GPU with independent thread scheduling (sm_70 on): thread 0
+  // polls a shared flag with an atomic load (or __ldcg) until thread 31 of
+  // its block sets it. Threads run one at a time here and an atomic load
+  // never yielded, so thread 0 spun for ever (a timeout): a load that
+  // repeats the thread's last one (same address, same value) in its turn
+  // is a spin point, as a volatile load is.
+  const char* source = R"(
+#include <cuda/atomic>
+__global__ void handoff(int* y) {
+  __shared__ int flag, value;
+  if (threadIdx.x == 0) flag = 0;
+  __syncthreads();
+  if (threadIdx.x == 31) {
+    value = 40 + (int)blockIdx.x;
+    cuda::atomic_ref<int, cuda::thread_scope_block>(flag).store(1, cuda::memory_order_release);
+  }
+  if (threadIdx.x == 0) {
+    cuda::atomic_ref<int, cuda::thread_scope_block> ready(flag);
+    while (ready.load(cuda::memory_order_acquire) == 0) {}
+    y[blockIdx.x] = value;
+  }
+}
+__global__ void handoff_ldcg(int* y) {
+  __shared__ int flag, value;
+  if (threadIdx.x == 0) flag = 0;
+  __syncthreads();
+  if (threadIdx.x == 31) {
+    value = 40 + (int)blockIdx.x;
+    __threadfence_block();
+    atomicExch(&flag, 1);
+  }
+  if (threadIdx.x == 0) {
+    while (__ldcg(&flag) == 0) {}
+    y[blockIdx.x] = value;
+  }
+}
+)";
+  // Eight cases: every thread schedule (threads in index order among them).
+  for (const std::string kernel : {"handoff", "handoff_ldcg"}) {
+    std::vector<internal::Case> cases;
+    for (int c = 0; c < 8; ++c) {
+      cases.push_back(MakeCase(kernel, 1, {Output("y", v1::DTYPE_I32, 4)},
+                               {Launch(kernel, {4}, {32}, {Buf("y")})}));
+    }
+    const internal::RunResult result = RunOk(MakeRequest(source, cases));
+    ASSERT_EQ(result.cases_size(), 8) << kernel;
+    for (int c = 0; c < 8; ++c) {
+      EXPECT_EQ(Values<int32_t>(result.cases(c).outputs(0))[3], 43) << kernel << " case " << c;
+    }
+  }
 }
 
 TEST_F(CpuBackendTest, CorrectnessRunsCheckTheDeviceMallocHeapForRaces) {
