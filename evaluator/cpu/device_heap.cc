@@ -5,13 +5,6 @@
 #include <cstring>
 
 namespace kerneleval::cpu {
-namespace {
-
-// Each block starts with its size [bytes, header included], kept in a
-// header of one alignment unit so that the pointer handed out stays aligned.
-constexpr size_t kHeader = DeviceHeap::kAlignment;
-
-}  // namespace
 
 DeviceHeap::DeviceHeap(size_t bytes) {
   bytes = bytes / kAlignment * kAlignment;
@@ -30,7 +23,7 @@ DeviceHeap::~DeviceHeap() {
 
 void* DeviceHeap::Allocate(size_t bytes) {
   if (bytes == 0 || bytes > bytes_) return nullptr;
-  const size_t total = (bytes + kHeader + kAlignment - 1) / kAlignment * kAlignment;
+  const size_t total = (bytes + kAlignment - 1) / kAlignment * kAlignment;
   char* block = nullptr;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -39,6 +32,7 @@ void* DeviceHeap::Allocate(size_t bytes) {
       const size_t offset = it->first, left = it->second - total;
       free_.erase(it);
       if (left > 0) free_.emplace(offset + total, left);
+      allocated_.emplace(offset, total);
       used_ += total;
       block = base_ + offset;
       break;
@@ -46,18 +40,19 @@ void* DeviceHeap::Allocate(size_t bytes) {
   }
   if (!block) return nullptr;
   ever_allocated_.store(true, std::memory_order_release);
-  std::memcpy(block, &total, sizeof(total));
-  std::memset(block + kHeader, kFreshByte, total - kHeader);
-  return block + kHeader;
+  std::memset(block, kFreshByte, total);
+  return block;
 }
 
-void DeviceHeap::Free(void* pointer) {
-  if (!pointer) return;
-  char* block = static_cast<char*>(pointer) - kHeader;
-  size_t total = 0;
-  std::memcpy(&total, block, sizeof(total));
-  size_t offset = static_cast<size_t>(block - base_);
+bool DeviceHeap::Free(void* pointer) {
+  const auto address = reinterpret_cast<uintptr_t>(pointer);
+  if (address < begin() || address >= end()) return false;
+  size_t offset = address - begin();
   std::lock_guard<std::mutex> lock(mutex_);
+  const auto live = allocated_.find(offset);
+  if (live == allocated_.end()) return false;
+  size_t total = live->second;
+  allocated_.erase(live);
   used_ -= total;
   auto next = free_.lower_bound(offset);
   if (next != free_.end() && next->first == offset + total) {
@@ -73,6 +68,22 @@ void DeviceHeap::Free(void* pointer) {
     }
   }
   free_.emplace(offset, total);
+  return true;
+}
+
+void DeviceHeap::Reset() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!base_) return;
+  allocated_.clear();
+  free_.clear();
+  free_.emplace(0, bytes_);
+  used_ = 0;
+  if (!ever_allocated_.load(std::memory_order_acquire)) return;
+  // All of it, not only what was allocated: kernel code may write past its
+  // blocks, into pages no allocation reached. Private anonymous pages read
+  // zeros again once dropped (a walk of the page table: those never touched
+  // cost nothing).
+  if (::madvise(base_, bytes_, MADV_DONTNEED) != 0) std::memset(base_, 0, bytes_);
 }
 
 size_t DeviceHeap::used() const {

@@ -1573,6 +1573,10 @@ void SetRaceCheckedMemory(const std::vector<RaceCheckedRange>& ranges) {
 
 bool LastGridRaced() { return globals && globals->race_reported; }
 
+void ResetDeviceHeap() {
+  if (globals && globals->heap) globals->heap->Reset();
+}
+
 void ClearDynamicSharedMemory() {
   std::lock_guard<std::mutex> lock(BlockExecutor::ArenasMutex());
   for (const Arena& arena : BlockExecutor::Arenas()) {

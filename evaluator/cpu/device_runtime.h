@@ -144,4 +144,10 @@ void SetRaceCheckedMemory(const std::vector<RaceCheckedRange>& ranges);
 // Whether the last grid failed for a race between its blocks.
 bool LastGridRaced();
 
+// Empties the device malloc() heap (DeviceHeap::Reset): before each timed
+// run, so that what one run left there (a result keyed by its inputs, in
+// memory it never freed or next to what it freed) is gone for the next,
+// as the device globals are restored. Call between grids.
+void ResetDeviceHeap();
+
 }  // namespace kerneleval::cpu

@@ -649,6 +649,8 @@ int TimeProgramInRunner(int channel_fd, RunnerReport* report, const RunnerConfig
     const size_t set = static_cast<size_t>(std::strtoul(command.c_str() + 1, nullptr, 10));
     if (set >= sets.size()) return kSetupFailedExit;
     report->case_index.store(static_cast<int32_t>(set));
+    // The worker restored the device globals; the heap is this process's.
+    ResetDeviceHeap();
     sets[set]->Register(report);
     sets[set]->Run(library, report);
     if (!process::WriteFrame(channel_fd, "k").ok()) return kSetupFailedExit;

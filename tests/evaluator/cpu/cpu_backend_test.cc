@@ -224,6 +224,39 @@ internal::TimingRequest ReferenceAndCandidate(const std::string& candidate, int 
   return request;
 }
 
+// A request timing `candidate` (one block) against kVectorAdd on n floats
+// and two input sets: 2 warm-up runs, at least 10 samples.
+internal::TimingRequest TimedOnTwoInputSets(const std::string& candidate, int n) {
+  internal::TimingRequest request = ReferenceAndCandidate(candidate, n, 1);
+  request.add_input_seeds(41);
+  request.add_input_seeds(42);
+  request.mutable_config()->set_warmup_runs(2);
+  request.mutable_config()->set_min_samples(10);
+  request.mutable_config()->set_min_seconds(0.01);
+  request.mutable_config()->set_max_seconds(2);
+  request.mutable_config()->set_target_rel_stderr(0.5);
+  request.mutable_config()->set_input_sets(2);
+  request.set_timeout_seconds(60);
+  return request;
+}
+
+// Expects the candidate (program 1) timed, and every output its worker
+// checked (each set's last run, the drawn runs) to equal `expected`.
+void ExpectEveryCheckedOutputIs(const internal::TimingResult& result,
+                                const std::vector<float>& expected) {
+  ASSERT_FALSE(result.has_failure()) << result.failure().message();
+  const internal::ProgramTiming& candidate = result.programs(1);
+  ASSERT_GE(candidate.samples_us_size(), 10);
+  ASSERT_EQ(candidate.last_outputs_size(), 2);
+  ASSERT_GT(candidate.drawn_outputs_size(), 0);
+  for (const internal::CaseResult& checked : candidate.last_outputs()) {
+    EXPECT_EQ(Values<float>(checked.outputs(0)), expected);
+  }
+  for (const internal::CaseResult& checked : candidate.drawn_outputs()) {
+    EXPECT_EQ(Values<float>(checked.outputs(0)), expected);
+  }
+}
+
 TEST_F(CpuBackendTest, VectorAdd) {
   const int n = 1000;
   const BufferSpec a = Input("a", v1::DTYPE_F32, n), b = Input("b", v1::DTYPE_F32, n);
@@ -4093,32 +4126,42 @@ __global__ void vector_add(const float* a, const float* b, float* c, int n) {
 }
 )";
   const int n = 256;
-  internal::TimingRequest request = ReferenceAndCandidate(counting, n, 1);
-  request.add_input_seeds(41);
-  request.add_input_seeds(42);
-  request.mutable_config()->set_warmup_runs(2);
-  request.mutable_config()->set_min_samples(10);
-  request.mutable_config()->set_min_seconds(0.01);
-  request.mutable_config()->set_max_seconds(2);
-  request.mutable_config()->set_target_rel_stderr(0.5);
-  request.mutable_config()->set_input_sets(2);
-  request.set_timeout_seconds(60);
-  absl::StatusOr<internal::TimingResult> result = backend_->Time(request);
+  absl::StatusOr<internal::TimingResult> result = backend_->Time(TimedOnTwoInputSets(counting, n));
   ASSERT_TRUE(result.ok()) << result.status();
-  ASSERT_FALSE(result->has_failure()) << result->failure().message();
-  const internal::ProgramTiming& candidate = result->programs(1);
-  ASSERT_GE(candidate.samples_us_size(), 10);
-  ASSERT_EQ(candidate.last_outputs_size(), 2);
-  ASSERT_GT(candidate.drawn_outputs_size(), 0);
-  for (const internal::CaseResult& checked : candidate.last_outputs()) {
-    EXPECT_EQ(Values<float>(checked.outputs(0)), std::vector<float>(n, 7.0f));
-  }
-  for (const internal::CaseResult& checked : candidate.drawn_outputs()) {
-    EXPECT_EQ(Values<float>(checked.outputs(0)), std::vector<float>(n, 7.0f));
-  }
+  ExpectEveryCheckedOutputIs(*result, std::vector<float>(n, 7.0f));
   for (const std::string& note : result->notes()) {
     EXPECT_EQ(note.find("not restored"), std::string::npos) << note;
   }
+}
+
+TEST_F(CpuBackendTest, EveryTimedRunStartsWithAnEmptyDeviceHeap) {
+  // The device malloc() heap outlives a launch: a run that leaves a result
+  // there, keyed by its inputs, finds it again when the timed runs come
+  // back to the same input set and copies it instead of computing. Here the
+  // kernel counts the runs before it in free memory just past a block it
+  // allocates and frees (first fit gives it the same block every run):
+  // before the heap was reset between timed runs, the count grew with every
+  // run. (Blocks a run never frees: DeviceHeapTest.ResetForgetsEvery...)
+  const char* counting = R"(
+__global__ void vector_add(const float* a, const float* b, float* c, int n) {
+  __shared__ int found;
+  if (threadIdx.x == 0) {
+    int* p = (int*)malloc(16);
+    int* past = p + 8;
+    const int earlier = past[0] == 0x4b45 ? past[1] : 0;
+    past[0] = 0x4b45;
+    past[1] = earlier + 1;
+    free(p);
+    found = earlier;
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < n; i += blockDim.x) c[i] = (float)found;
+}
+)";
+  const int n = 256;
+  absl::StatusOr<internal::TimingResult> result = backend_->Time(TimedOnTwoInputSets(counting, n));
+  ASSERT_TRUE(result.ok()) << result.status();
+  ExpectEveryCheckedOutputIs(*result, std::vector<float>(n, 0.0f));
 }
 
 TEST_F(CpuBackendTest, AKernelHangingWhileTimedIsCutAtItsRunsBound) {

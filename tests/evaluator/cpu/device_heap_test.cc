@@ -43,23 +43,69 @@ TEST(DeviceHeapTest, RunsOutAtItsSizeAndGetsFreedMemoryBack) {
   DeviceHeap heap(kHeapBytes);
   std::vector<void*> blocks;
   while (void* p = heap.Allocate(64 << 10)) blocks.push_back(p);
-  // 64 KiB plus a 16-byte header each: 15 fit in 1 MiB, not 16.
-  EXPECT_EQ(blocks.size(), 15u);
-  EXPECT_EQ(heap.Allocate(kHeapBytes), nullptr);
-  for (void* p : blocks) heap.Free(p);
+  // No header in the heap: 16 blocks of 64 KiB fill 1 MiB exactly.
+  EXPECT_EQ(blocks.size(), 16u);
+  EXPECT_EQ(heap.used(), kHeapBytes);
+  EXPECT_EQ(heap.Allocate(1), nullptr);
+  for (void* p : blocks) EXPECT_TRUE(heap.Free(p));
   EXPECT_EQ(heap.used(), 0u);
   // Freed neighbours merge: the whole heap is one block again.
-  void* whole = heap.Allocate(kHeapBytes - DeviceHeap::kAlignment);
+  void* whole = heap.Allocate(kHeapBytes);
   ASSERT_NE(whole, nullptr);
-  heap.Free(whole);
-  heap.Free(nullptr);
+  EXPECT_TRUE(heap.Free(whole));
+  EXPECT_FALSE(heap.Free(nullptr));
   // Freed in another order (every second one first), they merge too.
   blocks.clear();
   while (void* p = heap.Allocate(10000)) blocks.push_back(p);
   for (size_t i = 0; i < blocks.size(); i += 2) heap.Free(blocks[i]);
   EXPECT_EQ(heap.Allocate(30000), nullptr);
   for (size_t i = 1; i < blocks.size(); i += 2) heap.Free(blocks[i]);
-  EXPECT_NE(heap.Allocate(kHeapBytes - DeviceHeap::kAlignment), nullptr);
+  EXPECT_NE(heap.Allocate(kHeapBytes), nullptr);
+}
+
+TEST(DeviceHeapTest, FreeIgnoresWhatIsNotALiveAllocation) {
+  DeviceHeap heap(kHeapBytes);
+  auto* p = static_cast<char*>(heap.Allocate(256));
+  auto* q = static_cast<char*>(heap.Allocate(256));
+  ASSERT_NE(p, nullptr);
+  ASSERT_NE(q, nullptr);
+  // Kernel code may write anywhere in the heap: nothing there tells Free
+  // a block's size (a header rewritten before a free once could).
+  std::memset(p, 0x7f, 512);
+  EXPECT_FALSE(heap.Free(p + 16));  // inside a block
+  int outside = 0;
+  EXPECT_FALSE(heap.Free(&outside));  // not the heap's
+  EXPECT_TRUE(heap.Free(p));
+  EXPECT_FALSE(heap.Free(p));  // twice
+  EXPECT_EQ(heap.used(), 256u);
+  EXPECT_TRUE(heap.Free(q));
+  EXPECT_EQ(heap.used(), 0u);
+  EXPECT_NE(heap.Allocate(kHeapBytes), nullptr);
+}
+
+TEST(DeviceHeapTest, ResetForgetsEveryAllocationAndItsBytes) {
+  DeviceHeap heap(kHeapBytes);
+  auto* kept = static_cast<unsigned char*>(heap.Allocate(100000));
+  auto* freed = static_cast<unsigned char*>(heap.Allocate(64));
+  ASSERT_NE(kept, nullptr);
+  ASSERT_NE(freed, nullptr);
+  // A run leaves data in an allocation it never frees, and next to one it
+  // frees (free memory the next run's allocation does not cover).
+  std::memset(kept, 0x5a, 100000);
+  std::memset(freed, 0x5a, 64 + 4096);
+  heap.Free(freed);
+  heap.Reset();
+  EXPECT_EQ(heap.used(), 0u);
+  for (size_t i = 0; i < 100000 + 64 + 4096; ++i) ASSERT_EQ(kept[i], 0) << i;
+  // First fit from the start again, and all of it to be had.
+  auto* again = static_cast<unsigned char*>(heap.Allocate(kHeapBytes));
+  ASSERT_EQ(again, kept);
+  EXPECT_EQ(again[0], DeviceHeap::kFreshByte);
+  heap.Reset();
+  heap.Reset();  // twice, and on an empty heap
+  DeviceHeap empty(0);
+  empty.Reset();
+  EXPECT_EQ(empty.Allocate(1), nullptr);
 }
 
 TEST(DeviceHeapTest, ReusedMemoryReadsFreshAgain) {
