@@ -1294,10 +1294,14 @@ void StartRaceCheck(GridJob& job) {
   race.slot_multiplier = globals->order_chooser() | 1;
 }
 
-std::string BlockName(const kerneleval_cpu_launch& launch, uint64_t linear) {
-  if (launch.grid.y == 1 && launch.grid.z == 1) return "block " + std::to_string(linear);
+// "block 12", or "block (1, 2, 0)" in a grid of more than one dimension;
+// "Block ..." to begin a sentence.
+std::string BlockName(const kerneleval_cpu_launch& launch, uint64_t linear,
+                      bool capitalised = false) {
+  const std::string block = capitalised ? "Block " : "block ";
+  if (launch.grid.y == 1 && launch.grid.z == 1) return block + std::to_string(linear);
   const kerneleval_cpu_dim3 index = BlockIndex(launch, linear);
-  return "block (" + std::to_string(index.x) + ", " + std::to_string(index.y) + ", " +
+  return block + "(" + std::to_string(index.x) + ", " + std::to_string(index.y) + ", " +
          std::to_string(index.z) + ")";
 }
 
@@ -1315,57 +1319,54 @@ const char* RaceFound(const GridJob& job) {
                                 : "byte " + std::to_string(offset) + " of " + name;
     break;
   }
-  const std::string reader = BlockName(*job.launch, race.reader);
   globals->race_reported = true;
-  if (race.kind == KERNELEVAL_CPU_RACE_SPLIT_UPDATE) {
-    std::snprintf(
-        launch_error, sizeof(launch_error),
-        "blocks race on %s: %s read it with an atomic, volatile or __ldcg load after %s stored "
-        "it, then stored to it again (an exchange, an atomic or plain store) with no wait for "
-        "another block in between: one update made of two operations. Each may be atomic, the "
-        "pair is not: on a GPU blocks run at once, and another block's update landing between "
-        "the two is lost. Update it with one atomic read-modify-write (atomicAdd, atomicMax, "
-        "...) or an atomicCAS loop on the value read",
-        where.c_str(), reader.c_str(), BlockName(*job.launch, race.writer).c_str());
-    return launch_error;
+  // Each kind's account of the race, from the same arguments: 1 where, 2
+  // the reader, 3 the writer, 4 the reader to begin a sentence.
+  const char* format = nullptr;
+  switch (race.kind) {
+    case KERNELEVAL_CPU_RACE_SPLIT_UPDATE:
+      format =
+          "blocks race on %1$s: %2$s read it with an atomic, volatile or __ldcg load after %3$s "
+          "stored it, then stored to it again (an exchange, an atomic or plain store) with no "
+          "wait for another block in between: one update made of two operations. Each may be "
+          "atomic, the pair is not: on a GPU blocks run at once, and another block's update "
+          "landing between the two is lost. Update it with one atomic read-modify-write "
+          "(atomicAdd, atomicMax, ...) or an atomicCAS loop on the value read";
+      break;
+    case KERNELEVAL_CPU_RACE_UNFENCED_STORE:
+      format =
+          "blocks race on %1$s: %2$s loaded it after %3$s stored it in the same launch. %4$s "
+          "waited for other blocks since, but on nothing %3$s set after a release covering this "
+          "store (a __threadfence() or release atomic between the store and the flag or count): "
+          "it waited on something else, or %3$s set its flag with no fence after the data "
+          "(CUDA's atomicExch, atomicAdd, ... and volatile stores are relaxed, so a GPU may show "
+          "the flag before the data). Wait for the writer's flag, set after its data and a "
+          "__threadfence()";
+      break;
+    case KERNELEVAL_CPU_RACE_NON_COHERENT_LOAD:
+      format =
+          "blocks race on %1$s: %2$s read it with __ldg after %3$s stored it in the same launch. "
+          "__ldg reads through the read-only data cache (ld.global.nc), which a GPU does not "
+          "keep coherent with stores made during the kernel: it may return a stale value even "
+          "after a proper wait for the writer. Read what other blocks write in the launch with a "
+          "plain, volatile or __ldcg load after waiting for them";
+      break;
+    default:
+      format =
+          "blocks race on %1$s: %2$s loaded it after %3$s stored it in the same launch, and %2$s "
+          "has not waited for another block since (an atomic operation, or a volatile or __ldcg "
+          "load, on memory another block stored to). On a GPU blocks run in any order or at "
+          "once, so such a load can miss the store (a plain `+=` from several blocks loses "
+          "updates): wait for the writer (a flag set after the store and polled with an atomic "
+          "or volatile load), use atomics, or split the kernel in two launches";
+      break;
   }
-  if (race.kind == KERNELEVAL_CPU_RACE_UNFENCED_STORE) {
-    const std::string writer = BlockName(*job.launch, race.writer);
-    std::string waiter = reader;
-    waiter[0] = 'B';
-    std::snprintf(
-        launch_error, sizeof(launch_error),
-        "blocks race on %s: %s loaded it after %s stored it in the same launch. %s waited for "
-        "other blocks since, but on nothing %s set after a release covering this store (a "
-        "__threadfence() or release atomic between the store and the flag or count): it waited "
-        "on something else, or %s set its flag with no fence after the data (CUDA's atomicExch, "
-        "atomicAdd, ... and volatile stores are relaxed, so a GPU may show the flag before the "
-        "data). Wait for the writer's flag, set after its data and a __threadfence()",
-        where.c_str(), reader.c_str(), writer.c_str(), waiter.c_str(), writer.c_str(),
-        writer.c_str());
-    return launch_error;
-  }
-  if (race.kind == KERNELEVAL_CPU_RACE_NON_COHERENT_LOAD) {
-    std::snprintf(
-        launch_error, sizeof(launch_error),
-        "blocks race on %s: %s read it with __ldg after %s stored it in the same launch. __ldg "
-        "reads through the read-only data cache (ld.global.nc), which a GPU does not keep "
-        "coherent with stores made during the kernel: it may return a stale value even after "
-        "a proper wait for the writer. Read what other blocks write in the launch with a plain, "
-        "volatile or __ldcg load after waiting for them",
-        where.c_str(), reader.c_str(), BlockName(*job.launch, race.writer).c_str());
-    return launch_error;
-  }
-  std::snprintf(
-      launch_error, sizeof(launch_error),
-      "blocks race on %s: %s loaded it after %s stored it in the same launch, and %s has not "
-      "waited for another block since (an atomic operation, or a volatile or __ldcg load, on "
-      "memory another block stored to). On a GPU "
-      "blocks run in any order or at once, so such a load can miss the store (a plain `+=` "
-      "from several blocks loses updates): wait for the writer (a flag set after the store "
-      "and polled with an atomic or volatile load), use atomics, or split the kernel in two "
-      "launches",
-      where.c_str(), reader.c_str(), BlockName(*job.launch, race.writer).c_str(), reader.c_str());
+  const std::string reader = BlockName(*job.launch, race.reader);
+  const std::string writer = BlockName(*job.launch, race.writer);
+  const std::string waiter = BlockName(*job.launch, race.reader, /*capitalised=*/true);
+  // Positional arguments (POSIX): each format names the ones it uses.
+  std::snprintf(launch_error, sizeof(launch_error), format, where.c_str(), reader.c_str(),
+                writer.c_str(), waiter.c_str());
   return launch_error;
 }
 
@@ -1471,6 +1472,15 @@ void AbiPrint(const char*, size_t length) {
   globals->printed.fetch_add(length, std::memory_order_relaxed);
 }
 
+// `range` as the race check's hooks read it, nothing recorded there yet.
+void FillRaceRange(const RaceCheckedRange& range, kerneleval_cpu_race_range& r) {
+  r.begin = range.begin;
+  r.end = range.end;
+  r.written_in = 0;
+  r.element_bytes = range.element_bytes;
+  std::snprintf(r.name, sizeof(r.name), "%s", range.name.c_str());
+}
+
 // Adds the device heap to the race check's ranges, once per
 // SetRaceCheckedMemory, also while a grid runs (other OS threads' hooks
 // read range_count as it grows: a range they miss for a moment is an
@@ -1480,12 +1490,11 @@ void RegisterHeapRange() {
   std::lock_guard<std::mutex> lock(globals->heap_range_mutex);
   if (!globals->race_checked || globals->heap_range_registered.load()) return;
   if (race.range_count == KERNELEVAL_CPU_RACE_RANGES) return;
-  kerneleval_cpu_race_range& r = race.ranges[race.range_count];
-  r.begin = globals->heap->begin();
-  r.end = globals->heap->end();
-  r.written_in = 0;
-  r.element_bytes = 0;
-  std::snprintf(r.name, sizeof(r.name), "%s", "the device malloc() heap");
+  FillRaceRange({.begin = globals->heap->begin(),
+                 .end = globals->heap->end(),
+                 .element_bytes = 0,
+                 .name = "the device malloc() heap"},
+                race.ranges[race.range_count]);
   __atomic_store_n(&race.range_count, race.range_count + 1, __ATOMIC_RELEASE);
   globals->heap_range_registered.store(true);
 }
@@ -1553,18 +1562,10 @@ void SetRaceCheckedMemory(const std::vector<RaceCheckedRange>& ranges) {
     race.slot_bits = kRaceSlotBits;
   }
   race.range_count = 0;
-  auto add = [&race](const RaceCheckedRange& range) {
-    kerneleval_cpu_race_range& r = race.ranges[race.range_count++];
-    r.begin = range.begin;
-    r.end = range.end;
-    r.written_in = 0;
-    r.element_bytes = range.element_bytes;
-    std::snprintf(r.name, sizeof(r.name), "%s", range.name.c_str());
-  };
   // One range stays free for the device heap's (RegisterHeapRange).
   for (const RaceCheckedRange& range : ranges) {
     if (race.range_count + 1 == KERNELEVAL_CPU_RACE_RANGES || range.end <= range.begin) continue;
-    add(range);
+    FillRaceRange(range, race.ranges[race.range_count++]);
   }
   globals->race_checked = race.range_count > 0;
   globals->heap_range_registered.store(false);

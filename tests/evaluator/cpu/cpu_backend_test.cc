@@ -29,6 +29,7 @@ namespace {
 namespace fs = std::filesystem;
 using internal::BufferSpec;
 using internal::KernelArg;
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 
 // ---- Plan building.
@@ -2632,6 +2633,13 @@ __global__ void block_then_fence(int* y, int* flags) {
     EXPECT_EQ(unfenced.stage(), "correctness") << kernel;
     EXPECT_THAT(unfenced.message(), HasSubstr("blocks race on ")) << kernel;
     EXPECT_THAT(unfenced.message(), HasSubstr("set after a release covering this store"))
+        << unfenced.message();
+    // The loading block begins the second sentence; the writer is named as
+    // the one whose flag it did not wait on.
+    EXPECT_THAT(unfenced.message(),
+                ContainsRegex("block [0-9]+ loaded it after block [0-9]+ stored it in the same "
+                              "launch\\. Block [0-9]+ waited for other blocks since, but on "
+                              "nothing block [0-9]+ set after"))
         << unfenced.message();
     EXPECT_THAT(unfenced.message(), HasSubstr("launch 2 (" + kernel + ")"));
   }
