@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KERNELEVAL_CPU_ABI_VERSION 10u
+#define KERNELEVAL_CPU_ABI_VERSION 11u
 
 #ifdef __cplusplus
 extern "C" {
@@ -194,12 +194,14 @@ typedef struct kerneleval_cpu_thread_state {
   uint64_t waited_at;
   // The address the block last read with a synchronising load that
   // changes nothing (an atomic load, a fetch-add of 0, a volatile or __ldcg
-  // load) where a plain load would have raced (another block stored there
-  // since the block last waited), that store's block, and the block's
-  // acquired_at once the read's own wait counted: a store of the block to
-  // the same address with no other wait between completes one update made
-  // of two operations (`v = atomicAdd(p, 0); atomicExch(p, v + s)`, sweep
-  // 10, a04). Address 0: none.
+  // load; address 0: none) and the block's waited_at once the read's own
+  // wait counted: a store of the block to the same address with no other
+  // wait between completes one update made of two operations (`v =
+  // atomicAdd(p, 0); atomicExch(p, v + s)`, sweep 10, a04). The writer: 1 +
+  // the block whose such update the load read where a plain load would
+  // have raced (the block had not waited for it since), 0: none; the
+  // completing store is then a race, as two blocks updating one address
+  // that way lose updates on a GPU.
   uint64_t split_read_address;
   uint64_t split_read_writer;
   uint64_t split_read_waited_at;
@@ -211,7 +213,8 @@ typedef struct kerneleval_cpu_thread_state {
 // recorded by 4-byte granule in `writes` (direct-mapped, four words a slot:
 // granule << 19 | byte mask << 11 | grid, bit 18 set while a store rewrites
 // the slot; block << 32 | clock; the writer's release clock, the latest of
-// every writer's for a read-modify-write (a release sequence); unused); a plain load
+// every writer's for a read-modify-write (a release sequence); 1 where the
+// store completed an update made of two operations, else 0); a plain load
 // by another block of bytes recorded in the same grid is a race unless the
 // loading block waited after the store (an atomic operation, a volatile
 // or __ldcg load of memory another block stored to in the grid: each such
@@ -256,7 +259,8 @@ enum kerneleval_cpu_race_kind {
   KERNELEVAL_CPU_RACE_NON_COHERENT_LOAD = 1,
   // A store completing an update split in two (split_read_address): the
   // block read the address with a synchronising load where a plain one
-  // would have raced, then stored to it with no other wait between.
+  // would have raced, finding another block's update split alike, then
+  // stored to it with no other wait between.
   KERNELEVAL_CPU_RACE_SPLIT_UPDATE = 2,
   // A plain load of another block's store that the loading block waited
   // for no release covering: it waited after the store, on something the

@@ -620,6 +620,10 @@ KERNELEVAL_CPU_UNCHECKED inline uint64_t* RaceSlot(kerneleval_cpu_race_check* ra
 constexpr uint64_t kRaceSlotLocked = uint64_t{1} << 18;
 constexpr uint64_t kRaceMaskBits = 0xf;  // 4 bytes a granule
 constexpr uint64_t kRaceGridBits = (uint64_t{1} << KERNELEVAL_CPU_RACE_GRID_BITS) - 1;
+// A slot's fourth word: the store completed an update made of two
+// operations, a synchronising load that changed nothing and this store, by
+// one block with no wait between (EndSplitUpdate).
+constexpr uint64_t kRaceTwoOpUpdate = 1;
 
 // Whether a slot's second word `stamp` records a store of the running block
 // (block indices are kept in 32 bits).
@@ -696,12 +700,14 @@ KERNELEVAL_CPU_UNCHECKED inline void ReportRace(kerneleval_cpu_race_check* race,
 // Whether bytes [a, a + bytes) hold another block's store of this grid that
 // the running block has not waited for since (any, with `even_if_waited`):
 // a plain load of them races; its block in *writer.
-// Its clock in *stored_at, when asked.
+// Its clock in *stored_at, when asked; in *two_op, when asked, whether it
+// completed an update made of two operations (kRaceTwoOpUpdate).
 KERNELEVAL_CPU_UNCHECKED inline bool UnwaitedStoreAt(const kerneleval_cpu_thread_state* state,
                                                      kerneleval_cpu_race_check* race, uintptr_t a,
                                                      unsigned long bytes, bool even_if_waited,
                                                      uint64_t* writer,
-                                                     uint64_t* stored_at = nullptr) {
+                                                     uint64_t* stored_at = nullptr,
+                                                     bool* two_op = nullptr) {
   kerneleval_cpu_race_range* range = RaceRange(race, a);
   if (!range || __atomic_load_n(&range->written_in, __ATOMIC_RELAXED) != race->grid) return false;
   for (uint64_t g = a >> 2; g <= (a + bytes - 1) >> 2; ++g) {
@@ -714,7 +720,8 @@ KERNELEVAL_CPU_UNCHECKED inline bool UnwaitedStoreAt(const kerneleval_cpu_thread
       continue;
     }
     const uint64_t stamp = __atomic_load_n(&slot[1], __ATOMIC_RELAXED);
-    // A store rewrote the slot meanwhile: its two words may not belong
+    const uint64_t kinds = __atomic_load_n(&slot[3], __ATOMIC_RELAXED);
+    // A store rewrote the slot meanwhile: its words may not belong
     // together (a race missed, never one made up).
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
     if (__atomic_load_n(&slot[0], __ATOMIC_RELAXED) != word) continue;
@@ -722,6 +729,7 @@ KERNELEVAL_CPU_UNCHECKED inline bool UnwaitedStoreAt(const kerneleval_cpu_thread
     if (!even_if_waited && state->acquired_at > (stamp & 0xffffffffu)) continue;
     *writer = stamp >> 32;
     if (stored_at) *stored_at = stamp & 0xffffffffu;
+    if (two_op) *two_op = (kinds & kRaceTwoOpUpdate) != 0;
     return true;
   }
   return false;
@@ -729,40 +737,51 @@ KERNELEVAL_CPU_UNCHECKED inline bool UnwaitedStoreAt(const kerneleval_cpu_thread
 
 // Before a synchronising load of `bytes` at `address` that changes nothing
 // (an atomic load, an atomic that leaves the memory as it was, a volatile
-// or __ldcg load): where a plain load would race, it may be the first half
-// of an update split in two, which a store of the block to the same
-// address completes unless the block waits for another block in between
-// (`v = atomicAdd(p, 0); atomicExch(p, v + s)` from blocks that run at
-// once on a GPU loses updates; each half is atomic, the pair is not).
+// or __ldcg load): it may be the first half of an update made of two
+// operations, which a store of the block to the same address completes
+// unless the block waits for another block in between. Where the load
+// reads another block's such update, not waited for (a plain load would
+// race), the completing store is a race: `v = atomicAdd(p, 0);
+// atomicExch(p, v + s)` from blocks that run at once on a GPU loses
+// updates; each half is atomic, the pair is not (sweep 10, a04). One block
+// reading a flag another block set and resetting it (`while
+// (atomicAdd(&f, 0) == 0) {} atomicExch(&f, 0)`) reads a plain store, not
+// such an update, and is not one.
 KERNELEVAL_CPU_UNCHECKED inline void NoteSynchronisingRead(const volatile void* address,
                                                            unsigned long bytes) {
   kerneleval_cpu_thread_state* state = ThreadState();
   const auto a = reinterpret_cast<uintptr_t>(address);
+  if (!state || !state->race_check) return;
+  SettlePendingWait(state);
   kerneleval_cpu_race_check* race = CheckedAt(state, a);
   if (!race) return;
   uint64_t writer = 0;
-  if (UnwaitedStoreAt(state, race, a, bytes, /*even_if_waited=*/false, &writer)) {
-    state->split_read_address = a;
-    state->split_read_writer = writer;
-    state->split_read_waited_at = state->waited_at;
-  }
+  bool two_op = false;
+  const bool raced = UnwaitedStoreAt(state, race, a, bytes, /*even_if_waited=*/false, &writer,
+                                     /*stored_at=*/nullptr, &two_op);
+  state->split_read_address = a;
+  state->split_read_writer = raced && two_op ? writer + 1 : 0;
+  state->split_read_waited_at = state->waited_at;
 }
 
 // Before a store of `bytes` at `a` that replaces what is there whatever it
 // is (`unconditional`: a plain, volatile or atomic store, an exchange; not
-// a compare-and-swap or a fetch-and-op, each one read-modify-write): a
-// race when it completes a split update (NoteSynchronisingRead). Any store
-// there ends the update.
-KERNELEVAL_CPU_UNCHECKED inline void EndSplitUpdate(kerneleval_cpu_thread_state* state,
+// a compare-and-swap or a fetch-and-op, each one read-modify-write):
+// whether it completes an update made of two operations
+// (NoteSynchronisingRead), a race when that update read another's. Any
+// store there ends the update.
+KERNELEVAL_CPU_UNCHECKED inline bool EndSplitUpdate(kerneleval_cpu_thread_state* state,
                                                     kerneleval_cpu_race_check* race, uintptr_t a,
                                                     unsigned long bytes, bool unconditional) {
   const uintptr_t read = state->split_read_address;
-  if (read == 0 || (read >> 2) < (a >> 2) || (read >> 2) > ((a + bytes - 1) >> 2)) return;
-  if (unconditional && state->split_read_waited_at == state->waited_at) {
-    ReportRace(race, KERNELEVAL_CPU_RACE_SPLIT_UPDATE, state->block, state->split_read_writer, a,
-               bytes);
-  }
+  if (read == 0 || (read >> 2) < (a >> 2) || (read >> 2) > ((a + bytes - 1) >> 2)) return false;
   state->split_read_address = 0;
+  if (!unconditional || state->split_read_waited_at != state->waited_at) return false;
+  if (state->split_read_writer != 0) {
+    ReportRace(race, KERNELEVAL_CPU_RACE_SPLIT_UPDATE, state->block, state->split_read_writer - 1,
+               a, bytes);
+  }
+  return true;
 }
 
 // How a store replaces what is there: kStore unconditionally (a plain,
@@ -809,9 +828,15 @@ KERNELEVAL_CPU_UNCHECKED inline StoreFound RecordStore(const volatile void* addr
   if (!state || !state->race_check) return {};
   kerneleval_cpu_race_check* race = state->race_check;
   const auto a = reinterpret_cast<uintptr_t>(address);
+  // A volatile load before it has happened: counted before this store can
+  // replace what it read (a flag polled with volatile loads and then reset
+  // by the block was its own store by the next load, and the wait lost).
+  SettlePendingWait(state);
   kerneleval_cpu_race_range* range = RaceRange(race, a);
   if (!range) return {};
-  EndSplitUpdate(state, race, a, bytes, kind != StoreKind::kReadModifyWrite);
+  const uint64_t kinds = EndSplitUpdate(state, race, a, bytes, kind != StoreKind::kReadModifyWrite)
+                             ? kRaceTwoOpUpdate
+                             : 0;
   const uint64_t grid = race->grid;
   if (__atomic_load_n(&range->written_in, __ATOMIC_RELAXED) != grid) {
     __atomic_store_n(&range->written_in, grid, __ATOMIC_RELAXED);
@@ -852,6 +877,7 @@ KERNELEVAL_CPU_UNCHECKED inline StoreFound RecordStore(const volatile void* addr
     if (kind != StoreKind::kStore && same && old_release > release) release = old_release;
     __atomic_store_n(&slot[1], stamp, __ATOMIC_RELAXED);
     __atomic_store_n(&slot[2], release, __ATOMIC_RELAXED);
+    __atomic_store_n(&slot[3], kinds, __ATOMIC_RELAXED);
     const uint64_t word = mine | (mask << KERNELEVAL_CPU_RACE_MASK_SHIFT);
     if (hold && g == first) {
       found.held_slot = slot;

@@ -2499,6 +2499,39 @@ __global__ void locked_split_update(int* y, int* flags) {
   __threadfence();
   atomicExch(&flags[0], 0);
 }
+// Right: a chain whose blocks wait for the previous block's flag, then
+// reset it (with an exchange, or a volatile store) before setting their
+// own. The wait and the reset are a synchronising read and a store of one
+// block with no wait between, but of a flag only one block sets: reported
+// as a split update until 2026-12-06.
+__global__ void consume_and_reset_exchange(int* y, int* flags) {
+  if (threadIdx.x != 0) return;
+  const int b = blockIdx.x;
+  if (b > 0) {
+    while (atomicAdd(&flags[b - 1], 0) == 0) {}
+    atomicExch(&flags[b - 1], 0);
+    y[b] = y[b - 1] + 1;
+  } else {
+    y[b] = 1;
+  }
+  __threadfence();
+  atomicExch(&flags[b], 1);
+}
+__global__ void consume_and_reset_volatile(int* y, int* flags) {
+  if (threadIdx.x != 0) return;
+  const int b = blockIdx.x;
+  if (b > 0) {
+    volatile int* previous = &flags[b - 1];
+    while (*previous == 0) {}
+    *previous = 0;
+    __threadfence();
+    y[b] = y[b - 1] + 1;
+  } else {
+    y[b] = 1;
+  }
+  __threadfence();
+  ((volatile int*)flags)[b] = 1;
+}
 )";
   const uint32_t blocks = 64;
   auto one_case = [&](const std::string& kernel) {
@@ -2516,9 +2549,10 @@ __global__ void locked_split_update(int* y, int* flags) {
     EXPECT_THAT(split.message(), HasSubstr("one update made of two operations")) << kernel;
     EXPECT_THAT(split.message(), HasSubstr("launch 2 (" + kernel + ")"));
   }
-  const internal::RunResult result =
-      RunOk(MakeRequest(source, {one_case("cas_loop"), one_case("locked_split_update")}));
-  ASSERT_EQ(result.cases_size(), 2);
+  const internal::RunResult result = RunOk(MakeRequest(
+      source, {one_case("cas_loop"), one_case("locked_split_update"),
+               one_case("consume_and_reset_exchange"), one_case("consume_and_reset_volatile")}));
+  ASSERT_EQ(result.cases_size(), 4);
   const auto sums = Values<int32_t>(result.cases(0).outputs(0));
   for (uint32_t r = 0; r < 8; ++r) {
     int32_t expected = 0;
@@ -2526,6 +2560,13 @@ __global__ void locked_split_update(int* y, int* flags) {
     EXPECT_EQ(sums[r], expected) << r;
   }
   EXPECT_EQ(Values<int32_t>(result.cases(1).outputs(0))[0], static_cast<int32_t>(blocks));
+  for (int c = 2; c < 4; ++c) {
+    const auto chain = Values<int32_t>(result.cases(c).outputs(0));
+    const auto flags = Values<int32_t>(result.cases(c).outputs(1));
+    EXPECT_EQ(chain[blocks - 1], static_cast<int32_t>(blocks)) << c;
+    for (uint32_t b = 0; b + 1 < blocks; ++b) ASSERT_EQ(flags[b], 0) << c << ": flag " << b;
+    EXPECT_EQ(flags[blocks - 1], 1) << c;
+  }
 }
 
 TEST_F(CpuBackendTest, CorrectnessRunsReportDataPublishedWithoutAFenceBeforeItsFlag) {
