@@ -30,12 +30,14 @@ std::optional<LoadedModule> FindLoadedModule(absl::FunctionRef<bool(const Loaded
         LoadedModule module;
         module.path = info->dlpi_name ? info->dlpi_name : "";
         module.tls_data = info->dlpi_tls_data;
+        module.tls_module_id = info->dlpi_tls_modid;
         for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
           const ElfW(Phdr)& segment = info->dlpi_phdr[i];
           module.segments.push_back({.type = segment.p_type,
                                      .flags = segment.p_flags,
                                      .begin = info->dlpi_addr + segment.p_vaddr,
-                                     .bytes = segment.p_memsz});
+                                     .bytes = segment.p_memsz,
+                                     .file_bytes = segment.p_filesz});
         }
         if (!state->matches(module)) return 0;
         state->found = std::move(module);

@@ -19,14 +19,20 @@ struct LoadedSegment {
   uint32_t flags = 0;  // PF_R | PF_W | PF_X
   uint64_t begin = 0;  // [address] p_vaddr plus the module's load address
   uint64_t bytes = 0;  // p_memsz
+  // [bytes] p_filesz: what the file holds, the rest reads zeros (a TLS
+  // segment's .tdata, then its .tbss)
+  uint64_t file_bytes = 0;
 };
 
 struct LoadedModule {
   std::string path;  // as loaded ("" for the executable)
   std::vector<LoadedSegment> segments;
   // The calling thread's instance of the module's TLS block (nullptr: the
-  // module has none, or the thread has not touched it yet).
+  // module has none, or the thread has not touched it yet, or glibc's
+  // look-up did not find it: AbiTlsBlock uses tls_module_id instead).
   void* tls_data = nullptr;
+  // The module's TLS module id (0: no TLS block).
+  size_t tls_module_id = 0;
 
   // Whether `address` lies in one of its PT_LOAD segments.
   bool Holds(uintptr_t address) const;

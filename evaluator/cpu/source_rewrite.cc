@@ -455,13 +455,25 @@ std::string ApplyEdits(std::string_view source, const std::vector<Edit>& edits) 
   return out;
 }
 
+// Where a position lies: in code (a function's body, or a block in one), at
+// namespace scope (the file, a namespace's body, an `extern "C" { }` block)
+// or elsewhere (a class body, an enum, an initialiser).
+enum class Scope { kCode, kNamespace, kOther };
+
+// For each of `positions` (ascending) in `masked`, the scope it lies in
+// (defined below).
+std::vector<Scope> ScopesOf(std::string_view masked, const std::vector<size_t>& positions);
+
 }  // namespace
 
 std::string RewriteExternShared(std::string_view source) {
   const std::string masked = MaskCommentsAndLiterals(source);
   std::vector<Edit> edits;
   size_t consumed = 0;  // statements already rewritten end before this
-  for (size_t shared : FindToken(masked, "__shared__")) {
+  const std::vector<size_t> shared_tokens = FindToken(masked, "__shared__");
+  const std::vector<Scope> scopes = ScopesOf(masked, shared_tokens);
+  for (size_t t = 0; t < shared_tokens.size(); ++t) {
+    const size_t shared = shared_tokens[t];
     if (shared < consumed) continue;
     const size_t start = StatementStart(masked, shared);
     const size_t semicolon = masked.find(';', shared);
@@ -520,15 +532,36 @@ std::string RewriteExternShared(std::string_view source) {
     // The inner dimensions, on one line (their newlines are kept at the end).
     std::string dims(source.substr(start + dims_begin, declarator_end - dims_begin));
     std::replace(dims.begin(), dims.end(), '\n', ' ');
-    // extern -> static (same length), `name []` -> pointer with initialiser,
-    // `name [][N]` -> pointer to arrays of N.
-    edits.push_back({start + externs[0], start + externs[0] + 6, "static"});
-    const std::string declarator =
+    // `name []` -> pointer, `name [][N]` -> pointer to arrays of N. No
+    // thread-local variable initialised as the code runs: each block starts
+    // with the library's zero-initialised thread-local data filled with
+    // 0xff (FillThreadLocalZeros), such a variable's guard among it, and a
+    // guard filled says "initialised" over a pointer filled too.
+    const std::string pointer =
+        dims.empty() ? absl::StrCat("* ", name) : absl::StrCat("(* ", name, ")", dims);
+    const std::string pointer_const =
         dims.empty() ? absl::StrCat("* const ", name) : absl::StrCat("(* const ", name, ")", dims);
-    edits.push_back({start + name_begin, semicolon,
-                     absl::StrCat(declarator, " = (decltype(", name,
-                                  "))::kerneleval_cpu::detail::rt().dynamic_shared()",
-                                  std::string(static_cast<size_t>(newlines), '\n'))});
+    const std::string lines(static_cast<size_t>(newlines), '\n');
+    if (scopes[t] == Scope::kCode) {
+      // In code: a local pointer, set each time the declaration runs
+      // (extern and __shared__ blanked, same length).
+      Edit blank_extern{start + externs[0], start + externs[0] + 6, "      "};
+      Edit blank_shared{shared, shared + 10, "          "};
+      if (blank_shared.begin < blank_extern.begin) std::swap(blank_extern, blank_shared);
+      edits.push_back(std::move(blank_extern));  // in order: `__shared__ extern` too
+      edits.push_back(std::move(blank_shared));
+      edits.push_back({start + name_begin, semicolon,
+                       absl::StrCat(pointer_const, " = (decltype(", name,
+                                    "))::kerneleval_cpu::detail::rt().dynamic_shared()", lines)});
+    } else {
+      // At namespace scope: a thread-local pointer among the prelude's own
+      // (initialised) data, registered and set as each block starts.
+      edits.push_back({start + externs[0], start + externs[0] + 6, "static"});
+      edits.push_back(
+          {start + name_begin, semicolon + 1,
+           absl::StrCat(pointer, " KERNELEVAL_CPU_TDATA(extern_shared_", name, ") = nullptr;",
+                        " KERNELEVAL_CPU_DYNAMIC_SHARED(", name, ");", lines)});
+    }
     consumed = semicolon + 1;
   }
   return ApplyEdits(source, edits);
@@ -553,11 +586,6 @@ bool OnDirectiveLine(std::string_view masked, size_t pos) {
     line_start = before == std::string_view::npos ? 0 : before + 1;
   }
 }
-
-// Where a position lies: in code (a function's body, or a block in one), at
-// namespace scope (the file, a namespace's body, an `extern "C" { }` block)
-// or elsewhere (a class body, an enum, an initialiser).
-enum class Scope { kCode, kNamespace, kOther };
 
 // The identifier ending at `end` of `masked` (after skipping white space
 // backwards), and where it begins.

@@ -29,9 +29,16 @@ using ::kerneleval::source::MaskCommentsAndLiterals;
 // or nullopt. Looks at code only, never at comments or strings.
 std::optional<std::string> FindUnsupportedFeature(std::string_view source);
 
-// Rewrites each `extern __shared__ T name[];` (any order of the specifiers,
-// at any scope) into a pointer to this OS thread's dynamic shared memory:
-//   static thread_local T* const name = (decltype(name))<dynamic shared base>;
+// Rewrites each `extern __shared__ T name[];` (any order of the specifiers)
+// into a pointer to this OS thread's dynamic shared memory. In code, a local
+// pointer set each time the declaration runs:
+//          T* const name = (decltype(name))<dynamic shared base>;
+// at namespace scope, a thread-local pointer the prelude sets as each block
+// starts (KERNELEVAL_CPU_DYNAMIC_SHARED), kept with its own data:
+//   static thread_local T* name KERNELEVAL_CPU_TDATA(extern_shared_name) = nullptr;
+//   KERNELEVAL_CPU_DYNAMIC_SHARED(name);
+// Never a thread-local variable initialised as the code runs: its guard is
+// zero-initialised thread-local data, which each block starts with filled.
 // Same number of lines; other text unchanged.
 std::string RewriteExternShared(std::string_view source);
 

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KERNELEVAL_CPU_ABI_VERSION 11u
+#define KERNELEVAL_CPU_ABI_VERSION 12u
 
 #ifdef __cplusplus
 extern "C" {
@@ -310,9 +310,12 @@ typedef struct kerneleval_cpu_runtime {
   int64_t thread_state_offset;
   // The calling OS thread's instance of the TLS block of the module whose
   // code holds `code` (the library: its static __shared__ variables among
-  // its thread-local data), and its size [bytes]; 0 and 0 if none. For
-  // __cvta_generic_to_shared's offsets.
-  void (*tls_block)(const void* code, uint64_t* begin, uint64_t* bytes);
+  // its thread-local data), its size [bytes] and how many of its first
+  // bytes have initial values (.tdata; the rest, .tbss, starts as zeros);
+  // 0, 0 and 0 if none. For __cvta_generic_to_shared's offsets, and each
+  // block's fill of the .tbss part, where every __shared__ variable lives.
+  void (*tls_block)(const void* code, uint64_t* begin, uint64_t* bytes,
+                    uint64_t* initialised_bytes);
 } kerneleval_cpu_runtime;
 
 // NOLINTEND(readability-identifier-naming)

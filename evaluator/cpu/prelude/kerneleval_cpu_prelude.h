@@ -113,10 +113,18 @@
 // initial-exec variable would put the whole module's thread-local storage,
 // __shared__ arrays included, into the small static TLS block, and dlopen()
 // would fail with "cannot allocate memory in static TLS block".
-static thread_local uint3 threadIdx;
-static thread_local uint3 blockIdx;
-static thread_local dim3 blockDim;
-static thread_local dim3 gridDim;
+// The prelude's own thread-local state goes with the initialised data
+// (.tdata), whatever its initial value: each block starts with the rest of
+// the library's thread-local block (.tbss, where every __shared__ variable
+// lies, however its declaration was spelt) filled with 0xff
+// (FillThreadLocalZeros).
+// A section of its own for each (a local static of an inline function is
+// in a COMDAT group, and one section cannot hold both kinds).
+#define KERNELEVAL_CPU_TDATA(name) __attribute__((section(".tdata.kerneleval." #name)))
+static thread_local uint3 threadIdx KERNELEVAL_CPU_TDATA(thread_idx);
+static thread_local uint3 blockIdx KERNELEVAL_CPU_TDATA(block_idx);
+static thread_local dim3 blockDim KERNELEVAL_CPU_TDATA(block_dim);
+static thread_local dim3 gridDim KERNELEVAL_CPU_TDATA(grid_dim);
 static constexpr int warpSize = 32;
 
 namespace kerneleval_cpu::detail {
@@ -181,8 +189,44 @@ KERNELEVAL_CPU_BOOKKEEPING void RestoreSwitchState(const SwitchState& saved) {
 #endif
 }
 
+// This OS thread's instance of the library's thread-local block (static
+// __shared__ variables among its data): where it begins, its size and how
+// much of it has initial values (.tdata; the rest, .tbss, starts as zeros)
+// [bytes]. Found once per OS thread, once allocated (a module's block is
+// allocated at the thread's first use of its thread-local data).
+struct SharedWindow {
+  uintptr_t static_begin = 0;
+  size_t static_bytes = 0;
+  size_t initialised_bytes = 0;
+};
+inline const SharedWindow& ThisThreadsSharedWindow() {
+  static thread_local SharedWindow window KERNELEVAL_CPU_TDATA(shared_window);
+  if (window.static_begin == 0 && runtime != nullptr) {
+    uint64_t begin = 0, bytes = 0, initialised = 0;
+    rt().tls_block(reinterpret_cast<const void*>(&ThisThreadsSharedWindow), &begin, &bytes,
+                   &initialised);
+    window = {static_cast<uintptr_t>(begin), static_cast<size_t>(bytes),
+              static_cast<size_t>(initialised)};
+  }
+  return window;
+}
+
+// As a block starts on this OS thread: its zero-initialised thread-local
+// storage (every __shared__ variable, none of the prelude's state) filled
+// with 0xff, as the GPU worker leaves shared memory. Declarations the
+// source rewrite recognises are filled besides (PoisonStaticShared); these
+// are not only those: through a function-like macro or a name pasted from
+// two halves, a variable kept what the last block on the OS thread wrote,
+// for later blocks and timed runs (a table built once per thread).
+KERNELEVAL_CPU_UNCHECKED inline void FillThreadLocalZeros() {
+  const SharedWindow& window = ThisThreadsSharedWindow();
+  if (window.static_begin == 0 || window.initialised_bytes >= window.static_bytes) return;
+  volatile unsigned char* p = reinterpret_cast<volatile unsigned char*>(window.static_begin);
+  for (size_t i = window.initialised_bytes; i < window.static_bytes; ++i) p[i] = 0xff;
+}
+
 // The running block's kerneleval_cpu_block_info::serial (PoisonShared).
-static thread_local uint64_t tls_block_serial = 0;
+static thread_local uint64_t tls_block_serial KERNELEVAL_CPU_TDATA(block_serial) = 0;
 
 // The address of a __shared__ variable of any type and qualifiers, for a fill.
 template <class T>
@@ -216,13 +260,48 @@ struct NamespaceShared {
           +[]() -> void* { return ::kerneleval_cpu::detail::SharedAddress(variable); }, \
           sizeof(variable))
 
+// A namespace-scope `extern __shared__` array, as rewritten (source_rewrite's
+// RewriteExternShared): a thread-local pointer among the prelude's data
+// and, after it, KERNELEVAL_CPU_DYNAMIC_SHARED(name): a static object whose
+// constructor, run when the module loads, links a setter into a list that
+// SetBlock runs as each block starts (this OS thread's dynamic shared
+// memory).
+struct DynamicSharedPointer {
+  explicit DynamicSharedPointer(void (*setter)()) : set(setter) {
+    next = first;
+    first = this;
+  }
+  static inline DynamicSharedPointer* first = nullptr;
+  void (*set)();
+  DynamicSharedPointer* next;
+};
+#define KERNELEVAL_CPU_DYNAMIC_SHARED(variable) \
+  KERNELEVAL_CPU_DYNAMIC_SHARED_AS(variable, __COUNTER__)
+#define KERNELEVAL_CPU_DYNAMIC_SHARED_AS(variable, n) KERNELEVAL_CPU_DYNAMIC_SHARED_AS_(variable, n)
+#define KERNELEVAL_CPU_DYNAMIC_SHARED_AS_(variable, n)                                             \
+  [[maybe_unused]] static ::kerneleval_cpu::detail::DynamicSharedPointer                           \
+      kerneleval_cpu_dynamic_shared_##n(+[]() {                                                    \
+        variable =                                                                                 \
+            reinterpret_cast<decltype(variable)>(::kerneleval_cpu::detail::rt().dynamic_shared()); \
+      })
+
 KERNELEVAL_CPU_BOOKKEEPING void SetBlock(const kerneleval_cpu_block_info* info) {
+  // First: the first look-up of this thread's thread-local block (through
+  // the dynamic linker, AbiTlsBlock) was seen to set the block's data back
+  // to its initial values; done after the fill, it undid the fill of the
+  // thread's first block and this function's bookkeeping with it.
+  ThisThreadsSharedWindow();
   // SetBlock runs each time a fiber takes up the block's threads: fill once.
-  static thread_local uint64_t namespace_shared_filled_in = 0;
+  static thread_local uint64_t namespace_shared_filled_in KERNELEVAL_CPU_TDATA(namespace_shared) =
+      0;
   if (namespace_shared_filled_in != info->serial) {
     namespace_shared_filled_in = info->serial;
+    FillThreadLocalZeros();
     for (const NamespaceShared* v = NamespaceShared::first; v != nullptr; v = v->next) {
       __builtin_memset(v->address(), 0xff, v->bytes);
+    }
+    for (const DynamicSharedPointer* p = DynamicSharedPointer::first; p != nullptr; p = p->next) {
+      p->set();
     }
   }
   tls_block_serial = info->serial;
@@ -1668,19 +1747,6 @@ inline unsigned __fns(unsigned mask, unsigned base, int offset) {
 // defined on a GPU) stays itself both ways. (The inline PTX such offsets
 // are usually for does not run here.)
 namespace kerneleval_cpu::detail {
-struct SharedWindow {
-  uintptr_t static_begin = 0;  // this OS thread's TLS block of the library
-  size_t static_bytes = 0;
-};
-inline const SharedWindow& ThisThreadsSharedWindow() {
-  static thread_local SharedWindow window;
-  if (window.static_begin == 0 && runtime != nullptr) {
-    uint64_t begin = 0, bytes = 0;
-    rt().tls_block(reinterpret_cast<const void*>(&ThisThreadsSharedWindow), &begin, &bytes);
-    window = {static_cast<uintptr_t>(begin), static_cast<size_t>(bytes)};
-  }
-  return window;
-}
 constexpr size_t kDynamicSharedWindowBytes = size_t{227} << 10;
 inline size_t DynamicSharedOffset(const SharedWindow& window) {
   return (window.static_bytes + 15) / 16 * 16;
@@ -3212,7 +3278,8 @@ struct BlockAsyncCopies {
   size_t threads;
   AsyncQueue* queues;
 };
-static thread_local BlockAsyncCopies tls_async_copies = {0, 0, nullptr};
+static thread_local BlockAsyncCopies tls_async_copies KERNELEVAL_CPU_TDATA(async_copies) = {
+    0, 0, nullptr};
 
 KERNELEVAL_CPU_UNCHECKED inline void FreeAsyncQueue(AsyncQueue& queue) {
   while (AsyncCopy* copy = queue.head) {

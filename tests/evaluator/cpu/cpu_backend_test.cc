@@ -1850,6 +1850,43 @@ __global__ void stats(const float* x, float* maxima, int* count, int n) {
 // cg::memcpy_async of a tile and its cg::wait, a warp tile's of elements,
 // and a thread's __pipeline_memcpy_async with zero fill, committed and
 // waited for. Done at the call here; the wait is the group's barrier.
+TEST_F(CpuBackendTest, SharedMemoryDeclaredThroughAnyMacroReadsAsNaNInEveryBlock) {
+  // No declaration the source rewrite recognises says __shared__ here: a
+  // function-like macro, and a name pasted from two halves. Each block
+  // starts with the library's zero-initialised thread-local storage (where
+  // every __shared__ variable lives) filled with 0xff; before, such
+  // variables kept what the last block on the OS thread wrote (3.0f).
+  const char* source = R"(
+#define SHARED(type) __shared__ type
+#define KE_PASTE(a, b) a##b
+#define KE_CAT(a, b) KE_PASTE(a, b)
+SHARED(float) file_partial[16];
+__global__ void unwritten(float* y) {
+  SHARED(float) partial[32];
+  KE_CAT(__sha, red__) float pasted[8];
+  const int b = blockIdx.x, t = threadIdx.x;
+  y[3 * (64 * b + t)] = t < 32 ? partial[t] : 0.0f / 0.0f;
+  y[3 * (64 * b + t) + 1] = t < 16 ? file_partial[t] : 0.0f / 0.0f;
+  y[3 * (64 * b + t) + 2] = t < 8 ? pasted[t] : 0.0f / 0.0f;
+  __syncthreads();
+  // What a later block on this OS thread would read if it were not filled.
+  if (t < 32) partial[t] = 3.0f;
+  if (t < 16) file_partial[t] = 3.0f;
+  if (t < 8) pasted[t] = 3.0f;
+}
+)";
+  // More blocks than the runtime's OS threads, so blocks follow blocks on one.
+  const int blocks = 8;
+  const internal::RunResult result = RunOk(
+      MakeRequest(source, {MakeCase("unwritten", 1, {Output("y", v1::DTYPE_F32, 3 * 64 * blocks)},
+                                    {Launch("unwritten", {blocks}, {64}, {Buf("y")})})}));
+  const auto y = Values<float>(result.cases(0).outputs(0));
+  for (int i = 0; i < 3 * 64 * blocks; ++i) {
+    ASSERT_TRUE(std::isnan(y[i])) << "block " << i / (3 * 64) << ", thread " << i / 3 % 64
+                                  << ", variable " << i % 3 << ": " << y[i];
+  }
+}
+
 TEST_F(CpuBackendTest, AsynchronousCopiesIntoSharedMemory) {
   const char* source = R"(
 #include <cooperative_groups.h>

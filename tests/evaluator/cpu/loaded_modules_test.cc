@@ -10,7 +10,8 @@ namespace kerneleval::cpu {
 namespace {
 
 int writable_global = 7;
-thread_local int thread_local_value = 3;
+thread_local int thread_local_value = 3;  // .tdata: initialised
+thread_local int thread_local_zeroed[4];  // .tbss: zero-initialised
 
 void CodeOfThisTest() {}
 
@@ -41,6 +42,7 @@ TEST(LoadedModulesTest, FindsTheModuleHoldingAnAddressAndItsWritableData) {
 TEST(LoadedModulesTest, GivesEachThreadItsOwnInstanceOfTheTlsBlock) {
   auto tls_of_this_thread = [] {
     thread_local_value += 1;  // touched, so allocated
+    thread_local_zeroed[1] += 1;
     const auto code = reinterpret_cast<uintptr_t>(&CodeOfThisTest);
     const std::optional<LoadedModule> module =
         FindLoadedModule([code](const LoadedModule& m) { return m.Holds(code); });
@@ -50,6 +52,14 @@ TEST(LoadedModulesTest, GivesEachThreadItsOwnInstanceOfTheTlsBlock) {
     const auto begin = reinterpret_cast<uintptr_t>(module->tls_data);
     const auto variable = reinterpret_cast<uintptr_t>(&thread_local_value);
     EXPECT_TRUE(!tls.empty() && variable - begin < tls.front().bytes);
+    EXPECT_NE(module->tls_module_id, 0u);
+    // The initialised part comes first: the zero-initialised variable lies
+    // past the file's bytes, the initialised one before them.
+    const auto zeroed = reinterpret_cast<uintptr_t>(&thread_local_zeroed[0]);
+    EXPECT_TRUE(!tls.empty() && tls.front().file_bytes <= tls.front().bytes);
+    EXPECT_TRUE(!tls.empty() && variable - begin < tls.front().file_bytes);
+    EXPECT_TRUE(!tls.empty() && zeroed - begin >= tls.front().file_bytes &&
+                zeroed - begin < tls.front().bytes);
     return begin;
   };
   const uintptr_t mine = tls_of_this_thread();
