@@ -1449,14 +1449,6 @@ void AbiInterleave(uint32_t kind) {
   if (tls_executor) tls_executor->Interleave(kind);
 }
 void* AbiDynamicShared() { return Executor().DynamicShared(); }
-// The x86-64 ELF TLS ABI's lookup of a module's thread-local data: the
-// calling thread's address of `offset` in module `module`'s block.
-struct ThreadLocalIndex {
-  unsigned long module;  // NOLINT(google-runtime-int): the ABI's type
-  unsigned long offset;  // NOLINT(google-runtime-int)
-};
-extern "C" void* __tls_get_addr(ThreadLocalIndex* index);  // NOLINT(bugprone-reserved-identifier)
-
 void AbiTlsBlock(const void* code, uint64_t* begin, uint64_t* bytes, uint64_t* initialised_bytes) {
   *begin = 0;
   *bytes = 0;
@@ -1467,13 +1459,7 @@ void AbiTlsBlock(const void* code, uint64_t* begin, uint64_t* bytes, uint64_t* i
   if (!module || module->tls_module_id == 0) return;
   const std::vector<LoadedSegment> tls = module->SegmentsOf(PT_TLS);
   if (tls.empty()) return;
-  // Not dl_iterate_phdr's pointer: glibc's look-up there may answer null
-  // for a block that exists (it does not bring this thread's view of the
-  // loaded modules up to date), and the first block on a thread then went
-  // unfilled. The dynamic linker's own look-up, which allocates the block
-  // if need be, always gives it.
-  ThreadLocalIndex index{.module = module->tls_module_id, .offset = 0};
-  *begin = reinterpret_cast<uintptr_t>(__tls_get_addr(&index));
+  *begin = reinterpret_cast<uintptr_t>(ThisThreadsTlsBlock(*module));
   *bytes = tls.front().bytes;
   *initialised_bytes = std::min(tls.front().file_bytes, tls.front().bytes);
 }

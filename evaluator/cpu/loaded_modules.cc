@@ -3,6 +3,22 @@
 #include <link.h>
 
 namespace kerneleval::cpu {
+namespace {
+
+// The x86-64 ELF TLS ABI's look-up of a module's thread-local data: the
+// calling thread's address of `offset` in module `module`'s block.
+struct ThreadLocalIndex {
+  unsigned long module;  // NOLINT(google-runtime-int): the ABI's type
+  unsigned long offset;  // NOLINT(google-runtime-int)
+};
+
+}  // namespace
+}  // namespace kerneleval::cpu
+
+extern "C" void* __tls_get_addr(  // NOLINT(bugprone-reserved-identifier)
+    kerneleval::cpu::ThreadLocalIndex* index);
+
+namespace kerneleval::cpu {
 
 bool LoadedModule::Holds(uintptr_t address) const {
   for (const LoadedSegment& segment : segments) {
@@ -29,7 +45,6 @@ std::optional<LoadedModule> FindLoadedModule(absl::FunctionRef<bool(const Loaded
         auto* state = static_cast<Search*>(data);
         LoadedModule module;
         module.path = info->dlpi_name ? info->dlpi_name : "";
-        module.tls_data = info->dlpi_tls_data;
         module.tls_module_id = info->dlpi_tls_modid;
         for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
           const ElfW(Phdr)& segment = info->dlpi_phdr[i];
@@ -45,6 +60,12 @@ std::optional<LoadedModule> FindLoadedModule(absl::FunctionRef<bool(const Loaded
       },
       &search);
   return search.found;
+}
+
+void* ThisThreadsTlsBlock(const LoadedModule& module) {
+  if (module.tls_module_id == 0) return nullptr;
+  ThreadLocalIndex index{.module = module.tls_module_id, .offset = 0};
+  return __tls_get_addr(&index);
 }
 
 }  // namespace kerneleval::cpu

@@ -27,10 +27,6 @@ struct LoadedSegment {
 struct LoadedModule {
   std::string path;  // as loaded ("" for the executable)
   std::vector<LoadedSegment> segments;
-  // The calling thread's instance of the module's TLS block (nullptr: the
-  // module has none, or the thread has not touched it yet, or glibc's
-  // look-up did not find it: AbiTlsBlock uses tls_module_id instead).
-  void* tls_data = nullptr;
   // The module's TLS module id (0: no TLS block).
   size_t tls_module_id = 0;
 
@@ -42,6 +38,15 @@ struct LoadedModule {
 
 // The first loaded module, in dl_iterate_phdr's order, that `matches`.
 std::optional<LoadedModule> FindLoadedModule(absl::FunctionRef<bool(const LoadedModule&)> matches);
+
+// The calling thread's instance of `module`'s TLS block (nullptr: the
+// module has none), allocated if the thread has not touched it yet.
+// Through the dynamic linker's own look-up (__tls_get_addr), not
+// dl_iterate_phdr's dlpi_tls_data: glibc's look-up there may answer null
+// for a block that exists (it does not bring this thread's view of the
+// loaded modules up to date), and the first block of a grid on such a
+// thread then went without its shared-memory fill.
+void* ThisThreadsTlsBlock(const LoadedModule& module);
 
 }  // namespace kerneleval::cpu
 

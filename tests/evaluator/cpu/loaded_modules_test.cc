@@ -49,7 +49,7 @@ TEST(LoadedModulesTest, GivesEachThreadItsOwnInstanceOfTheTlsBlock) {
     EXPECT_TRUE(module.has_value());
     const std::vector<LoadedSegment> tls = module->SegmentsOf(PT_TLS);
     EXPECT_EQ(tls.size(), 1u);
-    const auto begin = reinterpret_cast<uintptr_t>(module->tls_data);
+    const auto begin = reinterpret_cast<uintptr_t>(ThisThreadsTlsBlock(*module));
     const auto variable = reinterpret_cast<uintptr_t>(&thread_local_value);
     EXPECT_TRUE(!tls.empty() && variable - begin < tls.front().bytes);
     EXPECT_NE(module->tls_module_id, 0u);
