@@ -543,8 +543,9 @@ class alignas(kCacheLineBytes) BlockExecutor {
     tls_interleave_state.waited_at = 0;
     tls_interleave_state.split_read_address = 0;
     // What the block has not written reads as NaN / -1: its static
-    // __shared__ variables are filled by their declarations (the prelude's
-    // KERNELEVAL_CPU_POISON_SHARED), its dynamic shared memory here. Zeros
+    // __shared__ variables (the module's zero-initialised thread-local data)
+    // are filled as the block starts (the prelude's SetBlock), its dynamic
+    // shared memory here. Zeros
     // (a fresh arena) or the last block's values hid reads of slots no
     // thread wrote: a block reduction summing 32 warp slots of which 8 were
     // written passed (sweep 4).

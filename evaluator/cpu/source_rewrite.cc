@@ -406,7 +406,7 @@ std::optional<std::string> FindUnsupportedFeature(std::string_view source) {
     best_pos = digraph;
     best_feature = "the digraph %: (write #)";
   }
-  // The prelude's own names: a submission redefining KERNELEVAL_CPU_POISON_SHARED
+  // The prelude's own names: a submission redefining KERNELEVAL_CPU_TDATA
   // or KERNELEVAL_CPU_BRANCH_<i> would undo what they check (NVRTC has none
   // of them, so only the host build would see the difference).
   for (size_t pos = 0; pos < masked.size(); ++pos) {
@@ -652,159 +652,6 @@ std::vector<Scope> ScopesOf(std::string_view masked, const std::vector<size_t>& 
   result.resize(positions.size(), Scope::kOther);
   return result;
 }
-
-// Where the bracket that `close` (a ')' or ']' of `text`) closes opens,
-// or npos when it does not open in `text`.
-size_t OpeningBracket(std::string_view text, size_t close) {
-  const char closing = text[close];
-  const char opening = closing == ')' ? '(' : '[';
-  int nesting = 0;
-  for (size_t j = close + 1; j > 0;) {
-    --j;
-    if (text[j] == closing) ++nesting;
-    if (text[j] == opening && --nesting == 0) return j;
-  }
-  return std::string_view::npos;
-}
-
-// The declared names of a declaration's declarators (`float a[32], *b`:
-// a, b; attributes after a declarator, `__attribute__((aligned(16)))` or
-// `__align__(16)`, are passed over), or nothing when one of them is not a
-// plain one: an initialiser, a function.
-std::vector<std::string> DeclaredNames(std::string_view declaration) {
-  std::vector<std::string_view> pieces;
-  int depth = 0;  // (), [], {}
-  int angles = 0;
-  size_t piece_begin = 0;
-  for (size_t i = 0; i < declaration.size(); ++i) {
-    const char c = declaration[i];
-    if (c == '(' || c == '[' || c == '{') ++depth;
-    if (c == ')' || c == ']' || c == '}') --depth;
-    if (depth == 0 && c == '<') ++angles;
-    if (depth == 0 && c == '>' && angles > 0) --angles;
-    if (depth == 0 && angles == 0 && c == '=') return {};
-    if (depth == 0 && angles == 0 && c == ',') {
-      pieces.push_back(declaration.substr(piece_begin, i - piece_begin));
-      piece_begin = i + 1;
-    }
-  }
-  pieces.push_back(declaration.substr(piece_begin));
-  std::vector<std::string> names;
-  for (std::string_view piece : pieces) {
-    size_t k = piece.size();
-    auto skip_space = [&] { k = SkipSpaceBackward(piece, k); };
-    skip_space();
-    while (k > 0 && piece[k - 1] == ')') {  // attributes, last first
-      const size_t open = OpeningBracket(piece, k - 1);
-      if (open == std::string_view::npos) return {};
-      const auto [word, word_begin] = WordBefore(piece, open);
-      if (word != "__attribute__" && word != "__align__") return {};  // a function
-      k = word_begin;
-      skip_space();
-    }
-    while (k > 0 && piece[k - 1] == ']') {  // array dimensions, last first
-      k = OpeningBracket(piece, k - 1);
-      if (k == std::string_view::npos) return {};
-      skip_space();
-    }
-    const size_t name_end = k;
-    while (k > 0 && IsIdentifierChar(piece[k - 1])) --k;
-    if (k == name_end || std::isdigit(static_cast<unsigned char>(piece[k]))) return {};
-    names.emplace_back(piece.substr(k, name_end - k));
-  }
-  return names;
-}
-
-// The names of object-like macros whose replacement holds `__shared__` or
-// such a name (`#define SMEM __shared__`): a declaration through one was
-// not filled, and kept what a block wrote for the next block and the next
-// timed run (sweep 7, a3: a table built once per OS thread, 1.7x).
-std::vector<std::string> SharedMacroNames(std::string_view masked) {
-  struct Define {
-    std::string name;
-    std::string_view replacement;
-  };
-  std::vector<Define> defines;
-  // Logical lines: a replacement may go on after a line splice.
-  for (const source::Directive& directive : source::FindDirectives(masked, masked)) {
-    if (directive.name != "define") continue;
-    const size_t end = directive.end;
-    const size_t k = masked.find_first_not_of(" \t", directive.after_name);
-    if (k >= end) continue;
-    size_t name_end = k;
-    while (name_end < end && IsIdentifierChar(masked[name_end])) ++name_end;
-    if (name_end == k || (name_end < end && masked[name_end] == '(')) continue;
-    defines.push_back(
-        {std::string(masked.substr(k, name_end - k)), masked.substr(name_end, end - name_end)});
-  }
-  std::vector<std::string> names;
-  for (bool grew = true; grew;) {  // macros naming such macros, to a fixed point
-    grew = false;
-    for (const Define& define : defines) {
-      if (std::find(names.begin(), names.end(), define.name) != names.end()) continue;
-      bool shared = !FindToken(define.replacement, "__shared__").empty();
-      for (const std::string& name : names)
-        shared = shared || !FindToken(define.replacement, name).empty();
-      if (shared) {
-        names.push_back(define.name);
-        grew = true;
-      }
-    }
-  }
-  return names;
-}
-
-}  // namespace
-
-std::string PoisonStaticShared(std::string_view source) {
-  const std::string masked = MaskCommentsAndLiterals(source);
-  // Where each `__shared__` (or a macro standing for it) is, and its length.
-  std::vector<std::pair<size_t, size_t>> tokens;
-  for (size_t at : FindToken(masked, "__shared__")) tokens.emplace_back(at, 10);
-  for (const std::string& name : SharedMacroNames(masked)) {
-    for (size_t at : FindToken(masked, name)) tokens.emplace_back(at, name.size());
-  }
-  std::sort(tokens.begin(), tokens.end());
-  std::vector<size_t> shared_tokens;
-  for (const auto& token : tokens) shared_tokens.push_back(token.first);
-  const std::vector<Scope> scopes = ScopesOf(masked, shared_tokens);
-  static constexpr std::string_view kNotSpecifiers[] = {
-      "extern", "if", "else", "for", "while", "do", "case", "default", "return", "switch"};
-  std::vector<Edit> insertions;
-  size_t consumed = 0;
-  for (size_t t = 0; t < shared_tokens.size(); ++t) {
-    const size_t shared = shared_tokens[t];
-    if (shared < consumed || OnDirectiveLine(masked, shared) || scopes[t] == Scope::kOther) {
-      continue;
-    }
-    const size_t start = StatementStart(masked, shared);
-    const size_t semicolon = masked.find(';', shared);
-    if (semicolon == std::string::npos) continue;
-    consumed = semicolon + 1;
-    const std::string_view statement(masked.data() + start, semicolon - start);
-    if (statement.find_first_of("{}") != std::string_view::npos) continue;
-    const std::string_view prefix = statement.substr(0, shared - start);
-    if (prefix.find(':') != std::string_view::npos) continue;  // a label, `case x:`
-    bool declaration = true;
-    for (std::string_view word : kNotSpecifiers) {
-      declaration &= FindToken(statement, word).empty();
-    }
-    if (!declaration) continue;
-    const size_t after = shared + tokens[t].second;
-    const std::vector<std::string> names = DeclaredNames(masked.substr(after, semicolon - after));
-    if (names.empty()) continue;
-    // In code the declaration's first reaching thread fills it; at namespace
-    // scope the variable is registered and filled as each block starts.
-    const char* fill = scopes[t] == Scope::kCode ? " KERNELEVAL_CPU_POISON_SHARED("
-                                                 : " KERNELEVAL_CPU_POISON_NAMESPACE_SHARED(";
-    std::string text;
-    for (const std::string& name : names) absl::StrAppend(&text, fill, name, ");");
-    insertions.push_back({semicolon + 1, semicolon + 1, std::move(text)});
-  }
-  return ApplyEdits(source, insertions);
-}
-
-namespace {
 
 // `source` with each #include directive for which `replace(include)` gives a
 // text replaced by that text (the directive's line up to its line break).
@@ -1070,7 +917,7 @@ absl::StatusOr<std::string> BuildTranslationUnit(std::string_view source,
                     "#define __CUDACC_RTC__ 1\n");
   }
   absl::StrAppend(&tu, "#line 1 \"", kSubmissionFileName, "\"\n");
-  std::string submission = RewriteCubIncludes(PoisonStaticShared(RewriteExternShared(source)));
+  std::string submission = RewriteCubIncludes(RewriteExternShared(source));
   if (view.has_value()) {
     absl::StatusOr<std::string> checked = CheckedSubmission(source, submission, *probe, *view);
     if (!checked.ok()) return checked.status();

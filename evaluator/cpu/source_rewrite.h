@@ -42,16 +42,6 @@ std::optional<std::string> FindUnsupportedFeature(std::string_view source);
 // Same number of lines; other text unchanged.
 std::string RewriteExternShared(std::string_view source);
 
-// Appends ` KERNELEVAL_CPU_POISON_SHARED(name);` after each declaration of
-// static `__shared__` variables in code (a function's body): the first of a
-// block's threads to reach it fills the variable with 0xff (the prelude).
-// At namespace scope (the file, a namespace, an `extern "C" { }` block) it
-// appends ` KERNELEVAL_CPU_POISON_NAMESPACE_SHARED(name);`, which registers
-// the variable to be filled as each block starts. Declarations with an
-// initialiser or with an attribute after the name are left as they are.
-// Same lines.
-std::string PoisonStaticShared(std::string_view source);
-
 // Replaces each #include of a CUB header by one of kerneleval_cpu_cub.h, the
 // prelude's emulation of CUB's block and warp collectives (FindUnsupported-
 // Feature refuses the headers it does not cover). Same lines.
@@ -71,7 +61,7 @@ absl::StatusOr<std::string> DefineLine(std::string_view define);
 //   #include "kerneleval_cpu_prelude.h"
 //   <defines>
 //   #line 1 "kernel.cu"
-//   <RewriteCubIncludes(PoisonStaticShared(RewriteExternShared(source)))>
+//   <RewriteCubIncludes(RewriteExternShared(source))>
 //   #line 1 "kerneleval-launchers"
 //   kerneleval_cpu_init, the kernel name table and kerneleval_cpu_launch_<i>
 //   for kernel_names[i].

@@ -79,12 +79,11 @@ typedef struct kerneleval_cpu_block_info {
   kerneleval_cpu_dim3 block_idx;
   kerneleval_cpu_dim3 block_dim;
   kerneleval_cpu_dim3 grid_dim;
-  // Blocks the running OS thread has started, this one's (from 1): a static
-  // __shared__ variable is filled with 0xff by the first of a block's
-  // threads to reach its declaration (the prelude's
-  // KERNELEVAL_CPU_POISON_SHARED), as dynamic shared memory is at each
-  // block's start: what a block reads before writing is NaN / -1, not 0 or
-  // what the last block left.
+  // Blocks the running OS thread has started, this one's (from 1): the
+  // module's zero-initialised thread-local data (every static __shared__
+  // variable) is filled with 0xff once per serial (the prelude's SetBlock),
+  // as dynamic shared memory is at each block's start: what a block reads
+  // before writing is NaN / -1, not 0 or what the last block left.
   uint64_t serial;
 } kerneleval_cpu_block_info;
 

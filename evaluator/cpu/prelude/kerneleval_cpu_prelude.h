@@ -91,8 +91,10 @@
 #define __host__
 // One block runs on one OS thread at a time (its threads are fibers of that
 // OS thread), so a thread-local variable is exactly per-block storage. At
-// block scope thread_local implies static.
-#define __shared__ thread_local
+// block scope thread_local implies static. `used`: g++ folded a block-scope
+// variable that no code writes and whose address never escapes to its zero
+// initial value (read 0, where the block's 0xff fill gives -1).
+#define __shared__ __attribute__((used)) thread_local
 #define __constant__
 #define __managed__
 #define __forceinline__ inline __attribute__((always_inline))
@@ -213,11 +215,11 @@ inline const SharedWindow& ThisThreadsSharedWindow() {
 
 // As a block starts on this OS thread: its zero-initialised thread-local
 // storage (every __shared__ variable, none of the prelude's state) filled
-// with 0xff, as the GPU worker leaves shared memory. Declarations the
-// source rewrite recognises are filled besides (PoisonStaticShared); these
-// are not only those: through a function-like macro or a name pasted from
-// two halves, a variable kept what the last block on the OS thread wrote,
-// for later blocks and timed runs (a table built once per thread).
+// with 0xff, as the GPU worker leaves shared memory. Unfilled, a block
+// read what the last block on the OS thread wrote (a reduction over slots
+// no thread wrote passed), and a table built once per thread served later
+// blocks and timed runs. However the variable is declared (a macro of any
+// kind, a name pasted from two halves, a header's template), it lies here.
 KERNELEVAL_CPU_UNCHECKED inline void FillThreadLocalZeros() {
   const SharedWindow& window = ThisThreadsSharedWindow();
   if (window.static_begin == 0 || window.initialised_bytes >= window.static_bytes) return;
@@ -225,40 +227,9 @@ KERNELEVAL_CPU_UNCHECKED inline void FillThreadLocalZeros() {
                    window.static_bytes - window.initialised_bytes);
 }
 
-// The running block's kerneleval_cpu_block_info::serial (PoisonShared).
+// The running block's kerneleval_cpu_block_info::serial: SetBlock fills once
+// per block; the block's asynchronous copies are its own (BlockAsyncCopies).
 static thread_local uint64_t tls_block_serial KERNELEVAL_CPU_TDATA(block_serial) = 0;
-
-// The address of a __shared__ variable of any type and qualifiers, for a fill.
-template <class T>
-inline void* SharedAddress(T& variable) {
-  return const_cast<void*>(static_cast<const volatile void*>(std::addressof(variable)));
-}
-
-// A namespace-scope __shared__ variable (PoisonStaticShared appends
-// KERNELEVAL_CPU_POISON_NAMESPACE_SHARED(name); after its declaration): a
-// static object whose constructor, run when the module loads, links it into
-// a list that SetBlock fills with 0xff as each block starts on an OS thread
-// (no block's thread can have written it yet). Unfilled, a block read the
-// last block's values there. `address` gives this OS thread's instance.
-struct NamespaceShared {
-  NamespaceShared(void* (*address_of)(), size_t size) : address(address_of), bytes(size) {
-    next = first;
-    first = this;
-  }
-  static inline NamespaceShared* first = nullptr;
-  void* (*address)();
-  size_t bytes;
-  NamespaceShared* next;
-};
-#define KERNELEVAL_CPU_POISON_NAMESPACE_SHARED(variable) \
-  KERNELEVAL_CPU_NAMESPACE_SHARED_AS(variable, __COUNTER__)
-#define KERNELEVAL_CPU_NAMESPACE_SHARED_AS(variable, n) \
-  KERNELEVAL_CPU_NAMESPACE_SHARED_AS_(variable, n)
-#define KERNELEVAL_CPU_NAMESPACE_SHARED_AS_(variable, n)                                \
-  [[maybe_unused]] static ::kerneleval_cpu::detail::NamespaceShared                     \
-      kerneleval_cpu_namespace_shared_##n(                                              \
-          +[]() -> void* { return ::kerneleval_cpu::detail::SharedAddress(variable); }, \
-          sizeof(variable))
 
 // A namespace-scope `extern __shared__` array, as rewritten (source_rewrite's
 // RewriteExternShared): a thread-local pointer among the prelude's data
@@ -292,45 +263,17 @@ KERNELEVAL_CPU_BOOKKEEPING void SetBlock(const kerneleval_cpu_block_info* info) 
   // thread's first block and this function's bookkeeping with it.
   ThisThreadsSharedWindow();
   // SetBlock runs each time a fiber takes up the block's threads: fill once.
-  static thread_local uint64_t namespace_shared_filled_in KERNELEVAL_CPU_TDATA(namespace_shared) =
-      0;
-  if (namespace_shared_filled_in != info->serial) {
-    namespace_shared_filled_in = info->serial;
+  if (tls_block_serial != info->serial) {
+    tls_block_serial = info->serial;
     FillThreadLocalZeros();
-    for (const NamespaceShared* v = NamespaceShared::first; v != nullptr; v = v->next) {
-      __builtin_memset(v->address(), 0xff, v->bytes);
-    }
     for (const DynamicSharedPointer* p = DynamicSharedPointer::first; p != nullptr; p = p->next) {
       p->set();
     }
   }
-  tls_block_serial = info->serial;
   blockIdx = uint3{info->block_idx.x, info->block_idx.y, info->block_idx.z};
   blockDim = dim3(info->block_dim.x, info->block_dim.y, info->block_dim.z);
   gridDim = dim3(info->grid_dim.x, info->grid_dim.y, info->grid_dim.z);
 }
-
-// A static __shared__ variable's declaration, as rewritten (source_rewrite's
-// PoisonStaticShared appends KERNELEVAL_CPU_POISON_SHARED(name); after it):
-// the first of a block's threads to reach it fills the variable with 0xff,
-// so what the block reads before writing is NaN / -1, as the GPU worker
-// leaves shared memory (thread_local storage read 0 the first time and then
-// the last block's values: a reduction over slots no thread wrote passed).
-// A thread reaches a block-scope declaration before it can name the
-// variable, so no write of the block's is overwritten. `poisoned_in`: the
-// block (its serial on this OS thread) that last filled it.
-KERNELEVAL_CPU_UNCHECKED inline void PoisonShared(void* variable, size_t bytes,
-                                                  uint64_t& poisoned_in) {
-  if (poisoned_in == tls_block_serial) return;
-  poisoned_in = tls_block_serial;
-  __builtin_memset(variable, 0xff, bytes);
-}
-#define KERNELEVAL_CPU_POISON_SHARED(variable)                                                \
-  do {                                                                                        \
-    static thread_local uint64_t kerneleval_cpu_poisoned_in = 0;                              \
-    ::kerneleval_cpu::detail::PoisonShared(::kerneleval_cpu::detail::SharedAddress(variable), \
-                                           sizeof(variable), kerneleval_cpu_poisoned_in);     \
-  } while (false)
 
 // Every call that may switch fibers goes through this: the other fibers of the
 // block overwrite threadIdx while this one waits.

@@ -1846,47 +1846,69 @@ __global__ void stats(const float* x, float* maxima, int* count, int n) {
   }
 }
 
-// Asynchronous copies were a "not supported" compile failure here: a block's
-// cg::memcpy_async of a tile and its cg::wait, a warp tile's of elements,
-// and a thread's __pipeline_memcpy_async with zero fill, committed and
-// waited for. Done at the call here; the wait is the group's barrier.
 TEST_F(CpuBackendTest, SharedMemoryDeclaredThroughAnyMacroReadsAsNaNInEveryBlock) {
-  // No declaration the source rewrite recognises says __shared__ here: a
-  // function-like macro, and a name pasted from two halves. Each block
-  // starts with the library's zero-initialised thread-local storage (where
-  // every __shared__ variable lives) filled with 0xff; before, such
-  // variables kept what the last block on the OS thread wrote (3.0f).
+  // Declarations no source rewrite need recognise: a function-like macro,
+  // a name pasted from two halves, attributes after the name, an
+  // `extern "C"` block, nested namespaces, a struct. Each block starts with
+  // the library's zero-initialised thread-local storage (where every
+  // __shared__ variable lives) filled with 0xff; before, the first two kept
+  // what the last block on the OS thread wrote (3.0f). The others were
+  // filled by their declarations too until 2026-12-06 (PoisonStaticShared,
+  // a source rewrite): this fill alone serves every declaration since.
   const char* source = R"(
 #define SHARED(type) __shared__ type
 #define KE_PASTE(a, b) a##b
 #define KE_CAT(a, b) KE_PASTE(a, b)
 SHARED(float) file_partial[16];
+extern "C" { __shared__ float linked[2]; }
+namespace a::b { inline namespace v1 { static __shared__ float deep; } }
+struct Pair { float first, second; };
 __global__ void unwritten(float* y) {
   SHARED(float) partial[32];
   KE_CAT(__sha, red__) float pasted[8];
+  __shared__ float aligned[8] __attribute__((aligned(16))), after __align__(8);
+  __shared__ Pair pair;
   const int b = blockIdx.x, t = threadIdx.x;
-  y[3 * (64 * b + t)] = t < 32 ? partial[t] : 0.0f / 0.0f;
-  y[3 * (64 * b + t) + 1] = t < 16 ? file_partial[t] : 0.0f / 0.0f;
-  y[3 * (64 * b + t) + 2] = t < 8 ? pasted[t] : 0.0f / 0.0f;
+  float* out = y + 8 * (64 * b + t);
+  const float nan = 0.0f / 0.0f;
+  // Never written, its address never taken: g++ folded it to its zero
+  // initial value (read 0) until `__shared__` said `used` (2026-12-06).
+  SHARED(int) never_written;
+  out[0] = t < 32 ? partial[t] : never_written == -1 ? nan : 0.0f;
+  out[1] = t < 16 ? file_partial[t] : nan;
+  out[2] = t < 8 ? pasted[t] : nan;
+  out[3] = t < 2 ? linked[t] : nan;
+  out[4] = a::b::deep;
+  out[5] = t < 8 ? aligned[t] : nan;
+  out[6] = after;
+  out[7] = pair.second;
   __syncthreads();
   // What a later block on this OS thread would read if it were not filled.
   if (t < 32) partial[t] = 3.0f;
   if (t < 16) file_partial[t] = 3.0f;
-  if (t < 8) pasted[t] = 3.0f;
+  if (t < 8) pasted[t] = aligned[t] = 3.0f;
+  if (t < 2) linked[t] = 3.0f;
+  if (t == 0) a::b::deep = after = pair.second = 3.0f;
 }
 )";
   // More blocks than the runtime's OS threads, so blocks follow blocks on one.
   const int blocks = 8;
-  const internal::RunResult result = RunOk(
-      MakeRequest(source, {MakeCase("unwritten", 1, {Output("y", v1::DTYPE_F32, 3 * 64 * blocks)},
-                                    {Launch("unwritten", {blocks}, {64}, {Buf("y")})})}));
+  const int per_thread = 8;
+  const internal::RunResult result = RunOk(MakeRequest(
+      source, {MakeCase("unwritten", 1, {Output("y", v1::DTYPE_F32, per_thread * 64 * blocks)},
+                        {Launch("unwritten", {blocks}, {64}, {Buf("y")})})}));
   const auto y = Values<float>(result.cases(0).outputs(0));
-  for (int i = 0; i < 3 * 64 * blocks; ++i) {
-    ASSERT_TRUE(std::isnan(y[i])) << "block " << i / (3 * 64) << ", thread " << i / 3 % 64
-                                  << ", variable " << i % 3 << ": " << y[i];
+  for (int i = 0; i < per_thread * 64 * blocks; ++i) {
+    ASSERT_TRUE(std::isnan(y[i])) << "block " << i / (per_thread * 64) << ", thread "
+                                  << i / per_thread % 64 << ", variable " << i % per_thread << ": "
+                                  << y[i];
   }
 }
 
+// Asynchronous copies were a "not supported" compile failure here: a block's
+// cg::memcpy_async of a tile and its cg::wait, a warp tile's of elements,
+// and a thread's __pipeline_memcpy_async with zero fill, committed and
+// waited for. Done at the call here; the wait is the group's barrier.
 TEST_F(CpuBackendTest, AsynchronousCopiesIntoSharedMemory) {
   const char* source = R"(
 #include <cooperative_groups.h>

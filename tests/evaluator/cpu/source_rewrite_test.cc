@@ -153,110 +153,6 @@ TEST(RewriteExternShared, NamespaceScopeAlignedAndMultiline) {
   EXPECT_NE(out.find("extern \"C\" __global__ void k()"), std::string::npos);
 }
 
-// Each static __shared__ declaration in code is followed, on its line, by
-// the prelude's poisoning of each of its variables, one at namespace scope by
-// its registration for the fill at each block's start; declarations in a
-// class body, extern ones and initialised ones are left alone.
-TEST(PoisonStaticShared, DeclarationsInCodeAndAtNamespaceScope) {
-  const std::string source =
-      "#define SMEM __shared__\n"
-      "__shared__ float file_scope[4];\n"
-      "namespace ns { __shared__ int in_namespace; }\n"
-      "struct S { int v; };\n"
-      "template <int N> __global__ void __launch_bounds__(256) k(float* y) {\n"
-      "  __shared__ __align__(16) float tile[N][N + 1], *pointer;\n"
-      "  static __shared__ volatile int flags[cub::Max<2, N>::kValue];  // __shared__ x;\n"
-      "  __shared__ typename cub::BlockReduce<float, 256>::TempStorage temp;\n"
-      "  extern __shared__ float dynamic[];\n"
-      "  if (y) { __shared__ S nested; y[0] = nested.v; }\n"
-      "  __shared__ float initialised = 1.0f;\n"
-      "}\n"
-      "extern \"C\" { __shared__ float linked[2]; }\n"
-      "namespace a::b { inline namespace v1 { static __shared__ float deep; } }\n"
-      "struct U { __shared__ float member; };\n";
-  const std::string out = PoisonStaticShared(source);
-  EXPECT_EQ(Lines(out), Lines(source));
-  auto line = [&](int n) {
-    size_t begin = 0;
-    for (int i = 1; i < n; ++i) begin = out.find('\n', begin) + 1;
-    return out.substr(begin, out.find('\n', begin) - begin);
-  };
-  EXPECT_EQ(line(1), "#define SMEM __shared__");
-  EXPECT_EQ(line(2),
-            "__shared__ float file_scope[4]; KERNELEVAL_CPU_POISON_NAMESPACE_SHARED(file_scope);");
-  EXPECT_EQ(line(3),
-            "namespace ns { __shared__ int in_namespace; "
-            "KERNELEVAL_CPU_POISON_NAMESPACE_SHARED(in_namespace); }");
-  EXPECT_EQ(line(6),
-            "  __shared__ __align__(16) float tile[N][N + 1], *pointer; "
-            "KERNELEVAL_CPU_POISON_SHARED(tile); KERNELEVAL_CPU_POISON_SHARED(pointer);");
-  EXPECT_EQ(line(7),
-            "  static __shared__ volatile int flags[cub::Max<2, N>::kValue]; "
-            "KERNELEVAL_CPU_POISON_SHARED(flags);  // __shared__ x;");
-  EXPECT_EQ(line(8),
-            "  __shared__ typename cub::BlockReduce<float, 256>::TempStorage temp; "
-            "KERNELEVAL_CPU_POISON_SHARED(temp);");
-  EXPECT_EQ(line(9), "  extern __shared__ float dynamic[];");
-  EXPECT_EQ(line(10),
-            "  if (y) { __shared__ S nested; KERNELEVAL_CPU_POISON_SHARED(nested); y[0] = "
-            "nested.v; }");
-  EXPECT_EQ(line(11), "  __shared__ float initialised = 1.0f;");
-  EXPECT_EQ(line(13),
-            "extern \"C\" { __shared__ float linked[2]; "
-            "KERNELEVAL_CPU_POISON_NAMESPACE_SHARED(linked); }");
-  EXPECT_EQ(line(14),
-            "namespace a::b { inline namespace v1 { static __shared__ float deep; "
-            "KERNELEVAL_CPU_POISON_NAMESPACE_SHARED(deep); } }");
-  EXPECT_EQ(line(15), "struct U { __shared__ float member; };");
-}
-// Declarations through object-like macros that stand for __shared__, also
-// through another such macro, are filled too (sweep 7: a table kept across
-// blocks and timed runs in a macro's variables). Function-like macros and
-// the #define lines themselves are left alone.
-TEST(PoisonStaticShared, DeclarationsThroughMacrosThatStandForShared) {
-  const std::string source =
-      "#define SMEM __shared__\n"
-      "#define TILE static SMEM\n"
-      "#define F(x) __shared__ x\n"
-      "SMEM unsigned magic;\n"
-      "__global__ void k() {\n"
-      "  TILE float t[4][4];\n"
-      "  F(int) hidden;\n"
-      "}\n";
-  const std::string out = PoisonStaticShared(source);
-  EXPECT_EQ(Lines(out), Lines(source));
-  EXPECT_NE(out.find("SMEM unsigned magic; KERNELEVAL_CPU_POISON_NAMESPACE_SHARED(magic);\n"),
-            std::string::npos)
-      << out;
-  EXPECT_NE(out.find("  TILE float t[4][4]; KERNELEVAL_CPU_POISON_SHARED(t);\n"), std::string::npos)
-      << out;
-  EXPECT_NE(out.find("#define SMEM __shared__\n#define TILE static SMEM\n"), std::string::npos)
-      << out;
-  EXPECT_NE(out.find("  F(int) hidden;\n"), std::string::npos) << out;
-}
-
-// An attribute after a declarator (alignment, mostly) left the variable
-// unfilled until 2026-12-05: it read the last block's values.
-TEST(PoisonStaticShared, AttributesAfterTheNameArePassedOver) {
-  const std::string source =
-      "__global__ void k() {\n"
-      "  __shared__ float a[8] __attribute__((aligned(16))), b __align__(8);\n"
-      "  __shared__ float4 c[2][4] __attribute__((aligned(16))) __attribute__((unused));\n"
-      "  __shared__ float (*f)(int);\n"
-      "}\n";
-  const std::string out = PoisonStaticShared(source);
-  EXPECT_EQ(Lines(out), Lines(source));
-  EXPECT_NE(out.find("__align__(8); KERNELEVAL_CPU_POISON_SHARED(a); "
-                     "KERNELEVAL_CPU_POISON_SHARED(b);\n"),
-            std::string::npos)
-      << out;
-  EXPECT_NE(out.find("__attribute__((unused)); KERNELEVAL_CPU_POISON_SHARED(c);\n"),
-            std::string::npos)
-      << out;
-  // A function pointer's declarator is not a plain one: left as it is.
-  EXPECT_NE(out.find("  __shared__ float (*f)(int);\n"), std::string::npos) << out;
-}
-
 TEST(IsValidKernelName, RejectsInjection) {
   EXPECT_TRUE(IsValidKernelName("softmax"));
   EXPECT_TRUE(IsValidKernelName("ns::gemm<128, float>"));
@@ -382,7 +278,7 @@ TEST(BuildTranslationUnit, TheSubmissionPreprocessesAsUnderNvrtc) {
 
 TEST(FindUnsupportedFeature, ThePreludesOwnNamesAreRefused) {
   for (const char* source : {"#define KERNELEVAL_CPU_BRANCH_0\n", "int x = kerneleval_cpu_y;\n",
-                             "#undef KERNELEVAL_CPU_POISON_SHARED\n"}) {
+                             "#undef KERNELEVAL_CPU_TDATA\n"}) {
     std::optional<std::string> refused = FindUnsupportedFeature(source);
     ASSERT_TRUE(refused.has_value()) << source;
     EXPECT_NE(refused->find("names starting with kerneleval_cpu"), std::string::npos) << *refused;
