@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -43,26 +44,96 @@
 namespace kerneleval::cpu {
 namespace {
 
-// internal::Case::thread_schedule and block_schedule of every case of
-// `job` (drawn from the OS's randomness per run): the cases a request left
-// unset take a shuffle of their positions' thread schedules, and of their
-// positions' block orders among the cases of their shape, so that the case
-// number a kernel can count in `__device__` state tells neither.
+// Whether a case of thread schedule `kind` shows the races that a schedule
+// of role `role` (DrawThreadSchedules) is there to show.
+bool Serves(ThreadScheduleKind kind, ThreadScheduleKind role) {
+  return kind == role ||
+         (kind == ThreadScheduleKind::kLanesReversedInWarp &&
+          (role == ThreadScheduleKind::kForward || role == ThreadScheduleKind::kReverse));
+}
+
+// internal::Case::thread_schedule of the cases of `job` that leave it unset:
+// a draw of their positions' schedules in which every shape, where the
+// schedules go round, has one with store points (lost updates), one whose
+// threads run forward (an in-place scan step reading a lower thread) and
+// one whose threads run in reverse (reading a higher one); the lanes
+// reversed in each warp count as both where the pure orders ran out. A
+// shuffle over all cases had left every forward schedule on shapes too
+// small to show a race about 1 in 30 runs, and an in-place Hillis-Steele
+// scan passed (ExploitTest.ScansChunkSumsInPlaceWithoutASecondBuffer).
+// Which shape gets which schedules and which of its cases runs which are
+// drawn, so that the case number a kernel can count in `__device__` state
+// tells neither (sweep 10, a16).
+void DrawThreadSchedules(internal::RunRequest& job, std::mt19937_64& draw) {
+  std::vector<uint32_t> pool;
+  std::map<uint32_t, std::vector<uint32_t>> slots_by_shape;
+  for (int c = 0; c < job.cases_size(); ++c) {
+    if (job.cases(c).thread_schedule() != 0) continue;
+    pool.push_back(static_cast<uint32_t>(c));
+    slots_by_shape[job.cases(c).shape_index()].push_back(static_cast<uint32_t>(c));
+  }
+  std::vector<std::vector<uint32_t>*> shapes;
+  for (auto& [shape, slots] : slots_by_shape) {
+    std::shuffle(slots.begin(), slots.end(), draw);
+    shapes.push_back(&slots);
+  }
+  std::shuffle(shapes.begin(), shapes.end(), draw);
+  std::map<const std::vector<uint32_t>*, std::vector<ThreadScheduleKind>> given;
+  auto give = [&](std::vector<uint32_t>& slots, size_t pick) {
+    const uint32_t schedule = pool[pick];
+    pool.erase(pool.begin() + static_cast<std::ptrdiff_t>(pick));
+    given[&slots].push_back(KindOfThreadSchedule(schedule));
+    job.mutable_cases(static_cast<int>(slots.back()))->set_thread_schedule(schedule + 1);
+    slots.pop_back();
+  };
+  // Roles in turn over every shape: a pure order before the lanes reversed,
+  // which another shape may still need for both.
+  for (const ThreadScheduleKind role :
+       {ThreadScheduleKind::kStorePoints, ThreadScheduleKind::kForward,
+        ThreadScheduleKind::kReverse}) {
+    for (std::vector<uint32_t>* slots : shapes) {
+      const std::vector<ThreadScheduleKind>& kinds = given[slots];
+      if (slots->empty() || std::any_of(kinds.begin(), kinds.end(), [&](ThreadScheduleKind kind) {
+            return Serves(kind, role);
+          })) {
+        continue;
+      }
+      // A shape's last slot for two roles: the order that serves both.
+      const bool last_for_both = role == ThreadScheduleKind::kForward && slots->size() == 1;
+      const ThreadScheduleKind lanes = ThreadScheduleKind::kLanesReversedInWarp;
+      for (const ThreadScheduleKind wanted :
+           {last_for_both ? lanes : role, last_for_both ? role : lanes}) {
+        std::vector<size_t> candidates;
+        for (size_t i = 0; i < pool.size(); ++i) {
+          if (KindOfThreadSchedule(pool[i]) == wanted) candidates.push_back(i);
+        }
+        if (candidates.empty()) continue;
+        give(*slots,
+             candidates[std::uniform_int_distribution<size_t>(0, candidates.size() - 1)(draw)]);
+        break;
+      }
+    }
+  }
+  std::shuffle(pool.begin(), pool.end(), draw);
+  for (std::vector<uint32_t>* slots : shapes) {
+    while (!slots->empty()) give(*slots, pool.size() - 1);
+  }
+}
+
+// internal::Case::thread_schedule (DrawThreadSchedules) and block_schedule
+// of every case of `job` that leaves them unset, drawn from the OS's
+// randomness per run: each shape's cases take a shuffle of their
+// positions' block orders, so that the case number does not tell the block
+// order either (sweep 10, a15).
 void DrawSchedules(internal::RunRequest& job) {
   std::mt19937_64 draw{std::random_device{}()};
-  std::vector<uint32_t> positions;
+  DrawThreadSchedules(job, draw);
   std::map<uint32_t, std::vector<uint32_t>> positions_by_shape;
   for (int c = 0; c < job.cases_size(); ++c) {
     const internal::Case& one = job.cases(c);
-    if (one.thread_schedule() == 0) positions.push_back(static_cast<uint32_t>(c));
     if (one.block_schedule() == 0) {
       positions_by_shape[one.shape_index()].push_back(static_cast<uint32_t>(c));
     }
-  }
-  std::vector<uint32_t> drawn = positions;
-  std::shuffle(drawn.begin(), drawn.end(), draw);
-  for (size_t i = 0; i < positions.size(); ++i) {
-    job.mutable_cases(static_cast<int>(positions[i]))->set_thread_schedule(drawn[i] + 1);
   }
   for (const auto& [shape, of_shape] : positions_by_shape) {
     std::vector<uint32_t> orders = of_shape;

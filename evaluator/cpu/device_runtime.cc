@@ -1637,6 +1637,20 @@ CaseSchedule ScheduleOfCase(size_t case_index, size_t thread_schedule) {
 
 }  // namespace
 
+ThreadScheduleKind KindOfThreadSchedule(size_t thread_schedule) {
+  const CaseSchedule schedule = ScheduleOfCase(0, thread_schedule);
+  if (!schedule.fixed_order) return ThreadScheduleKind::kStorePoints;
+  switch (*schedule.fixed_order) {
+    case ThreadOrder::kForward:
+      return ThreadScheduleKind::kForward;
+    case ThreadOrder::kReverse:
+      return ThreadScheduleKind::kReverse;
+    case ThreadOrder::kLanesReversedInWarp:
+      break;
+  }
+  return ThreadScheduleKind::kLanesReversedInWarp;
+}
+
 void SetCaseSchedule(size_t case_index, size_t thread_schedule) {
   if (!globals) return;
   const CaseSchedule schedule = ScheduleOfCase(case_index, thread_schedule);

@@ -114,6 +114,21 @@ bool FindStackOverflow(uint64_t address, uint64_t* stack_bytes);
 // index order, block 0 first (rescued likewise).
 void SetCaseSchedule(size_t case_index, size_t thread_schedule);
 
+// What the thread schedule `thread_schedule` (SetCaseSchedule) lets a
+// block's threads show: kStorePoints loses the updates of a plain
+// read-modify-write that two threads make at once; the orders without store
+// points show an in-place step that reads what another thread updates in
+// the same step: kForward one reading a lower thread (`s[t] += s[t - k]`),
+// kReverse one reading a higher thread, kLanesReversedInWarp both in part
+// (a higher lane of its warp, a lower warp).
+enum class ThreadScheduleKind : uint8_t {
+  kStorePoints,
+  kForward,
+  kReverse,
+  kLanesReversedInWarp,
+};
+ThreadScheduleKind KindOfThreadSchedule(size_t thread_schedule);
+
 // SetCaseSchedule(case_index, thread_schedule)'s schedule in words, for the
 // verdict of a kernel that fails in that case only ("the CPU backend ran
 // this case with its blocks from the last (...)"); `store_points`: the

@@ -3069,8 +3069,8 @@ TEST(DescribeCaseSchedule, NamesTheThreadAndBlockOrdersOfEachCase) {
 }
 
 // The engine leaves each case's schedule to the worker, which gives the
-// run's cases a shuffle of their positions' thread schedules, and of their
-// positions' block orders among the cases of each shape: a kernel that
+// run's cases a draw of their positions' thread schedules, and a shuffle of
+// their positions' block orders among the cases of each shape: a kernel that
 // counted cases in a `__device__` variable (a run's cases keep it) knew
 // which ran threads one after another and added without atomics only there
 // (sweep 10, a16), or which took blocks in index order and skipped its
@@ -3120,11 +3120,60 @@ __global__ void one(int* y) { y[threadIdx.x] = 1; }
     threads_not_by_position += !threads_by_position;
     blocks_not_by_position += !blocks_by_position;
   }
-  // By position by chance: threads 4! x 2! in 8! (the four even ones
-  // alike, and two odd ones), blocks (2!)^2 in (4!)^2 (x slowest twice a
-  // shape): in 4 runs every time, about 1 in 5 x 10^11 and 1 in 4 x 10^8.
+  // By position by chance: threads 1 in 288 (the shape given the reverse
+  // order, not the lanes reversed: 1 in 2; each shape's store points on its
+  // even cases, the forward order on case 1 or 7: 1 in 12 each), blocks
+  // (2!)^2 in (4!)^2 (x slowest twice a shape): in 4 runs every time,
+  // about 1 in 7 x 10^9 and 1 in 4 x 10^8.
   EXPECT_GT(threads_not_by_position, 0);
   EXPECT_GT(blocks_not_by_position, 0);
+}
+
+// Each shape of three cases gets a thread schedule with store points, one
+// running threads forward and one in reverse, the lanes reversed in each
+// warp serving as both where the pure orders run out: a shuffle over all
+// cases left every forward order on shapes too small to show an in-place
+// scan's race about 1 in 30 runs (ExploitTest.ScansChunkSumsInPlace...).
+TEST_F(CpuBackendTest, UnsetSchedulesGiveEveryShapeEachKindOfThreadOrder) {
+  const char* source = R"(
+__global__ void one(int* y) { y[threadIdx.x] = 1; }
+)";
+  constexpr int kShapes = 4, kTrials = 3;
+  const auto threads_part = [](const std::string& words) {
+    return words.substr(0, words.find(", and its blocks"));
+  };
+  // Schedules 0, 1, 3 and 5: store points, forward, reverse, lanes reversed.
+  const std::string store_points = threads_part(DescribeCaseSchedule(0, 0, true));
+  const std::string forward = threads_part(DescribeCaseSchedule(0, 1, true));
+  const std::string reverse = threads_part(DescribeCaseSchedule(0, 3, true));
+  const std::string lanes = threads_part(DescribeCaseSchedule(0, 5, true));
+  ASSERT_EQ(std::set<std::string>({store_points, forward, reverse, lanes}).size(), 4u);
+  internal::RunRequest request = MakeRequest(source, {});
+  for (int c = 0; c < kShapes * kTrials; ++c) {
+    internal::Case* added = request.add_cases();
+    *added =
+        MakeCase("c", c, {Output("y", v1::DTYPE_I32, 32)}, {Launch("one", {1}, {32}, {Buf("y")})});
+    added->set_shape_index(static_cast<uint32_t>(c / kTrials));
+  }
+  std::set<std::multiset<std::string>> mixes;
+  for (int run = 0; run < 8; ++run) {
+    const internal::RunResult result = RunOk(request);
+    ASSERT_EQ(result.cases_size(), kShapes * kTrials);
+    for (int shape = 0; shape < kShapes; ++shape) {
+      std::multiset<std::string> mix;
+      for (int t = 0; t < kTrials; ++t) {
+        mix.insert(threads_part(result.cases(shape * kTrials + t).schedule()));
+      }
+      EXPECT_GT(mix.count(store_points), 0u) << "run " << run << ", shape " << shape;
+      EXPECT_GT(mix.count(forward) + mix.count(lanes), 0u) << "run " << run << ", shape " << shape;
+      EXPECT_GT(mix.count(reverse) + mix.count(lanes), 0u) << "run " << run << ", shape " << shape;
+      mixes.insert(mix);
+    }
+  }
+  // The 12 positions' schedules hold 6 with store points and 2 of each
+  // order: two shapes get {store points, forward, reverse}, two {store
+  // points twice, lanes reversed}, which ones drawn per run.
+  EXPECT_EQ(mixes.size(), 2u);
 }
 
 // __cvta_generic_to_shared gives offsets in the block's shared window, as
