@@ -403,6 +403,15 @@ absl::StatusOr<PrepareReport> Evaluation::PrepareRuns(const PreparedProgram& pro
     c->set_shape_index(static_cast<uint32_t>(s));
     *c->mutable_plan() = *std::move(plan);
   }
+  if (ChecksTimedShape()) {
+    const auto index = static_cast<uint32_t>(problem_.correctness_shapes_size());
+    absl::StatusOr<internal::ResolvedPlan> plan = Resolve(program, TimedShape());
+    if (!plan.ok()) return plan.status();
+    internal::Case* c = run.add_cases();
+    c->set_label(absl::StrCat("shape", index));
+    c->set_shape_index(index);
+    *c->mutable_plan() = *std::move(plan);
+  }
   internal::TimingRequest timing;
   if (!settings_.skip_timing) {
     absl::StatusOr<internal::ResolvedPlan> plan = Resolve(program, TimedShape());
@@ -473,18 +482,29 @@ const v1::ShapeBinding& Evaluation::TimedShape() const {
   return problem_.timed_shape();
 }
 
+bool Evaluation::ChecksTimedShape() const {
+  return backend_.name() == "cpu" && !settings_.skip_timing &&
+         !problem_.cpu_timed_shape().values().empty();
+}
+
+const v1::ShapeBinding* Evaluation::CaseShape(uint32_t shape_index) const {
+  const auto shapes = static_cast<uint32_t>(problem_.correctness_shapes_size());
+  if (shape_index < shapes) return &problem_.correctness_shapes(static_cast<int>(shape_index));
+  if (shape_index == shapes && ChecksTimedShape()) return &TimedShape();
+  return nullptr;
+}
+
 absl::StatusOr<std::vector<internal::Case>> Evaluation::BuildCases(
     const PreparedProgram& program, const std::vector<internal::Case>& base) {
   std::vector<internal::Case> cases = base;
   for (auto& c : cases) {
-    // The case's correctness shape, for its input distributions too (a
-    // binding of the values alone dropped them).
-    if (c.shape_index() >= static_cast<uint32_t>(problem_.correctness_shapes_size())) {
-      return absl::InternalError(
-          absl::StrCat("case ", c.label(), ": no correctness shape ", c.shape_index()));
+    // The case's shape, for its input distributions too (a binding of the
+    // values alone dropped them).
+    const v1::ShapeBinding* shape = CaseShape(c.shape_index());
+    if (shape == nullptr) {
+      return absl::InternalError(absl::StrCat("case ", c.label(), ": no shape ", c.shape_index()));
     }
-    const v1::ShapeBinding& shape = problem_.correctness_shapes(static_cast<int>(c.shape_index()));
-    absl::StatusOr<internal::ResolvedPlan> resolved = Resolve(program, shape);
+    absl::StatusOr<internal::ResolvedPlan> resolved = Resolve(program, *shape);
     if (!resolved.ok()) return resolved.status();
     *c.mutable_plan() = *std::move(resolved);
   }
@@ -523,6 +543,18 @@ absl::StatusOr<ReferenceRun> Evaluation::RunReference(PreparedProgram reference)
       c.set_input_seed(DeriveSeed(settings_.seed, s, t));
       base.push_back(std::move(c));
     }
+  }
+  if (ChecksTimedShape()) {
+    // One trial: its inputs are fresh, and the timed runs check the shape's
+    // outputs on two more input sets.
+    const int s = problem_.correctness_shapes_size();
+    const v1::ShapeBinding& shape = TimedShape();
+    internal::Case c;
+    c.set_label(absl::StrCat(shape.label().empty() ? "cpu_timed" : shape.label(), "#0"));
+    *c.mutable_params() = shape.values();
+    c.set_shape_index(static_cast<uint32_t>(s));
+    c.set_input_seed(DeriveSeed(settings_.seed, s, 0));
+    base.push_back(std::move(c));
   }
   ReferenceRun run;
   absl::StatusOr<std::vector<internal::Case>> cases = BuildCases(reference, base);

@@ -233,6 +233,17 @@ class Evaluation {
   absl::StatusOr<internal::ResolvedPlan> Resolve(const PreparedProgram& program,
                                                  const v1::ShapeBinding& shape);
   const v1::ShapeBinding& TimedShape() const;
+  // Whether the correctness run has one case at the CPU timed shape besides
+  // the correctness shapes (shape index correctness_shapes_size()): the CPU
+  // backend times on its plain build, whose threads never interleave, so a
+  // race taken only at the timed shape (a plain shared-memory `+= 1` where
+  // N is the timed size) came out right in every checked timed run and
+  // passed, ~10% faster than its twin with atomics (session 32). Checked
+  // once there on the correctness runs' build, it loses updates as on a GPU.
+  bool ChecksTimedShape() const;
+  // The shape of a case's shape_index: a correctness shape, else the timed
+  // shape where ChecksTimedShape(); nullptr for any other index.
+  const v1::ShapeBinding* CaseShape(uint32_t shape_index) const;
   // Whether the programs of one timing run share a memory space: the CUDA
   // backend times them in one context; the CPU backend gives each its own
   // process.
