@@ -275,6 +275,49 @@ TEST_F(CpuBackendTest, VectorAdd) {
   for (int i = 0; i < n; ++i) ASSERT_EQ(c[i], va[i] + vb[i]) << i;
 }
 
+// clock64(), clock() and __globaltimer() are one virtual clock per GPU
+// thread: a tick of 32 per call, plus what __nanosleep asks [ns], the same
+// in the interleaved build (correctness) and the plain one (timing). On
+// wall time the interleaved build's hooks made 256 shared stores ~5x slower,
+// and a kernel racing only where they were fast passed (exploits.cpu
+// TellsTheBuildsApartByTheTimeItsStoresTake).
+TEST_F(CpuBackendTest, ClocksAreVirtualAndTheSameInBothBuilds) {
+  const std::string source = R"(
+__global__ void vector_add(const float* __restrict__ a, const float* __restrict__ b,
+                           float* __restrict__ c, int n) {
+  __shared__ float s[256];
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  const long long t0 = clock64();
+  for (int k = 0; k < 64; ++k) s[threadIdx.x] = s[threadIdx.x] + a[i];  // store points
+  const long long t1 = clock64();
+  const long long c0 = (long long)clock();
+  __nanosleep(1000);
+  const long long c1 = (long long)::clock();
+  const long long g = (long long)__globaltimer();
+  const long long deltas[3] = {t1 - t0, c1 - c0, g - t1};
+  if (i < n) c[i] = (float)deltas[i % 3];
+}
+)";
+  const int n = 256;
+  std::vector<float> expected(n);
+  for (int i = 0; i < n; ++i) expected[i] = std::vector<float>{32, 1032, 1096}[i % 3];
+  const BufferSpec a = Input("a", v1::DTYPE_F32, n), b = Input("b", v1::DTYPE_F32, n);
+  std::vector<internal::Case> cases;
+  for (int c = 0; c < 4; ++c) {  // store points and fixed thread orders
+    cases.push_back(
+        MakeCase(absl::StrCat("c", c), 7, {a, b, Output("c", v1::DTYPE_F32, n)},
+                 {Launch("vector_add", {1}, {256}, {Buf("a"), Buf("b"), Buf("c"), Int(n)})}));
+  }
+  const internal::RunResult result = RunOk(MakeRequest(source, cases));
+  ASSERT_EQ(result.cases_size(), 4);
+  for (const internal::CaseResult& run : result.cases()) {
+    EXPECT_EQ(Values<float>(run.outputs(0)), expected);
+  }
+  absl::StatusOr<internal::TimingResult> timed = backend_->Time(TimedOnTwoInputSets(source, n));
+  ASSERT_TRUE(timed.ok()) << timed.status();
+  ExpectEveryCheckedOutputIs(*timed, expected);
+}
+
 TEST_F(CpuBackendTest, BlockReductionWithSharedMemoryAndBarriers) {
   // Tree reduction in static shared memory: wrong without lock-step barriers.
   const char* source = R"(
