@@ -1,5 +1,6 @@
 #include "evaluator/cpu/host_compiler.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -26,6 +27,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "evaluator/cpu/elf_symbols.h"
 #include "evaluator/cpu/source_rewrite.h"
 #include "evaluator/sandbox/sandbox.h"
 
@@ -210,7 +212,10 @@ absl::StatusOr<HostCompiler> HostCompiler::Create(HostCompilerOptions options) {
       absl::StrJoin(compiler_object.CommonFlags(), " "), "\nprelude ",
       Hex64(Fnv1a(ReadFileOrEmpty((fs::path(o.prelude_dir) / kPreludeHeader).string()))),
       Hex64(Fnv1a(ReadFileOrEmpty((fs::path(o.prelude_dir) / kAbiHeader).string()))),
-      Hex64(Fnv1a(ReadFileOrEmpty((fs::path(o.prelude_dir) / kCubHeader).string()))), "\n");
+      Hex64(Fnv1a(ReadFileOrEmpty((fs::path(o.prelude_dir) / kCubHeader).string()))), "\n",
+      // What is checked after a build (a library cached before a check
+      // was added would be found without it): weak references (2026-12-06).
+      "checks weak-references\n");
   return compiler_object;
 }
 
@@ -520,6 +525,38 @@ absl::StatusOr<HostCompileResult> HostCompiler::Compile(std::string_view transla
       absl::StrAppend(&log, "\nthe host compiler was killed by signal ", outcome->exit_status - 128,
                       " (CPU time or memory limit?)");
     }
+    result.log = std::move(log);
+    return result;
+  }
+  // A weak reference to a name the library does not define: the builds
+  // define different names (the interleaved one ThreadSanitizer's hooks,
+  // section 5b of the prelude), so `&__tsan_init == nullptr` told the timed
+  // build from the correctness one, and a histogram racing only in the
+  // timed build (whose threads never interleave) passed (session 33).
+  // A name the runner's libraries define (`__cxa_pure_virtual`, of an
+  // abstract class) resolves alike in both, the same runner binary loading
+  // either build; of those that resolve to nothing, honest libraries refer
+  // weakly to the linker's own alone.
+  std::vector<std::string> weak;
+  if (absl::StatusOr<std::vector<std::string>> names =
+          UndefinedWeakSymbols(ReadFileOrEmpty((fs::path(work) / "lib.so").string()));
+      names.ok()) {
+    for (std::string& name : *names) {
+      if (name != "__gmon_start__" && name != "_ITM_deregisterTMCloneTable" &&
+          name != "_ITM_registerTMCloneTable" && ::dlsym(RTLD_DEFAULT, name.c_str()) == nullptr) {
+        weak.push_back(std::move(name));
+      }
+    }
+  } else {
+    weak.push_back(absl::StrCat("? (", names.status().message(), ")"));
+  }
+  if (!weak.empty()) {
+    fs::remove_all(work, ec);
+    result.success = false;
+    absl::StrAppend(&log, log.empty() ? "" : "\n", "weak references to names the program does ",
+                    "not define (", absl::StrJoin(weak, ", "),
+                    "): the CPU backend's correctness and timed builds define different names, "
+                    "so such a reference tells them apart; refused");
     result.log = std::move(log);
     return result;
   }

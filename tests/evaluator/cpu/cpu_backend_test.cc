@@ -20,6 +20,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
 #include "evaluator/cpu/device_runtime.h"
 #include "evaluator/data/prng.h"
 
@@ -193,6 +194,16 @@ class CpuBackendTest : public ::testing::Test {
   static inline std::string* setup_error_ = nullptr;
 };
 
+// A case of vector_add(a, b, c, n) on n floats, inputs from `seed`, in
+// `grid` blocks of `block` threads.
+internal::Case VectorAddCase(const std::string& label, uint64_t seed, int n, uint32_t grid,
+                             uint32_t block = 256) {
+  return MakeCase(
+      label, seed,
+      {Input("a", v1::DTYPE_F32, n), Input("b", v1::DTYPE_F32, n), Output("c", v1::DTYPE_F32, n)},
+      {Launch("vector_add", {grid}, {block}, {Buf("a"), Buf("b"), Buf("c"), Int(n)})});
+}
+
 // A timing program: `source`'s vector_add(a, b, c, n) on n floats, launched
 // with `grid` blocks of 256 threads.
 internal::TimedProgram TimedVectorAdd(const std::string& label, const std::string& source, int n,
@@ -200,11 +211,7 @@ internal::TimedProgram TimedVectorAdd(const std::string& label, const std::strin
   internal::TimedProgram p;
   p.mutable_program()->set_label(label);
   p.mutable_program()->set_source(source);
-  internal::Case c = MakeCase(
-      "t", 0,
-      {Input("a", v1::DTYPE_F32, n), Input("b", v1::DTYPE_F32, n), Output("c", v1::DTYPE_F32, n)},
-      {Launch("vector_add", {grid}, {256}, {Buf("a"), Buf("b"), Buf("c"), Int(n)})});
-  *p.mutable_plan() = c.plan();
+  *p.mutable_plan() = VectorAddCase("t", 0, n, grid).plan();
   return p;
 }
 
@@ -301,12 +308,9 @@ __global__ void vector_add(const float* __restrict__ a, const float* __restrict_
   const int n = 256;
   std::vector<float> expected(n);
   for (int i = 0; i < n; ++i) expected[i] = std::vector<float>{32, 1032, 1096}[i % 3];
-  const BufferSpec a = Input("a", v1::DTYPE_F32, n), b = Input("b", v1::DTYPE_F32, n);
   std::vector<internal::Case> cases;
   for (int c = 0; c < 4; ++c) {  // store points and fixed thread orders
-    cases.push_back(
-        MakeCase(absl::StrCat("c", c), 7, {a, b, Output("c", v1::DTYPE_F32, n)},
-                 {Launch("vector_add", {1}, {256}, {Buf("a"), Buf("b"), Buf("c"), Int(n)})}));
+    cases.push_back(VectorAddCase(absl::StrCat("c", c), 7, n, 1));
   }
   const internal::RunResult result = RunOk(MakeRequest(source, cases));
   ASSERT_EQ(result.cases_size(), 4);
@@ -316,6 +320,31 @@ __global__ void vector_add(const float* __restrict__ a, const float* __restrict_
   absl::StatusOr<internal::TimingResult> timed = backend_->Time(TimedOnTwoInputSets(source, n));
   ASSERT_TRUE(timed.ok()) << timed.status();
   ExpectEveryCheckedOutputIs(*timed, expected);
+}
+
+// A weak reference to a name the library does not define is refused (a
+// compile failure naming it), in either build: the builds define different
+// names, and `&__tsan_init == nullptr` told the timed one from the
+// correctness one (exploits.cpu TellsTheBuildsApartByAWeakReferenceToAHookOfOne).
+TEST_F(CpuBackendTest, AWeakReferenceToANameNothingDefinesIsRefused) {
+  const std::string source = absl::StrCat(
+      "extern \"C\" __device__ void nowhere(void) __attribute__((weak));\n", kVectorAdd);
+  const std::string weak_add = absl::StrReplaceAll(
+      source, {{"c[i] = a[i] + b[i];", "c[i] = a[i] + b[i] + (nowhere ? 1.0f : 0.0f);"}});
+  ASSERT_NE(weak_add, source);
+  const int n = 256;
+  const internal::RunFailure failure =
+      RunFails(MakeRequest(weak_add, {VectorAddCase("c", 7, n, 1)}));
+  EXPECT_EQ(failure.stage(), "compile");
+  EXPECT_NE(failure.message().find("weak references to names the program does not define "
+                                   "(nowhere)"),
+            std::string::npos)
+      << failure.message();
+  absl::StatusOr<internal::TimingResult> timed = backend_->Time(TimedOnTwoInputSets(weak_add, n));
+  ASSERT_TRUE(timed.ok()) << timed.status();
+  EXPECT_TRUE(timed->has_failure());
+  EXPECT_NE(timed->failure().message().find("(nowhere)"), std::string::npos)
+      << timed->failure().message();
 }
 
 TEST_F(CpuBackendTest, BlockReductionWithSharedMemoryAndBarriers) {
@@ -3573,12 +3602,8 @@ __global__ void spin(float* y) {
   EXPECT_LT(seconds, 15.0);  // the compile, then 1 s
 
   const int n = 64;
-  const internal::RunResult next = RunOk(MakeRequest(
-      kVectorAdd,
-      {MakeCase("after", 1,
-                {Input("a", v1::DTYPE_F32, n), Input("b", v1::DTYPE_F32, n),
-                 Output("c", v1::DTYPE_F32, n)},
-                {Launch("vector_add", {1}, {64}, {Buf("a"), Buf("b"), Buf("c"), Int(n)})})}));
+  const internal::RunResult next =
+      RunOk(MakeRequest(kVectorAdd, {VectorAddCase("after", 1, n, 1, 64)}));
   EXPECT_EQ(next.cases_size(), 1);
   EXPECT_GT(backend_->workers_started(), workers_before);  // replaced after the failure
 }

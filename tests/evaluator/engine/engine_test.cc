@@ -28,6 +28,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
+#include "tests/support/timing_runner_host_code.h"
 
 namespace kerneleval {
 namespace {
@@ -1408,25 +1409,22 @@ TEST_F(EngineTest, ACandidateCrashingWhileTimingLeavesTheRestOfItsGroupTimed) {
   // Correct in every correctness case, but writes far out of bounds in the
   // build that times: a fault that ends the backend's timing run for every
   // program of the group. It gets its runtime verdict; the others are timed
-  // again without it. (The correctness run takes the timed shape too, on
-  // the interleaved build, which alone defines ThreadSanitizer's hooks:
-  // host code, which this suite's engine lets through, tells them apart.)
+  // again without it. (The correctness run takes the timed shape too:
+  // host code, which this suite's engine lets through, reads the runner's
+  // command line: kTimingRunnerHostCode.)
   v1::EvaluateGroupRequest group;
   group.set_problem_id("vector_add");
   group.set_seed(8);
-  group.add_submissions()->set_source(R"(
-#if __has_include(<unistd.h>)  // host code: the CPU build only
-extern "C" void __tsan_init(void) __attribute__((weak));
-#endif
+  group.add_submissions()->set_source(absl::StrCat(test_support::kTimingRunnerHostCode, R"(
 // @launch add<<<ceil_div(N, 256), 256>>>(a, b, c, N)
 extern "C" __global__ void add(const float* a, const float* b, float* c, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
 #if __has_include(<unistd.h>)  // host code: the CPU build only
-  if (__tsan_init == nullptr && i == 0) c[i + (1LL << 40)] = 0.f;
+  if (i == 0 && TimingRunner()) c[i + (1LL << 40)] = 0.f;
 #endif
   if (i < n) c[i] = a[i] + b[i];
 }
-)");
+)"));
   group.add_submissions()->set_source(kVectorAdd);
   group.add_submissions()->set_source(R"(
 // @launch add_twice<<<ceil_div(N, 256), 256>>>(a, b, c, N)
