@@ -395,21 +395,12 @@ absl::StatusOr<PrepareReport> Evaluation::PrepareRuns(const PreparedProgram& pro
   // shape names them all (trials differ in their inputs alone).
   internal::RunRequest run;
   *run.mutable_program() = program.program;
-  for (int s = 0; s < problem_.correctness_shapes_size(); ++s) {
-    absl::StatusOr<internal::ResolvedPlan> plan = Resolve(program, problem_.correctness_shapes(s));
+  for (uint32_t s = 0; s < CaseShapeCount(); ++s) {
+    absl::StatusOr<internal::ResolvedPlan> plan = Resolve(program, *CaseShape(s));
     if (!plan.ok()) return plan.status();  // checked in PrepareCandidate already
     internal::Case* c = run.add_cases();
     c->set_label(absl::StrCat("shape", s));
-    c->set_shape_index(static_cast<uint32_t>(s));
-    *c->mutable_plan() = *std::move(plan);
-  }
-  if (ChecksTimedShape()) {
-    const auto index = static_cast<uint32_t>(problem_.correctness_shapes_size());
-    absl::StatusOr<internal::ResolvedPlan> plan = Resolve(program, TimedShape());
-    if (!plan.ok()) return plan.status();
-    internal::Case* c = run.add_cases();
-    c->set_label(absl::StrCat("shape", index));
-    c->set_shape_index(index);
+    c->set_shape_index(s);
     *c->mutable_plan() = *std::move(plan);
   }
   internal::TimingRequest timing;
@@ -487,10 +478,19 @@ bool Evaluation::ChecksTimedShape() const {
          !problem_.cpu_timed_shape().values().empty();
 }
 
+uint32_t Evaluation::TimedCaseShapeIndex() const {
+  return static_cast<uint32_t>(problem_.correctness_shapes_size());
+}
+
+uint32_t Evaluation::CaseShapeCount() const {
+  return TimedCaseShapeIndex() + (ChecksTimedShape() ? 1 : 0);
+}
+
 const v1::ShapeBinding* Evaluation::CaseShape(uint32_t shape_index) const {
-  const auto shapes = static_cast<uint32_t>(problem_.correctness_shapes_size());
-  if (shape_index < shapes) return &problem_.correctness_shapes(static_cast<int>(shape_index));
-  if (shape_index == shapes && ChecksTimedShape()) return &TimedShape();
+  if (shape_index < TimedCaseShapeIndex()) {
+    return &problem_.correctness_shapes(static_cast<int>(shape_index));
+  }
+  if (shape_index == TimedCaseShapeIndex() && ChecksTimedShape()) return &TimedShape();
   return nullptr;
 }
 
@@ -532,29 +532,21 @@ absl::Status Evaluation::ReferenceCannotRun(absl::string_view message) const {
 absl::StatusOr<ReferenceRun> Evaluation::RunReference(PreparedProgram reference) {
   const uint32_t trials = problem_.correctness_trials() ? problem_.correctness_trials() : 3;
   std::vector<internal::Case> base;
-  for (int s = 0; s < problem_.correctness_shapes_size(); ++s) {
-    const v1::ShapeBinding& shape = problem_.correctness_shapes(s);
-    for (uint32_t t = 0; t < trials; ++t) {
+  for (uint32_t s = 0; s < CaseShapeCount(); ++s) {
+    const v1::ShapeBinding& shape = *CaseShape(s);
+    // The timed shape's case has one trial: its inputs are fresh, and the
+    // timed runs check the shape's outputs on two more input sets.
+    const bool timed = s == TimedCaseShapeIndex();
+    for (uint32_t t = 0; t < (timed ? 1 : trials); ++t) {
       internal::Case c;
-      c.set_label(
-          absl::StrCat(shape.label().empty() ? absl::StrCat("shape", s) : shape.label(), "#", t));
+      std::string name = shape.label();
+      if (name.empty()) name = timed ? "cpu_timed" : absl::StrCat("shape", s);
+      c.set_label(absl::StrCat(name, "#", t));
       *c.mutable_params() = shape.values();
-      c.set_shape_index(static_cast<uint32_t>(s));
+      c.set_shape_index(s);
       c.set_input_seed(DeriveSeed(settings_.seed, s, t));
       base.push_back(std::move(c));
     }
-  }
-  if (ChecksTimedShape()) {
-    // One trial: its inputs are fresh, and the timed runs check the shape's
-    // outputs on two more input sets.
-    const int s = problem_.correctness_shapes_size();
-    const v1::ShapeBinding& shape = TimedShape();
-    internal::Case c;
-    c.set_label(absl::StrCat(shape.label().empty() ? "cpu_timed" : shape.label(), "#0"));
-    *c.mutable_params() = shape.values();
-    c.set_shape_index(static_cast<uint32_t>(s));
-    c.set_input_seed(DeriveSeed(settings_.seed, s, 0));
-    base.push_back(std::move(c));
   }
   ReferenceRun run;
   absl::StatusOr<std::vector<internal::Case>> cases = BuildCases(reference, base);

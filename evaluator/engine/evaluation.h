@@ -244,6 +244,10 @@ class Evaluation {
   // The shape of a case's shape_index: a correctness shape, else the timed
   // shape where ChecksTimedShape(); nullptr for any other index.
   const v1::ShapeBinding* CaseShape(uint32_t shape_index) const;
+  // The shape indices of the correctness run's cases: [0, CaseShapeCount()),
+  // the timed shape's at TimedCaseShapeIndex() where ChecksTimedShape().
+  uint32_t CaseShapeCount() const;
+  uint32_t TimedCaseShapeIndex() const;
   // Whether the programs of one timing run share a memory space: the CUDA
   // backend times them in one context; the CPU backend gives each its own
   // process.
