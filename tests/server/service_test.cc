@@ -21,6 +21,7 @@
 #include "kerneleval/v1/kerneleval.grpc.pb.h"
 #include "tests/server/reflection_client.h"
 #include "tests/server/test_server.h"
+#include "tests/support/scoped_temp_dir.h"
 
 namespace kerneleval::testing {
 namespace {
@@ -824,24 +825,12 @@ TEST(Auth, ANamedClientsTokenIsItsFairnessKeyWhateverItsRequestSays) {
 
 // ------------------------------------------------------------------- TLS
 
-class TempDir {
- public:
-  TempDir() {
-    char pattern[] = "/tmp/kerneleval-tls-XXXXXX";
-    path_ = mkdtemp(pattern);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  [[nodiscard]] const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 TEST(Tls, SelfSignedCertificateEndToEnd) {
   if (std::system("command -v openssl >/dev/null 2>&1") != 0) {
     GTEST_SKIP() << "no openssl binary to make a test certificate";
   }
-  TempDir dir;
+  const test_support::ScopedTempDir dir("kerneleval-tls");
+  ASSERT_TRUE(dir.ok());
   const std::string cert = dir.path() + "/cert.pem";
   const std::string key = dir.path() + "/key.pem";
   const std::string command =

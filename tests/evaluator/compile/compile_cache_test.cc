@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/support/scoped_temp_dir.h"
+
 namespace kerneleval::compile {
 namespace {
 
@@ -68,9 +70,9 @@ TEST(CompileCacheTest, MemoryLruStaysWithinItsBound) {
 }
 
 TEST(CompileCacheTest, DirectorySurvivesAndIgnoresGarbage) {
-  char pattern[] = "/tmp/kerneleval-cache-test-XXXXXX";
-  ASSERT_NE(::mkdtemp(pattern), nullptr);
-  const std::string dir = pattern;
+  const test_support::ScopedTempDir temp_dir("kerneleval-cache-test");
+  ASSERT_TRUE(temp_dir.ok());
+  const std::string& dir = temp_dir.path();
   const std::string key(64, 'a');
   {
     CompileCache cache(1 << 20, dir);
@@ -91,13 +93,12 @@ TEST(CompileCacheTest, DirectorySurvivesAndIgnoresGarbage) {
   std::ofstream(dir + "/bb/" + bad_key + ".pb") << "\xff\xff\xff not a protobuf";
   CompileCache cache(1 << 20, dir);
   EXPECT_EQ(cache.Lookup(bad_key), nullptr);
-  fs::remove_all(dir);
 }
 
 TEST(CompileCacheTest, DirectoryStaysWithinItsBoundEvictingTheLeastRecentlyUsed) {
-  char pattern[] = "/tmp/kerneleval-cache-test-XXXXXX";
-  ASSERT_NE(::mkdtemp(pattern), nullptr);
-  const std::string dir = pattern;
+  const test_support::ScopedTempDir temp_dir("kerneleval-cache-test");
+  ASSERT_TRUE(temp_dir.ok());
+  const std::string& dir = temp_dir.path();
   auto key = [](int i) { return std::string(62, 'k') + std::to_string(10 + i); };
   auto path = [&](int i) { return dir + "/kk/" + key(i) + ".pb"; };
   // A temporary left by a writer that died an hour ago, and a foreign file.
@@ -134,7 +135,6 @@ TEST(CompileCacheTest, DirectoryStaysWithinItsBoundEvictingTheLeastRecentlyUsed)
   CompileCache reopened(0, dir, 4500);
   EXPECT_GT(reopened.directory_bytes_used(), 2000u);
   EXPECT_LE(reopened.directory_bytes_used(), 4500u);
-  fs::remove_all(dir);
 }
 
 }  // namespace

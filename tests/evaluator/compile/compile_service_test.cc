@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
+#include "tests/support/scoped_temp_dir.h"
 
 namespace kerneleval::compile {
 namespace {
@@ -68,15 +69,7 @@ class CompileServiceTest : public ::testing::Test {
     delete env_token_;
   }
 
-  void SetUp() override {
-    char pattern[] = "/tmp/kerneleval-compile-test-XXXXXX";
-    ASSERT_NE(::mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
+  void SetUp() override { ASSERT_TRUE(temp_dir_.ok()); }
 
   static v1::CompileResult MustCompile(const CompileJob& job, CompileService* service = nullptr) {
     absl::StatusOr<v1::CompileResult> result = (service ? service : service_)->Compile(job);
@@ -86,7 +79,8 @@ class CompileServiceTest : public ::testing::Test {
 
   static CompileService* service_;
   static std::string* env_token_;
-  fs::path dir_;
+  test_support::ScopedTempDir temp_dir_{"kerneleval-compile-test"};
+  fs::path dir_ = temp_dir_.path();
 };
 CompileService* CompileServiceTest::service_ = nullptr;
 std::string* CompileServiceTest::env_token_ = nullptr;

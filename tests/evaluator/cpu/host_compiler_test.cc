@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "evaluator/cpu/cpu_worker.h"
+#include "tests/support/scoped_temp_dir.h"
 
 namespace kerneleval::cpu {
 namespace {
@@ -23,15 +24,7 @@ namespace fs = std::filesystem;
 
 class HostCompilerTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/kerneleval-host-compiler-test-XXXXXX";
-    ASSERT_NE(::mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
+  void SetUp() override { ASSERT_TRUE(temp_dir_.ok()); }
 
   // No precompiled prelude: each test's cache is new, and building one
   // takes ~10 s.
@@ -56,7 +49,8 @@ class HostCompilerTest : public ::testing::Test {
     return {bytes, count};
   }
 
-  fs::path dir_;
+  test_support::ScopedTempDir temp_dir_{"kerneleval-host-compiler-test"};
+  fs::path dir_ = temp_dir_.path();
 };
 
 TEST_F(HostCompilerTest, AHugeInitialisedArrayIsACompileFailureAndIsNotKept) {

@@ -28,6 +28,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
+#include "tests/support/scoped_temp_dir.h"
 #include "tests/support/timing_runner_host_code.h"
 
 namespace kerneleval {
@@ -406,15 +407,9 @@ TEST(EngineDeadlineTest, AGroupPastItsDeadlineAnswersWithWhatItJudged) {
   EngineOptions options = CpuEngineOptions();
   options.run_timeout_seconds = 20;
   options.candidate_run_floor_seconds = 1;
-  struct TempDir {
-    std::string path = (std::filesystem::temp_directory_path() / "engine-deadline-XXXXXX");
-    ~TempDir() {
-      std::error_code ec;
-      std::filesystem::remove_all(path, ec);
-    }
-  } compile_cache;
-  ASSERT_NE(::mkdtemp(compile_cache.path.data()), nullptr);
-  options.compile_cache_dir = compile_cache.path;
+  const test_support::ScopedTempDir compile_cache("engine-deadline");
+  ASSERT_TRUE(compile_cache.ok());
+  options.compile_cache_dir = compile_cache.path();
   constexpr int kSpinning = 8;
   v1::EvaluateGroupRequest group = SpinningGroup(kSpinning, 77);
   group.set_skip_timing(false);
@@ -609,14 +604,12 @@ class HostBuildObserver : public EngineObserver {
 class EngineHostBuildTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "engine-host-build-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-    cache_dir_ = new std::string(pattern);
+    cache_dir_ = new test_support::ScopedTempDir("engine-host-build");
+    ASSERT_TRUE(cache_dir_->ok());
     observer_ = std::make_shared<HostBuildObserver>();
     EngineOptions options = CpuEngineOptions();
     options.observer = observer_;
-    options.cpu_cache_dir = *cache_dir_;
+    options.cpu_cache_dir = cache_dir_->path();
     // SlowToBuildOnTheHost's spins are kept from NVRTC by a gate, which the
     // host build's check against NVRTC's preprocessor refuses.
     options.cpu_host_build_checks = false;
@@ -626,8 +619,6 @@ class EngineHostBuildTest : public ::testing::Test {
     delete engine_;
     engine_ = nullptr;
     observer_.reset();
-    std::error_code ec;
-    if (cache_dir_) std::filesystem::remove_all(*cache_dir_, ec);
     delete cache_dir_;
     cache_dir_ = nullptr;
   }
@@ -637,8 +628,8 @@ class EngineHostBuildTest : public ::testing::Test {
   static int BuildsHolding(const std::string& text) {
     int count = 0;
     std::error_code ec;
-    for (const auto& entry :
-         std::filesystem::directory_iterator(std::filesystem::path(*cache_dir_) / "lib", ec)) {
+    for (const auto& entry : std::filesystem::directory_iterator(
+             std::filesystem::path(cache_dir_->path()) / "lib", ec)) {
       std::ifstream in(entry.path() / "key");
       const std::string key((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
       if (key.find(text) != std::string::npos) ++count;
@@ -648,7 +639,7 @@ class EngineHostBuildTest : public ::testing::Test {
 
   static inline Engine* engine_ = nullptr;
   static inline std::shared_ptr<HostBuildObserver> observer_;
-  static inline std::string* cache_dir_ = nullptr;
+  static inline test_support::ScopedTempDir* cache_dir_ = nullptr;
 };
 
 // A new candidate's host builds (its correctness build and its timed build)
@@ -709,7 +700,7 @@ TEST_F(EngineHostBuildTest, ABuildOverTheHostLimitIsItsVerdictWithoutARun) {
   ASSERT_TRUE(warm->correct()) << warm->error();
 
   EngineOptions options = CpuEngineOptions();
-  options.cpu_cache_dir = *cache_dir_;
+  options.cpu_cache_dir = cache_dir_->path();
   options.cpu_compile_timeout_seconds = 3;
   options.cpu_host_build_checks = false;  // as the suite's engine
   auto counter = std::make_shared<CorrectnessStageCounter>();
