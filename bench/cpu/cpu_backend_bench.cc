@@ -2,15 +2,23 @@
 //   1. host compile of the softmax reference: cold (no precompiled prelude),
 //      with the precompiled prelude at -O1 and -O2, and a cache hit;
 //   2. CpuBackend::Run of that kernel on a few shapes (one case each), and a
-//      Time() of it against itself.
+//      Time() of it against itself;
+//   3. a Time() of a shared-memory histogram adding with atomicAdd against
+//      its twin adding with a plain `+= 1` (racy on a GPU): the timed
+//      build's atomics on shared memory are plain updates, so that a kernel
+//      telling the builds apart gains nothing by racing only where timed
+//      (~2x before session 34; the ratio is printed).
 // Usage: cpu_backend_bench [threads]
 #include <stdlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "evaluator/cpu/cpu_backend.h"
 #include "evaluator/cpu/cpu_worker.h"
@@ -54,6 +62,59 @@ internal::Case SoftmaxCase(int rows, int cols) {
   launch->add_args()->set_scalar(rows);
   launch->add_args()->set_scalar(cols);
   return c;
+}
+
+// A histogram of n bytes into 256 bins: per-block bins in shared memory,
+// each element added with `increment`, then added to the global counts.
+std::string SharedHistogram(const std::string& increment) {
+  return R"(
+__global__ void zero(int* counts) { counts[threadIdx.x] = 0; }
+__global__ void hist(const unsigned char* x, int* counts, long long n) {
+  __shared__ int local[256];
+  local[threadIdx.x] = 0;
+  __syncthreads();
+  for (long long i = blockIdx.x * 256ll + threadIdx.x; i < n; i += gridDim.x * 256ll) {
+    )" + increment +
+         R"(;
+  }
+  __syncthreads();
+  if (local[threadIdx.x]) atomicAdd(&counts[threadIdx.x], local[threadIdx.x]);
+}
+)";
+}
+
+internal::ResolvedPlan HistogramPlan(int64_t n, uint32_t blocks) {
+  internal::ResolvedPlan plan;
+  auto* x = plan.add_buffers();
+  x->set_name("x");
+  x->set_dtype(v1::DTYPE_U8);
+  x->set_elements(static_cast<uint64_t>(n));
+  x->set_role(internal::BUFFER_ROLE_INPUT);
+  auto* counts = plan.add_buffers();
+  counts->set_name("counts");
+  counts->set_dtype(v1::DTYPE_I32);
+  counts->set_elements(256);
+  counts->set_role(internal::BUFFER_ROLE_OUTPUT);
+  auto* zero = plan.add_launches();
+  zero->set_kernel("zero");
+  zero->add_grid(1);
+  zero->add_block(256);
+  zero->add_args()->set_buffer("counts");
+  auto* hist = plan.add_launches();
+  hist->set_kernel("hist");
+  hist->add_grid(blocks);
+  hist->add_block(256);
+  hist->add_args()->set_buffer("x");
+  hist->add_args()->set_buffer("counts");
+  hist->add_args()->set_scalar(n);
+  return plan;
+}
+
+// The median of a timed program's samples [us].
+double MedianUs(const internal::ProgramTiming& timing) {
+  std::vector<double> s(timing.samples_us().begin(), timing.samples_us().end());
+  std::sort(s.begin(), s.end());
+  return s.empty() ? 0 : s[s.size() / 2];
 }
 
 }  // namespace
@@ -162,6 +223,33 @@ int main(int argc, char** argv) {
                 timing.programs(p).program().label().c_str(), s.size(), s[s.size() / 2], s[0]);
   }
   std::printf("Time call: %.2f s, converged %d\n", Seconds(start), timed->converged());
+
+  std::printf("\n== shared-memory atomics in the timed build (histogram of 262144 bytes)\n");
+  for (uint32_t blocks : {64u, 4u}) {
+    internal::TimingRequest histograms;
+    const std::pair<const char*, std::string> variants[] = {
+        {"atomicAdd", SharedHistogram("atomicAdd(&local[x[i]], 1)")},
+        {"plain +=", SharedHistogram("local[x[i]] = local[x[i]] + 1")}};
+    for (const auto& [label, kernel] : variants) {
+      auto* program = histograms.add_programs();
+      program->mutable_program()->set_label(label);
+      program->mutable_program()->set_source(kernel);
+      *program->mutable_plan() = HistogramPlan(262144, blocks);
+    }
+    histograms.add_input_seeds(1);
+    histograms.add_input_seeds(2);
+    *histograms.mutable_config() = timing.config();
+    timed = (*backend)->Time(histograms);
+    if (!timed.ok() || timed->has_failure()) {
+      std::printf("time failed: %s\n", timed.ok() ? timed->failure().message().c_str()
+                                                  : timed.status().ToString().c_str());
+      return 1;
+    }
+    const double atomic_us = MedianUs(timed->programs(0));
+    const double plain_us = MedianUs(timed->programs(1));
+    std::printf("%2u blocks: atomicAdd median %.0f us, plain += median %.0f us, ratio %.2f\n",
+                blocks, atomic_us, plain_us, plain_us > 0 ? atomic_us / plain_us : 0.0);
+  }
   backend->reset();
   std::error_code ec;
   fs::remove_all(dir, ec);

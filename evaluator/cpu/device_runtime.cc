@@ -421,7 +421,10 @@ thread_local kerneleval_cpu_thread_state tls_interleave_state{
     .waited_at = 0,
     .split_read_address = 0,
     .split_read_writer = 0,
-    .split_read_waited_at = 0};
+    .split_read_waited_at = 0,
+    .shared_static_begin = 0,
+    .shared_static_bytes = 0,
+    .shared_dynamic_begin = 0};
 
 // An OS thread's dynamic shared memory: `bytes` reserved at `base`, the
 // first `accessible` of them readable and writable (whole pages, from the
@@ -1544,8 +1547,16 @@ const kerneleval_cpu_runtime* InstallDeviceRuntime(const DeviceRuntimeOptions& o
   t.heap_free = AbiHeapFree;
   t.trap = AbiTrap;
   t.interleave = AbiInterleave;
-  t.thread_state_offset = reinterpret_cast<char*>(&tls_interleave_state) -
-                          static_cast<char*>(__builtin_thread_pointer());
+  // Static where this code is the main program's (the runner); a library
+  // opened later (the fake CUDA driver) has each thread's block allocated
+  // apart, at another offset on every thread.
+  const auto code = reinterpret_cast<uintptr_t>(&InstallDeviceRuntime);
+  const std::optional<LoadedModule> main_program =
+      FindLoadedModule([](const LoadedModule&) { return true; });
+  t.thread_state_offset = main_program && main_program->Holds(code)
+                              ? reinterpret_cast<char*>(&tls_interleave_state) -
+                                    static_cast<char*>(__builtin_thread_pointer())
+                              : KERNELEVAL_CPU_NO_THREAD_STATE;
   t.tls_block = AbiTlsBlock;
   return &globals->table;
 }

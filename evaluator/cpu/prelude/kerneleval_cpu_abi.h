@@ -139,6 +139,7 @@ enum kerneleval_cpu_barrier_kind {
 // dynamic (a __tls_get_addr call per access), and its hooks run at every
 // load. Found at runtime->thread_state_offset from the thread pointer.
 #define KERNELEVAL_CPU_LOAD_SETS 512u
+#define KERNELEVAL_CPU_NO_THREAD_STATE INT64_MIN
 typedef struct kerneleval_cpu_load_slot {
   uint64_t granule;    // [address / 8]
   uint64_t filled_in;  // the epoch it was filled in
@@ -204,6 +205,13 @@ typedef struct kerneleval_cpu_thread_state {
   uint64_t split_read_address;
   uint64_t split_read_writer;
   uint64_t split_read_waited_at;
+  // [address, bytes] The running block's shared memory on this OS thread
+  // (both builds; set by the library as each block starts): its static
+  // __shared__ variables (the library's thread-local block) and its dynamic
+  // shared arena. The plain build's atomics on it are plain updates.
+  uintptr_t shared_static_begin;
+  uint64_t shared_static_bytes;
+  uintptr_t shared_dynamic_begin;
 } kerneleval_cpu_thread_state;
 
 // The cross-block race check of an interleaved build (one per runtime,
@@ -305,7 +313,11 @@ typedef struct kerneleval_cpu_runtime {
   void (*interleave)(uint32_t kind);
   // [bytes] This OS thread's kerneleval_cpu_thread_state lies this far from
   // the thread pointer (__builtin_thread_pointer()), the same on every
-  // thread (static TLS).
+  // thread (static TLS). KERNELEVAL_CPU_NO_THREAD_STATE where the runtime's
+  // thread-local data is not static (a runtime in a library opened after
+  // start-up, such as the tests' fake CUDA driver, which runs plain builds
+  // only): each thread's block lies apart there, and the offset taken on one
+  // thread pointed elsewhere on the others.
   int64_t thread_state_offset;
   // The calling OS thread's instance of the TLS block of the module whose
   // code holds `code` (the library: its static __shared__ variables among

@@ -322,6 +322,83 @@ __global__ void vector_add(const float* __restrict__ a, const float* __restrict_
   ExpectEveryCheckedOutputIs(*timed, expected);
 }
 
+// Atomics on shared memory, static and dynamic, are exact in both builds.
+// The plain (timed) build makes them plain updates: a block's shared memory
+// is its OS thread's alone and its threads are fibers of that thread,
+// switching only at barriers and warp operations; with locked
+// instructions a histogram adding without atomics ran ~2x faster than its
+// twin with atomicAdd in the timed build, the payoff of any way to tell the
+// builds apart. The interleaved build keeps them atomic (store points).
+TEST_F(CpuBackendTest, SharedMemoryAtomicsAreExactInBothBuilds) {
+  const std::string source = R"(
+extern __shared__ unsigned bits[];
+__global__ void vector_add(const float* __restrict__ a, const float* __restrict__ b,
+                           float* __restrict__ c, int n) {
+  __shared__ int sums[3];
+  __shared__ float half_sum;
+  __shared__ unsigned counters[4];
+  __shared__ unsigned long long wide;
+  const unsigned t = threadIdx.x;
+  if (t == 0) {
+    sums[0] = 0; sums[1] = 1000000; sums[2] = 0;
+    half_sum = 0.0f;
+    counters[0] = 0; counters[1] = 0xffffffffu; counters[2] = 0; counters[3] = 0;
+    wide = 0;
+    bits[0] = 0; bits[1] = 0xffffffffu; bits[2] = 0; bits[3] = 0;
+  }
+  __syncthreads();
+  atomicAdd(&sums[0], (int)t);
+  atomicSub(&sums[1], (int)t);
+  atomicAdd(&half_sum, 0.5f);
+  atomicMax(&counters[0], t * 7u % 251u);
+  atomicMin(&counters[1], t + 3u);
+  atomicInc(&counters[2], 99u);
+  atomicAdd(&sums[2], (int)atomicExch(&counters[3], t + 1));
+  unsigned long long seen = wide, assumed;
+  do {
+    assumed = seen;
+    seen = atomicCAS(&wide, assumed, assumed + 3);
+  } while (seen != assumed);
+  atomicOr(&bits[0], 1u << (t % 32));
+  atomicAnd(&bits[1], ~(1u << (t % 16)));
+  atomicXor(&bits[2], t);
+  atomicAdd(&bits[3], 2u);
+  __syncthreads();
+  const float results[12] = {(float)sums[0], (float)sums[1], half_sum, (float)counters[0],
+                             (float)counters[1], (float)counters[2],
+                             (float)(sums[2] + (int)counters[3]), (float)wide,
+                             (float)__popc(bits[0]), (float)(bits[1] >> 16),
+                             (float)(bits[1] & 0xffffu), (float)(bits[2] + bits[3])};
+  const int i = blockIdx.x * blockDim.x + t;
+  if (i < n) c[i] = results[t % 12];
+}
+)";
+  const int n = 256;
+  // 0+1+...+255; 10^6 less that; 256 halves; the largest t*7 mod 251; the
+  // smallest t+3; 256 increments wrapping at 100; every exchanged value
+  // (0, then 1..256) counted once; 256 steps of 3; 32 bits set; the high
+  // half kept and the low one cleared; the xor of 0..255 (0) plus 256 * 2.
+  const std::vector<float> results = {32640, 967360, 128, 250,   3, 56,
+                                      32896, 768,    32,  65535, 0, 512};
+  std::vector<float> expected(n);
+  for (int i = 0; i < n; ++i) expected[i] = results[i % 12];
+  std::vector<internal::Case> cases;
+  for (int c = 0; c < 4; ++c) {  // store points and fixed thread orders
+    cases.push_back(VectorAddCase(absl::StrCat("c", c), 7, n, 1));
+    cases.back().mutable_plan()->mutable_launches(0)->set_dynamic_shared_bytes(16);
+  }
+  const internal::RunResult result = RunOk(MakeRequest(source, cases));
+  ASSERT_EQ(result.cases_size(), 4);
+  for (const internal::CaseResult& run : result.cases()) {
+    EXPECT_EQ(Values<float>(run.outputs(0)), expected);
+  }
+  internal::TimingRequest timing = TimedOnTwoInputSets(source, n);
+  timing.mutable_programs(1)->mutable_plan()->mutable_launches(0)->set_dynamic_shared_bytes(16);
+  absl::StatusOr<internal::TimingResult> timed = backend_->Time(timing);
+  ASSERT_TRUE(timed.ok()) << timed.status();
+  ExpectEveryCheckedOutputIs(*timed, expected);
+}
+
 // A weak reference to a name the library does not define is refused (a
 // compile failure naming it), in either build: the builds define different
 // names, and `&__tsan_init == nullptr` told the timed one from the
