@@ -65,41 +65,44 @@ bool Serves(ThreadScheduleKind kind, ThreadScheduleKind role) {
 // drawn, so that the case number a kernel can count in `__device__` state
 // tells neither (sweep 10, a16).
 void DrawThreadSchedules(internal::RunRequest& job, std::mt19937_64& draw) {
+  // A shape's cases still to schedule, and the kinds of schedule given it.
+  struct ShapeSlots {
+    std::vector<uint32_t> slots;
+    std::vector<ThreadScheduleKind> given;
+  };
   std::vector<uint32_t> pool;
-  std::map<uint32_t, std::vector<uint32_t>> slots_by_shape;
+  std::map<uint32_t, ShapeSlots> by_shape;
   for (int c = 0; c < job.cases_size(); ++c) {
     if (job.cases(c).thread_schedule() != 0) continue;
     pool.push_back(static_cast<uint32_t>(c));
-    slots_by_shape[job.cases(c).shape_index()].push_back(static_cast<uint32_t>(c));
+    by_shape[job.cases(c).shape_index()].slots.push_back(static_cast<uint32_t>(c));
   }
-  std::vector<std::vector<uint32_t>*> shapes;
-  for (auto& [shape, slots] : slots_by_shape) {
-    std::shuffle(slots.begin(), slots.end(), draw);
-    shapes.push_back(&slots);
+  std::vector<ShapeSlots*> shapes;
+  for (auto& [index, shape] : by_shape) {
+    std::shuffle(shape.slots.begin(), shape.slots.end(), draw);
+    shapes.push_back(&shape);
   }
   std::shuffle(shapes.begin(), shapes.end(), draw);
-  std::map<const std::vector<uint32_t>*, std::vector<ThreadScheduleKind>> given;
-  auto give = [&](std::vector<uint32_t>& slots, size_t pick) {
+  auto give = [&](ShapeSlots& shape, size_t pick) {
     const uint32_t schedule = pool[pick];
     pool.erase(pool.begin() + static_cast<std::ptrdiff_t>(pick));
-    given[&slots].push_back(KindOfThreadSchedule(schedule));
-    job.mutable_cases(static_cast<int>(slots.back()))->set_thread_schedule(schedule + 1);
-    slots.pop_back();
+    shape.given.push_back(KindOfThreadSchedule(schedule));
+    job.mutable_cases(static_cast<int>(shape.slots.back()))->set_thread_schedule(schedule + 1);
+    shape.slots.pop_back();
   };
   // Roles in turn over every shape: a pure order before the lanes reversed,
   // which another shape may still need for both.
   for (const ThreadScheduleKind role :
        {ThreadScheduleKind::kStorePoints, ThreadScheduleKind::kForward,
         ThreadScheduleKind::kReverse}) {
-    for (std::vector<uint32_t>* slots : shapes) {
-      const std::vector<ThreadScheduleKind>& kinds = given[slots];
-      if (slots->empty() || std::any_of(kinds.begin(), kinds.end(), [&](ThreadScheduleKind kind) {
-            return Serves(kind, role);
-          })) {
+    for (ShapeSlots* shape : shapes) {
+      if (shape->slots.empty() ||
+          std::any_of(shape->given.begin(), shape->given.end(),
+                      [&](ThreadScheduleKind kind) { return Serves(kind, role); })) {
         continue;
       }
       // A shape's last slot for two roles: the order that serves both.
-      const bool last_for_both = role == ThreadScheduleKind::kForward && slots->size() == 1;
+      const bool last_for_both = role == ThreadScheduleKind::kForward && shape->slots.size() == 1;
       const ThreadScheduleKind lanes = ThreadScheduleKind::kLanesReversedInWarp;
       for (const ThreadScheduleKind wanted :
            {last_for_both ? lanes : role, last_for_both ? role : lanes}) {
@@ -108,15 +111,15 @@ void DrawThreadSchedules(internal::RunRequest& job, std::mt19937_64& draw) {
           if (KindOfThreadSchedule(pool[i]) == wanted) candidates.push_back(i);
         }
         if (candidates.empty()) continue;
-        give(*slots,
+        give(*shape,
              candidates[std::uniform_int_distribution<size_t>(0, candidates.size() - 1)(draw)]);
         break;
       }
     }
   }
   std::shuffle(pool.begin(), pool.end(), draw);
-  for (std::vector<uint32_t>* slots : shapes) {
-    while (!slots->empty()) give(*slots, pool.size() - 1);
+  for (ShapeSlots* shape : shapes) {
+    while (!shape->slots.empty()) give(*shape, pool.size() - 1);
   }
 }
 

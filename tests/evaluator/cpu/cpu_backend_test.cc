@@ -3224,31 +3224,40 @@ TEST(DescribeCaseSchedule, NamesTheThreadAndBlockOrdersOfEachCase) {
 // which ran threads one after another and added without atomics only there
 // (sweep 10, a16), or which took blocks in index order and skipped its
 // waits only there (a15).
-TEST_F(CpuBackendTest, UnsetSchedulesAreShufflesOfTheCasesPositions) {
-  const char* source = R"(
+// A schedule in words ("...with <its threads>, and <its blocks>"): its
+// threads' part, and its blocks'.
+std::string ThreadsPart(const std::string& words) {
+  return words.substr(0, words.find(", and its blocks"));
+}
+std::string BlocksPart(const std::string& words) {
+  return words.substr(words.find(", and its blocks"));
+}
+
+// A run of `cases` one-launch cases, `per_shape` of each shape in turn,
+// whose schedules are left to the worker.
+internal::RunRequest UnsetSchedulesRequest(int cases, int per_shape) {
+  internal::RunRequest request = MakeRequest(R"(
 __global__ void one(int* y) { y[threadIdx.x] = 1; }
-)";
-  constexpr int kCases = 8;
-  // A schedule in words: "...with <its threads>, and <its blocks>".
-  const auto threads_part = [](const std::string& words) {
-    return words.substr(0, words.find(", and its blocks"));
-  };
-  const auto blocks_part = [](const std::string& words) {
-    return words.substr(words.find(", and its blocks"));
-  };
-  // Cases 0-3 of shape 0, 4-7 of shape 1.
-  std::multiset<std::string> thread_positions, block_positions[2];
-  for (int c = 0; c < kCases; ++c) {
-    thread_positions.insert(threads_part(DescribeCaseSchedule(c, c, true)));
-    block_positions[c / 4].insert(blocks_part(DescribeCaseSchedule(c, c, true)));
-  }
-  internal::RunRequest request = MakeRequest(source, {});
-  for (int c = 0; c < kCases; ++c) {
+)",
+                                             {});
+  for (int c = 0; c < cases; ++c) {
     internal::Case* added = request.add_cases();
     *added =
         MakeCase("c", c, {Output("y", v1::DTYPE_I32, 32)}, {Launch("one", {1}, {32}, {Buf("y")})});
-    added->set_shape_index(static_cast<uint32_t>(c / 4));
+    added->set_shape_index(static_cast<uint32_t>(c / per_shape));
   }
+  return request;
+}
+
+TEST_F(CpuBackendTest, UnsetSchedulesAreShufflesOfTheCasesPositions) {
+  constexpr int kCases = 8;
+  // Cases 0-3 of shape 0, 4-7 of shape 1.
+  std::multiset<std::string> thread_positions, block_positions[2];
+  for (int c = 0; c < kCases; ++c) {
+    thread_positions.insert(ThreadsPart(DescribeCaseSchedule(c, c, true)));
+    block_positions[c / 4].insert(BlocksPart(DescribeCaseSchedule(c, c, true)));
+  }
+  const internal::RunRequest request = UnsetSchedulesRequest(kCases, 4);
   int threads_not_by_position = 0, blocks_not_by_position = 0;
   for (int run = 0; run < 4; ++run) {
     const internal::RunResult result = RunOk(request);
@@ -3258,10 +3267,10 @@ __global__ void one(int* y) { y[threadIdx.x] = 1; }
     for (int c = 0; c < kCases; ++c) {
       const std::string& words = result.cases(c).schedule();
       const std::string position = DescribeCaseSchedule(c, c, true);
-      threads.insert(threads_part(words));
-      blocks[c / 4].insert(blocks_part(words));
-      threads_by_position = threads_by_position && threads_part(words) == threads_part(position);
-      blocks_by_position = blocks_by_position && blocks_part(words) == blocks_part(position);
+      threads.insert(ThreadsPart(words));
+      blocks[c / 4].insert(BlocksPart(words));
+      threads_by_position = threads_by_position && ThreadsPart(words) == ThreadsPart(position);
+      blocks_by_position = blocks_by_position && BlocksPart(words) == BlocksPart(position);
     }
     EXPECT_EQ(threads, thread_positions) << "run " << run;
     EXPECT_EQ(blocks[0], block_positions[0]) << "run " << run;
@@ -3284,26 +3293,14 @@ __global__ void one(int* y) { y[threadIdx.x] = 1; }
 // cases left every forward order on shapes too small to show an in-place
 // scan's race about 1 in 30 runs (ExploitTest.ScansChunkSumsInPlace...).
 TEST_F(CpuBackendTest, UnsetSchedulesGiveEveryShapeEachKindOfThreadOrder) {
-  const char* source = R"(
-__global__ void one(int* y) { y[threadIdx.x] = 1; }
-)";
   constexpr int kShapes = 4, kTrials = 3;
-  const auto threads_part = [](const std::string& words) {
-    return words.substr(0, words.find(", and its blocks"));
-  };
   // Schedules 0, 1, 3 and 5: store points, forward, reverse, lanes reversed.
-  const std::string store_points = threads_part(DescribeCaseSchedule(0, 0, true));
-  const std::string forward = threads_part(DescribeCaseSchedule(0, 1, true));
-  const std::string reverse = threads_part(DescribeCaseSchedule(0, 3, true));
-  const std::string lanes = threads_part(DescribeCaseSchedule(0, 5, true));
+  const std::string store_points = ThreadsPart(DescribeCaseSchedule(0, 0, true));
+  const std::string forward = ThreadsPart(DescribeCaseSchedule(0, 1, true));
+  const std::string reverse = ThreadsPart(DescribeCaseSchedule(0, 3, true));
+  const std::string lanes = ThreadsPart(DescribeCaseSchedule(0, 5, true));
   ASSERT_EQ(std::set<std::string>({store_points, forward, reverse, lanes}).size(), 4u);
-  internal::RunRequest request = MakeRequest(source, {});
-  for (int c = 0; c < kShapes * kTrials; ++c) {
-    internal::Case* added = request.add_cases();
-    *added =
-        MakeCase("c", c, {Output("y", v1::DTYPE_I32, 32)}, {Launch("one", {1}, {32}, {Buf("y")})});
-    added->set_shape_index(static_cast<uint32_t>(c / kTrials));
-  }
+  const internal::RunRequest request = UnsetSchedulesRequest(kShapes * kTrials, kTrials);
   std::set<std::multiset<std::string>> mixes;
   for (int run = 0; run < 8; ++run) {
     const internal::RunResult result = RunOk(request);
@@ -3311,7 +3308,7 @@ __global__ void one(int* y) { y[threadIdx.x] = 1; }
     for (int shape = 0; shape < kShapes; ++shape) {
       std::multiset<std::string> mix;
       for (int t = 0; t < kTrials; ++t) {
-        mix.insert(threads_part(result.cases(shape * kTrials + t).schedule()));
+        mix.insert(ThreadsPart(result.cases(shape * kTrials + t).schedule()));
       }
       EXPECT_GT(mix.count(store_points), 0u) << "run " << run << ", shape " << shape;
       EXPECT_GT(mix.count(forward) + mix.count(lanes), 0u) << "run " << run << ", shape " << shape;
