@@ -4,10 +4,12 @@
 //   2. CpuBackend::Run of that kernel on a few shapes (one case each), and a
 //      Time() of it against itself;
 //   3. a Time() of a shared-memory histogram adding with atomicAdd against
-//      its twin adding with a plain `+= 1` (racy on a GPU): the timed
-//      build's atomics on shared memory are plain updates, so that a kernel
-//      telling the builds apart gains nothing by racing only where timed
-//      (~2x before session 34; the ratio is printed).
+//      its twin adding with a plain `+= 1` (racy on a GPU), in a grid-stride
+//      loop: what a kernel telling the builds apart gains by racing only
+//      where timed. The timed build's atomics on shared memory are plain
+//      updates since session 34; the loop still reloads gridDim through
+//      __tls_get_addr after each (evaluator/cpu/README.md). The ratio is
+//      printed (4 blocks: ~2.3x before session 34, ~1.9x after).
 // Usage: cpu_backend_bench [threads]
 #include <stdlib.h>
 
