@@ -42,23 +42,35 @@ std::string TempDir() {
   return pattern;
 }
 
+// Appends a buffer to `plan`.
+void AddBuffer(internal::ResolvedPlan* plan, const std::string& name, v1::DType dtype,
+               uint64_t elements, internal::BufferRole role) {
+  internal::BufferSpec* buffer = plan->add_buffers();
+  buffer->set_name(name);
+  buffer->set_dtype(dtype);
+  buffer->set_elements(elements);
+  buffer->set_role(role);
+}
+
+// Appends a launch of `kernel` on a 1-D grid to `plan`; its arguments are
+// the caller's to add.
+internal::ResolvedLaunch* AddLaunch(internal::ResolvedPlan* plan, const std::string& kernel,
+                                    uint32_t blocks, uint32_t threads) {
+  internal::ResolvedLaunch* launch = plan->add_launches();
+  launch->set_kernel(kernel);
+  launch->add_grid(blocks);
+  launch->add_block(threads);
+  return launch;
+}
+
 internal::Case SoftmaxCase(int rows, int cols) {
   internal::Case c;
   c.set_label(std::to_string(rows) + "x" + std::to_string(cols));
   c.set_input_seed(1);
-  auto* x = c.mutable_plan()->add_buffers();
-  x->set_name("x");
-  x->set_dtype(v1::DTYPE_F32);
-  x->set_elements(static_cast<uint64_t>(rows) * cols);
-  x->set_role(internal::BUFFER_ROLE_INPUT);
-  auto* y = c.mutable_plan()->add_buffers();
-  *y = *x;
-  y->set_name("y");
-  y->set_role(internal::BUFFER_ROLE_OUTPUT);
-  auto* launch = c.mutable_plan()->add_launches();
-  launch->set_kernel("softmax_kernel");
-  launch->add_grid(rows);
-  launch->add_block(256);
+  const auto elements = static_cast<uint64_t>(rows) * cols;
+  AddBuffer(c.mutable_plan(), "x", v1::DTYPE_F32, elements, internal::BUFFER_ROLE_INPUT);
+  AddBuffer(c.mutable_plan(), "y", v1::DTYPE_F32, elements, internal::BUFFER_ROLE_OUTPUT);
+  internal::ResolvedLaunch* launch = AddLaunch(c.mutable_plan(), "softmax_kernel", rows, 256);
   launch->add_args()->set_buffer("x");
   launch->add_args()->set_buffer("y");
   launch->add_args()->set_scalar(rows);
@@ -87,25 +99,10 @@ __global__ void hist(const unsigned char* x, int* counts, long long n) {
 
 internal::ResolvedPlan HistogramPlan(int64_t n, uint32_t blocks) {
   internal::ResolvedPlan plan;
-  auto* x = plan.add_buffers();
-  x->set_name("x");
-  x->set_dtype(v1::DTYPE_U8);
-  x->set_elements(static_cast<uint64_t>(n));
-  x->set_role(internal::BUFFER_ROLE_INPUT);
-  auto* counts = plan.add_buffers();
-  counts->set_name("counts");
-  counts->set_dtype(v1::DTYPE_I32);
-  counts->set_elements(256);
-  counts->set_role(internal::BUFFER_ROLE_OUTPUT);
-  auto* zero = plan.add_launches();
-  zero->set_kernel("zero");
-  zero->add_grid(1);
-  zero->add_block(256);
-  zero->add_args()->set_buffer("counts");
-  auto* hist = plan.add_launches();
-  hist->set_kernel("hist");
-  hist->add_grid(blocks);
-  hist->add_block(256);
+  AddBuffer(&plan, "x", v1::DTYPE_U8, static_cast<uint64_t>(n), internal::BUFFER_ROLE_INPUT);
+  AddBuffer(&plan, "counts", v1::DTYPE_I32, 256, internal::BUFFER_ROLE_OUTPUT);
+  AddLaunch(&plan, "zero", 1, 256)->add_args()->set_buffer("counts");
+  internal::ResolvedLaunch* hist = AddLaunch(&plan, "hist", blocks, 256);
   hist->add_args()->set_buffer("x");
   hist->add_args()->set_buffer("counts");
   hist->add_args()->set_scalar(n);
@@ -218,11 +215,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   for (int p = 0; p < timed->programs_size(); ++p) {
-    std::vector<double> s(timed->programs(p).samples_us().begin(),
-                          timed->programs(p).samples_us().end());
-    std::sort(s.begin(), s.end());
-    std::printf("Time 256x4096 %-9s: %zu samples, median %.0f us, min %.0f us\n",
-                timing.programs(p).program().label().c_str(), s.size(), s[s.size() / 2], s[0]);
+    const internal::ProgramTiming& program = timed->programs(p);
+    std::printf("Time 256x4096 %-9s: %d samples, median %.0f us, min %.0f us\n",
+                timing.programs(p).program().label().c_str(), program.samples_us_size(),
+                MedianUs(program),
+                *std::min_element(program.samples_us().begin(), program.samples_us().end()));
   }
   std::printf("Time call: %.2f s, converged %d\n", Seconds(start), timed->converged());
 
