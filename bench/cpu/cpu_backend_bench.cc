@@ -7,9 +7,10 @@
 //      its twin adding with a plain `+= 1` (racy on a GPU), in a grid-stride
 //      loop: what a kernel telling the builds apart gains by racing only
 //      where timed. The timed build's atomics on shared memory are plain
-//      updates since session 34; the loop still reloads gridDim through
-//      __tls_get_addr after each (evaluator/cpu/README.md). The ratio is
-//      printed (4 blocks: ~2.3x before session 34, ~1.9x after).
+//      updates since session 34, and the loop's reload of gridDim after
+//      each is a load since session 35, not a __tls_get_addr call
+//      (evaluator/cpu/README.md). The ratio is printed (4 blocks: ~2.3x
+//      before session 34, ~1.9x after, ~1.13x since session 35).
 // Usage: cpu_backend_bench [threads]
 #include <stdlib.h>
 

@@ -424,7 +424,11 @@ thread_local kerneleval_cpu_thread_state tls_interleave_state{
     .split_read_waited_at = 0,
     .shared_static_begin = 0,
     .shared_static_bytes = 0,
-    .shared_dynamic_begin = 0};
+    .shared_dynamic_begin = 0,
+    .thread_idx = {0, 0, 0},
+    .block_idx = {0, 0, 0},
+    .block_dim = {1, 1, 1},
+    .grid_dim = {1, 1, 1}};
 
 // An OS thread's dynamic shared memory: `bytes` reserved at `base`, the
 // first `accessible` of them readable and writable (whole pages, from the

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KERNELEVAL_CPU_ABI_VERSION 12u
+#define KERNELEVAL_CPU_ABI_VERSION 13u
 
 #ifdef __cplusplus
 extern "C" {
@@ -134,10 +134,11 @@ enum kerneleval_cpu_barrier_kind {
   KERNELEVAL_CPU_BARRIER_OR = 3,
 };
 
-// Per OS thread, for an interleaved build's hooks, kept by the runtime in its
-// static thread-local storage: the submission's own thread-locals are
-// dynamic (a __tls_get_addr call per access), and its hooks run at every
-// load. Found at runtime->thread_state_offset from the thread pointer.
+// Per OS thread, for an interleaved build's hooks and every build's built-in
+// variables, kept by the runtime in its static thread-local storage: the
+// submission's own thread-locals are dynamic (a __tls_get_addr call per
+// access), and its hooks run at every load. Found at
+// runtime->thread_state_offset from the thread pointer.
 #define KERNELEVAL_CPU_LOAD_SETS 512u
 #define KERNELEVAL_CPU_NO_THREAD_STATE INT64_MIN
 typedef struct kerneleval_cpu_load_slot {
@@ -212,6 +213,16 @@ typedef struct kerneleval_cpu_thread_state {
   uintptr_t shared_static_begin;
   uint64_t shared_static_bytes;
   uintptr_t shared_dynamic_begin;
+  // The running GPU thread's built-in variables (both builds; the library
+  // sets them as a block starts and as its threads switch): threadIdx,
+  // blockIdx, blockDim and gridDim. Here, a read costs a load or two; in the
+  // library's own thread-local data it cost a call to __tls_get_addr, which
+  // g++ repeated after every store it could not prove apart (a grid-stride
+  // loop reloaded gridDim once per iteration).
+  kerneleval_cpu_dim3 thread_idx;
+  kerneleval_cpu_dim3 block_idx;
+  kerneleval_cpu_dim3 block_dim;
+  kerneleval_cpu_dim3 grid_dim;
 } kerneleval_cpu_thread_state;
 
 // The cross-block race check of an interleaved build (one per runtime,

@@ -110,11 +110,14 @@
 #define __restrict__ __restrict
 #endif
 
-// ---- 4. Built-in variables (per OS thread; the fiber switch code below
-// restores threadIdx after every suspension). The default TLS model: one
-// initial-exec variable would put the whole module's thread-local storage,
-// __shared__ arrays included, into the small static TLS block, and dlopen()
-// would fail with "cannot allocate memory in static TLS block".
+// ---- 4. Built-in variables: threadIdx, blockIdx, blockDim and gridDim are
+// read, by value, from this OS thread's state in the runner (BuiltIns()
+// below; the fiber switch code restores threadIdx after every suspension).
+// Prelude state of its own lies in the library's thread-local data, in the
+// default TLS model: one initial-exec variable would put the whole module's
+// thread-local storage, __shared__ arrays included, into the small static
+// TLS block, and dlopen() would fail with "cannot allocate memory in static
+// TLS block".
 // The prelude's own thread-local state goes with the initialised data
 // (.tdata), whatever its initial value: each block starts with the rest of
 // the library's thread-local block (.tbss, where every __shared__ variable
@@ -123,10 +126,6 @@
 // A section of its own for each (a local static of an inline function is
 // in a COMDAT group, and one section cannot hold both kinds).
 #define KERNELEVAL_CPU_TDATA(name) __attribute__((section(".tdata.kerneleval." #name)))
-static thread_local uint3 threadIdx KERNELEVAL_CPU_TDATA(thread_idx);
-static thread_local uint3 blockIdx KERNELEVAL_CPU_TDATA(block_idx);
-static thread_local dim3 blockDim KERNELEVAL_CPU_TDATA(block_dim);
-static thread_local dim3 gridDim KERNELEVAL_CPU_TDATA(grid_dim);
 // The running GPU thread's virtual clock [ns] (section 10).
 static thread_local long long kerneleval_cpu_virtual_clock KERNELEVAL_CPU_TDATA(virtual_clock);
 static constexpr int warpSize = 32;
@@ -152,10 +151,13 @@ inline const kerneleval_cpu_runtime& rt() { return *runtime; }
 // and the running thread's stack top. nullptr before kerneleval_cpu_init
 // (static initialisers), and where the runtime has none (its
 // thread_state_offset).
+// thread_state_offset is the runtime's, copied by InitRuntime: one load
+// fewer on every hook and every read of a built-in variable.
+inline int64_t thread_state_offset = KERNELEVAL_CPU_NO_THREAD_STATE;
 KERNELEVAL_CPU_UNCHECKED inline kerneleval_cpu_thread_state* ThreadState() {
-  if (!runtime || runtime->thread_state_offset == KERNELEVAL_CPU_NO_THREAD_STATE) return nullptr;
+  if (__builtin_expect(thread_state_offset == KERNELEVAL_CPU_NO_THREAD_STATE, 0)) return nullptr;
   return reinterpret_cast<kerneleval_cpu_thread_state*>(
-      static_cast<char*>(__builtin_thread_pointer()) + runtime->thread_state_offset);
+      static_cast<char*>(__builtin_thread_pointer()) + thread_state_offset);
 }
 // The prelude's own accesses to the built-in variables are not instrumented
 // in an interleaved build (see "Store points" below): they are this OS
@@ -166,9 +168,61 @@ KERNELEVAL_CPU_UNCHECKED inline kerneleval_cpu_thread_state* ThreadState() {
 #define KERNELEVAL_CPU_BOOKKEEPING inline
 #endif
 
+// The built-in variables, laid out as kerneleval_cpu_thread_state keeps them
+// (from its thread_idx on).
+struct BuiltInVariables {
+  uint3 thread_idx;
+  uint3 block_idx;
+  dim3 block_dim;
+  dim3 grid_dim;
+};
+static_assert(sizeof(uint3) == sizeof(kerneleval_cpu_dim3) &&
+              sizeof(dim3) == sizeof(kerneleval_cpu_dim3));
+static_assert(offsetof(BuiltInVariables, grid_dim) ==
+              offsetof(kerneleval_cpu_thread_state, grid_dim) -
+                  offsetof(kerneleval_cpu_thread_state, thread_idx));
+static_assert(offsetof(BuiltInVariables, block_dim) ==
+              offsetof(kerneleval_cpu_thread_state, block_dim) -
+                  offsetof(kerneleval_cpu_thread_state, thread_idx));
+static_assert(offsetof(BuiltInVariables, block_idx) ==
+              offsetof(kerneleval_cpu_thread_state, block_idx) -
+                  offsetof(kerneleval_cpu_thread_state, thread_idx));
+
+// Where the runtime keeps no state of ours (and before
+// kerneleval_cpu_init): this library's thread-local copy.
+static thread_local BuiltInVariables tls_built_ins KERNELEVAL_CPU_TDATA(built_ins);
+
+// A read is a load of thread_state_offset and one relative to the thread
+// pointer: no call, so g++ keeps blockDim.x and gridDim.x cheap in a loop
+// even where it must reload them after each store.
+KERNELEVAL_CPU_UNCHECKED inline BuiltInVariables& BuiltIns() {
+  if (kerneleval_cpu_thread_state* state = ThreadState()) {
+    return *reinterpret_cast<BuiltInVariables*>(&state->thread_idx);
+  }
+  return tls_built_ins;
+}
+
+// What the kernel's threadIdx, blockIdx, blockDim and gridDim expand to: a
+// const value, read-only as on a GPU (`auto& t = threadIdx;` still binds).
+// An interleaved build calls them, uninstrumented: this OS thread's
+// bookkeeping is not the kernel's memory.
+#if defined(__SANITIZE_THREAD__)
+#define KERNELEVAL_CPU_BUILT_IN_READ KERNELEVAL_CPU_BOOKKEEPING
+#else
+#define KERNELEVAL_CPU_BUILT_IN_READ __attribute__((always_inline)) inline
+#endif
+KERNELEVAL_CPU_BUILT_IN_READ const uint3 ThreadIdx() { return BuiltIns().thread_idx; }
+KERNELEVAL_CPU_BUILT_IN_READ const uint3 BlockIdx() { return BuiltIns().block_idx; }
+KERNELEVAL_CPU_BUILT_IN_READ const dim3 BlockDim() { return BuiltIns().block_dim; }
+KERNELEVAL_CPU_BUILT_IN_READ const dim3 GridDim() { return BuiltIns().grid_dim; }
+#define threadIdx (::kerneleval_cpu::detail::ThreadIdx())
+#define blockIdx (::kerneleval_cpu::detail::BlockIdx())
+#define blockDim (::kerneleval_cpu::detail::BlockDim())
+#define gridDim (::kerneleval_cpu::detail::GridDim())
+
 // Another thread starts or resumes on this OS thread.
 KERNELEVAL_CPU_BOOKKEEPING void SetThreadIdx(uint3 index) {
-  threadIdx = index;
+  BuiltIns().thread_idx = index;
 #if defined(__SANITIZE_THREAD__)
   if (kerneleval_cpu_thread_state* state = ThreadState()) state->failed_cas_address = 0;
 #endif
@@ -185,9 +239,9 @@ struct SwitchState {
 KERNELEVAL_CPU_BOOKKEEPING SwitchState SaveSwitchState() {
 #if defined(__SANITIZE_THREAD__)
   const kerneleval_cpu_thread_state* state = ThreadState();
-  return {threadIdx, state ? state->stack_top : 0, kerneleval_cpu_virtual_clock};
+  return {BuiltIns().thread_idx, state ? state->stack_top : 0, kerneleval_cpu_virtual_clock};
 #else
-  return {threadIdx, 0, kerneleval_cpu_virtual_clock};
+  return {BuiltIns().thread_idx, 0, kerneleval_cpu_virtual_clock};
 #endif
 }
 
@@ -298,9 +352,10 @@ KERNELEVAL_CPU_BOOKKEEPING void SetBlock(const kerneleval_cpu_block_info* info) 
       p->set();
     }
   }
-  blockIdx = uint3{info->block_idx.x, info->block_idx.y, info->block_idx.z};
-  blockDim = dim3(info->block_dim.x, info->block_dim.y, info->block_dim.z);
-  gridDim = dim3(info->grid_dim.x, info->grid_dim.y, info->grid_dim.z);
+  BuiltInVariables& built_ins = BuiltIns();
+  built_ins.block_idx = uint3{info->block_idx.x, info->block_idx.y, info->block_idx.z};
+  built_ins.block_dim = dim3(info->block_dim.x, info->block_dim.y, info->block_dim.z);
+  built_ins.grid_dim = dim3(info->grid_dim.x, info->grid_dim.y, info->grid_dim.z);
 }
 
 // Every call that may switch fibers goes through this: the other fibers of the
@@ -3634,6 +3689,7 @@ inline uint32_t InitRuntime(const kerneleval_cpu_runtime* runtime) {
     return 0;
   }
   kerneleval_cpu::detail::runtime = runtime;
+  thread_state_offset = runtime->thread_state_offset;
   return KERNELEVAL_CPU_ABI_VERSION;
 }
 }  // namespace kerneleval_cpu::detail

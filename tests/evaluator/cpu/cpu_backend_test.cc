@@ -399,6 +399,65 @@ __global__ void vector_add(const float* __restrict__ a, const float* __restrict_
   ExpectEveryCheckedOutputIs(*timed, expected);
 }
 
+// threadIdx, blockIdx, blockDim and gridDim in three dimensions, read as on a
+// GPU (a value; `auto&` binds it) and the same after a barrier and a
+// shuffle, where the block's other threads ran on this OS thread, in both
+// builds. The built-ins live in the runner's thread state, each read a load
+// from the thread pointer, not a __tls_get_addr call (cpu_backend_bench's
+// grid-stride histogram).
+TEST_F(CpuBackendTest, BuiltInVariablesInThreeDimensionsInBothBuilds) {
+  const std::string source = R"(
+__device__ unsigned Linear(const uint3& index, const dim3& extent) {
+  return index.x + extent.x * (index.y + extent.y * index.z);
+}
+__global__ void vector_add(const float* __restrict__ a, const float* __restrict__ b,
+                           float* __restrict__ c, int n) {
+  auto& thread = threadIdx;
+  const uint3 block = blockIdx;
+  const dim3 threads = blockDim, blocks = gridDim;
+  const unsigned in_block = Linear(threadIdx, blockDim);
+  const unsigned lane = in_block % 32;
+  __syncthreads();
+  const float next = __shfl_sync(0xffffffffu, (float)in_block, (lane + 1) % 32);
+  const bool same = thread.x == threadIdx.x && thread.y == threadIdx.y &&
+                    thread.z == threadIdx.z && block.x == blockIdx.x && block.y == blockIdx.y &&
+                    block.z == blockIdx.z && threads.x == blockDim.x && blocks.z == gridDim.z &&
+                    threadIdx.x < blockDim.x && threadIdx.y < blockDim.y &&
+                    threadIdx.z < blockDim.z && blockIdx.x < gridDim.x &&
+                    blockIdx.y < gridDim.y && blockIdx.z < gridDim.z &&
+                    next == (float)(in_block - lane + (lane + 1) % 32);
+  const unsigned block_index = Linear(blockIdx, gridDim);
+  const unsigned i = block_index * (blockDim.x * blockDim.y * blockDim.z) + in_block;
+  if (i < n) c[i] = same ? (float)(in_block + 1000u * block_index) : -1.0f;
+}
+)";
+  // 12 blocks of 8 x 4 x 2 threads: element i is thread i % 64 of block i / 64.
+  const int n = 768;
+  std::vector<float> expected(n);
+  for (int i = 0; i < n; ++i) expected[i] = static_cast<float>(i % 64 + 1000 * (i / 64));
+  auto three_dimensional = [](internal::ResolvedLaunch* launch) {
+    launch->clear_grid();
+    launch->clear_block();
+    for (uint32_t g : {2u, 3u, 2u}) launch->add_grid(g);
+    for (uint32_t b : {8u, 4u, 2u}) launch->add_block(b);
+  };
+  std::vector<internal::Case> cases;
+  for (int c = 0; c < 4; ++c) {  // store points and fixed thread orders
+    cases.push_back(VectorAddCase(absl::StrCat("c", c), 7, n, 1));
+    three_dimensional(cases.back().mutable_plan()->mutable_launches(0));
+  }
+  const internal::RunResult result = RunOk(MakeRequest(source, cases));
+  ASSERT_EQ(result.cases_size(), 4);
+  for (const internal::CaseResult& run : result.cases()) {
+    EXPECT_EQ(Values<float>(run.outputs(0)), expected);
+  }
+  internal::TimingRequest timing = TimedOnTwoInputSets(source, n);
+  three_dimensional(timing.mutable_programs(1)->mutable_plan()->mutable_launches(0));
+  absl::StatusOr<internal::TimingResult> timed = backend_->Time(timing);
+  ASSERT_TRUE(timed.ok()) << timed.status();
+  ExpectEveryCheckedOutputIs(*timed, expected);
+}
+
 // A weak reference to a name the library does not define is refused (a
 // compile failure naming it), in either build: the builds define different
 // names, and `&__tsan_init == nullptr` told the timed one from the
