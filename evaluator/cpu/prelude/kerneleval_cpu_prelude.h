@@ -314,23 +314,21 @@ static thread_local uint64_t tls_block_serial KERNELEVAL_CPU_TDATA(block_serial)
 // SetBlock runs as each block starts (this OS thread's dynamic shared
 // memory).
 struct DynamicSharedPointer {
-  explicit DynamicSharedPointer(void (*setter)()) : set(setter) {
+  explicit DynamicSharedPointer(void (*setter)(void* arena)) : set(setter) {
     next = first;
     first = this;
   }
   static inline DynamicSharedPointer* first = nullptr;
-  void (*set)();
+  void (*set)(void* arena);
   DynamicSharedPointer* next;
 };
 #define KERNELEVAL_CPU_DYNAMIC_SHARED(variable) \
   KERNELEVAL_CPU_DYNAMIC_SHARED_AS(variable, __COUNTER__)
 #define KERNELEVAL_CPU_DYNAMIC_SHARED_AS(variable, n) KERNELEVAL_CPU_DYNAMIC_SHARED_AS_(variable, n)
-#define KERNELEVAL_CPU_DYNAMIC_SHARED_AS_(variable, n)                                             \
-  [[maybe_unused]] static ::kerneleval_cpu::detail::DynamicSharedPointer                           \
-      kerneleval_cpu_dynamic_shared_##n(+[]() {                                                    \
-        variable =                                                                                 \
-            reinterpret_cast<decltype(variable)>(::kerneleval_cpu::detail::rt().dynamic_shared()); \
-      })
+#define KERNELEVAL_CPU_DYNAMIC_SHARED_AS_(variable, n)                   \
+  [[maybe_unused]] static ::kerneleval_cpu::detail::DynamicSharedPointer \
+      kerneleval_cpu_dynamic_shared_##n(                                 \
+          +[](void* arena) { variable = reinterpret_cast<decltype(variable)>(arena); })
 
 KERNELEVAL_CPU_BOOKKEEPING void SetBlock(const kerneleval_cpu_block_info* info) {
   // First: the first look-up of this thread's thread-local block (through
@@ -342,14 +340,15 @@ KERNELEVAL_CPU_BOOKKEEPING void SetBlock(const kerneleval_cpu_block_info* info) 
   if (tls_block_serial != info->serial) {
     tls_block_serial = info->serial;
     FillThreadLocalZeros();
+    void* const dynamic_arena = rt().dynamic_shared();
     if (kerneleval_cpu_thread_state* state = ThreadState()) {
       const SharedWindow& window = ThisThreadsSharedWindow();
       state->shared_static_begin = window.static_begin;
       state->shared_static_bytes = window.static_bytes;
-      state->shared_dynamic_begin = reinterpret_cast<uintptr_t>(rt().dynamic_shared());
+      state->shared_dynamic_begin = reinterpret_cast<uintptr_t>(dynamic_arena);
     }
     for (const DynamicSharedPointer* p = DynamicSharedPointer::first; p != nullptr; p = p->next) {
-      p->set();
+      p->set(dynamic_arena);
     }
   }
   BuiltInVariables& built_ins = BuiltIns();
