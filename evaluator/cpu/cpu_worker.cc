@@ -57,7 +57,9 @@ bool Serves(ThreadScheduleKind kind, ThreadScheduleKind role) {
 // schedules go round, has one with store points (lost updates), one whose
 // threads run forward (an in-place scan step reading a lower thread) and
 // one whose threads run in reverse (reading a higher one); the lanes
-// reversed in each warp count as both where the pure orders ran out. A
+// reversed in each warp count as both where the pure orders ran out, and a
+// schedule whose small grids start quiet
+// (kStorePointsQuietInSmallGrids) as store points where those ran out. A
 // shuffle over all cases had left every forward schedule on shapes too
 // small to show a race about 1 in 30 runs, and an in-place Hillis-Steele
 // scan passed (ExploitTest.ScansChunkSumsInPlaceWithoutASecondBuffer).
@@ -69,13 +71,16 @@ void DrawThreadSchedules(internal::RunRequest& job, std::mt19937_64& draw) {
   struct ShapeSlots {
     std::vector<uint32_t> slots;
     std::vector<ThreadScheduleKind> given;
+    std::vector<uint32_t> cases;  // all of them, in order
   };
   std::vector<uint32_t> pool;
   std::map<uint32_t, ShapeSlots> by_shape;
   for (int c = 0; c < job.cases_size(); ++c) {
     if (job.cases(c).thread_schedule() != 0) continue;
     pool.push_back(static_cast<uint32_t>(c));
-    by_shape[job.cases(c).shape_index()].slots.push_back(static_cast<uint32_t>(c));
+    ShapeSlots& shape = by_shape[job.cases(c).shape_index()];
+    shape.slots.push_back(static_cast<uint32_t>(c));
+    shape.cases.push_back(static_cast<uint32_t>(c));
   }
   std::vector<ShapeSlots*> shapes;
   for (auto& [index, shape] : by_shape) {
@@ -103,9 +108,11 @@ void DrawThreadSchedules(internal::RunRequest& job, std::mt19937_64& draw) {
       }
       // A shape's last slot for two roles: the order that serves both.
       const bool last_for_both = role == ThreadScheduleKind::kForward && shape->slots.size() == 1;
-      const ThreadScheduleKind lanes = ThreadScheduleKind::kLanesReversedInWarp;
+      const ThreadScheduleKind fallback = role == ThreadScheduleKind::kStorePoints
+                                              ? ThreadScheduleKind::kStorePointsQuietInSmallGrids
+                                              : ThreadScheduleKind::kLanesReversedInWarp;
       for (const ThreadScheduleKind wanted :
-           {last_for_both ? lanes : role, last_for_both ? role : lanes}) {
+           {last_for_both ? fallback : role, last_for_both ? role : fallback}) {
         std::vector<size_t> candidates;
         for (size_t i = 0; i < pool.size(); ++i) {
           if (KindOfThreadSchedule(pool[i]) == wanted) candidates.push_back(i);
@@ -120,6 +127,31 @@ void DrawThreadSchedules(internal::RunRequest& job, std::mt19937_64& draw) {
   std::shuffle(pool.begin(), pool.end(), draw);
   for (ShapeSlots* shape : shapes) {
     while (!shape->slots.empty()) give(*shape, pool.size() - 1);
+  }
+  // A quiet schedule's draws follow the points the kernel's blocks had in
+  // the shape's earlier cases without store points (SetCaseSchedule), so
+  // a shape's first case trades a schedule with store points for one
+  // without, drawn from the shape's others.
+  auto store_points = [&](uint32_t c) {
+    const ThreadScheduleKind kind =
+        KindOfThreadSchedule(job.cases(static_cast<int>(c)).thread_schedule() - 1);
+    return kind == ThreadScheduleKind::kStorePoints ||
+           kind == ThreadScheduleKind::kStorePointsQuietInSmallGrids;
+  };
+  for (const auto& [index, shape] : by_shape) {
+    const uint32_t first = shape.cases.front();
+    if (!store_points(first)) continue;
+    std::vector<uint32_t> others;
+    for (const uint32_t c : shape.cases) {
+      if (!store_points(c)) others.push_back(c);
+    }
+    if (others.empty()) continue;
+    const uint32_t other =
+        others[std::uniform_int_distribution<size_t>(0, others.size() - 1)(draw)];
+    const uint32_t schedule = job.cases(static_cast<int>(first)).thread_schedule();
+    job.mutable_cases(static_cast<int>(first))
+        ->set_thread_schedule(job.cases(static_cast<int>(other)).thread_schedule());
+    job.mutable_cases(static_cast<int>(other))->set_thread_schedule(schedule);
   }
 }
 

@@ -15,12 +15,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "evaluator/cpu/device_heap.h"
@@ -96,6 +98,16 @@ struct Globals {
   // launch (none: drawn per launch).
   bool store_points = true;
   std::optional<ThreadOrder> fixed_order;
+  // SetCaseSchedule: every block of a grid under kDrawnStorePointsMinBlocks
+  // blocks lets a drawn number of its first store points pass
+  // (GridJob::quiet_every_block).
+  bool quiet_small_grids = false;
+  // SetCaseSchedule: the case's shape (internal::Case::shape_index).
+  uint32_t shape = 0;
+  // GridJob::block_points_seen by kernel (its thread function) and shape:
+  // the most of its launches' GridJob::most_block_points in cases without
+  // store points (read and written by the runner's thread, between grids).
+  std::map<std::pair<kerneleval_cpu_thread_fn, uint32_t>, uint64_t> block_points_by_kernel;
   // SetCaseSchedule: blocks taken with blockIdx.x slowest, from the last,
   // or shuffled (GridJob).
   bool x_slowest = false;
@@ -249,7 +261,24 @@ struct GridJob {
   // (drawn) also lets a drawn number of its first store and spin points
   // pass (BlockExecutor::quiet_points_left_).
   bool store_points_drawn = false;
-  uint64_t schedule_seed = 0;  // the draws' seed, from the OS's randomness
+  // Every block lets a drawn number of its first store and spin points pass:
+  // a grid under kDrawnStorePointsMinBlocks blocks in a case whose schedule
+  // says so (SetCaseSchedule's quiet_small_grids). A kernel whose grids are
+  // all small probed the schedule and took a racy path only where its
+  // threads did not interleave (session 35's s35a, 4 blocks); the other
+  // store-point cases still switch at every point.
+  bool quiet_every_block = false;
+  // Store and spin points of a block of this kernel on this shape in an
+  // earlier case without store points (the most of a launch's
+  // most_block_points; 0: none). There its threads never interleave, as in
+  // the timed build and in a quiet stretch, so a kernel taking another
+  // path where it finds them interleaving (atomics, which are no points;
+  // or extra points, to stretch the draws) cannot move this without moving
+  // its timed runs too. DrawQuietPoints draws from 1 to this (or, where 0,
+  // to most_block_points) as often as from its octaves.
+  uint64_t block_points_seen = 0;
+  std::atomic<uint64_t> most_block_points{0};  // of this launch's blocks ended so far
+  uint64_t schedule_seed = 0;                  // the draws' seed, from the OS's randomness
   // kerneleval_cpu_thread_state::set_multiplier for this launch (odd).
   uint64_t set_multiplier = 0x9E3779B97F4A7C15ull;
   // A warp whose operation completes goes on before the threads already
@@ -523,7 +552,8 @@ class alignas(kCacheLineBytes) BlockExecutor {
     tls_interleave_state.race_check = job.race_checked ? &globals->race : nullptr;
   }
 
-  void RunBlock(const GridJob& job, uint64_t linear_block) {
+  // Runs block `linear_block` of `job`; returns its store and spin points.
+  uint64_t RunBlock(const GridJob& job, uint64_t linear_block) {
     const kerneleval_cpu_launch& launch = *job.launch;
     job_ = &job;
     stacks_.Resize(job.stack_bytes);
@@ -536,7 +566,12 @@ class alignas(kCacheLineBytes) BlockExecutor {
     // Each block draws its own (GridJob::store_points_drawn): splitmix64
     // of the launch's seed and the block.
     draw_state_ = job.schedule_seed + 0x9e3779b97f4a7c15ull * (linear_block + 1);
-    quiet_points_left_ = job.store_points_drawn && DrawSplitMix() % 4 == 0 ? DrawQuietPoints() : 0;
+    const bool quiet = job.quiet_every_block || (job.store_points_drawn && DrawSplitMix() % 4 == 0);
+    const uint64_t points_seen = job.block_points_seen > 0
+                                     ? job.block_points_seen
+                                     : job.most_block_points.load(std::memory_order_relaxed);
+    quiet_points_left_ = quiet ? DrawQuietPoints(points_seen) : 0;
+    points_ = 0;
     warps_run_ahead_ = job.warps_run_ahead;
     for (uint32_t t = 0; t < n_; ++t) threads_[t].state = kUnstarted;
     const uint32_t warps = (n_ + 31) / 32;
@@ -621,6 +656,7 @@ class alignas(kCacheLineBytes) BlockExecutor {
         Fatal(DeadlockMessage());
       }
     }
+    return points_;
   }
 
   // ---- Fiber side (called by the submission through the ABI).
@@ -688,7 +724,16 @@ class alignas(kCacheLineBytes) BlockExecutor {
 
   // 1 to 2^19 - 1, each power of two as likely to hold it: a probe of any
   // length finds no switch in some blocks, and the work after it does.
-  uint64_t DrawQuietPoints() {
+  // Three times in four, where a block of this kernel has ended
+  // (`points_seen` its store and spin points), 1 to points_seen, each as
+  // likely: a probe of P points before R points of racy work is then
+  // caught with a chance of about R / (P + R) per block, where the octaves
+  // give about log2((P + R) / P) / 19 (s35a's 4 blocks of 256 threads on
+  // 100,003 bytes: 256 probe points and ~25,000 racy ones a block, ~0.99
+  // against ~0.35). The octaves stay for the blocks that start before any
+  // has ended.
+  uint64_t DrawQuietPoints(uint64_t points_seen) {
+    if (points_seen > 1 && DrawSplitMix() % 4 != 0) return 1 + DrawSplitMix() % points_seen;
     const uint64_t octave = DrawSplitMix() % (kMostQuietPointsLog2 + 1);
     return (uint64_t{1} << octave) + DrawSplitMix() % (uint64_t{1} << octave);
   }
@@ -706,6 +751,7 @@ class alignas(kCacheLineBytes) BlockExecutor {
   // one lock, each critical section cost a round of 1,023 failed tries).
   void Interleave(uint32_t kind) {
     if (!on_thread_) return;
+    ++points_;
     if (quiet_points_left_ > 0) {
       --quiet_points_left_;
       return;
@@ -1112,6 +1158,7 @@ class alignas(kCacheLineBytes) BlockExecutor {
   // then runs where stores switch again
   // (ExploitTest.ProbesWhetherItsThreadsInterleaveAndAddsWithoutAtomicsWhereTheyDoNot).
   uint64_t quiet_points_left_ = 0;
+  uint64_t points_ = 0;  // store and spin points the running block has passed
   bool warps_run_ahead_ = false;
   uint32_t done_ = 0;
   uint32_t at_barrier_ = 0;
@@ -1148,7 +1195,10 @@ void RunBlocks(GridJob& job, bool rescuer = false) {
   BlockExecutor& executor = Executor();
   executor.PrepareLaunch(job);
   for (uint64_t b = 0; ClaimBlock(job, rescuer, &b);) {
-    executor.RunBlock(job, b);
+    const uint64_t points = executor.RunBlock(job, b);
+    uint64_t most = job.most_block_points.load(std::memory_order_relaxed);
+    while (points > most && !job.most_block_points.compare_exchange_weak(most, points)) {
+    }
     if (job.rescued) job.blocks_ended.fetch_add(1, std::memory_order_relaxed);
   }
 }
@@ -1436,6 +1486,10 @@ const char* AbiRunGrid(const kerneleval_cpu_launch* launch, kerneleval_cpu_threa
       static_cast<ThreadOrder>(globals->order_chooser() % kThreadOrders));
   job.store_points = globals->store_points;
   job.store_points_drawn = globals->store_points && job.total_blocks >= kDrawnStorePointsMinBlocks;
+  job.quiet_every_block = globals->store_points && globals->quiet_small_grids &&
+                          job.total_blocks < kDrawnStorePointsMinBlocks;
+  const auto seen = globals->block_points_by_kernel.try_emplace({fn, globals->shape}, 0).first;
+  job.block_points_seen = seen->second;
   job.schedule_seed = globals->order_chooser();
   job.set_multiplier = globals->order_chooser() | 1;
   job.warps_run_ahead = !globals->store_points;  // the odd cases' schedule
@@ -1468,6 +1522,7 @@ const char* AbiRunGrid(const kerneleval_cpu_launch* launch, kerneleval_cpu_threa
   } else {
     pool->Run(job, static_cast<unsigned>(wanted));
   }
+  if (!job.store_points) seen->second = std::max(seen->second, job.most_block_points.load());
   if (const char* error = SharedSlackWritten(job)) return error;
   return job.race_checked ? RaceFound(job) : nullptr;
 }
@@ -1657,6 +1712,7 @@ namespace {
 // The schedule of correctness case `case_index` (SetCaseSchedule).
 struct CaseSchedule {
   bool store_points = true;
+  bool quiet_small_grids = false;          // GridJob::quiet_every_block
   std::optional<ThreadOrder> fixed_order;  // none: drawn per launch
   bool x_slowest = false;
   bool blocks_reversed = false;
@@ -1666,6 +1722,10 @@ struct CaseSchedule {
 CaseSchedule ScheduleOfCase(size_t case_index, size_t thread_schedule) {
   CaseSchedule schedule;
   schedule.store_points = thread_schedule % 2 == 0;
+  // Schedules 4, 10, 16, ...: one store-point schedule in three, so that a
+  // run of 13 cases over 5 shapes (or 12 over 4) still has one that
+  // switches at every point for each shape (DrawThreadSchedules).
+  schedule.quiet_small_grids = thread_schedule % 6 == 4;
   schedule.x_slowest = case_index / 2 % 2 == 1;    // cases 2, 3, 6, 7, ...
   schedule.blocks_reversed = case_index % 4 == 1;  // cases 1, 5, 9, ...
   schedule.blocks_shuffled = case_index % 4 == 0;  // cases 0, 4, 8, ...
@@ -1679,7 +1739,10 @@ CaseSchedule ScheduleOfCase(size_t case_index, size_t thread_schedule) {
 
 ThreadScheduleKind KindOfThreadSchedule(size_t thread_schedule) {
   const CaseSchedule schedule = ScheduleOfCase(0, thread_schedule);
-  if (!schedule.fixed_order) return ThreadScheduleKind::kStorePoints;
+  if (!schedule.fixed_order) {
+    return schedule.quiet_small_grids ? ThreadScheduleKind::kStorePointsQuietInSmallGrids
+                                      : ThreadScheduleKind::kStorePoints;
+  }
   switch (*schedule.fixed_order) {
     case ThreadOrder::kForward:
       return ThreadScheduleKind::kForward;
@@ -1691,10 +1754,12 @@ ThreadScheduleKind KindOfThreadSchedule(size_t thread_schedule) {
   return ThreadScheduleKind::kLanesReversedInWarp;
 }
 
-void SetCaseSchedule(size_t case_index, size_t thread_schedule) {
+void SetCaseSchedule(size_t case_index, size_t thread_schedule, uint32_t shape) {
   if (!globals) return;
+  globals->shape = shape;
   const CaseSchedule schedule = ScheduleOfCase(case_index, thread_schedule);
   globals->store_points = schedule.store_points;
+  globals->quiet_small_grids = schedule.quiet_small_grids;
   globals->x_slowest = schedule.x_slowest;
   globals->blocks_reversed = schedule.blocks_reversed;
   globals->blocks_shuffled = schedule.blocks_shuffled;
@@ -1708,7 +1773,10 @@ std::string DescribeCaseSchedule(size_t case_index, size_t thread_schedule, bool
     threads =
         "each block's threads switching at every store of a value they loaded, in an order "
         "drawn per launch (in a grid of 8 blocks or more: at 7 in 8 of those stores, drawn, "
-        "and in one block in four only after a drawn number of them)";
+        "and in one block in four only after a drawn number of them";
+    threads += schedule.quiet_small_grids
+                   ? "; in a smaller grid: in every block only after a drawn number of them)"
+                   : ")";
   } else if (!schedule.fixed_order) {
     threads = "each block's threads one after another, in an order drawn per launch";
   } else {

@@ -111,8 +111,12 @@ bool FindStackOverflow(uint64_t address, uint64_t* stack_bytes);
 // unwritten; one waiting for a lower block is run to the end by the pool's
 // rescuer). Cases 0, 4, 8, ... take them in a shuffled order drawn per
 // launch after the first 1, 2, 4, ... (at most a quarter of the grid) in
-// index order, block 0 first (rescued likewise).
-void SetCaseSchedule(size_t case_index, size_t thread_schedule);
+// index order, block 0 first (rescued likewise). Store-point cases 4, 10,
+// 16, ...: in a grid of under 8 blocks every block first lets a drawn
+// number of its store and spin points pass (kStorePointsQuietInSmallGrids);
+// the draw follows the points a block of the same kernel had in the
+// earlier cases of `shape` (internal::Case::shape_index).
+void SetCaseSchedule(size_t case_index, size_t thread_schedule, uint32_t shape = 0);
 
 // What the thread schedule `thread_schedule` (SetCaseSchedule) lets a
 // block's threads show: kStorePoints loses the updates of a plain
@@ -120,9 +124,16 @@ void SetCaseSchedule(size_t case_index, size_t thread_schedule);
 // points show an in-place step that reads what another thread updates in
 // the same step: kForward one reading a lower thread (`s[t] += s[t - k]`),
 // kReverse one reading a higher thread, kLanesReversedInWarp both in part
-// (a higher lane of its warp, a lower warp).
+// (a higher lane of its warp, a lower warp). kStorePointsQuietInSmallGrids
+// is kStorePoints where, in a grid of under 8 blocks, every block first
+// lets a drawn number of its store points pass without a switch (schedules
+// 4, 10, 16, ...): a kernel probing whether its threads interleave then
+// finds them apart and its racy work after the probe loses updates; a race
+// early in a small grid's blocks may pass there, so each shape needs a
+// kStorePoints case too.
 enum class ThreadScheduleKind : uint8_t {
   kStorePoints,
+  kStorePointsQuietInSmallGrids,
   kForward,
   kReverse,
   kLanesReversedInWarp,

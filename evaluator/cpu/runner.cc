@@ -621,7 +621,7 @@ int RunCasesInRunner(int channel_fd, RunnerReport* report, const RunnerConfig& c
     report->case_index.store(static_cast<int32_t>(c));
     const internal::Case& one = request.cases(static_cast<int>(c));
     SetCaseSchedule(one.block_schedule() > 0 ? one.block_schedule() - 1 : c,
-                    one.thread_schedule() > 0 ? one.thread_schedule() - 1 : c);
+                    one.thread_schedule() > 0 ? one.thread_schedule() - 1 : c, one.shape_index());
     SetRaceCheckedMemory(cases[c]->RaceCheckedRanges(library.writable_data));
     cases[c]->Register(report);
     cases[c]->Run(library, report);

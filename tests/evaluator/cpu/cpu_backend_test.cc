@@ -2436,12 +2436,15 @@ __global__ void locked_global(int* counts) {
                     {Launch(kernel, {1}, {256}, {Buf("x"), Buf("y")})});
   };
   // Racy kernels at even cases (store points), the in-place scan at case 1.
+  // Case 4's own schedule starts a small grid's blocks quiet
+  // (kStorePointsQuietInSmallGrids): its racy kernel takes case 0's.
+  internal::Case exchange_case = counter_case("racy_exchange", 1, 256);
+  exchange_case.set_thread_schedule(1);
   const internal::RunResult result = RunOk(MakeRequest(
-      source,
-      {histogram_case("racy_shared"), scan_case("inplace_scan"),
-       counter_case("racy_global", 1, 256), counter_case("locked_global"),
-       counter_case("racy_exchange", 1, 256), histogram_case("atomic_shared"),
-       counter_case("racy_across_shuffles", 1, 128), scan_case("buffered_scan"), long_case}));
+      source, {histogram_case("racy_shared"), scan_case("inplace_scan"),
+               counter_case("racy_global", 1, 256), counter_case("locked_global"), exchange_case,
+               histogram_case("atomic_shared"), counter_case("racy_across_shuffles", 1, 128),
+               scan_case("buffered_scan"), long_case}));
   ASSERT_EQ(result.cases_size(), 9);
   int expected[8] = {};
   for (int v : Generated<int32_t>(x, 3)) ++expected[v % 8];
@@ -3337,12 +3340,11 @@ TEST_F(CpuBackendTest, UnsetSchedulesAreShufflesOfTheCasesPositions) {
     threads_not_by_position += !threads_by_position;
     blocks_not_by_position += !blocks_by_position;
   }
-  // By position by chance: threads 1 in 288 (the shape given the reverse
-  // order, not the lanes reversed: 1 in 2; each shape's store points on its
-  // even cases, the forward order on case 1 or 7: 1 in 12 each), blocks
-  // (2!)^2 in (4!)^2 (x slowest twice a shape): in 4 runs every time,
-  // about 1 in 7 x 10^9 and 1 in 4 x 10^8.
-  EXPECT_GT(threads_not_by_position, 0);
+  // Threads never by position: a shape's first case (positions 0 and 4,
+  // both with store points) gets a schedule without them
+  // (DrawThreadSchedules). Blocks by position by chance: (2!)^2 in (4!)^2
+  // (x slowest twice a shape), in 4 runs every time about 1 in 4 x 10^8.
+  EXPECT_EQ(threads_not_by_position, 4);
   EXPECT_GT(blocks_not_by_position, 0);
 }
 
@@ -3351,6 +3353,10 @@ TEST_F(CpuBackendTest, UnsetSchedulesAreShufflesOfTheCasesPositions) {
 // warp serving as both where the pure orders run out: a shuffle over all
 // cases left every forward order on shapes too small to show an in-place
 // scan's race about 1 in 30 runs (ExploitTest.ScansChunkSumsInPlace...).
+// The store points switch at every point in small grids too (schedules 4,
+// 10, ... start small grids' blocks quiet, kStorePointsQuietInSmallGrids),
+// and a shape's first case has none: a quiet case's draws follow the
+// points of a case without them before it.
 TEST_F(CpuBackendTest, UnsetSchedulesGiveEveryShapeEachKindOfThreadOrder) {
   constexpr int kShapes = 4, kTrials = 3;
   // Schedules 0, 1, 3 and 5: store points, forward, reverse, lanes reversed.
@@ -3358,7 +3364,11 @@ TEST_F(CpuBackendTest, UnsetSchedulesGiveEveryShapeEachKindOfThreadOrder) {
   const std::string forward = ThreadsPart(DescribeCaseSchedule(0, 1, true));
   const std::string reverse = ThreadsPart(DescribeCaseSchedule(0, 3, true));
   const std::string lanes = ThreadsPart(DescribeCaseSchedule(0, 5, true));
-  ASSERT_EQ(std::set<std::string>({store_points, forward, reverse, lanes}).size(), 4u);
+  const std::string quiet = ThreadsPart(DescribeCaseSchedule(0, 4, true));
+  ASSERT_EQ(std::set<std::string>({store_points, forward, reverse, lanes, quiet}).size(), 5u);
+  EXPECT_NE(quiet.find("in a smaller grid: in every block only after a drawn number of them"),
+            std::string::npos)
+      << quiet;
   const internal::RunRequest request = UnsetSchedulesRequest(kShapes * kTrials, kTrials);
   std::set<std::multiset<std::string>> mixes;
   for (int run = 0; run < 8; ++run) {
@@ -3372,12 +3382,16 @@ TEST_F(CpuBackendTest, UnsetSchedulesGiveEveryShapeEachKindOfThreadOrder) {
       EXPECT_GT(mix.count(store_points), 0u) << "run " << run << ", shape " << shape;
       EXPECT_GT(mix.count(forward) + mix.count(lanes), 0u) << "run " << run << ", shape " << shape;
       EXPECT_GT(mix.count(reverse) + mix.count(lanes), 0u) << "run " << run << ", shape " << shape;
+      const std::string first = ThreadsPart(result.cases(shape * kTrials).schedule());
+      EXPECT_TRUE(first == forward || first == reverse || first == lanes)
+          << "run " << run << ", shape " << shape << ": " << first;
       mixes.insert(mix);
     }
   }
-  // The 12 positions' schedules hold 6 with store points and 2 of each
-  // order: two shapes get {store points, forward, reverse}, two {store
-  // points twice, lanes reversed}, which ones drawn per run.
+  // The 12 positions' schedules hold 4 with store points, 2 quiet in small
+  // grids (4 and 10) and 2 of each order: two shapes get {store points,
+  // forward, reverse}, two {store points, quiet, lanes reversed}, which
+  // ones drawn per run.
   EXPECT_EQ(mixes.size(), 2u);
 }
 
