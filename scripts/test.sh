@@ -8,9 +8,10 @@ BUILD_DIR=${BUILD_DIR:-build}
 ctest_status=0
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j"$(nproc)" --timeout 600 || ctest_status=$?
 if [ "$ctest_status" -ne 0 ]; then
-  # One ctest can hold a whole GoogleTest suite (exploits.cpu: 76 cases in one
-  # engine), and CI shows only the head and tail of a long log: print the
-  # failed cases' assertions and names last, where the tail shows them.
+  # One ctest can hold many GoogleTest cases (exploits.cpu.shard1of3: a third
+  # of 81, in one engine), and CI shows only the head and tail of a long log:
+  # print the failed cases' assertions and names last, where the tail shows
+  # them.
   log="$BUILD_DIR/Testing/Temporary/LastTest.log"
   if [ -f "$log" ]; then
     echo "== assertions that failed (from $log) =="
