@@ -480,6 +480,16 @@ TEST(EngineDeadlineTest, AGroupPastItsDeadlineAnswersWithWhatItJudged) {
   EXPECT_GT(not_evaluated, 0);
 }
 
+// Counts the jobs a device has taken from its queue (the engine observes
+// each one's "queue_wait" then).
+class DeviceTakesObserver : public EngineObserver {
+ public:
+  void OnLatency(std::string_view stage, double) override {
+    if (stage == "queue_wait") ++taken;
+  }
+  std::atomic<int> taken{0};
+};
+
 // A group whose deadline comes while it waits for a device busy with
 // another client's request is answered by then with what its compile stage
 // decided, the rest "not_evaluated" (rt8 #5: it got DEADLINE_EXCEEDED, after
@@ -490,6 +500,8 @@ TEST(EngineDeadlineTest, AJobWhoseDeadlineComesWhileItWaitsIsAnsweredThen) {
   EngineOptions options = CpuEngineOptions();
   options.run_timeout_seconds = 8;
   options.candidate_run_floor_seconds = 8;
+  auto takes = std::make_shared<DeviceTakesObserver>();
+  options.observer = takes;
   auto created = Engine::Create(options);
   ASSERT_TRUE(created.ok()) << created.status();
   Engine& engine = **created;
@@ -509,7 +521,15 @@ TEST(EngineDeadlineTest, AJobWhoseDeadlineComesWhileItWaitsIsAnsweredThen) {
   std::promise<absl::StatusOr<v1::Verdict>> busy_done;
   engine.EvaluateAsync(busy, a,
                        [&](absl::StatusOr<v1::Verdict> verdict) { busy_done.set_value(verdict); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // Until the device has taken it: a fixed 1.5 s was too short once in CI
+  // (its new source's host build, under load, let the group's cached one
+  // reach the device first, and the group ran out of time there).
+  const auto submitted = Clock::now();
+  while (takes->taken.load() == 0 && Clock::now() - submitted < std::chrono::seconds(120)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(takes->taken.load(), 1) << "the device never took the busy job";
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
 
   v1::EvaluateGroupRequest group;
   group.set_problem_id("vector_add");
