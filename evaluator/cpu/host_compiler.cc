@@ -193,6 +193,9 @@ absl::StatusOr<HostCompiler> HostCompiler::Create(HostCompilerOptions options) {
     return absl::FailedPreconditionError(
         absl::StrCat("CUDA headers (cuda_fp16.h) not found in '", options.cuda_include_dir, "'"));
   }
+  // -mfma on a host without FMA would build libraries that fault (SIGILL).
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("fma")) options.contract_multiply_add = false;
   std::error_code ec;
   fs::create_directories(fs::path(options.cache_dir) / "lib", ec);
   fs::create_directories(fs::path(options.cache_dir) / "work", ec);
@@ -219,6 +222,11 @@ absl::StatusOr<HostCompiler> HostCompiler::Create(HostCompilerOptions options) {
   return compiler_object;
 }
 
+void FuseNoMultiplyAdd(std::string* unit) {
+  const size_t after_prelude = unit->find('\n') + 1;
+  unit->insert(after_prelude, "#pragma GCC optimize(\"fp-contract=off\")\n");
+}
+
 std::vector<std::string> HostCompiler::CommonFlags() const {
   std::vector<std::string> flags = {"-std=c++20",
                                     options_.optimization,
@@ -242,6 +250,7 @@ std::vector<std::string> HostCompiler::CommonFlags() const {
   // faults on the guard page; it wrote into the neighbouring fibers' stacks
   // (96 KiB of local arrays on a 64 KiB stack passed).
   flags.push_back("-fstack-clash-protection");
+  if (options_.contract_multiply_add) flags.insert(flags.end(), {"-mfma", "-ffp-contract=fast"});
   if (options_.interleave_stores) {
     flags.insert(flags.end(), {"-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0",
                                "--param=tsan-distinguish-volatile=1"});

@@ -33,6 +33,14 @@ struct HostCompilerOptions {
   // block's other threads run (the prelude's "Store points"). Compiled, then
   // linked without the flag: ThreadSanitizer's runtime is never linked.
   bool interleave_stores = false;
+  // Contract a multiply and an add into one fused multiply-add, as NVRTC
+  // and ptxas do by default (--fmad=true): -mfma -ffp-contract=fast where the
+  // host has FMA (Create turns it off where not). Without it a source could
+  // test whether `a * b - __fmul_rn(a, b)` is 0, its rounding error on a
+  // GPU, and write the right answer only in the host build (sweep 9, s9a6).
+  // A program compiled with --fmad=false turns it off in its own code
+  // (FuseNoMultiplyAdd).
+  bool contract_multiply_add = true;
   size_t max_log_bytes = 16 << 10;  // [bytes] of compiler messages kept
   size_t max_cache_entries = 512;   // shared objects kept, oldest removed first
   // [bytes] Shared objects kept in all; the oldest go first.
@@ -45,6 +53,22 @@ struct HostCompilerOptions {
   // [bytes] The same for the precompiled prelude (about 90 MB with g++ 12).
   uint64_t max_prelude_bytes = uint64_t{1} << 30;
 };
+
+// What NVRTC's --fmad=false does, for the host build: `unit` (a translation
+// unit of BuildTranslationUnit's, whose first line includes the prelude) with
+// `#pragma GCC optimize("fp-contract=off")` after that line, so that none of
+// the submission's functions fuses a multiply and an add.
+void FuseNoMultiplyAdd(std::string* unit);
+
+// Whether NVRTC fuses multiplies and adds under `options` (a program's
+// canonical compile options, CheckUserOptions'): unless --fmad=false.
+template <class Options>
+bool NvrtcFusesMultiplyAdd(const Options& options) {
+  for (const auto& option : options) {
+    if (option == "--fmad=false") return false;
+  }
+  return true;
+}
 
 struct HostCompileResult {
   bool success = false;

@@ -1899,6 +1899,64 @@ __global__ void both(const float* x, float* fast, float* accurate) {
   EXPECT_GT(differing, n / 2);
 }
 
+// The host build fused no multiply and add, where NVRTC fuses by default
+// (--fmad=true): `a * b - __fmul_rn(a, b)` was 0 here and a product's rounding
+// error on a GPU, so a kernel could write the right answer only in the host
+// build (sweep 9, s9a6). It now contracts as NVRTC does, where the host has
+// FMA; __fmul_rn, __fadd_rn and their kin are never fused, as on a GPU; and
+// a program compiled with --fmad=false fuses nothing, as there.
+TEST_F(CpuBackendTest, MultipliesAndAddsAreFusedAsNvrtcFusesThem) {
+  if (!__builtin_cpu_supports("fma")) GTEST_SKIP() << "this host has no FMA: nothing is fused";
+  const char* source = R"(
+__global__ void fused(const float* a, const float* b, float* single, double* twice) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  const float p = __fmul_rn(a[i], b[i]);
+  single[3 * i] = a[i] * b[i] - p;               // fused: the product's rounding error
+  single[3 * i + 1] = __fadd_rn(a[i] * b[i], -p);  // never fused: 0
+  single[3 * i + 2] = __fmul_rn(a[i], b[i]) - p;   // never fused: 0
+  // g++ fuses a product only where each of its uses is an add: x * z is not
+  // x * y (NVPTX fuses each use; the source's own arithmetic decides here).
+  const double x = a[i] / 3.0, y = b[i] / 7.0, z = b[i] / 5.0;
+  twice[2 * i] = x * y - __dmul_rn(x, y);
+  twice[2 * i + 1] = __dsub_rn(x * z, __dmul_rn(x, z));
+}
+)";
+  const int n = 1024;
+  auto request = [&](bool fmad) {
+    internal::RunRequest made = MakeRequest(
+        source,
+        {MakeCase("fused", 3,
+                  {Input("a", v1::DTYPE_F32, n), Input("b", v1::DTYPE_F32, n),
+                   Output("single", v1::DTYPE_F32, 3 * n), Output("twice", v1::DTYPE_F64, 2 * n)},
+                  {Launch("fused", {n / 256}, {256},
+                          {Buf("a"), Buf("b"), Buf("single"), Buf("twice")})})});
+    if (!fmad) made.mutable_program()->mutable_compiled()->add_options("--fmad=false");
+    return made;
+  };
+  for (const bool fmad : {true, false}) {
+    SCOPED_TRACE(fmad ? "--fmad=true (the default)" : "--fmad=false");
+    const internal::RunResult result = RunOk(request(fmad));
+    const auto single = Values<float>(result.cases(0).outputs(0));
+    const auto twice = Values<double>(result.cases(0).outputs(1));
+    int fused_single = 0;
+    int fused_twice = 0;
+    for (int i = 0; i < n; ++i) {
+      fused_single += single[3 * i] != 0.0f;
+      fused_twice += twice[2 * i] != 0.0;
+      EXPECT_EQ(single[3 * i + 1], 0.0f) << i;
+      EXPECT_EQ(single[3 * i + 2], 0.0f) << i;
+      EXPECT_EQ(twice[2 * i + 1], 0.0) << i;
+    }
+    if (fmad) {
+      EXPECT_GT(fused_single, n / 2);
+      EXPECT_GT(fused_twice, n / 2);
+    } else {
+      EXPECT_EQ(fused_single, 0);
+      EXPECT_EQ(fused_twice, 0);
+    }
+  }
+}
+
 // The fast-math intrinsics answered as the accurate host functions: a
 // kernel whose fast-math error fails a tolerance on a GPU passed here (sweep
 // 6). They now round between the approximate units as the toolkit's

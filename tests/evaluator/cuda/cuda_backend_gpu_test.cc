@@ -1471,11 +1471,12 @@ std::string AuxKernelsForTheHost() {
 
 // Runs aux_kernels.cu's source on the test driver: built for the host by the
 // CPU backend's compiler (Load), loaded as a module in the primary context.
+// Fusing no multiply and add, as nvcc builds it (-fmad=false, CMakeLists.txt).
 class AuxKernelSourceTest : public testing::Test {
  protected:
   void Load(const std::string& source, const std::vector<std::string>& kernels) {
     absl::StatusOr<std::string> module =
-        kerneleval::fake_cuda::BuildHostModule(source, {}, kernels);
+        kerneleval::fake_cuda::BuildHostModule(source, {}, kernels, /*fuse_multiply_add=*/false);
     ASSERT_TRUE(module.ok()) << module.status();
     kerneleval::fake_cuda::UseFakeDriver();
     absl::StatusOr<const DriverApi*> api = LoadDriver();

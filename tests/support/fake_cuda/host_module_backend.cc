@@ -50,6 +50,7 @@ absl::StatusOr<HostModuleBackend::Rebuilt> HostModuleBackend::Rebuild(
   absl::StatusOr<std::string> unit = cpu::BuildTranslationUnit(
       program->source(), defines, plan_kernels, cuda_arch > 0 ? cuda_arch : 900);
   if (!unit.ok()) return Rebuilt{false, std::string(unit.status().message())};
+  if (!cpu::NvrtcFusesMultiplyAdd(program->compiled().options())) cpu::FuseNoMultiplyAdd(&*unit);
   std::lock_guard<std::mutex> lock(mutex_);
   auto cached = modules_.find(*unit);
   if (cached == modules_.end()) {
@@ -147,11 +148,13 @@ void UseFakeDriver(EngineOptions* options, bool as_ptx) {
 
 absl::StatusOr<std::string> BuildHostModule(const std::string& source,
                                             const std::vector<std::string>& defines,
-                                            const std::vector<std::string>& kernels) {
+                                            const std::vector<std::string>& kernels,
+                                            bool fuse_multiply_add) {
   absl::StatusOr<cpu::HostCompiler> compiler = MakeHostCompiler();
   if (!compiler.ok()) return compiler.status();
   absl::StatusOr<std::string> unit = cpu::BuildTranslationUnit(source, defines, kernels, 900);
   if (!unit.ok()) return unit.status();
+  if (!fuse_multiply_add) cpu::FuseNoMultiplyAdd(&*unit);
   absl::StatusOr<cpu::HostCompileResult> compiled = compiler->Compile(*unit);
   if (!compiled.ok()) return compiled.status();
   if (!compiled->success) return absl::InvalidArgumentError(compiled->log);

@@ -79,8 +79,11 @@ void UseFakeDriver(EngineOptions* options, bool as_ptx = false);
 // The shared object HostCompiler builds from `source` with a launcher for
 // each of `kernels`: the module image the test driver runs. The compile cache
 // is the CPU tests' (the precompiled prelude is built once per build tree).
+// `fuse_multiply_add` false: as nvcc or NVRTC with -fmad=false (the worker's
+// own kernels, aux_kernels.cu, are built so).
 absl::StatusOr<std::string> BuildHostModule(const std::string& source,
                                             const std::vector<std::string>& defines,
-                                            const std::vector<std::string>& kernels);
+                                            const std::vector<std::string>& kernels,
+                                            bool fuse_multiply_add = true);
 
 }  // namespace kerneleval::fake_cuda
