@@ -468,6 +468,22 @@ constexpr char kTimedBuildHangHint[] =
     "yields only at __syncthreads, warp operations and __nanosleep; a __nanosleep in the "
     "loop lets it finish";
 
+// What a GPU computes otherwise under NVRTC option `option` (canonical, as
+// CheckUserOptions spells it) and the host build does not reproduce, or
+// nullptr: the host build follows the defaults and --fmad=false, and the
+// other options change no result (-maxrregcount, -lineinfo, ...). Flushing
+// single-precision denormals would take MXCSR's FTZ and DAZ, which flush
+// doubles too; an approximate division, another `/`.
+const char* ArithmeticNotEmulated(const std::string& option) {
+  if (option == "--use_fast_math") {
+    return "approximate math functions, division and square root; denormals flushed";
+  }
+  if (option == "--ftz=true") return "single-precision denormals flushed to zero";
+  if (option == "--prec-div=false") return "an approximate single-precision division";
+  if (option == "--prec-sqrt=false") return "an approximate single-precision square root";
+  return nullptr;
+}
+
 class Worker {
  public:
   explicit Worker(CpuWorkerSettings settings) : settings_(std::move(settings)) {
@@ -1068,6 +1084,17 @@ class Worker {
         failure.set_message(
             "the CPU backend compiles C++20 (its host build): submit without --std=c++17 "
             "(kerneleval compiles C++20 by default)");
+        return failure;
+      }
+      if (const char* what = ArithmeticNotEmulated(option)) {
+        // The host build would compute other numbers than a GPU: a kernel
+        // could write the right answer only where a result is not flushed or
+        // approximated (session 37), and one whose approximations fail a
+        // tolerance on a GPU would pass here.
+        failure.set_message(absl::StrCat(
+            "the CPU backend does not emulate ", option, " (", what,
+            "): its host build would compute other numbers than a GPU; submit without it, or "
+            "evaluate on a GPU"));
         return failure;
       }
     }
