@@ -446,7 +446,9 @@ void AddEvaluate(CLI::App& root) {
                   "the limit as given, up to 10x the engine's)")
       ->check(client::PositiveNumber());
   cmd->add_option("--option,-O", flags->options,
-                  "NVRTC option from the allow-list, e.g. --use_fast_math (repeatable)");
+                  "NVRTC option from the allow-list, e.g. -maxrregcount=64 (repeatable; the "
+                  "CPU backend refuses --use_fast_math, -ftz=true, -prec-div=false and "
+                  "-prec-sqrt=false)");
   cmd->add_option("--arch", flags->arch, "Target architecture, e.g. sm_90");
   AddEngineSessionFlags(cmd, &flags->session);
   cmd->callback([flags] { Run(*flags); });
