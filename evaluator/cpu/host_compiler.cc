@@ -251,27 +251,33 @@ std::vector<std::string> HostCompiler::CommonFlags() const {
   // (96 KiB of local arrays on a 64 KiB stack passed).
   flags.push_back("-fstack-clash-protection");
   if (options_.contract_multiply_add) flags.insert(flags.end(), {"-mfma", "-ffp-contract=fast"});
+  // Both builds alike from here on, but for ThreadSanitizer's calls (which
+  // add no branch): g++ fuses a multiply and an add only within one basic
+  // block and where the product has no other use, so a check's branch or a
+  // memcpy through memory in one build alone fused a product in the other
+  // only, and a kernel could tell the builds apart by a rounding (session 37).
+  //
+  // Every memcpy, memmove and memset a call (in the interleaved build to the
+  // prelude's wrappers, linked with --wrap below): g++ expanded those of
+  // sizes it could bound after the instrumentation, unseen by the race
+  // check.
+  flags.insert(flags.end(), {"-fno-builtin-memcpy", "-fno-builtin-memmove", "-fno-builtin-memset"});
+  // A load or store through a pointer not aligned to its type ends the
+  // run, as a GPU faults on it ("misaligned address"); x86 does not care,
+  // so float4 loads of rows that start anywhere passed (red team,
+  // 2026-12-04). A shift by the width or more and an out-of-range float to
+  // integer conversion end it too: a GPU and x86 answer them differently.
+  // So does a subscript past an array's length (a static __shared__ tile
+  // indexed by too many threads overwrote the runtime's thread-local data:
+  // SIGABRT, no line). The prelude's handlers (section 10b) name the line;
+  // UBSan's runtime is not linked (the link step has no -fsanitize).
+  // Shifts, conversions and subscripts recover: the toolkit's headers may
+  // do them and mend the result; only the submission's are reported.
+  flags.insert(flags.end(), {"-fsanitize=alignment,shift-exponent,float-cast-overflow,bounds",
+                             "-fno-sanitize-recover=alignment"});
   if (options_.interleave_stores) {
     flags.insert(flags.end(), {"-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0",
                                "--param=tsan-distinguish-volatile=1"});
-    // Every memcpy, memmove and memset a call, to the prelude's wrappers
-    // (linked with --wrap below): g++ expanded those of sizes it could
-    // bound after the instrumentation, unseen by the race check.
-    flags.insert(flags.end(),
-                 {"-fno-builtin-memcpy", "-fno-builtin-memmove", "-fno-builtin-memset"});
-    // A load or store through a pointer not aligned to its type ends the
-    // run, as a GPU faults on it ("misaligned address"); x86 does not care,
-    // so float4 loads of rows that start anywhere passed (red team,
-    // 2026-12-04). A shift by the width or more and an out-of-range float to
-    // integer conversion end it too: a GPU and x86 answer them differently.
-    // So does a subscript past an array's length (a static __shared__ tile
-    // indexed by too many threads overwrote the runtime's thread-local data:
-    // SIGABRT, no line). The prelude's handlers (section 10b) name the line;
-    // UBSan's runtime is not linked (the link step has no -fsanitize).
-    // Shifts, conversions and subscripts recover: the toolkit's headers may
-    // do them and mend the result; only the submission's are reported.
-    flags.insert(flags.end(), {"-fsanitize=alignment,shift-exponent,float-cast-overflow,bounds",
-                               "-fno-sanitize-recover=alignment"});
   }
   return flags;
 }
@@ -486,22 +492,19 @@ absl::StatusOr<HostCompileResult> HostCompiler::Compile(std::string_view transla
     readable.push_back(pch_dir_);
   }
   args.insert(args.end(), {"-I", options_.prelude_dir});
-  // g++ links ThreadSanitizer's runtime whenever -fsanitize=thread is given
-  // (unconditionally, --no-as-needed): the interleaved build compiles and
-  // links in two steps, its hooks being defined by the prelude.
-  const std::vector<std::string> link = {"-shared", "-Wl,-z,defs", "-o", "lib.so"};
-  if (options_.interleave_stores) {
-    args.insert(args.end(), {"-c", "tu.cc", "-o", "tu.o"});
-  } else {
-    args.insert(args.end(), {"tu.cc"});
-    args.insert(args.end(), link.begin(), link.end());
-  }
+  // g++ links a sanitizer's runtime whenever its -fsanitize is given
+  // (ThreadSanitizer's unconditionally, --no-as-needed): both builds compile
+  // and link in two steps, the hooks and handlers being the prelude's.
+  args.insert(args.end(), {"-c", "tu.cc", "-o", "tu.o"});
   absl::StatusOr<Outcome> outcome = RunSandboxed(args, work, readable, options_.max_library_bytes);
-  if (outcome.ok() && outcome->exit_status == 0 && options_.interleave_stores) {
-    // The prelude's __wrap_memcpy, __wrap_memmove and __wrap_memset
-    // (section 5c) see the library's copies and fills for the race check.
-    std::vector<std::string> link_args = {"tu.o", "-Wl,--wrap=memcpy,--wrap=memmove,--wrap=memset"};
-    link_args.insert(link_args.end(), link.begin(), link.end());
+  if (outcome.ok() && outcome->exit_status == 0) {
+    std::vector<std::string> link_args = {"tu.o"};
+    if (options_.interleave_stores) {
+      // The prelude's __wrap_memcpy, __wrap_memmove and __wrap_memset
+      // (section 5c) see the library's copies and fills for the race check.
+      link_args.push_back("-Wl,--wrap=memcpy,--wrap=memmove,--wrap=memset");
+    }
+    link_args.insert(link_args.end(), {"-shared", "-Wl,-z,defs", "-o", "lib.so"});
     outcome = RunSandboxed(link_args, work, readable, options_.max_library_bytes);
   }
   if (!outcome.ok()) {
