@@ -1938,62 +1938,7 @@ inline float norm4df(float a, float b, float c, float d) {
   return ::sqrtf(a * a + b * b + c * c + d * d);
 }
 inline float rnorm4df(float a, float b, float c, float d) { return 1.0f / norm4df(a, b, c, d); }
-inline float __frcp_rn(float x) { return 1.0f / x; }
-inline float __fsqrt_rn(float x) { return ::sqrtf(x); }
 inline float __frsqrt_rn(float x) { return 1.0f / ::sqrtf(x); }
-inline double __drcp_rn(double x) { return 1.0 / x; }
-inline double __dsqrt_rn(double x) { return ::sqrt(x); }
-namespace kerneleval_cpu::detail {
-
-// Keeps g++ from knowing `value` here: it can neither fold an operation on it
-// at compile time nor move that operation across the rounding mode's change
-// (without -frounding-math it assumes the mode never changes). A register
-// operand: no memory access, so nothing an interleaved build instruments.
-template <class T>
-__attribute__((always_inline)) inline void Opaque(T& value) {
-  if constexpr (std::is_floating_point_v<T>) {
-    asm volatile("" : "+x"(value));  // an SSE (x86-64) or SIMD (AArch64) register
-  } else {
-    asm volatile("" : "+r"(value));
-  }
-}
-
-// a op b, never contracted with the caller's arithmetic into a fused
-// multiply-add: CUDA's __fmul_rn, __fadd_rn and their kin are "never merged
-// into a single multiply-add instruction", while the host build contracts
-// (-ffp-contract=fast, HostCompiler) as NVRTC does by default. Opaque
-// operands: g++ neither fuses a multiply of the caller's into this add nor
-// shares this multiply with the caller's own `a * b` (which it may fuse); an
-// opaque result: this multiply fuses into no add of the caller's.
-template <class T, class Op>
-__attribute__((always_inline)) inline T Uncontracted(Op op, T a, T b) {
-  Opaque(a);
-  Opaque(b);
-  T result = op(a, b);
-  Opaque(result);
-  return result;
-}
-
-}  // namespace kerneleval_cpu::detail
-
-// Round to nearest even, the host's own mode: plain arithmetic, never fused
-// (the directed modes are in 8a).
-#define KERNELEVAL_CPU_ROUNDED(suffix, T, add, sub, mul, div)                          \
-  inline T add##_##suffix(T a, T b) {                                                  \
-    return kerneleval_cpu::detail::Uncontracted([](T x, T y) { return x + y; }, a, b); \
-  }                                                                                    \
-  inline T sub##_##suffix(T a, T b) {                                                  \
-    return kerneleval_cpu::detail::Uncontracted([](T x, T y) { return x - y; }, a, b); \
-  }                                                                                    \
-  inline T mul##_##suffix(T a, T b) {                                                  \
-    return kerneleval_cpu::detail::Uncontracted([](T x, T y) { return x * y; }, a, b); \
-  }                                                                                    \
-  inline T div##_##suffix(T a, T b) { return a / b; }
-KERNELEVAL_CPU_ROUNDED(rn, float, __fadd, __fsub, __fmul, __fdiv)
-KERNELEVAL_CPU_ROUNDED(rn, double, __dadd, __dsub, __dmul, __ddiv)
-#undef KERNELEVAL_CPU_ROUNDED
-inline float __fmaf_rn(float a, float b, float c) { return ::fmaf(a, b, c); }
-inline double __fma_rn(double a, double b, double c) { return ::fma(a, b, c); }
 
 // ---- 8a. SIMD-in-a-word, DPX and directed-rounding intrinsics.
 namespace kerneleval_cpu::detail {
@@ -2044,6 +1989,19 @@ inline unsigned Dpx(Op op, unsigned a, unsigned b, unsigned c) {
       [&](long long x, long long y, long long z) { return op(x, y, z, wrap); }, a, b, c);
 }
 
+// Keeps g++ from knowing `value` here: it can neither fold an operation on it
+// at compile time nor move that operation across the rounding mode's change
+// (without -frounding-math it assumes the mode never changes). A register
+// operand: no memory access, so nothing an interleaved build instruments.
+template <class T>
+__attribute__((always_inline)) inline void Opaque(T& value) {
+  if constexpr (std::is_floating_point_v<T>) {
+    asm volatile("" : "+x"(value));  // an SSE (x86-64) or SIMD (AArch64) register
+  } else {
+    asm volatile("" : "+r"(value));
+  }
+}
+
 // op(operands...) in the host's rounding mode for CUDA's `mode` (0 to nearest
 // even, 1 toward zero, 2 up, 3 down, as Convert's below); the mode is set
 // back before it returns. The host's IEEE 754 operations, square root, fma
@@ -2064,10 +2022,21 @@ __attribute__((noinline)) auto InRoundingMode(int mode, Op op, T... operands) {
   return result;
 }
 
+// Mode 0 is the host's own; there op is never contracted with the caller's
+// arithmetic into a fused multiply-add: CUDA's __fmul_rn, __fadd_rn and
+// their kin are "never merged into a single multiply-add instruction",
+// while the host build contracts (-ffp-contract=fast, HostCompiler) as NVRTC
+// does by default. Opaque operands: g++ neither fuses a multiply of the
+// caller's into this add nor shares this multiply with the caller's own
+// `a * b` (which it may fuse); an opaque result: this multiply fuses into no
+// add of the caller's.
 template <class Op, class... T>
 inline auto Rounded(int mode, Op op, T... operands) {
-  if (mode == 0) return op(operands...);  // the host's own mode
-  return InRoundingMode(mode, op, operands...);
+  if (mode != 0) return InRoundingMode(mode, op, operands...);
+  (Opaque(operands), ...);
+  auto result = op(operands...);
+  Opaque(result);
+  return result;
 }
 
 }  // namespace kerneleval_cpu::detail
@@ -2202,8 +2171,9 @@ KERNELEVAL_CPU_DPX_SELECT2(__vibmin_u16x2, false, <=, __vminu2)
 #undef KERNELEVAL_CPU_DPX_SELECT2
 #undef KERNELEVAL_CPU_DPX_SELECT
 
-// Directed rounding (toward zero, up, down): the operation in that rounding
-// mode of the host's (the conversions' are in KERNELEVAL_CPU_CONVERSIONS).
+// Rounded arithmetic: to nearest even (the host's own mode, never fused),
+// toward zero, up, down: the operation in that rounding mode of the host's
+// (the conversions' are in KERNELEVAL_CPU_CONVERSIONS).
 #define KERNELEVAL_CPU_DIRECTED(suffix, mode)                                        \
   inline float __fadd_##suffix(float a, float b) {                                   \
     return kerneleval_cpu::detail::Rounded(mode, std::plus<float>(), a, b);          \
@@ -2247,6 +2217,7 @@ KERNELEVAL_CPU_DPX_SELECT2(__vibmin_u16x2, false, <=, __vminu2)
     return kerneleval_cpu::detail::Rounded(                                          \
         mode, [](double x, double y, double z) { return ::fma(x, y, z); }, a, b, c); \
   }
+KERNELEVAL_CPU_DIRECTED(rn, 0)
 KERNELEVAL_CPU_DIRECTED(rz, 1)
 KERNELEVAL_CPU_DIRECTED(ru, 2)
 KERNELEVAL_CPU_DIRECTED(rd, 3)
