@@ -5,8 +5,9 @@
 //   kerneleval_request_duration_seconds{rpc}       histogram [s], RPC start to finish
 //   kerneleval_requests_in_flight                  gauge
 //   kerneleval_verdicts_total{stage}               counter ("passed", "compile", ...)
-//   kerneleval_stage_duration_seconds{stage}       histogram [s]: compile, correctness,
-//                                                  timing, queue_wait, total
+//   kerneleval_stage_duration_seconds{stage}       histogram [s]: compile_wait, compile,
+//                                                  host_build, correctness, timing,
+//                                                  queue_wait, total
 //   kerneleval_queue_depth{device}                 gauge
 //   kerneleval_worker_restarts_total{backend}      counter
 //   kerneleval_compile_cache_hits_total            counter

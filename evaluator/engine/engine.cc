@@ -733,6 +733,9 @@ void EngineImpl::Enqueue(const std::shared_ptr<Job>& job, Device* device) {
   for (size_t i = 0; i < job->submissions.size(); ++i) {
     const bool queued = compile_pool_->Submit(job->client_id, [this, job, i, device, all_prepared] {
       const auto start = Clock::now();
+      // How long this submission waited for a compile thread: the pool's
+      // saturation, and the moment its compile turn began.
+      Observe("compile_wait", SecondsSince(job->admitted));
       if (shut_down_) {
         // Shutdown drains the pool: queued compiles end at once.
         job->preparations[i] = absl::UnavailableError("the engine is shutting down");
@@ -1492,17 +1495,19 @@ void EngineImpl::CompileAsync(v1::CompileRequest request, CallContext context,
   if (!hold.ok()) return done(hold.status());
   auto held = std::make_shared<std::optional<ByteBudget::Hold>>(*std::move(hold));
   auto shared_done = std::make_shared<CompileCallback>(std::move(done));
-  const bool queued = compile_pool_->Submit(
-      key, [this, job, context = std::move(context), shared_done, refusal, answer, held] {
-        const CompileCallback& finish = *shared_done;
-        if (absl::Status refused = refusal(context); !refused.ok()) {
-          held->reset();
-          return finish(refused);
-        }
-        absl::StatusOr<v1::CompileResult> result = compiler_->Compile(*job);
-        held->reset();  // before the answer: the caller's next request finds it free
-        answer(std::move(result), finish);
-      });
+  const auto submitted = Clock::now();
+  const bool queued = compile_pool_->Submit(key, [this, job, context = std::move(context),
+                                                  shared_done, refusal, answer, held, submitted] {
+    Observe("compile_wait", SecondsSince(submitted));
+    const CompileCallback& finish = *shared_done;
+    if (absl::Status refused = refusal(context); !refused.ok()) {
+      held->reset();
+      return finish(refused);
+    }
+    absl::StatusOr<v1::CompileResult> result = compiler_->Compile(*job);
+    held->reset();  // before the answer: the caller's next request finds it free
+    answer(std::move(result), finish);
+  });
   if (!queued) (*shared_done)(absl::UnavailableError("the engine is shutting down"));
 }
 

@@ -32,6 +32,9 @@ class EngineObserver {
  public:
   virtual ~EngineObserver() = default;
   // stage: "compile", "correctness", "timing", "queue_wait", "total" [seconds];
+  // "compile_wait": from a submission's admission (a Compile call's, from
+  // its turn being asked) to a compile thread taking it, reported as its
+  // compile begins (a pool too small for its clients shows here first);
   // "host_build": a backend's build of a compiled program for its runs, on
   // the compile pool after "compile" (the CPU backend's host objects,
   // Backend::Prepare; a cache hit takes milliseconds).

@@ -49,6 +49,8 @@ class CountingObserver : public EngineObserver {
   }
   void OnLatency(std::string_view stage, double seconds) override {
     if (stage == "compile" && seconds >= 1) ++slow_compiles;
+    if (stage == "compile_wait") ++compiles_begun;
+    if (stage == "queue_wait") ++device_takes;
   }
   void OnReferenceCache(bool hit) override { ++(hit ? reference_hits : reference_misses); }
   void OnDeviceSeconds(std::string_view client_id, double seconds) override {
@@ -63,10 +65,26 @@ class CountingObserver : public EngineObserver {
   std::map<std::string, double> device_seconds;  // [s] by client
   std::atomic<int> restarts{0};
   std::atomic<int> runtime_verdicts{0};
-  std::atomic<int> slow_compiles{0};  // compile turns of 1 s or more
+  std::atomic<int> slow_compiles{0};   // compile turns of 1 s or more
+  std::atomic<int> compiles_begun{0};  // compile turns taken by a thread
+  std::atomic<int> device_takes{0};    // jobs a device took from its queue
   std::atomic<int> reference_hits{0};
   std::atomic<int> reference_misses{0};
 };
+
+// Waits until `count` (an observer's) passes `before`, up to `limit`:
+// false if it never did. Tests that order two requests wait for what the
+// first must have reached (a compile begun, a device taken), not for a
+// fixed time that a busy machine can outlast.
+bool WaitUntilPasses(const std::atomic<int>& count, int before,
+                     std::chrono::seconds limit = std::chrono::seconds(120)) {
+  const auto start = std::chrono::steady_clock::now();
+  while (count.load() <= before) {
+    if (std::chrono::steady_clock::now() - start > limit) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
 
 // An engine on the CPU backend, reward in speedup mode without partial credit.
 EngineOptions CpuEngineOptions() {
@@ -503,16 +521,6 @@ TEST(EngineDeadlineTest, AGroupPastItsDeadlineAnswersWithWhatItJudged) {
   EXPECT_GT(not_evaluated, 0);
 }
 
-// Counts the jobs a device has taken from its queue (the engine observes
-// each one's "queue_wait" then).
-class DeviceTakesObserver : public EngineObserver {
- public:
-  void OnLatency(std::string_view stage, double) override {
-    if (stage == "queue_wait") ++taken;
-  }
-  std::atomic<int> taken{0};
-};
-
 // A group whose deadline comes while it waits for a device busy with
 // another client's request is answered by then with what its compile stage
 // decided, the rest "not_evaluated" (rt8 #5: it got DEADLINE_EXCEEDED, after
@@ -523,7 +531,7 @@ TEST(EngineDeadlineTest, AJobWhoseDeadlineComesWhileItWaitsIsAnsweredThen) {
   EngineOptions options = CpuEngineOptions();
   options.run_timeout_seconds = 8;
   options.candidate_run_floor_seconds = 8;
-  auto takes = std::make_shared<DeviceTakesObserver>();
+  auto takes = std::make_shared<CountingObserver>();
   options.observer = takes;
   auto created = Engine::Create(options);
   ASSERT_TRUE(created.ok()) << created.status();
@@ -547,12 +555,7 @@ TEST(EngineDeadlineTest, AJobWhoseDeadlineComesWhileItWaitsIsAnsweredThen) {
   // Until the device has taken it: a fixed 1.5 s was too short once in CI
   // (its new source's host build, under load, let the group's cached one
   // reach the device first, and the group ran out of time there).
-  const auto submitted = Clock::now();
-  while (takes->taken.load() == 0 && Clock::now() - submitted < std::chrono::seconds(120)) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  ASSERT_EQ(takes->taken.load(), 1) << "the device never took the busy job";
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_TRUE(WaitUntilPasses(takes->device_takes, 0)) << "the device never took the busy job";
 
   v1::EvaluateGroupRequest group;
   group.set_problem_id("vector_add");
@@ -852,17 +855,19 @@ INSTANTIATE_TEST_SUITE_P(CandidateRunFactor, EngineLimitsTest, ::testing::Values
 // Another client's request does not wait for a whole group: it is served
 // between two of the group's candidates (each of these spins until cut,
 // ~5 s). Before, it waited for every candidate and finished after the group.
-// Client a's group of 3 spinning kernels (each cut at the 5 s floor), then
-// 0.5 s later client b's single evaluation of `single_source`: when each
-// finished, in seconds from the group's start.
+// Client a's group of 3 spinning kernels (each cut at the 5 s floor), then,
+// once a device has taken the group (its first candidate running),
+// client b's single evaluation of `single_source`: when each finished, in
+// seconds from the group's start. `observer` is the engine's.
 struct GroupAndSingle {
   double group_seconds = 0;
   double group_wall_seconds = 0;  // its verdicts' wall_seconds: its time on the device
+  double single_submitted_seconds = 0;
   double single_seconds = 0;
   v1::Verdict single;
 };
-GroupAndSingle GroupThenSingle(Engine* engine, uint64_t seed, absl::Time group_deadline,
-                               const std::string& single_source) {
+GroupAndSingle GroupThenSingle(Engine* engine, const CountingObserver& observer, uint64_t seed,
+                               absl::Time group_deadline, const std::string& single_source) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   std::promise<double> group_done;
@@ -871,6 +876,7 @@ GroupAndSingle GroupThenSingle(Engine* engine, uint64_t seed, absl::Time group_d
   CallContext a;
   a.client_id = "client-a";
   a.deadline = group_deadline;
+  const int takes_before = observer.device_takes.load();
   engine->EvaluateGroupAsync(
       SpinningGroup(3, seed), a, [&](absl::StatusOr<v1::EvaluateGroupResponse> response) {
         EXPECT_TRUE(response.ok()) << response.status();
@@ -879,7 +885,11 @@ GroupAndSingle GroupThenSingle(Engine* engine, uint64_t seed, absl::Time group_d
         }
         group_done.set_value(std::chrono::duration<double>(Clock::now() - start).count());
       });
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // Else the single, compiled first, could run before the group and pass
+  // without testing anything.
+  EXPECT_TRUE(WaitUntilPasses(observer.device_takes, takes_before)) << "no device took the group";
+  GroupAndSingle result;
+  result.single_submitted_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   v1::EvaluateRequest single;
   single.set_problem_id("vector_add");
   single.set_skip_timing(true);
@@ -892,7 +902,6 @@ GroupAndSingle GroupThenSingle(Engine* engine, uint64_t seed, absl::Time group_d
     single_done.set_value({std::chrono::duration<double>(Clock::now() - start).count(),
                            verdict.ok() ? *verdict : v1::Verdict{}});
   });
-  GroupAndSingle result;
   std::tie(result.single_seconds, result.single) = single_done.get_future().get();
   result.group_seconds = group_done.get_future().get();
   result.group_wall_seconds = group_wall;
@@ -903,7 +912,7 @@ TEST_F(EngineTest, AnotherClientIsServedBetweenTheCandidatesOfAGroup) {
   const double a_before = observer_->DeviceSeconds("client-a");
   const double b_before = observer_->DeviceSeconds("client-b");
   const GroupAndSingle run =
-      GroupThenSingle(engine_, next_seed_, absl::InfiniteFuture(), kVectorAdd);
+      GroupThenSingle(engine_, *observer_, next_seed_, absl::InfiniteFuture(), kVectorAdd);
   next_seed_ += 2;
   EXPECT_TRUE(run.single.correct()) << run.single.error();
   EXPECT_LT(run.single_seconds, run.group_seconds)
@@ -922,8 +931,8 @@ TEST_F(EngineTest, AnotherClientIsServedBetweenTheCandidatesOfAGroup) {
 TEST_F(EngineTest, AnotherClientIsServedWithinAGroupWhoseCallerSetADeadline) {
   // 120 s is plenty for 3 cut-off candidates and one served evaluation; a
   // fixed 4 x (2 x 20 s + 10 s) = 200 s of room served no one here.
-  const GroupAndSingle run =
-      GroupThenSingle(engine_, next_seed_, absl::Now() + absl::Seconds(120), kVectorAdd);
+  const GroupAndSingle run = GroupThenSingle(engine_, *observer_, next_seed_,
+                                             absl::Now() + absl::Seconds(120), kVectorAdd);
   next_seed_ += 2;
   EXPECT_TRUE(run.single.correct()) << run.single.error();
   EXPECT_LT(run.single_seconds, run.group_seconds)
@@ -933,12 +942,16 @@ TEST_F(EngineTest, AnotherClientIsServedWithinAGroupWhoseCallerSetADeadline) {
 TEST_F(EngineTest, AVerdictDecidedAtCompileTimeDoesNotWaitForTheDevice) {
   // The group's first candidate holds the device for at least its 5 s
   // floor: served between candidates, the compile error would come after it.
-  const GroupAndSingle run = GroupThenSingle(engine_, next_seed_, absl::InfiniteFuture(),
-                                             "// @launch add<<<1, 1>>>(a, b, c, N)\n"
-                                             "extern \"C\" __global__ void add() { nope; }\n");
+  const GroupAndSingle run =
+      GroupThenSingle(engine_, *observer_, next_seed_, absl::InfiniteFuture(),
+                      "// @launch add<<<1, 1>>>(a, b, c, N)\n"
+                      "extern \"C\" __global__ void add() { nope; }\n");
   next_seed_ += 2;
   EXPECT_EQ(run.single.stage(), "compile") << run.single.error();
-  EXPECT_LT(run.single_seconds, 5.0) << "the compile error waited for the device";
+  // Submitted as the first candidate began its 5 s: served after it, the
+  // verdict would take ~5 s; its own compile takes well under 1 s.
+  EXPECT_LT(run.single_seconds - run.single_submitted_seconds, 3.5)
+      << "the compile error waited for the device";
 }
 
 TEST_F(EngineTest, LimitsMemoryBytesBoundsThePlansBuffers) {
@@ -1583,6 +1596,7 @@ class EngineFairnessTest : public ::testing::Test {
     }
     CallContext a;
     a.client_id = client_id;
+    const int begun_before = observer_->compiles_begun.load();
     engine_->EvaluateGroupAsync(
         group, a, [done = std::move(done)](absl::StatusOr<v1::EvaluateGroupResponse> response) {
           EXPECT_TRUE(response.ok()) << response.status();
@@ -1593,7 +1607,8 @@ class EngineFairnessTest : public ::testing::Test {
           }
           done();
         });
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    EXPECT_TRUE(WaitUntilPasses(observer_->compiles_begun, begun_before))
+        << "the group's first compile never began";
   }
 
   // A vector_add evaluation (correctness only) run once first, so that the
@@ -1693,6 +1708,8 @@ TEST(EngineAdmissionTest, RequestsAreAdmittedWhileTheBytesTheyHoldFitTheBound) {
   options.compile_workers = 1;
   options.compile_timeout_seconds = 3;
   options.max_admitted_bytes = 96 << 10;
+  auto observer = std::make_shared<CountingObserver>();
+  options.observer = observer;
   auto created = Engine::Create(options);
   ASSERT_TRUE(created.ok()) << created.status();
   Engine& engine = **created;
@@ -1710,7 +1727,7 @@ TEST(EngineAdmissionTest, RequestsAreAdmittedWhileTheBytesTheyHoldFitTheBound) {
     EXPECT_TRUE(verdict.ok()) << verdict.status();
     slow_done.set_value();
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_TRUE(WaitUntilPasses(observer->compiles_begun, 0)) << "its compile never began";
 
   // Client b's 60 KiB would pass the 96 KiB bound: refused, a code to retry.
   CallContext b;
@@ -1821,10 +1838,12 @@ TEST_F(EngineFairnessTest, CompilesQueuedAtShutdownAreAnsweredUnavailable) {
   for (int i = 0; i < 3; ++i) group.add_submissions()->set_source(SlowToCompile(20 + i));
   CallContext a;
   a.client_id = "client-a";
+  const int begun_before = observer_->compiles_begun.load();
   engine_->EvaluateGroupAsync(group, a, [&](absl::StatusOr<v1::EvaluateGroupResponse> response) {
     group_status.set_value(response.status());
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // its first compile has begun
+  EXPECT_TRUE(WaitUntilPasses(observer_->compiles_begun, begun_before))
+      << "the group's first compile never began";
   std::promise<absl::Status> compile_status;
   v1::CompileRequest compile;
   compile.set_source(kVectorAdd);
