@@ -1111,7 +1111,9 @@ class Worker {
         program.source(), defines, names, cuda_arch > 0 ? cuda_arch : 900,
         compiled_by_nvrtc.has_host_build_probe() ? &compiled_by_nvrtc.host_build_probe() : nullptr);
     if (!unit.ok()) return unit.status();
-    if (!NvrtcFusesMultiplyAdd(compiled_by_nvrtc.options())) FuseNoMultiplyAdd(&*unit);
+    if (!NvrtcFusesMultiplyAdd(compiled_by_nvrtc.options())) {
+      if (absl::Status fused = FuseNoMultiplyAdd(&*unit); !fused.ok()) return fused;
+    }
     absl::StatusOr<HostCompileResult> compiled = compiler.Compile(*unit);
     if (!compiled.ok()) return compiled.status();
     if (!compiled->success) {

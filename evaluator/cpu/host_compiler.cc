@@ -222,11 +222,6 @@ absl::StatusOr<HostCompiler> HostCompiler::Create(HostCompilerOptions options) {
   return compiler_object;
 }
 
-void FuseNoMultiplyAdd(std::string* unit) {
-  const size_t after_prelude = unit->find('\n') + 1;
-  unit->insert(after_prelude, "#pragma GCC optimize(\"fp-contract=off\")\n");
-}
-
 std::vector<std::string> HostCompiler::CommonFlags() const {
   std::vector<std::string> flags = {"-std=c++20",
                                     options_.optimization,

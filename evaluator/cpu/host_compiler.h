@@ -39,7 +39,7 @@ struct HostCompilerOptions {
   // test whether `a * b - __fmul_rn(a, b)` is 0, its rounding error on a
   // GPU, and write the right answer only in the host build (sweep 9, s9a6).
   // A program compiled with --fmad=false turns it off in its own code
-  // (FuseNoMultiplyAdd).
+  // (FuseNoMultiplyAdd, source_rewrite.h).
   bool contract_multiply_add = true;
   size_t max_log_bytes = 16 << 10;  // [bytes] of compiler messages kept
   size_t max_cache_entries = 512;   // shared objects kept, oldest removed first
@@ -53,12 +53,6 @@ struct HostCompilerOptions {
   // [bytes] The same for the precompiled prelude (about 90 MB with g++ 12).
   uint64_t max_prelude_bytes = uint64_t{1} << 30;
 };
-
-// What NVRTC's --fmad=false does, for the host build: `unit` (a translation
-// unit of BuildTranslationUnit's, whose first line includes the prelude) with
-// `#pragma GCC optimize("fp-contract=off")` after that line, so that none of
-// the submission's functions fuses a multiply and an add.
-void FuseNoMultiplyAdd(std::string* unit);
 
 // Whether NVRTC fuses multiplies and adds under `options` (a program's
 // canonical compile options, CheckUserOptions'): unless --fmad=false.

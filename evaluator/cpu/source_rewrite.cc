@@ -13,6 +13,10 @@
 namespace kerneleval::cpu {
 namespace {
 
+// A translation unit's first line (BuildTranslationUnit): nothing may come
+// before it, or g++ does not use the precompiled prelude.
+constexpr absl::string_view kPreludeInclude = "#include \"kerneleval_cpu_prelude.h\"\n";
+
 bool IsIdentifierChar(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$';
 }
@@ -895,7 +899,7 @@ absl::StatusOr<std::string> BuildTranslationUnit(std::string_view source,
   // compile time (a red team's kernel ran a racy histogram only when timed).
   // Here, not at the prelude's end: a precompiled prelude does not carry the
   // #undef of a predefined macro.
-  std::string tu = "#include \"kerneleval_cpu_prelude.h\"\n#undef __SANITIZE_THREAD__\n";
+  std::string tu = absl::StrCat(kPreludeInclude, "#undef __SANITIZE_THREAD__\n");
   std::optional<NvrtcView> view;
   if (probe != nullptr) {
     // NVRTC's predefined macros, then the -D options as NVRTC takes them.
@@ -952,6 +956,16 @@ absl::StatusOr<std::string> BuildTranslationUnit(std::string_view source,
                     kernel_names[i], ">(info, \"", kernel_names[i], "\"); }\n");
   }
   return tu;
+}
+
+absl::Status FuseNoMultiplyAdd(std::string* unit) {
+  if (!absl::StartsWith(*unit, kPreludeInclude)) {
+    return absl::InvalidArgumentError(
+        "not a translation unit of BuildTranslationUnit's: its first line is not the prelude's "
+        "#include");
+  }
+  unit->insert(kPreludeInclude.size(), "#pragma GCC optimize(\"fp-contract=off\")\n");
+  return absl::OkStatus();
 }
 
 }  // namespace kerneleval::cpu

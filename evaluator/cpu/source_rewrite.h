@@ -85,6 +85,13 @@ absl::StatusOr<std::string> BuildTranslationUnit(std::string_view source,
                                                  int cuda_arch = 0,
                                                  const v1::HostBuildProbe* probe = nullptr);
 
+// What NVRTC's --fmad=false does, for the host build: `unit` (one of
+// BuildTranslationUnit's) with `#pragma GCC optimize("fp-contract=off")`
+// right after its prelude #include (before it, the precompiled prelude would
+// not be used), so that none of the submission's functions fuses a multiply
+// and an add. InvalidArgument for a unit that does not start with that line.
+absl::Status FuseNoMultiplyAdd(std::string* unit);
+
 // __CUDA_ARCH__ for a target: "sm_90" and "sm_90a" 900, "sm_100f" 1000,
 // "compute_80" 800; 0 for anything else.
 int CudaArchValue(std::string_view arch);

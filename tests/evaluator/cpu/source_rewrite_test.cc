@@ -190,6 +190,26 @@ TEST(BuildTranslationUnit, LinesMapToTheSubmission) {
   EXPECT_FALSE(BuildTranslationUnit(source, {}, {"a;b"}).ok());
 }
 
+// --fmad=false: the pragma comes right after the prelude's #include (the
+// precompiled prelude must come first) and before every line of the
+// submission; a unit that does not start with that #include is refused.
+TEST(FuseNoMultiplyAdd, ThePragmaFollowsThePreludeAndPrecedesTheSubmission) {
+  const std::string source = "__global__ void a(float* x) { x[0] = x[1] * x[2] + x[3]; }\n";
+  absl::StatusOr<std::string> unit = BuildTranslationUnit(source, {"-DN=4"}, {"a"}, 900);
+  ASSERT_TRUE(unit.ok()) << unit.status();
+  const std::string unfused = *unit;
+  ASSERT_TRUE(FuseNoMultiplyAdd(&*unit).ok());
+  const std::string pragma = "#pragma GCC optimize(\"fp-contract=off\")\n";
+  EXPECT_EQ(unit->rfind("#include \"kerneleval_cpu_prelude.h\"\n" + pragma, 0), 0u) << *unit;
+  EXPECT_LT(unit->find(pragma), unit->find("#define N 4"));
+  EXPECT_LT(unit->find(pragma), unit->find(source));
+  EXPECT_EQ(*unit, std::string(unfused).insert(unfused.find('\n') + 1, pragma));
+
+  std::string not_a_unit = source;
+  EXPECT_TRUE(absl::IsInvalidArgument(FuseNoMultiplyAdd(&not_a_unit)));
+  EXPECT_EQ(not_a_unit, source) << "a refused unit is left as it was";
+}
+
 TEST(CudaArchValue, FromTheTarget) {
   EXPECT_EQ(CudaArchValue("sm_90"), 900);
   EXPECT_EQ(CudaArchValue("sm_90a"), 900);

@@ -50,7 +50,9 @@ absl::StatusOr<HostModuleBackend::Rebuilt> HostModuleBackend::Rebuild(
   absl::StatusOr<std::string> unit = cpu::BuildTranslationUnit(
       program->source(), defines, plan_kernels, cuda_arch > 0 ? cuda_arch : 900);
   if (!unit.ok()) return Rebuilt{false, std::string(unit.status().message())};
-  if (!cpu::NvrtcFusesMultiplyAdd(program->compiled().options())) cpu::FuseNoMultiplyAdd(&*unit);
+  if (!cpu::NvrtcFusesMultiplyAdd(program->compiled().options())) {
+    if (absl::Status fused = cpu::FuseNoMultiplyAdd(&*unit); !fused.ok()) return fused;
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   auto cached = modules_.find(*unit);
   if (cached == modules_.end()) {
@@ -154,7 +156,9 @@ absl::StatusOr<std::string> BuildHostModule(const std::string& source,
   if (!compiler.ok()) return compiler.status();
   absl::StatusOr<std::string> unit = cpu::BuildTranslationUnit(source, defines, kernels, 900);
   if (!unit.ok()) return unit.status();
-  if (!fuse_multiply_add) cpu::FuseNoMultiplyAdd(&*unit);
+  if (!fuse_multiply_add) {
+    if (absl::Status fused = cpu::FuseNoMultiplyAdd(&*unit); !fused.ok()) return fused;
+  }
   absl::StatusOr<cpu::HostCompileResult> compiled = compiler->Compile(*unit);
   if (!compiled.ok()) return compiled.status();
   if (!compiled->success) return absl::InvalidArgumentError(compiled->log);
