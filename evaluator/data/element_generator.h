@@ -51,6 +51,10 @@ struct ElementSampler {
   int64_t int_low = 0;      // int_range, inclusive
   int64_t int_high = 0;
   uint64_t symmetric = 0;  // Pareto: a random sign
+  // Normal: an element whose w0:w1 has its low 11 bits (which u does not
+  // use) below spikes_per_2048 gets `spike` added.
+  uint64_t spikes_per_2048 = 0;
+  double spike = 0.0;
 };
 
 // Philox4x32-10's constants (Random123's philox4x32_10).
@@ -215,7 +219,8 @@ KERNELEVAL_HOST_DEVICE inline double Sample(const ElementSampler& sampler,
 #else
       const double radius = __builtin_sqrt(-2.0 * PortableLog(u1));
 #endif
-      return sampler.a + sampler.b * (radius * PortableCosTwoPi(u2));
+      const double value = sampler.a + sampler.b * (radius * PortableCosTwoPi(u2));
+      return (words.first & 0x7ffu) < sampler.spikes_per_2048 ? value + sampler.spike : value;
     }
     case kDrawPareto: {
       const double u = 1.0 - UnitInterval(words.first);  // (0, 1]

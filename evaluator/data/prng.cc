@@ -134,6 +134,12 @@ absl::Status ValidateDistribution(const v1::Distribution& distribution, v1::DTyp
             absl::StrCat("normal distribution needs a finite mean and stddev >= 0, got mean ",
                          n.mean(), " stddev ", n.stddev()));
       }
+      if (n.spikes_per_2048() > 2048 || !finite(n.spike())) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("normal distribution needs spikes_per_2048 <= 2048 and a finite spike, "
+                         "got ",
+                         n.spikes_per_2048(), " and ", n.spike()));
+      }
       return absl::OkStatus();
     }
     case v1::Distribution::kPareto: {
@@ -193,6 +199,8 @@ ElementSampler MakeElementSampler(const v1::Distribution& distribution, v1::DTyp
     case v1::Distribution::kNormal:
       sampler.a = d.normal().mean();
       sampler.b = d.normal().stddev();
+      sampler.spikes_per_2048 = d.normal().spikes_per_2048();
+      sampler.spike = d.normal().spike();
       break;
     case v1::Distribution::kPareto:
       sampler.a = d.pareto().scale();

@@ -49,7 +49,8 @@ absl::Status ValidateDistribution(const v1::Distribution& distribution, v1::DTyp
 
 // The value of element `index` before rounding to the dtype:
 //   uniform   low + (high - low) * u
-//   normal    mean + stddev * sqrt(-2 ln(1 - u)) * cos(2 pi u')   (Box-Muller)
+//   normal    mean + stddev * sqrt(-2 ln(1 - u)) * cos(2 pi u')   (Box-Muller),
+//             plus spike where (w0:w1 & 2047) < spikes_per_2048
 //   pareto    +-scale * (1 - u)^(-1 / alpha), sign from w2 if symmetric
 //   int_range low + floor(w0:w1 * (high - low + 1) / 2^64)       (inclusive)
 // An unset distribution means DefaultDistribution(dtype).

@@ -863,6 +863,7 @@ void ExpectGenerateInputWritesTheHostGeneratorsBytes(const DriverApi& api, const
       {v1::DTYPE_F16, "normal { mean: 1 stddev: 3 }"},
       {v1::DTYPE_BF16, "pareto { scale: 1 alpha: 1.5 symmetric: true }"},
       {v1::DTYPE_F64, "normal { mean: 0 stddev: 1 }"},
+      {v1::DTYPE_F32, "normal { mean: 85 stddev: 1 spikes_per_2048: 64 spike: 120 }"},
       {v1::DTYPE_I32, "int_range { low: -1000 high: 1000 }"},
       {v1::DTYPE_I64, "uniform { low: -1e12 high: 1e12 }"},
       {v1::DTYPE_U8, ""},

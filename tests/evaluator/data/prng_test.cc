@@ -39,6 +39,13 @@ v1::Distribution Normal(double mean, double stddev) {
   return d;
 }
 
+v1::Distribution SpikedNormal(double mean, double stddev, uint32_t spikes_per_2048, double spike) {
+  v1::Distribution d = Normal(mean, stddev);
+  d.mutable_normal()->set_spikes_per_2048(spikes_per_2048);
+  d.mutable_normal()->set_spike(spike);
+  return d;
+}
+
 v1::Distribution Pareto(double scale, double alpha, bool symmetric) {
   v1::Distribution d;
   d.mutable_pareto()->set_scale(scale);
@@ -232,6 +239,26 @@ TEST(PrngTest, NormalMoments) {
   EXPECT_NEAR(beyond / values.size(), 0.0027, 0.0006);
 }
 
+// Spikes: about spikes_per_2048 / 2048 of the elements have `spike` added,
+// chosen by bits the normal draw does not use, so every other element keeps
+// the value it has without spikes.
+TEST(PrngTest, NormalSpikesAreRareAndAddToTheSameDraws) {
+  const int n = 1 << 20;
+  const auto plain = Values(Spec("n", v1::DTYPE_F64, n, Normal(85.0, 1.0)), 17);
+  const auto spiked = Values(Spec("n", v1::DTYPE_F64, n, SpikedNormal(85.0, 1.0, 4, 120.0)), 17);
+  int spikes = 0;
+  for (int i = 0; i < n; ++i) {
+    if (spiked[i] == plain[i]) continue;
+    ++spikes;
+    EXPECT_NEAR(spiked[i] - plain[i], 120.0, 1e-9) << i;
+  }
+  // 4 / 2048 of 2^20: 2048, sd ~45.
+  EXPECT_NEAR(spikes, 2048, 200);
+  EXPECT_EQ(Values(Spec("n", v1::DTYPE_F64, n, SpikedNormal(85.0, 1.0, 0, 120.0)), 17), plain);
+  const auto all = Values(Spec("n", v1::DTYPE_F64, 4096, SpikedNormal(0.0, 1.0, 2048, 50.0)), 3);
+  for (double x : all) EXPECT_GT(x, 40.0);
+}
+
 TEST(PrngTest, ParetoTailAndSign) {
   // alpha 3: mean alpha/(alpha-1) = 1.5, P(x > t) = t^-3.
   const auto values = Values(Spec("p", v1::DTYPE_F64, 1 << 20, Pareto(1.0, 3.0, false)), 23);
@@ -304,6 +331,9 @@ TEST(PrngTest, ValidateDistribution) {
   EXPECT_FALSE(ValidateDistribution(Uniform(0, INFINITY), v1::DTYPE_F32).ok());
   EXPECT_FALSE(ValidateDistribution(Normal(0, -1), v1::DTYPE_F32).ok());
   EXPECT_FALSE(ValidateDistribution(Normal(NAN, 1), v1::DTYPE_F32).ok());
+  EXPECT_TRUE(ValidateDistribution(SpikedNormal(85, 1, 2048, 120), v1::DTYPE_F32).ok());
+  EXPECT_FALSE(ValidateDistribution(SpikedNormal(85, 1, 2049, 120), v1::DTYPE_F32).ok());
+  EXPECT_FALSE(ValidateDistribution(SpikedNormal(85, 1, 1, INFINITY), v1::DTYPE_F32).ok());
   EXPECT_FALSE(ValidateDistribution(Pareto(0, 1, false), v1::DTYPE_F32).ok());
   EXPECT_FALSE(ValidateDistribution(Pareto(1, 0, false), v1::DTYPE_F32).ok());
   EXPECT_FALSE(ValidateDistribution(IntRange(5, 4), v1::DTYPE_I32).ok());
@@ -422,13 +452,11 @@ TEST(TimedInputSeedTest, ARoundSharesNoValuesWithTheRoundBefore) {
 // every dtype and distribution (the GPU check compares the GPU's bytes with
 // these).
 TEST(ElementGeneratorTest, OneElementAtATimeGivesGenerateInputsBytes) {
-  const std::vector<v1::Distribution> distributions = {v1::Distribution(),
-                                                       Uniform(-3, 5),
-                                                       Normal(1, 2),
-                                                       Pareto(0.5, 1.5, true),
-                                                       Pareto(1, 0.05, false),
-                                                       IntRange(-300, 300),
-                                                       IntRange(INT64_MIN, INT64_MAX)};
+  const std::vector<v1::Distribution> distributions = {
+      v1::Distribution(),     Uniform(-3, 5),
+      Normal(1, 2),           SpikedNormal(85, 1, 64, 120),
+      Pareto(0.5, 1.5, true), Pareto(1, 0.05, false),
+      IntRange(-300, 300),    IntRange(INT64_MIN, INT64_MAX)};
   for (v1::DType dtype :
        {v1::DTYPE_F64, v1::DTYPE_F32, v1::DTYPE_F16, v1::DTYPE_BF16, v1::DTYPE_I64, v1::DTYPE_I32,
         v1::DTYPE_I8, v1::DTYPE_U8, v1::DTYPE_BOOL}) {
