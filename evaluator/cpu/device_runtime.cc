@@ -93,6 +93,8 @@ struct Globals {
   // the generator's state, but a kernel that checks which order it got can
   // as well wait for its predecessor properly.
   std::mt19937_64 order_chooser{std::random_device{}()};
+  // The byte StartRunAfresh fills used fiber stacks with, drawn per run.
+  std::mt19937_64 fill_chooser{std::random_device{}()};
   uint64_t launches = 0;  // GridJob::sequence
   // SetCaseSchedule: whether store points yield, and the order of every
   // launch (none: drawn per launch).
@@ -174,7 +176,8 @@ class StackPool {
       ::mprotect(base, PageSize(), PROT_NONE);
       stack = {.base = static_cast<char*>(base),
                .color = static_cast<uint32_t>(mapped_.size() % kStackColors)};
-      mapped_.push_back(base);
+      // In address order: Fill finds adjacent mappings next to each other.
+      mapped_.insert(std::upper_bound(mapped_.begin(), mapped_.end(), base), base);
     }
     // The top is `color` cache lines below the mapping's end: a block's
     // fibers switch in turn, and with every top at the same offset in its
@@ -208,6 +211,46 @@ class StackPool {
     return false;
   }
   size_t bytes() const { return bytes_; }
+
+  // Between runs (no stack in use): every page of every stack that a fiber
+  // touched is filled with `fill`. A kernel could otherwise keep what it
+  // wrote in an uninitialised local (a 64 Ki-entry lookup table, a count
+  // of the runs that tells the timed runs from the correctness cases) for
+  // the next run, whose fibers get the same stacks at the same addresses
+  // (sweep 38, r03, r14, r15). Pages never touched stay unmapped (zeros).
+  void Fill(unsigned char fill) {
+    const size_t page = PageSize();
+    const size_t mapping = MappingBytes();
+    // mincore over each run of adjacent mappings (mmap hands them out next
+    // to each other; mapped_ is in address order), in chunks: a call per
+    // stack, 512 stacks of 512 KiB, took ~1.5 ms of every timed run of a
+    // 4-block histogram (the runner's time is the sample). No allocation:
+    // a kernel may scan the heap, and the fill must not change it.
+    constexpr size_t kChunkPages = 4096;
+    unsigned char resident[kChunkPages];
+    for (size_t first = 0; first < mapped_.size();) {
+      size_t last = first;
+      const auto at = [&](size_t k) { return reinterpret_cast<uintptr_t>(mapped_[k]); };
+      while (last + 1 < mapped_.size() && at(last + 1) == at(last) + mapping) ++last;
+      const uintptr_t end = at(last) + mapping;
+      for (uintptr_t chunk = at(first); chunk < end; chunk += kChunkPages * page) {
+        const size_t bytes = std::min<size_t>(kChunkPages * page, end - chunk);
+        if (::mincore(reinterpret_cast<void*>(chunk), bytes, resident) != 0) {
+          // Unknown: every page of the chunk but the guard pages (never
+          // accessible), committed, between runs only.
+          for (uintptr_t p = chunk; p < chunk + bytes; p += page) {
+            if ((p - at(first)) % mapping != 0) std::memset(reinterpret_cast<char*>(p), fill, page);
+          }
+          continue;
+        }
+        // Guard pages are never resident.
+        for (size_t p = 0; p < bytes / page; ++p) {
+          if (resident[p] & 1) std::memset(reinterpret_cast<char*>(chunk + p * page), fill, page);
+        }
+      }
+      first = last + 1;
+    }
+  }
 
  private:
   // Guard page, the stack's `bytes_` and one page of room for the color.
@@ -473,6 +516,7 @@ struct Arena {
   size_t accessible = 0;
   size_t requested = 0;
   uint64_t sequence = 0;
+  StackPool* stacks = nullptr;  // the thread's fiber stacks (StartRunAfresh fills them)
 };
 // Fills an arena's accessible bytes past a launch's request: a write there
 // is found after the grid (kSharedSlackByte: reads give NaN and -1).
@@ -497,7 +541,8 @@ class alignas(kCacheLineBytes) BlockExecutor {
     std::lock_guard<std::mutex> lock(ArenasMutex());
     Arenas().push_back({.base = static_cast<char*>(dynamic_shared_),
                         .bytes = shared_bytes_,
-                        .accessible = shared_bytes_});
+                        .accessible = shared_bytes_,
+                        .stacks = &stacks_});
   }
   BlockExecutor(const BlockExecutor&) = delete;
   BlockExecutor& operator=(const BlockExecutor&) = delete;
@@ -933,6 +978,43 @@ class alignas(kCacheLineBytes) BlockExecutor {
     }
   }
 
+  // The lane whose value lane `lane` reads in a shuffle (kind), from CUDA's
+  // operands as PTX's shfl.sync decodes them: CUDA passes b = the source
+  // lane, delta or lane mask and c = ((32 - width) << 8) | 0x1f (up: no
+  // 0x1f); PTX reads b[4:0] and c's fields, whatever the width. A width that
+  // is no power of two (24: half the lanes read lane 8 on a GPU) and a
+  // delta of 32 or more (33 moves by 1 there) had been taken as 32 and as
+  // out of range, so that a kernel could tell the builds apart by them
+  // (sweep 38, r18 and r20).
+  static uint32_t ShuffleSource(uint32_t kind, uint32_t lane, uint32_t lane_arg, uint32_t width) {
+    const uint32_t c = ((32u - width) << 8) | (kind == KERNELEVAL_CPU_WARP_SHFL_UP ? 0u : 0x1fu);
+    const uint32_t b = lane_arg & 0x1f;
+    const uint32_t segmask = (c >> 8) & 0x1f;
+    const uint32_t max_lane = (lane & segmask) | (c & 0x1f & ~segmask);
+    const uint32_t min_lane = lane & segmask;
+    int64_t j = lane;
+    bool in_range = false;
+    switch (kind) {
+      case KERNELEVAL_CPU_WARP_SHFL_UP:
+        j = int64_t{lane} - b;
+        in_range = j >= int64_t{max_lane};
+        break;
+      case KERNELEVAL_CPU_WARP_SHFL_DOWN:
+        j = int64_t{lane} + b;
+        in_range = j <= int64_t{max_lane};
+        break;
+      case KERNELEVAL_CPU_WARP_SHFL_XOR:
+        j = lane ^ b;
+        in_range = j <= int64_t{max_lane};
+        break;
+      default:  // KERNELEVAL_CPU_WARP_SHFL (idx)
+        j = min_lane | (b & ~segmask);
+        in_range = j <= int64_t{max_lane};
+        break;
+    }
+    return in_range ? static_cast<uint32_t>(j) : lane;
+  }
+
   void CompleteWarp(uint32_t w) {
     const uint32_t waiting = warp_waiting_[w];
     const uint32_t base = w * 32;
@@ -948,37 +1030,18 @@ class alignas(kCacheLineBytes) BlockExecutor {
       const uint32_t lane = std::countr_zero(lanes);
       const kerneleval_cpu_warp_op& op = op_of(lane);
       const uint32_t members = op.mask & waiting;
-      int32_t width = op.width;
-      if (width <= 0 || width > 32 || (width & (width - 1)) != 0) width = 32;
-      const uint32_t segment = lane & ~static_cast<uint32_t>(width - 1);
-      const uint32_t in_segment = lane - segment;
       uint32_t source = lane;
       uint64_t result = 0;
       switch (op.kind) {
         case KERNELEVAL_CPU_WARP_SYNC:
           break;
         case KERNELEVAL_CPU_WARP_SHFL:
-          source =
-              segment + (static_cast<uint32_t>(op.lane_arg) & static_cast<uint32_t>(width - 1));
-          break;
         case KERNELEVAL_CPU_WARP_SHFL_UP:
-          if (op.lane_arg >= 0 && in_segment >= static_cast<uint32_t>(op.lane_arg)) {
-            source = lane - static_cast<uint32_t>(op.lane_arg);
-          }
-          break;
         case KERNELEVAL_CPU_WARP_SHFL_DOWN:
-          if (op.lane_arg >= 0 &&
-              in_segment + static_cast<uint32_t>(op.lane_arg) < static_cast<uint32_t>(width)) {
-            source = lane + static_cast<uint32_t>(op.lane_arg);
-          }
+        case KERNELEVAL_CPU_WARP_SHFL_XOR:
+          source = ShuffleSource(op.kind, lane, static_cast<uint32_t>(op.lane_arg),
+                                 static_cast<uint32_t>(op.width));
           break;
-        case KERNELEVAL_CPU_WARP_SHFL_XOR: {
-          // A lane of an earlier segment may be read; one of a later segment
-          // gives the caller its own value (PTX shfl.bfly: j <= maxLane).
-          const uint32_t other = lane ^ static_cast<uint32_t>(op.lane_arg);
-          if (other < segment + static_cast<uint32_t>(width)) source = other;
-          break;
-        }
         case KERNELEVAL_CPU_WARP_BALLOT:
           result = votes & op.mask;
           break;
@@ -1672,8 +1735,13 @@ void SetRaceCheckedMemory(const std::vector<RaceCheckedRange>& ranges) {
 
 bool LastGridRaced() { return globals && globals->race_reported; }
 
-void ResetDeviceHeap() {
-  if (globals && globals->heap) globals->heap->Reset();
+void StartRunAfresh() {
+  if (!globals) return;
+  if (globals->heap) globals->heap->Reset();
+  globals->printed.store(0);
+  const auto fill = static_cast<unsigned char>(globals->fill_chooser());
+  std::lock_guard<std::mutex> lock(BlockExecutor::ArenasMutex());
+  for (const Arena& arena : BlockExecutor::Arenas()) arena.stacks->Fill(fill);
 }
 
 void ClearDynamicSharedMemory() {

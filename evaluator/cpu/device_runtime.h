@@ -170,10 +170,18 @@ void SetRaceCheckedMemory(const std::vector<RaceCheckedRange>& ranges);
 // Whether the last grid failed for a race between its blocks.
 bool LastGridRaced();
 
-// Empties the device malloc() heap (DeviceHeap::Reset): before each timed
-// run, so that what one run left there (a result keyed by its inputs, in
-// memory it never freed or next to what it freed) is gone for the next,
-// as the device globals are restored. Call between grids.
-void ResetDeviceHeap();
+// Before each run (a correctness case, a timed run), so that nothing one
+// run left in this process reaches the next, as the device globals are
+// restored between them (the runner's caller does that):
+// - empties the device malloc() heap (DeviceHeap::Reset): a result keyed by
+//   its inputs, kept in memory a run never freed or next to what it freed;
+// - restarts the printf budget (bytes per run): a printf that stopped
+//   printing had told the timed runs, many in one process, from the cases;
+// - fills every page of the fiber stacks that a kernel touched with a byte
+//   drawn per run: an uninitialised local array kept a lookup table, or a
+//   count of the runs, from one run to the next (sweep 38).
+// Call between runs, never during one. The fill happens here, outside the
+// timed launches: pages committed, no fault in the next run.
+void StartRunAfresh();
 
 }  // namespace kerneleval::cpu

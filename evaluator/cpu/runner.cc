@@ -623,6 +623,7 @@ int RunCasesInRunner(int channel_fd, RunnerReport* report, const RunnerConfig& c
     SetCaseSchedule(one.block_schedule() > 0 ? one.block_schedule() - 1 : c,
                     one.thread_schedule() > 0 ? one.thread_schedule() - 1 : c, one.shape_index());
     SetRaceCheckedMemory(cases[c]->RaceCheckedRanges(library.writable_data));
+    StartRunAfresh();
     cases[c]->Register(report);
     cases[c]->Run(library, report);
     report->buffer_count = 0;
@@ -649,8 +650,8 @@ int TimeProgramInRunner(int channel_fd, RunnerReport* report, const RunnerConfig
     const size_t set = static_cast<size_t>(std::strtoul(command.c_str() + 1, nullptr, 10));
     if (set >= sets.size()) return kSetupFailedExit;
     report->case_index.store(static_cast<int32_t>(set));
-    // The worker restored the device globals; the heap is this process's.
-    ResetDeviceHeap();
+    // The worker restored the device globals; the rest is this process's.
+    StartRunAfresh();
     sets[set]->Register(report);
     sets[set]->Run(library, report);
     if (!process::WriteFrame(channel_fd, "k").ok()) return kSetupFailedExit;

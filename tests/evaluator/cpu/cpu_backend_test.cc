@@ -23,6 +23,7 @@
 #include "absl/strings/str_replace.h"
 #include "evaluator/cpu/device_runtime.h"
 #include "evaluator/data/prng.h"
+#include "tests/exploits/stack_run_counter.h"
 
 namespace kerneleval::cpu {
 namespace {
@@ -1126,6 +1127,41 @@ __global__ void scans(int* y) {
     EXPECT_EQ(y[32 + lane], lane * (lane + 1) / 2) << lane;
     // Lanes 0..15 would read 16..31, a later segment: their own value.
     EXPECT_EQ(y[64 + lane], lane < 16 ? lane : lane - 16) << lane;
+  }
+}
+
+// Shuffles decode CUDA's operands as PTX's shfl.sync does: the source
+// lane, delta or lane mask by its low 5 bits, the width through
+// c = ((32 - width) << 8) | 0x1f (up: no 0x1f). Before, a width that is no
+// power of two was taken as 32 and a delta of 32 or more as out of range,
+// so that a kernel could tell the builds apart by them (sweep 38, r18 and
+// r20). Expected values from the PTX ISA's shfl.sync pseudo-code.
+TEST_F(CpuBackendTest, ShufflesDecodeTheirOperandsAsPtxDoes) {
+  const char* source = R"(
+__global__ void shuffles(int* y) {
+  const int lane = threadIdx.x;
+  y[lane] = __shfl_sync(0xffffffffu, lane, 0, 24);            // segmask 8: lane & 8
+  y[32 + lane] = __shfl_down_sync(0xffffffffu, lane, 33u);    // delta 1
+  y[64 + lane] = __shfl_up_sync(0xffffffffu, lane, 34u);      // delta 2
+  y[96 + lane] = __shfl_xor_sync(0xffffffffu, lane, 33);      // lane mask 1
+  y[128 + lane] = __shfl_sync(0xffffffffu, lane, 37, 16);     // lane 5 of the segment
+  y[160 + lane] = __shfl_down_sync(0xffffffffu, lane, 3u, 8); // within 8 lanes
+  y[192 + lane] = __shfl_up_sync(0xffffffffu, lane, 3u, 8);
+}
+)";
+  const internal::RunResult result =
+      RunOk(MakeRequest(source, {MakeCase("shuffles", 1, {Output("y", v1::DTYPE_I32, 224)},
+                                          {Launch("shuffles", {1}, {32}, {Buf("y")})})}));
+  ASSERT_EQ(result.cases_size(), 1);
+  const auto y = Values<int32_t>(result.cases(0).outputs(0));
+  for (int lane = 0; lane < 32; ++lane) {
+    EXPECT_EQ(y[lane], lane & 8) << lane;
+    EXPECT_EQ(y[32 + lane], lane < 31 ? lane + 1 : lane) << lane;
+    EXPECT_EQ(y[64 + lane], lane >= 2 ? lane - 2 : lane) << lane;
+    EXPECT_EQ(y[96 + lane], lane ^ 1) << lane;
+    EXPECT_EQ(y[128 + lane], (lane & 16) + 5) << lane;
+    EXPECT_EQ(y[160 + lane], lane % 8 + 3 < 8 ? lane + 3 : lane) << lane;
+    EXPECT_EQ(y[192 + lane], lane % 8 >= 3 ? lane - 3 : lane) << lane;
   }
 }
 
@@ -4592,6 +4628,99 @@ __global__ void vector_add(const float* a, const float* b, float* c, int n) {
   absl::StatusOr<internal::TimingResult> result = backend_->Time(TimedOnTwoInputSets(counting, n));
   ASSERT_TRUE(result.ok()) << result.status();
   ExpectEveryCheckedOutputIs(*result, std::vector<float>(n, 0.0f));
+}
+
+// Fiber stacks outlive a run: the next run's fibers get the same stacks at
+// the same addresses. A kernel that left a count of the runs in its stack,
+// below its frame, read it back in every run after (sweep 38, r14 and r15:
+// more runs than a correctness request has told the timed runs apart, and
+// a row_sum dropped its barriers only there, 30x its honest twin). Every
+// run now starts with the stack pages a kernel touched filled with a byte
+// drawn per run: here each run finds no count, in every correctness case
+// of one request and in every timed run.
+const std::string kCountsRunsInItsStack = std::string(exploits::kStackRunCounter) + R"(
+__global__ void vector_add(const float* a, const float* b, float* c, int n) {
+  if (threadIdx.x != 0 || blockIdx.x != 0) return;
+  const int earlier = EarlierRuns();
+  Deposit(earlier + 1);
+  for (int i = 0; i < n; ++i) c[i] = (float)earlier;
+}
+)";
+
+TEST_F(CpuBackendTest, EveryTimedRunStartsWithStacksHoldingNothingOfTheLast) {
+  const int n = 256;
+  absl::StatusOr<internal::TimingResult> result =
+      backend_->Time(TimedOnTwoInputSets(kCountsRunsInItsStack, n));
+  ASSERT_TRUE(result.ok()) << result.status();
+  ExpectEveryCheckedOutputIs(*result, std::vector<float>(n, 0.0f));
+}
+
+TEST_F(CpuBackendTest, EveryCorrectnessCaseStartsWithStacksHoldingNothingOfTheLast) {
+  const int n = 256;
+  std::vector<internal::Case> cases;
+  for (int c = 0; c < 4; ++c) cases.push_back(VectorAddCase(absl::StrCat("case", c), c + 1, n, 1));
+  const internal::RunResult result = RunOk(MakeRequest(kCountsRunsInItsStack, cases));
+  ASSERT_EQ(result.cases_size(), 4);
+  for (int c = 0; c < 4; ++c) {
+    EXPECT_EQ(Values<float>(result.cases(c).outputs(0)), std::vector<float>(n, 0.0f))
+        << "case " << c << " found the count of the runs before it";
+  }
+}
+
+// Within a run, a block's threads run one after another on one fiber stack
+// where nothing makes them interleave (the timed build, correctness cases
+// without store points): an uninitialised local array found what the
+// thread before had left at the same address (sweep 38, r03: a 64 Ki-entry
+// GELU table built once per OS thread and run, 2.5x the reference where a
+// GPU builds one per thread). Every local of the submission's code now
+// starts as the 0xfe pattern: no thread here finds the mark of the one
+// before, and an uninitialised float reads -1.7e38. (Without the pattern
+// this small frame's mark is overwritten between threads anyway, and the
+// float, 0, fails the test; r03 itself then passed at 2.5x, and now spends
+// its whole run limit building a table per thread.)
+TEST_F(CpuBackendTest, AnUninitialisedLocalHoldsNothingOfTheThreadBefore) {
+  const char* source = R"(
+__global__ void vector_add(const float* a, const float* b, float* c, int n) {
+  volatile unsigned t[2];  // never initialised; volatile: kept on the stack
+  const bool found = t[0] == 0x4b45u;
+  t[0] = 0x4b45u;
+  t[1] = threadIdx.x;
+  volatile float f;
+  c[threadIdx.x] = (found ? 1.0f : 0.0f) + (f < -1e38f ? 0.0f : 2.0f);
+}
+)";
+  const int n = 256;
+  absl::StatusOr<internal::TimingResult> timed = backend_->Time(TimedOnTwoInputSets(source, n));
+  ASSERT_TRUE(timed.ok()) << timed.status();
+  ExpectEveryCheckedOutputIs(*timed, std::vector<float>(n, 0.0f));
+  std::vector<internal::Case> cases;
+  for (int c = 0; c < 4; ++c) cases.push_back(VectorAddCase(absl::StrCat("case", c), c + 1, n, 1));
+  const internal::RunResult run = RunOk(MakeRequest(source, cases));
+  ASSERT_EQ(run.cases_size(), 4);
+  for (int c = 0; c < 4; ++c) {
+    EXPECT_EQ(Values<float>(run.cases(c).outputs(0)), std::vector<float>(n, 0.0f)) << "case " << c;
+  }
+}
+
+// CUDA's printf returns the number of arguments after the format, not the
+// characters written, and so it does here, also once the budget is spent
+// (sweep 38, r02 and r04: the count of characters told the builds apart,
+// and a 0 after a flood told the timed runs from the cases).
+TEST_F(CpuBackendTest, PrintfReturnsTheNumberOfItsArgumentsAsCudaDoes) {
+  const char* source = R"(
+__global__ void counts(int* y) {
+  y[0] = printf("no arguments\n");
+  y[1] = printf("%d and %f\n", 7, 2.5);
+  y[2] = printf("%s %d %d\n", "three", 1, 2);
+  for (int k = 0; k < 20000; ++k) printf("%s\n", "a flood of lines past the budget of a run");
+  y[3] = printf("%d\n", 1);
+}
+)";
+  const internal::RunResult result =
+      RunOk(MakeRequest(source, {MakeCase("counts", 1, {Output("y", v1::DTYPE_I32, 4)},
+                                          {Launch("counts", {1}, {1}, {Buf("y")})})}));
+  ASSERT_EQ(result.cases_size(), 1);
+  EXPECT_EQ(Values<int32_t>(result.cases(0).outputs(0)), (std::vector<int32_t>{0, 2, 3, 1}));
 }
 
 TEST_F(CpuBackendTest, AKernelHangingWhileTimedIsCutAtItsRunsBound) {
