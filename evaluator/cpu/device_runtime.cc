@@ -222,10 +222,11 @@ class StackPool {
     const size_t page = PageSize();
     const size_t mapping = MappingBytes();
     // mincore over each run of adjacent mappings (mmap hands them out next
-    // to each other; mapped_ is in address order), in chunks: a call per
-    // stack, 512 stacks of 512 KiB, took ~1.5 ms of every timed run of a
-    // 4-block histogram (the runner's time is the sample). No allocation:
-    // a kernel may scan the heap, and the fill must not change it.
+    // to each other; mapped_ is in address order), in chunks. A call per
+    // stack measured about the same in cpu_backend_bench: the fill costs
+    // ~1-1.4 ms per run for 512 stacks of 512 KiB (a 4-block histogram's
+    // run, 1.4 ms without it), in the run's sample. No allocation: a kernel
+    // may scan the heap, and the fill must not change it.
     constexpr size_t kChunkPages = 4096;
     unsigned char resident[kChunkPages];
     for (size_t first = 0; first < mapped_.size();) {
