@@ -110,11 +110,21 @@ internal::ResolvedPlan HistogramPlan(int64_t n, uint32_t blocks) {
   return plan;
 }
 
+// The median of `values` (0 for none).
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values.empty() ? 0 : values[values.size() / 2];
+}
+
 // The median of a timed program's samples [us].
 double MedianUs(const internal::ProgramTiming& timing) {
-  std::vector<double> s(timing.samples_us().begin(), timing.samples_us().end());
-  std::sort(s.begin(), s.end());
-  return s.empty() ? 0 : s[s.size() / 2];
+  return Median({timing.samples_us().begin(), timing.samples_us().end()});
+}
+
+// The median CPU time [us] the runner spent preparing a run (its stack
+// fill), which is not in the samples.
+double MedianPreparationUs(const internal::ProgramTiming& timing) {
+  return Median({timing.preparation_us().begin(), timing.preparation_us().end()});
 }
 
 }  // namespace
@@ -217,10 +227,12 @@ int main(int argc, char** argv) {
   }
   for (int p = 0; p < timed->programs_size(); ++p) {
     const internal::ProgramTiming& program = timed->programs(p);
-    std::printf("Time 256x4096 %-9s: %d samples, median %.0f us, min %.0f us\n",
-                timing.programs(p).program().label().c_str(), program.samples_us_size(),
-                MedianUs(program),
-                *std::min_element(program.samples_us().begin(), program.samples_us().end()));
+    std::printf(
+        "Time 256x4096 %-9s: %d samples, median %.0f us, min %.0f us (preparation, not in them: "
+        "median %.0f us)\n",
+        timing.programs(p).program().label().c_str(), program.samples_us_size(), MedianUs(program),
+        *std::min_element(program.samples_us().begin(), program.samples_us().end()),
+        MedianPreparationUs(program));
   }
   std::printf("Time call: %.2f s, converged %d\n", Seconds(start), timed->converged());
 
@@ -247,8 +259,11 @@ int main(int argc, char** argv) {
     }
     const double atomic_us = MedianUs(timed->programs(0));
     const double plain_us = MedianUs(timed->programs(1));
-    std::printf("%2u blocks: atomicAdd median %.0f us, plain += median %.0f us, ratio %.2f\n",
-                blocks, atomic_us, plain_us, plain_us > 0 ? atomic_us / plain_us : 0.0);
+    std::printf(
+        "%2u blocks: atomicAdd median %.0f us, plain += median %.0f us, ratio %.2f (preparation, "
+        "not in the samples: medians %.0f / %.0f us)\n",
+        blocks, atomic_us, plain_us, plain_us > 0 ? atomic_us / plain_us : 0.0,
+        MedianPreparationUs(timed->programs(0)), MedianPreparationUs(timed->programs(1)));
   }
   backend->reset();
   std::error_code ec;

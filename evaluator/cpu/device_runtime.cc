@@ -27,6 +27,7 @@
 
 #include "evaluator/cpu/device_heap.h"
 #include "evaluator/cpu/loaded_modules.h"
+#include "evaluator/data/shared_fill.h"
 
 namespace kerneleval::cpu {
 namespace {
@@ -93,9 +94,18 @@ struct Globals {
   // the generator's state, but a kernel that checks which order it got can
   // as well wait for its predecessor properly.
   std::mt19937_64 order_chooser{std::random_device{}()};
-  // The byte StartRunAfresh fills used fiber stacks with, drawn per run.
+  // The byte StartRunAfresh fills used fiber stacks with, drawn per run;
+  // also the seed of the run's shared-memory fill.
   std::mt19937_64 fill_chooser{std::random_device{}()};
+  // What every block's shared memory starts as (kerneleval_cpu_block_info::
+  // shared_fill), drawn by StartRunAfresh; empty: 0xff.
+  std::vector<uint64_t> shared_fill;
   uint64_t launches = 0;  // GridJob::sequence
+  // [ns] Where the next launch's virtual clocks may start (GridJob::
+  // clock_start, globaltimer_start): drawn at the process's first launch,
+  // then each launch starts a drawn step above the last one's start.
+  int64_t clock_floor = 0;
+  uint64_t globaltimer_floor = 0;
   // SetCaseSchedule: whether store points yield, and the order of every
   // launch (none: drawn per launch).
   bool store_points = true;
@@ -323,6 +333,9 @@ struct GridJob {
   uint64_t block_points_seen = 0;
   std::atomic<uint64_t> most_block_points{0};  // of this launch's blocks ended so far
   uint64_t schedule_seed = 0;                  // the draws' seed, from the OS's randomness
+  // kerneleval_cpu_block_info::clock_start and globaltimer_start [ns].
+  int64_t clock_start = 0;
+  uint64_t globaltimer_start = 0;
   // kerneleval_cpu_thread_state::set_multiplier for this launch (odd).
   uint64_t set_multiplier = 0x9E3779B97F4A7C15ull;
   // A warp whose operation completes goes on before the threads already
@@ -523,6 +536,25 @@ struct Arena {
 // is found after the grid (kSharedSlackByte: reads give NaN and -1).
 constexpr unsigned char kSharedSlackByte = 0xff;
 
+// [bytes] The run's shared-memory fill (Globals::shared_fill): the most
+// dynamic shared memory a launch may ask for, from any of the offsets a
+// block draws (multiples of 64 below kSharedFillSlideBytes).
+constexpr size_t kSharedFillSlideBytes = size_t{64} << 10;
+constexpr size_t kSharedFillBytes = size_t{kMaxDynamicSharedBytes} + kSharedFillSlideBytes;
+
+// splitmix64's finaliser: 64 well-mixed bits of `z`.
+uint64_t MixBits(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// Draws the run's shared-memory fill from `seed` (data/shared_fill.h).
+void DrawSharedFill(uint64_t seed, std::vector<uint64_t>* fill) {
+  fill->resize(kSharedFillBytes / sizeof(uint64_t));
+  for (size_t i = 0; i < fill->size(); ++i) (*fill)[i] = data::SharedFillWord(seed, i);
+}
+
 // Runs blocks on one OS thread; the ABI's fiber-side entry points act on the
 // executor of the calling OS thread.
 class alignas(kCacheLineBytes) BlockExecutor {
@@ -643,8 +675,25 @@ class alignas(kCacheLineBytes) BlockExecutor {
     // thread wrote: a block reduction summing 32 warp slots of which 8 were
     // written passed (sweep 4).
     info_.serial = ++blocks_started_;
+    info_.clock_start = job.clock_start;
+    info_.globaltimer_start = job.globaltimer_start;
+    info_.shared_fill = nullptr;
+    info_.shared_fill_bytes = 0;
+    if (!globals->shared_fill.empty()) {
+      // From an offset drawn per block (64-byte steps): blocks do not all
+      // find the same values at the same addresses.
+      const uint64_t offset =
+          64 * (MixBits(job.schedule_seed ^ (linear_block + 1) * 0xd1b54a32d192ed03ull) %
+                (kSharedFillSlideBytes / 64));
+      info_.shared_fill = reinterpret_cast<const char*>(globals->shared_fill.data()) + offset;
+      info_.shared_fill_bytes = kSharedFillBytes - offset;
+    }
     if (globals->options.poison_shared_per_block) {
-      std::memset(dynamic_shared_, kSharedSlackByte, launch.dynamic_shared_bytes);
+      if (info_.shared_fill != nullptr) {
+        std::memcpy(dynamic_shared_, info_.shared_fill, launch.dynamic_shared_bytes);
+      } else {
+        std::memset(dynamic_shared_, kSharedSlackByte, launch.dynamic_shared_bytes);
+      }
     }
     yielded_.clear();
     spinning_.clear();
@@ -1517,6 +1566,26 @@ const char* RaceFound(const GridJob& job) {
   return launch_error;
 }
 
+// Draws `job`'s virtual clock starts: an SM clock's value after 2^36 to 2^48
+// cycles of uptime (~40 s to ~1.6 days at ~1.7 GHz) and a global timer in
+// 2024-2027 [ns since 1970] at the process's first launch, then each launch
+// a drawn 2^32 to 2^33 above the last (a thread that counts that far in
+// one launch is stopped long before). Drawn, not the host's clocks: time
+// between launches would tell the interleaved build from the plain one.
+void DrawClockStarts(GridJob* job) {
+  std::mt19937_64& draw = globals->order_chooser;
+  if (globals->clock_floor == 0) {
+    globals->clock_floor = int64_t{1} << 36 | static_cast<int64_t>(draw() % (uint64_t{1} << 48));
+    constexpr uint64_t kJanuary2024Ns = uint64_t{1704067200} * 1000000000;
+    constexpr uint64_t kThreeYearsNs = uint64_t{3} * 365 * 86400 * 1000000000;
+    globals->globaltimer_floor = kJanuary2024Ns + draw() % kThreeYearsNs;
+  }
+  job->clock_start = globals->clock_floor;
+  job->globaltimer_start = globals->globaltimer_floor;
+  globals->clock_floor += static_cast<int64_t>((uint64_t{1} << 32) + draw() % (uint64_t{1} << 32));
+  globals->globaltimer_floor += (uint64_t{1} << 32) + draw() % (uint64_t{1} << 32);
+}
+
 const char* AbiRunGrid(const kerneleval_cpu_launch* launch, kerneleval_cpu_thread_fn fn,
                        void* closure) {
   const kerneleval_cpu_dim3 g = launch->grid, b = launch->block;
@@ -1556,6 +1625,7 @@ const char* AbiRunGrid(const kerneleval_cpu_launch* launch, kerneleval_cpu_threa
   job.block_points_seen = seen->second;
   job.schedule_seed = globals->order_chooser();
   job.set_multiplier = globals->order_chooser() | 1;
+  DrawClockStarts(&job);
   job.warps_run_ahead = !globals->store_points;  // the odd cases' schedule
   job.x_slowest = globals->x_slowest;
   job.blocks_reversed = globals->blocks_reversed && job.total_blocks > 1;
@@ -1741,14 +1811,18 @@ void StartRunAfresh() {
   if (globals->heap) globals->heap->Reset();
   globals->printed.store(0);
   const auto fill = static_cast<unsigned char>(globals->fill_chooser());
+  DrawSharedFill(globals->fill_chooser(), &globals->shared_fill);
   std::lock_guard<std::mutex> lock(BlockExecutor::ArenasMutex());
   for (const Arena& arena : BlockExecutor::Arenas()) arena.stacks->Fill(fill);
 }
 
-void ClearDynamicSharedMemory() {
+void ClearDynamicSharedMemory(uint64_t seed) {
   std::lock_guard<std::mutex> lock(BlockExecutor::ArenasMutex());
   for (const Arena& arena : BlockExecutor::Arenas()) {
-    std::memset(arena.base, kSharedSlackByte, arena.accessible);
+    for (size_t i = 0; i + sizeof(uint64_t) <= arena.accessible; i += sizeof(uint64_t)) {
+      const uint64_t word = data::SharedFillWord(seed, i / sizeof(uint64_t));
+      std::memcpy(arena.base + i, &word, sizeof(word));
+    }
     // The pages the last launch left inaccessible keep their bytes for the
     // next launch that asks for them: dropped, they read as zeros.
     ::madvise(arena.base + arena.accessible, arena.bytes - arena.accessible, MADV_DONTNEED);

@@ -49,8 +49,10 @@ struct DeviceRuntimeOptions {
   size_t fiber_stack_bytes = size_t{64} << 10;
   size_t print_budget_bytes = size_t{1} << 20;  // [bytes] device printf output, then dropped
   size_t heap_bytes = size_t{8} << 20;          // [bytes] device malloc (CUDA's default)
-  // Each block's dynamic shared memory starts filled with 0xff (what it
-  // reads before writing is NaN / -1). Off: it holds what the last block on
+  // Each block's dynamic shared memory starts filled as its static shared
+  // memory (the run's drawn pattern, or 0xff before any StartRunAfresh:
+  // what it reads before writing is NaN, or an int never 0). Off: it holds
+  // what the last block on
   // the thread left, as an SM's (the test CUDA driver, which checks that the
   // GPU worker clears it between programs).
   bool poison_shared_per_block = true;
@@ -71,13 +73,13 @@ const kerneleval_cpu_runtime* InstallDeviceRuntime(const DeviceRuntimeOptions& o
 uint64_t DevicePrintedBytes();
 
 // Fills the dynamic shared memory of every OS thread that runs blocks with
-// 0xff (NaN / -1, as the GPU worker's ke_clear_shared): like
-// a GPU's, it is not cleared between launches, so a block finds what the
-// last block on its thread left there. Call between grids, never during one.
-// (The CPU backend gives every program a process of its own; the test CUDA
-// driver, which runs every program in one, calls this where the GPU worker
-// clears shared memory.)
-void ClearDynamicSharedMemory();
+// `seed`'s pattern (data/shared_fill.h, as the GPU worker's ke_clear_shared
+// does every SM's): like a GPU's, it is not cleared between launches, so a
+// block finds what the last block on its thread left there. Call between
+// grids, never during one. (The CPU backend gives every program a process
+// of its own; the test CUDA driver, which runs every program in one, calls
+// this where the GPU worker clears shared memory.)
+void ClearDynamicSharedMemory(uint64_t seed);
 
 // Whether `address` (of a fault) lies in an OS thread's dynamic shared
 // memory, and where: its byte `offset`, beyond the `requested` bytes of the
@@ -179,10 +181,14 @@ bool LastGridRaced();
 //   printing had told the timed runs, many in one process, from the cases;
 // - fills every page of the fiber stacks that a kernel touched with a byte
 //   drawn per run: an uninitialised local array kept a lookup table, or a
-//   count of the runs, from one run to the next (sweep 38).
+//   count of the runs, from one run to the next (sweep 38);
+// - draws the pattern every block's shared memory starts as
+//   (kerneleval_cpu_block_info::shared_fill): a fixed 0xff was taken as a
+//   histogram's initial -1 (s38d).
 // Call between runs, never during one. The fill leaves the pages committed
 // (no fault in the next run); its time, ~1-1.4 ms for 512 fibers' stacks,
-// is in the run's sample (the runner's CPU time).
+// is not in the run's sample: the timing runner calls this on a command of
+// its own, whose main-thread CPU time the worker leaves out (runner.h).
 void StartRunAfresh();
 
 }  // namespace kerneleval::cpu

@@ -32,9 +32,12 @@
 //           outputs itself, while the runner is stopped, and reads the
 //           outputs from the memfd: the runner runs only while a sample is
 //           taken. runner -> worker "ready" after setup; then per command
-//           frame from the worker ("R" set: run the plan, "F": finish) one
-//           reply: "k", or for "F" an empty internal::ProgramTiming, then
-//           exit 0.
+//           frame from the worker ("P": prepare the next run, i.e.
+//           StartRunAfresh; "R" set: run the plan, only right after a "P";
+//           "F": finish) one reply: "p", "k", or for "F" an empty
+//           internal::ProgramTiming, then exit 0. The sample is the "R";
+//           of the "P", the worker charges only what threads other than the
+//           main one ran (none should).
 // Failures: a fault ends the runner by its signal; a kernel error (trap,
 // failed assert, deadlock, invalid launch) exits kKernelErrorExit with the
 // message in the RunnerReport, a memfd page shared with the worker (fd 4).
@@ -166,6 +169,10 @@ class RunnerProcess {
   // clock, not the wall's: time the child waits for a core does not count).
   // Read by the parent, so code in the child cannot forge it.
   [[nodiscard]] absl::StatusOr<absl::Duration> CpuTime() const;
+  // CPU time consumed so far by the child's main thread alone
+  // (/proc/PID/task/PID/schedstat, ns; the same clock as CpuTime's), where
+  // the kernel has it (CONFIG_SCHED_INFO); an error otherwise.
+  [[nodiscard]] absl::StatusOr<absl::Duration> MainThreadCpuTime() const;
   // Resident memory of the child now [bytes] (/proc/PID/statm; shared pages
   // of the timed buffers included).
   [[nodiscard]] absl::StatusOr<uint64_t> ResidentBytes() const;

@@ -398,6 +398,21 @@ std::optional<std::string> FindUnsupportedFeature(std::string_view source) {
   };
   size_t best_pos = std::string::npos;
   std::string best_feature;
+  // NVRTC's diagnostic pragmas, in the source as written (a _Pragma's
+  // string too): the CPU backend refuses code NVRTC warns about where the
+  // host build would compute other numbers ("'long double' is treated as
+  // 'double'", sweep 38, s38a), which `#pragma nv_diag_suppress 20208`
+  // would silence.
+  for (const std::string_view name : {"diag_suppress", "diag_warning", "diag_default", "diag_once",
+                                      "diag_remark", "nv_diagnostic"}) {
+    const size_t pos = source.find(name);
+    if (pos != std::string_view::npos && pos < best_pos) {
+      best_pos = pos;
+      best_feature =
+          "NVRTC's diagnostic pragmas (nv_diag_suppress, ...): its warnings tell the CPU "
+          "backend where its host build would compute otherwise";
+    }
+  }
   for (const Rule& rule : kRules) {
     const std::vector<size_t> hits = FindToken(masked, rule.token);
     if (!hits.empty() && hits.front() < best_pos) {

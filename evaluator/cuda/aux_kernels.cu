@@ -4,6 +4,7 @@
 // architecture CUDA 13 supports, JIT-compiled for whatever device runs it.
 #include "evaluator/cuda/keyed_mix.h"
 #include "evaluator/data/element_generator.h"
+#include "evaluator/data/shared_fill.h"
 
 // Holds the stream so that the launches queued behind it start back to back
 // once the host releases it: the first timed launch then carries no host
@@ -102,11 +103,17 @@ extern "C" __global__ void ke_stash_xor(const unsigned long long* src, unsigned 
 // The words are read back to `sink` if `n16` equals `never`, which the host
 // passes as ~0 (so they never are) and the compiler cannot know: stores a
 // kernel never reads could legally be dropped as dead.
+// What it leaves is the run's fill drawn from `seed` (data/shared_fill.h:
+// NaN in every float type, a drawn int), the same on every SM; a fixed 0xff
+// let a histogram take its private bins' -1 as known (sweep 38, s38d).
 extern "C" __global__ void ke_clear_shared(unsigned long long n16, unsigned long long* sink,
-                                           unsigned long long never) {
+                                           unsigned long long never, unsigned long long seed) {
   extern __shared__ uint4 shared_words[];
   for (unsigned long long i = threadIdx.x; i < n16; i += blockDim.x) {
-    shared_words[i] = make_uint4(~0u, ~0u, ~0u, ~0u);
+    const unsigned long long low = kerneleval::data::SharedFillWord(seed, 2 * i);
+    const unsigned long long high = kerneleval::data::SharedFillWord(seed, 2 * i + 1);
+    shared_words[i] = make_uint4(static_cast<unsigned>(low), static_cast<unsigned>(low >> 32),
+                                 static_cast<unsigned>(high), static_cast<unsigned>(high >> 32));
   }
   if (n16 == never) {  // uniform across the block: the barrier is safe
     __syncthreads();

@@ -91,11 +91,11 @@ bool IsProgramFault(const absl::Status& status) {
   return FaultStage(status).has_value() || CuResultOf(status).has_value();
 }
 
-uint64_t PoisonWord(v1::DType dtype) {
+uint64_t PoisonWord(v1::DType dtype, uint64_t integer_draw) {
   const size_t size = data::DTypeSize(dtype);
-  if (size == 0 || size >= 8) return data::PoisonBits(dtype);
+  if (size == 0 || size >= 8) return data::PoisonBits(dtype, integer_draw);
   const uint64_t mask = (uint64_t{1} << (8 * size)) - 1;
-  const uint64_t bits = data::PoisonBits(dtype) & mask;
+  const uint64_t bits = data::PoisonBits(dtype, integer_draw) & mask;
   uint64_t word = 0;
   for (size_t k = 0; k < 8 / size; ++k) word |= bits << (8 * size * k);
   return word;
@@ -567,7 +567,9 @@ absl::Status CudaWorker::ClearSharedMemory() {
   uint64_t n16 = clear_shared_bytes_ / 16;
   CUdeviceptr sink = flush_sink_.ptr();
   uint64_t never = ~uint64_t{0};  // n16 never is: nothing is read back
-  void* args[] = {&n16, &sink, &never};
+  // The fill is drawn per call (after every run), by this process.
+  uint64_t seed = shared_fill_chooser_();
+  void* args[] = {&n16, &sink, &never, &seed};
   // Cooperative: every block resident at once, and with the whole of an
   // SM's shared memory each, exactly one on every SM (a plain launch leaves
   // the spread to the block scheduler).
@@ -611,7 +613,9 @@ absl::StatusOr<CudaWorker::BufferSet> CudaWorker::AllocateBuffers(
       return s;
     }
     if (spec.role() != internal::BUFFER_ROLE_INPUT) {
-      if (absl::Status s = Fill(buffer.ptr, buffer.bytes, PoisonWord(spec.dtype())); !s.ok()) {
+      if (absl::Status s =
+              Fill(buffer.ptr, buffer.bytes, PoisonWord(spec.dtype(), poison_chooser_()));
+          !s.ok()) {
         return s;
       }
     }
@@ -687,9 +691,12 @@ absl::Status CudaWorker::RunUntimed(LoadedProgram& program, const internal::Reso
 }
 
 absl::Status CudaWorker::PoisonWritable(const BufferSet& set) {
+  // The integer poison is drawn per run (poison.h).
+  const uint64_t integer_draw = poison_chooser_();
   for (const Buffer& buffer : set.buffers) {
     if (buffer.spec->role() == internal::BUFFER_ROLE_INPUT) continue;
-    if (absl::Status s = Fill(buffer.ptr, buffer.bytes, PoisonWord(buffer.spec->dtype()));
+    if (absl::Status s =
+            Fill(buffer.ptr, buffer.bytes, PoisonWord(buffer.spec->dtype(), integer_draw));
         !s.ok()) {
       return s;
     }

@@ -138,8 +138,9 @@ class CudaWorker {
   // Zeros every device global and waits: before the module is unloaded.
   absl::Status ZeroGlobals(const LoadedProgram& program);
   // Queues ke_clear_shared on the stream: every SM's shared memory filled
-  // with 0xff (NaN / -1),
-  // so the next program's blocks find nothing this one's left there. After
+  // with a pattern drawn per call (data/shared_fill.h: NaN in every float
+  // type, a drawn int), so the next program's blocks find nothing this
+  // one's left there, nor a value they could take as known. After
   // every run of a program (correctness and timing, outside the timed
   // window). A no-op when it could not be set up (a note at start-up).
   absl::Status ClearSharedMemory();
@@ -228,7 +229,9 @@ class CudaWorker {
   KernelFunction stash_kernel_;
   KernelFunction clear_shared_kernel_;
   KernelFunction generate_kernel_;
-  uint32_t clear_shared_bytes_ = 0;  // dynamic shared memory it zeros per block; 0: off
+  uint32_t clear_shared_bytes_ = 0;  // dynamic shared memory it fills per block; 0: off
+  std::mt19937_64 shared_fill_chooser_{std::random_device{}()};  // ke_clear_shared's seeds
+  std::mt19937_64 poison_chooser_{std::random_device{}()};       // integer poison, per run
   // The persisting-L2 call the device refused at start-up, and how (empty:
   // none, or a refusal cuda.h documents).
   std::string persisting_l2_refusal_;
@@ -259,9 +262,10 @@ std::optional<std::string> FaultStage(const absl::Status& status);
 // are the program's doing); anything else is the request's or the machine's.
 bool IsProgramFault(const absl::Status& status);
 
-// The 8-byte pattern that repeats a dtype's poison bits (poison.h) across a
-// word: f32 0x7FC0DEAD -> 0x7FC0DEAD7FC0DEAD; f16 0x7E00 -> 0x7E007E007E007E00.
-uint64_t PoisonWord(v1::DType dtype);
+// The 8-byte pattern that repeats a dtype's poison bits (poison.h; i32 and
+// i64 from `integer_draw`) across a word: f32 0x7FC0DEAD ->
+// 0x7FC0DEAD7FC0DEAD; f16 0x7E00 -> 0x7E007E007E007E00.
+uint64_t PoisonWord(v1::DType dtype, uint64_t integer_draw);
 
 // The guard regions' pattern; any byte that differs afterwards was written
 // out of bounds.

@@ -7,7 +7,7 @@
 
 namespace kerneleval::data {
 
-uint64_t PoisonBits(v1::DType dtype) {
+uint64_t PoisonBits(v1::DType dtype, uint64_t integer_draw) {
   switch (dtype) {
     case v1::DTYPE_F64:
       return kPoisonF64;
@@ -18,9 +18,9 @@ uint64_t PoisonBits(v1::DType dtype) {
     case v1::DTYPE_BF16:
       return kPoisonBF16;
     case v1::DTYPE_I64:
-      return ~0ull;
+      return 0x8000000000000000ull | (integer_draw & 0x3FFFFFFFFFFFFFFFull);
     case v1::DTYPE_I32:
-      return 0xFFFFFFFFull;
+      return 0x80000000ull | (integer_draw & 0x3FFFFFFFull);
     case v1::DTYPE_I8:
     case v1::DTYPE_U8:
     case v1::DTYPE_BOOL:
@@ -30,16 +30,16 @@ uint64_t PoisonBits(v1::DType dtype) {
   }
 }
 
-void FillPoison(v1::DType dtype, void* data, size_t elements) {
+void FillPoison(v1::DType dtype, void* data, size_t elements, uint64_t integer_draw) {
   const size_t size = DTypeSize(dtype);
   if (size == 0 || elements == 0) return;
   char* bytes = static_cast<char*>(data);
-  if (!IsFloatingDType(dtype)) {
-    std::memset(bytes, kPoisonByte, size * elements);
+  if (size == 1) {
+    std::memset(bytes, kPoisonByte, elements);
     return;
   }
   // Little-endian: the low `size` bytes of the 64-bit pattern are the element.
-  const uint64_t bits = PoisonBits(dtype);
+  const uint64_t bits = PoisonBits(dtype, integer_draw);
   char element[8];
   std::memcpy(element, &bits, sizeof(element));
   // Fill one element, then double the filled prefix (memcpy-speed for 100M+).
@@ -53,23 +53,23 @@ void FillPoison(v1::DType dtype, void* data, size_t elements) {
   }
 }
 
-std::string PoisonedBuffer(v1::DType dtype, size_t elements) {
+std::string PoisonedBuffer(v1::DType dtype, size_t elements, uint64_t integer_draw) {
   std::string bytes(DTypeSize(dtype) * elements, '\0');
-  FillPoison(dtype, bytes.data(), elements);
+  FillPoison(dtype, bytes.data(), elements, integer_draw);
   return bytes;
 }
 
-bool IsPoison(std::string_view bytes, v1::DType dtype, size_t index) {
+bool IsPoison(std::string_view bytes, v1::DType dtype, size_t index, uint64_t integer_draw) {
   const size_t size = DTypeSize(dtype);
   if (size == 0 || (index + 1) * size > bytes.size()) return false;
-  const uint64_t bits = PoisonBits(dtype);
+  const uint64_t bits = PoisonBits(dtype, integer_draw);
   return std::memcmp(bytes.data() + index * size, &bits, size) == 0;
 }
 
-size_t CountPoison(std::string_view bytes, v1::DType dtype) {
+size_t CountPoison(std::string_view bytes, v1::DType dtype, uint64_t integer_draw) {
   const size_t size = DTypeSize(dtype);
   if (size == 0) return 0;
-  const uint64_t bits = PoisonBits(dtype);
+  const uint64_t bits = PoisonBits(dtype, integer_draw);
   size_t count = 0;
   for (size_t offset = 0; offset + size <= bytes.size(); offset += size) {
     count += std::memcmp(bytes.data() + offset, &bits, size) == 0;

@@ -5,7 +5,14 @@
 //   f32  0x7FC0DEAD          quiet NaN with a recognisable payload
 //   f16  0x7E00              the canonical quiet NaN
 //   bf16 0x7FC0              the canonical quiet NaN
-//   i64 i32 i8 u8 bool       every byte 0xFF (-1 / 255; bool 0xFF is neither 0 nor 1)
+//   i32                      0x80000000 | (draw & 0x3FFFFFFF): below -2^30, drawn per run
+//   i64                      the same in 64 bits: below -2^62, drawn per run
+//   i8 u8 bool               every byte 0xFF (-1 / 255; bool 0xFF is neither 0 nor 1)
+// Wide integers are drawn (`integer_draw`, from the worker's own randomness,
+// once per run): with a fixed -1, a histogram whose counts the problem
+// leaves undefined on entry took -1 as their initial value and skipped the
+// clearing launch (sweep 38, s38c; on the GPU backend too, whose poison is
+// the same). A drawn value below -2^30 is no count, index or size either.
 #pragma once
 
 #include <cstddef>
@@ -23,19 +30,20 @@ inline constexpr uint16_t kPoisonF16 = 0x7E00u;
 inline constexpr uint16_t kPoisonBF16 = 0x7FC0u;
 inline constexpr uint8_t kPoisonByte = 0xFFu;
 
-// The poison bits of one element, in the low DTypeSize(dtype) bytes.
-uint64_t PoisonBits(v1::DType dtype);
+// The poison bits of one element, in the low DTypeSize(dtype) bytes;
+// `integer_draw` (any 64 bits) picks the i32 and i64 poison.
+uint64_t PoisonBits(v1::DType dtype, uint64_t integer_draw = 0);
 
 // Writes the poison pattern over `elements` elements at `data`.
-void FillPoison(v1::DType dtype, void* data, size_t elements);
+void FillPoison(v1::DType dtype, void* data, size_t elements, uint64_t integer_draw = 0);
 
 // A fresh buffer of `elements` poisoned elements.
-std::string PoisonedBuffer(v1::DType dtype, size_t elements);
+std::string PoisonedBuffer(v1::DType dtype, size_t elements, uint64_t integer_draw = 0);
 
 // Whether element `index` still holds the poison bits exactly.
-bool IsPoison(std::string_view bytes, v1::DType dtype, size_t index);
+bool IsPoison(std::string_view bytes, v1::DType dtype, size_t index, uint64_t integer_draw = 0);
 
 // How many elements still hold the poison bits (e.g. "412 elements never written").
-size_t CountPoison(std::string_view bytes, v1::DType dtype);
+size_t CountPoison(std::string_view bytes, v1::DType dtype, uint64_t integer_draw = 0);
 
 }  // namespace kerneleval::data

@@ -85,6 +85,24 @@ typedef struct kerneleval_cpu_block_info {
   // as dynamic shared memory is at each block's start: what a block reads
   // before writing is NaN / -1, not 0 or what the last block left.
   uint64_t serial;
+  // [ns] What the first tick of a thread's clock64() and clock() (and of its
+  // __globaltimer()) adds to: drawn per launch, rising from launch to launch
+  // (as an SM's clock and the global timer do), the same for every block of
+  // a launch. A fixed start (2^40) told the CPU backend from a GPU: a
+  // kernel kept its sum only where the first clock64() read 2^40 + 32
+  // (sweep 38, s38e).
+  int64_t clock_start;
+  uint64_t globaltimer_start;
+  // What the block's shared memory, static and dynamic, starts as:
+  // `shared_fill_bytes` bytes (at least the most dynamic shared memory a
+  // launch may ask for) of a pattern drawn per run, from an offset drawn per
+  // block. Every 16-bit half is a NaN in fp16 and bf16 (0x7ff0 | drawn sign
+  // and low 4 bits), so every float, double, half and bf16 a block reads
+  // before writing is NaN, and an int is a drawn value: a fixed 0xff fill let
+  // a histogram take -1 as its bins' initial value and skip their clearing
+  // (sweep 38, s38d). Null: 0xff (no run prepared it, e.g. the fake driver).
+  const void* shared_fill;
+  uint64_t shared_fill_bytes;
 } kerneleval_cpu_block_info;
 
 // Runs threads of one block, starting with linear thread index `first`, on the

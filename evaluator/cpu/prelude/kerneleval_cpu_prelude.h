@@ -93,7 +93,7 @@
 // OS thread), so a thread-local variable is exactly per-block storage. At
 // block scope thread_local implies static. `used`: g++ folded a block-scope
 // variable that no code writes and whose address never escapes to its zero
-// initial value (read 0, where the block's 0xff fill gives -1).
+// initial value (read 0, where the block's drawn fill gives a value drawn per run).
 #define __shared__ __attribute__((used)) thread_local
 #define __constant__
 #define __managed__
@@ -121,13 +121,18 @@
 // The prelude's own thread-local state goes with the initialised data
 // (.tdata), whatever its initial value: each block starts with the rest of
 // the library's thread-local block (.tbss, where every __shared__ variable
-// lies, however its declaration was spelt) filled with 0xff
+// lies, however its declaration was spelt) filled with a pattern drawn per run
 // (FillThreadLocalZeros).
 // A section of its own for each (a local static of an inline function is
 // in a COMDAT group, and one section cannot hold both kinds).
 #define KERNELEVAL_CPU_TDATA(name) __attribute__((section(".tdata.kerneleval." #name)))
-// The running GPU thread's virtual clock [ns] (section 10).
+// The running GPU thread's virtual clock [ns] (section 10): ticks since the
+// thread started, to which clock64() and __globaltimer() add the launch's
+// drawn starts (kerneleval_cpu_block_info).
 static thread_local long long kerneleval_cpu_virtual_clock KERNELEVAL_CPU_TDATA(virtual_clock);
+static thread_local long long kerneleval_cpu_clock_start KERNELEVAL_CPU_TDATA(clock_start);
+static thread_local unsigned long long kerneleval_cpu_globaltimer_start
+    KERNELEVAL_CPU_TDATA(globaltimer_start);
 static constexpr int warpSize = 32;
 
 namespace kerneleval_cpu::detail {
@@ -300,16 +305,24 @@ KERNELEVAL_CPU_UNCHECKED inline bool IsBlockShared(const volatile void* p) {
 
 // As a block starts on this OS thread: its zero-initialised thread-local
 // storage (every __shared__ variable, none of the prelude's state) filled
-// with 0xff, as the GPU worker leaves shared memory. Unfilled, a block
+// with the run's drawn pattern (kerneleval_cpu_block_info::shared_fill: NaN
+// in every float type, a drawn value in an int). Unfilled, a block
 // read what the last block on the OS thread wrote (a reduction over slots
 // no thread wrote passed), and a table built once per thread served later
 // blocks and timed runs. However the variable is declared (a macro of any
 // kind, a name pasted from two halves, a header's template), it lies here.
-KERNELEVAL_CPU_UNCHECKED inline void FillThreadLocalZeros() {
+KERNELEVAL_CPU_UNCHECKED inline void FillThreadLocalZeros(const kerneleval_cpu_block_info* info) {
   const SharedWindow& window = ThisThreadsSharedWindow();
   if (window.static_begin == 0 || window.initialised_bytes >= window.static_bytes) return;
-  __builtin_memset(reinterpret_cast<void*>(window.static_begin + window.initialised_bytes), 0xff,
-                   window.static_bytes - window.initialised_bytes);
+  auto* begin = reinterpret_cast<unsigned char*>(window.static_begin + window.initialised_bytes);
+  size_t bytes = window.static_bytes - window.initialised_bytes;
+  if (info->shared_fill != nullptr) {
+    const size_t patterned = bytes < info->shared_fill_bytes ? bytes : info->shared_fill_bytes;
+    __builtin_memcpy(begin, info->shared_fill, patterned);
+    begin += patterned;
+    bytes -= patterned;
+  }
+  __builtin_memset(begin, 0xff, bytes);
 }
 
 // The running block's kerneleval_cpu_block_info::serial: SetBlock fills once
@@ -348,7 +361,9 @@ KERNELEVAL_CPU_BOOKKEEPING void SetBlock(const kerneleval_cpu_block_info* info) 
   // SetBlock runs each time a fiber takes up the block's threads: fill once.
   if (tls_block_serial != info->serial) {
     tls_block_serial = info->serial;
-    FillThreadLocalZeros();
+    kerneleval_cpu_clock_start = info->clock_start;
+    kerneleval_cpu_globaltimer_start = info->globaltimer_start;
+    FillThreadLocalZeros(info);
     void* const dynamic_arena = rt().dynamic_shared();
     if (kerneleval_cpu_thread_state* state = ThreadState()) {
       const SharedWindow& window = ThisThreadsSharedWindow();
@@ -2467,10 +2482,11 @@ KERNELEVAL_CPU_INT_TO_BF16(__ushort2bfloat16, unsigned short)
 #undef KERNELEVAL_CPU_INT_TO_BF16
 
 // ---- 10. Timers, printf, malloc, assert, trap.
-// A GPU thread's clocks are virtual [ns]: every thread of every launch
-// starts at the same value (RunThreads), and its clock64(), clock() and
-// __globaltimer() advance only by kVirtualClockTick per call and by what its
-// __nanosleep() asks. Wall time told the builds apart: 256 shared stores
+// A GPU thread's clocks are virtual [ns]: every thread of a launch starts
+// at the launch's drawn values (kerneleval_cpu_block_info::clock_start and
+// globaltimer_start; RunThreads and SetBlock), and its clock64(), clock()
+// and __globaltimer() advance only by kVirtualClockTick per call and by what
+// its __nanosleep() asks. Wall time told the builds apart: 256 shared stores
 // took ~1.1 us in the interleaved build (its hooks) and ~0.19 us in the
 // plain one, so a histogram added with a plain `+=` where they were fast
 // (the timed runs, whose threads never interleave) and with atomics where
@@ -2478,17 +2494,17 @@ KERNELEVAL_CPU_INT_TO_BF16(__ushort2bfloat16, unsigned short)
 // (session 33, exploits.cpu TellsTheBuildsApartByTheTimeItsStoresTake).
 // A loop waiting for a clock value still ends, after as many calls.
 namespace kerneleval_cpu::detail {
-inline constexpr long long kVirtualClockStart = 1ll << 40;
 inline constexpr long long kVirtualClockTick = 32;
 KERNELEVAL_CPU_UNCHECKED inline long long VirtualClockTick() {
   return kerneleval_cpu_virtual_clock += kVirtualClockTick;
 }
 }  // namespace kerneleval_cpu::detail
 KERNELEVAL_CPU_UNCHECKED inline long long clock64() {
-  return kerneleval_cpu::detail::VirtualClockTick();
+  return kerneleval_cpu_clock_start + kerneleval_cpu::detail::VirtualClockTick();
 }
 KERNELEVAL_CPU_UNCHECKED inline unsigned long long __globaltimer() {
-  return static_cast<unsigned long long>(kerneleval_cpu::detail::VirtualClockTick());
+  return kerneleval_cpu_globaltimer_start +
+         static_cast<unsigned long long>(kerneleval_cpu::detail::VirtualClockTick());
 }
 // clock() too, however spelt (`clock()`, `::clock()`, `std::clock()`): the
 // C library's (process CPU time, in microseconds) renamed to a hidden
@@ -2497,7 +2513,8 @@ KERNELEVAL_CPU_UNCHECKED inline unsigned long long __globaltimer() {
 extern "C" clock_t clock() noexcept __asm__("kerneleval_cpu_clock");
 extern "C" KERNELEVAL_CPU_UNCHECKED __attribute__((visibility("hidden"))) clock_t
 kerneleval_cpu_clock() noexcept {
-  return static_cast<clock_t>(kerneleval_cpu::detail::VirtualClockTick());
+  return static_cast<clock_t>(kerneleval_cpu_clock_start +
+                              kerneleval_cpu::detail::VirtualClockTick());
 }
 
 namespace kerneleval_cpu::detail {
@@ -3642,7 +3659,7 @@ void RunThreads(void* closure, const kerneleval_cpu_block_info* info, uint32_t f
   const uint32_t bxy = bx * info->block_dim.y;
   for (uint32_t t = first; t != UINT32_MAX; t = rt().next_thread()) {
     SetThreadIdx(uint3{t % bx, (t % bxy) / bx, t / bxy});
-    kerneleval_cpu_virtual_clock = kVirtualClockStart;
+    kerneleval_cpu_virtual_clock = 0;
     // Parameters are passed by value: a kernel that changes its copy changes
     // nothing for the other threads.
     std::apply([](auto... a) { Kernel(a...); }, args);

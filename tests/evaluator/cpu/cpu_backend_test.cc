@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -18,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
@@ -295,20 +297,21 @@ __global__ void vector_add(const float* __restrict__ a, const float* __restrict_
                            float* __restrict__ c, int n) {
   __shared__ float s[256];
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  const long long g0 = (long long)__globaltimer();
   const long long t0 = clock64();
   for (int k = 0; k < 64; ++k) s[threadIdx.x] = s[threadIdx.x] + a[i];  // store points
   const long long t1 = clock64();
   const long long c0 = (long long)clock();
   __nanosleep(1000);
   const long long c1 = (long long)::clock();
-  const long long g = (long long)__globaltimer();
-  const long long deltas[3] = {t1 - t0, c1 - c0, g - t1};
+  const long long g1 = (long long)__globaltimer();
+  const long long deltas[3] = {t1 - t0, c1 - c0, g1 - g0};
   if (i < n) c[i] = (float)deltas[i % 3];
 }
 )";
   const int n = 256;
   std::vector<float> expected(n);
-  for (int i = 0; i < n; ++i) expected[i] = std::vector<float>{32, 1032, 1096}[i % 3];
+  for (int i = 0; i < n; ++i) expected[i] = std::vector<float>{32, 1032, 1160}[i % 3];
   std::vector<internal::Case> cases;
   for (int c = 0; c < 4; ++c) {  // store points and fixed thread orders
     cases.push_back(VectorAddCase(absl::StrCat("c", c), 7, n, 1));
@@ -321,6 +324,59 @@ __global__ void vector_add(const float* __restrict__ a, const float* __restrict_
   absl::StatusOr<internal::TimingResult> timed = backend_->Time(TimedOnTwoInputSets(source, n));
   ASSERT_TRUE(timed.ok()) << timed.status();
   ExpectEveryCheckedOutputIs(*timed, expected);
+}
+
+// Every launch's virtual clocks start at values drawn for it: the same in
+// all its threads, higher than the last launch's, and __globaltimer() apart
+// from clock64(). A fixed start, 2^40 for both, told the CPU backend from a
+// GPU (sweep 38, s38e: a kernel kept its sum only where the first clock64()
+// read 2^40 + 32). Each case is a launch; each thread writes the bits of
+// its first reads, two 64-bit words in four floats' place.
+TEST_F(CpuBackendTest, ClocksStartAtValuesDrawnPerLaunch) {
+  const std::string source = R"(
+__global__ void vector_add(const float* __restrict__ a, const float* __restrict__ b,
+                           float* __restrict__ c, int n) {
+  const unsigned long long clock = (unsigned long long)clock64();
+  const unsigned long long timer = __globaltimer();
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (4 * i + 3 < n) {
+    unsigned long long* words = reinterpret_cast<unsigned long long*>(c + 4 * i);
+    words[0] = clock;
+    words[1] = timer - 1704067200000000000ull;  // [ns] since 2024
+  }
+}
+)";
+  const int n = 1024;  // 256 threads in 2 blocks of 128
+  std::vector<internal::Case> cases;
+  for (int c = 0; c < 6; ++c) cases.push_back(VectorAddCase(absl::StrCat("c", c), 7, n, 2, 128));
+  const internal::RunResult result = RunOk(MakeRequest(source, cases));
+  ASSERT_EQ(result.cases_size(), 6);
+  const auto value = [](const std::string& bytes, int i, int word) {
+    uint64_t v = 0;
+    std::memcpy(&v, bytes.data() + 16 * i + 8 * word, sizeof(v));
+    return v;
+  };
+  std::set<uint64_t> clock_starts;
+  uint64_t last_clock = 0, last_timer = 0;
+  for (int c = 0; c < 6; ++c) {
+    const std::string& out = result.cases(c).outputs(0).data();
+    ASSERT_EQ(out.size(), size_t{4} * n);
+    const uint64_t clock = value(out, 0, 0), timer = value(out, 0, 1);
+    for (int i = 1; i < n / 4; ++i) {
+      ASSERT_EQ(value(out, i, 0), clock) << "case " << c << ", thread " << i;
+      ASSERT_EQ(value(out, i, 1), timer) << "case " << c << ", thread " << i;
+    }
+    EXPECT_NE(clock, (uint64_t{1} << 40) + 32) << "case " << c;
+    EXPECT_GE(clock, uint64_t{1} << 36) << "case " << c;
+    EXPECT_GT(clock, last_clock) << "case " << c << ": clocks rise from launch to launch";
+    // The timer from 2024 [ns], within three years and a few launches' steps.
+    EXPECT_LT(timer, uint64_t{4} * 365 * 86400 * 1000000000) << "case " << c;
+    EXPECT_GT(timer, last_timer) << "case " << c;
+    clock_starts.insert(clock);
+    last_clock = clock;
+    last_timer = timer;
+  }
+  EXPECT_EQ(clock_starts.size(), 6u);
 }
 
 // Atomics on shared memory, static and dynamic, are exact in both builds.
@@ -2041,8 +2097,9 @@ __global__ void fast(float* y) {
 // Shared memory a block never wrote read 0 (a fresh thread's storage) or
 // what the last block on the OS thread left: a block reduction summing 32
 // warp slots of which 8 were written passed (sweep 4). Each block now finds
-// its static and dynamic shared memory filled with 0xff (NaN, -1), as the
-// GPU worker leaves it; what a block writes is kept for the block.
+// its static and dynamic shared memory filled with the run's drawn pattern
+// (NaN in every float type; an int is 0x7ff0 in each half, sign and low
+// bits drawn); what a block writes is kept for the block.
 TEST_F(CpuBackendTest, SharedMemoryABlockHasNotWrittenReadsAsNaN) {
   const char* source = R"(
 __device__ float first_slot() {
@@ -2100,10 +2157,61 @@ __global__ void unwritten(float* y, int* counts) {
   // first caller reads 0xff, the later ones what it wrote (helper[3] stays
   // unwritten, so all of them read NaN).
   for (int i = 0; i < 64 * blocks; ++i) EXPECT_TRUE(std::isnan(y[5 * i + 3])) << i;
+  const auto is_fill = [](int32_t v) {
+    return (static_cast<uint32_t>(v) & 0x7ff07ff0u) == 0x7ff07ff0u;
+  };
   for (int b = 0; b < blocks; ++b) {
-    EXPECT_EQ(counts[b], -1) << "block " << b;
-    EXPECT_EQ(counts[blocks + b], -1) << "namespace-scope variable, block " << b;
+    EXPECT_TRUE(is_fill(counts[b])) << "block " << b << ": " << counts[b];
+    EXPECT_TRUE(is_fill(counts[blocks + b]))
+        << "namespace-scope variable, block " << b << ": " << counts[blocks + b];
   }
+}
+
+// What a block's shared memory starts as is drawn per run, and each block
+// reads it from an offset of its own: a fixed 0xff let a histogram take
+// every private bin's -1 as its initial value and skip clearing them and
+// the barrier after (sweep 38, s38d, 1.28x against its twin; garbage on a
+// GPU). Every 16-bit half is still a NaN in fp16 and bf16 (so floats and
+// doubles are NaN too). Four cases (runs) of two blocks each, in one
+// process: each block writes its unwritten static and dynamic words.
+TEST_F(CpuBackendTest, SharedMemoryStartsAsAPatternDrawnPerRunAndBlock) {
+  const char* source = R"(
+__global__ void unwritten(int* words, float* floats) {
+  __shared__ unsigned bins[64];
+  __shared__ double wide;
+  extern __shared__ unsigned scratch[];
+  const int b = blockIdx.x, t = threadIdx.x;
+  words[128 * b + t] = (int)bins[t];
+  words[128 * b + 64 + t] = (int)scratch[t];
+  if (t == 0) floats[b] = (float)wide;
+}
+)";
+  std::vector<internal::Case> cases;
+  for (int c = 0; c < 4; ++c) {
+    cases.push_back(MakeCase(
+        absl::StrCat("c", c), 1,
+        {Output("words", v1::DTYPE_I32, 256), Output("floats", v1::DTYPE_F32, 2)},
+        {Launch("unwritten", {2}, {64}, {Buf("words"), Buf("floats")}, 64 * sizeof(unsigned))}));
+  }
+  const internal::RunResult result = RunOk(MakeRequest(source, cases));
+  ASSERT_EQ(result.cases_size(), 4);
+  std::set<std::vector<uint32_t>> runs;
+  for (int c = 0; c < 4; ++c) {
+    const std::vector<int32_t> ints = Values<int32_t>(result.cases(c).outputs(0));
+    const std::vector<uint32_t> words(ints.begin(), ints.end());
+    ASSERT_EQ(words.size(), 256u);
+    for (uint32_t w : words) {
+      ASSERT_EQ(w & 0x7ff07ff0u, 0x7ff07ff0u) << "case " << c << ": 0x" << std::hex << w;
+    }
+    // Not one value everywhere, and the two blocks' words differ.
+    EXPECT_GT(std::set<uint32_t>(words.begin(), words.end()).size(), 64u) << "case " << c;
+    EXPECT_NE(std::vector<uint32_t>(words.begin(), words.begin() + 128),
+              std::vector<uint32_t>(words.begin() + 128, words.end()))
+        << "case " << c;
+    for (float f : Values<float>(result.cases(c).outputs(1))) EXPECT_TRUE(std::isnan(f));
+    runs.insert(words);
+  }
+  EXPECT_EQ(runs.size(), 4u) << "every run draws its own";
 }
 
 TEST_F(CpuBackendTest, LibcudacxxTypesFunctionalsAndAtomics) {
@@ -2176,7 +2284,7 @@ __global__ void unwritten(float* y) {
   // Never written, its address never taken: g++ folded it to its zero
   // initial value (read 0) until `__shared__` said `used` (2026-12-06).
   SHARED(int) never_written;
-  out[0] = t < 32 ? partial[t] : never_written == -1 ? nan : 0.0f;
+  out[0] = t < 32 ? partial[t] : never_written != 0 ? nan : 0.0f;
   out[1] = t < 16 ? file_partial[t] : nan;
   out[2] = t < 8 ? pasted[t] : nan;
   out[3] = t < 2 ? linked[t] : nan;
@@ -4665,6 +4773,44 @@ TEST_F(CpuBackendTest, EveryCorrectnessCaseStartsWithStacksHoldingNothingOfTheLa
     EXPECT_EQ(Values<float>(result.cases(c).outputs(0)), std::vector<float>(n, 0.0f))
         << "case " << c << " found the count of the runs before it";
   }
+}
+
+// The runner prepares every run (StartRunAfresh: it fills the fiber-stack
+// pages kernels touched, empties the heap) on a command of its own before
+// the one it runs on, and the worker takes that main thread's CPU time out
+// of the sample: the fill, ~1-1.4 ms per run for 512 fibers, had doubled a
+// 4-block histogram's 1.4 ms samples (cpu_backend_bench) and pulled the
+// speedups of small kernels towards 1. The preparation is measured and
+// reported beside each sample; a kernel with a deep stack has a large one.
+TEST_F(CpuBackendTest, EveryRunsPreparationIsMeasuredApartFromItsSample) {
+  const char* source = R"(
+__global__ void vector_add(const float* a, const float* b, float* c, int n) {
+  volatile float deep[8192];  // 32 KiB of this thread's stack, every page touched
+  for (int k = 0; k < 8192; k += 1024) deep[k] = a[threadIdx.x];
+  __syncthreads();  // threads on fibers of their own
+  c[threadIdx.x] = deep[0] + b[threadIdx.x];
+}
+)";
+  const int n = 256;
+  absl::StatusOr<internal::TimingResult> result = backend_->Time(TimedOnTwoInputSets(source, n));
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_FALSE(result->has_failure()) << result->failure().message();
+  for (const std::string& note : result->notes()) {
+    EXPECT_FALSE(absl::StrContains(note, "preparation")) << note;
+  }
+  std::vector<double> median_preparation;
+  for (const internal::ProgramTiming& program : result->programs()) {
+    ASSERT_GE(program.samples_us_size(), 10);
+    ASSERT_EQ(program.preparation_us_size(), program.samples_us_size());
+    std::vector<double> us(program.preparation_us().begin(), program.preparation_us().end());
+    std::nth_element(us.begin(), us.begin() + us.size() / 2, us.end());
+    median_preparation.push_back(us[us.size() / 2]);
+    for (double sample : program.samples_us()) EXPECT_GT(sample, 0);
+  }
+  // 256 fibers x 32 KiB filled: 8 MiB, well over 100 us on any machine; the
+  // reference (no barrier, no fibers) has next to nothing to fill.
+  EXPECT_GT(median_preparation[1], 100.0);
+  EXPECT_GT(median_preparation[1], 4 * median_preparation[0]);
 }
 
 // Within a run, a block's threads run one after another on one fiber stack

@@ -346,6 +346,10 @@ TEST(FindUnsupportedFeature, GatesOutsideTheCheckedDirectivesButNotTheirNeighbou
       {"struct C { const char* n = __builtin_FUNCTION(); };\n", "the source-location builtins"},
       {"int line = __builtin_LINE();\n", "the source-location builtins"},
       {"__global__ void __cluster_dims__(2, 1, 1) k() {}\n", "thread block clusters"},
+      // Sweep 38 (s38a): what would silence NVRTC's long double warning.
+      {"#pragma nv_diag_suppress 20208\n", "NVRTC's diagnostic pragmas"},
+      {"_Pragma(\"diag_suppress 20208\") int x;\n", "NVRTC's diagnostic pragmas"},
+      {"#pragma nv_diagnostic push\n", "NVRTC's diagnostic pragmas"},
   };
   for (const auto& [source, why] : refused) {
     std::optional<std::string> found = FindUnsupportedFeature(source);

@@ -32,6 +32,7 @@
 #include "evaluator/data/dtype.h"
 #include "evaluator/data/poison.h"
 #include "evaluator/data/prng.h"
+#include "evaluator/data/shared_fill.h"
 #include "evaluator/timing/sampling.h"
 #include "google/protobuf/text_format.h"
 #include "tests/support/fake_cuda/fake_driver_build.h"
@@ -1588,8 +1589,8 @@ extern "C" __global__ void probe_shared(unsigned long long* out, unsigned long l
                                    write_args, nullptr),
               CUDA_SUCCESS);
     if (cleared) {
-      uint64_t n16 = kSharedBytes / 16, never = ~uint64_t{0};
-      void* clear_args[] = {&n16, &dst_ptr, &never};
+      uint64_t n16 = kSharedBytes / 16, never = ~uint64_t{0}, seed = 0x5EED;
+      void* clear_args[] = {&n16, &dst_ptr, &never, &seed};
       EXPECT_EQ(api_->cuLaunchKernel(clear->handle, 1, 1, 1, 96, 1, 1, kSharedBytes, nullptr,
                                      clear_args, nullptr),
                 CUDA_SUCCESS);
@@ -1607,9 +1608,12 @@ extern "C" __global__ void probe_shared(unsigned long long* out, unsigned long l
     return read;
   };
   EXPECT_EQ(after(false), std::vector<uint64_t>(kSharedBytes / 8, 0x5EEDF00D5EEDF00Dull));
-  // Filled with 0xff: a float reads NaN, an integer -1 (zeros made a sum over
-  // slots a kernel never wrote right; sweep 4).
-  EXPECT_EQ(after(true), std::vector<uint64_t>(kSharedBytes / 8, ~uint64_t{0}));
+  // Filled with the seed's pattern: a float reads NaN (zeros made a sum over
+  // slots a kernel never wrote right; sweep 4), an integer a drawn value
+  // (0xff's -1 was taken as a histogram's initial bins; sweep 38, s38d).
+  std::vector<uint64_t> seeds_fill(kSharedBytes / 8);
+  for (uint64_t i = 0; i < seeds_fill.size(); ++i) seeds_fill[i] = data::SharedFillWord(0x5EED, i);
+  EXPECT_EQ(after(true), seeds_fill);
 }
 
 // ke_generate_input's source, run on the host: every timed round's inputs

@@ -12,20 +12,22 @@ namespace kerneleval::cuda {
 namespace {
 
 TEST(PoisonWordTest, RepeatsTheDtypesPoisonBits) {
-  EXPECT_EQ(PoisonWord(v1::DTYPE_F64), data::kPoisonF64);
-  EXPECT_EQ(PoisonWord(v1::DTYPE_F32), 0x7FC0DEAD7FC0DEADull);
-  EXPECT_EQ(PoisonWord(v1::DTYPE_F16), 0x7E007E007E007E00ull);
-  EXPECT_EQ(PoisonWord(v1::DTYPE_BF16), 0x7FC07FC07FC07FC0ull);
-  EXPECT_EQ(PoisonWord(v1::DTYPE_I32), 0xFFFFFFFFFFFFFFFFull);
-  EXPECT_EQ(PoisonWord(v1::DTYPE_U8), 0xFFFFFFFFFFFFFFFFull);
+  constexpr uint64_t kDraw = 0x0123456789ABCDEFull;
+  EXPECT_EQ(PoisonWord(v1::DTYPE_F64, kDraw), data::kPoisonF64);
+  EXPECT_EQ(PoisonWord(v1::DTYPE_F32, kDraw), 0x7FC0DEAD7FC0DEADull);
+  EXPECT_EQ(PoisonWord(v1::DTYPE_F16, kDraw), 0x7E007E007E007E00ull);
+  EXPECT_EQ(PoisonWord(v1::DTYPE_BF16, kDraw), 0x7FC07FC07FC07FC0ull);
+  EXPECT_EQ(PoisonWord(v1::DTYPE_I32, kDraw), 0x89ABCDEF89ABCDEFull);
+  EXPECT_EQ(PoisonWord(v1::DTYPE_I64, kDraw), 0x8123456789ABCDEFull);
+  EXPECT_EQ(PoisonWord(v1::DTYPE_U8, kDraw), 0xFFFFFFFFFFFFFFFFull);
   // Filled byte by byte the way ke_fill_pattern does, the word gives exactly
   // poison.h's buffer, also for a length that is not a multiple of 8.
   for (v1::DType dtype : {v1::DTYPE_F64, v1::DTYPE_F32, v1::DTYPE_F16, v1::DTYPE_BF16,
-                          v1::DTYPE_I64, v1::DTYPE_I8, v1::DTYPE_BOOL}) {
-    const std::string expected = data::PoisonedBuffer(dtype, 7);
+                          v1::DTYPE_I64, v1::DTYPE_I32, v1::DTYPE_I8, v1::DTYPE_BOOL}) {
+    const std::string expected = data::PoisonedBuffer(dtype, 7, kDraw);
     std::string filled(expected.size(), '\0');
     for (size_t i = 0; i < filled.size(); ++i) {
-      filled[i] = static_cast<char>(PatternByte(PoisonWord(dtype), i));
+      filled[i] = static_cast<char>(PatternByte(PoisonWord(dtype, kDraw), i));
     }
     EXPECT_EQ(filled, expected) << v1::DType_Name(dtype);
   }

@@ -5,6 +5,8 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <random>
+#include <set>
 
 #include "evaluator/data/compare.h"
 #include "evaluator/data/dtype.h"
@@ -21,7 +23,10 @@ TEST(PoisonTest, Patterns) {
   EXPECT_EQ(PoisonedBuffer(v1::DTYPE_F16, 2), std::string("\x00\x7E\x00\x7E", 4));
   EXPECT_EQ(PoisonedBuffer(v1::DTYPE_BF16, 1), std::string("\xC0\x7F", 2));
   EXPECT_EQ(PoisonedBuffer(v1::DTYPE_F64, 1), std::string("\xEF\xBE\xAD\xDE\x00\x00\xF8\x7F", 8));
-  EXPECT_EQ(PoisonedBuffer(v1::DTYPE_I32, 2), std::string(8, '\xFF'));
+  EXPECT_EQ(PoisonedBuffer(v1::DTYPE_I32, 2, 0x76543210ull),
+            std::string("\x10\x32\x54\xB6\x10\x32\x54\xB6", 8));
+  EXPECT_EQ(PoisonedBuffer(v1::DTYPE_I64, 1, ~0ull),
+            std::string("\xFF\xFF\xFF\xFF\xFF\xFF\xFF\xBF", 8));
   EXPECT_EQ(PoisonedBuffer(v1::DTYPE_BOOL, 3), std::string(3, '\xFF'));
   EXPECT_EQ(PoisonedBuffer(v1::DTYPE_UNSPECIFIED, 3), "");
 }
@@ -52,6 +57,30 @@ TEST(PoisonTest, FillsOddSizesCompletely) {
       ASSERT_TRUE(IsPoison(buffer, dtype, elements - 1));
     }
   }
+}
+
+// The wide integer poison is drawn per run (the workers draw
+// `integer_draw`): a fixed -1 was taken as a histogram's initial counts
+// (sweep 38, s38c). Whatever the draw, it stays below -2^30 (-2^62), no
+// count, index or size; byte-sized types keep 0xFF.
+TEST(PoisonTest, WideIntegerPoisonIsDrawnAndFarBelowZero) {
+  std::mt19937_64 draws(7);
+  std::set<int32_t> seen;
+  for (int k = 0; k < 100; ++k) {
+    const uint64_t draw = draws();
+    const std::string i32 = PoisonedBuffer(v1::DTYPE_I32, 1, draw);
+    const std::string i64 = PoisonedBuffer(v1::DTYPE_I64, 1, draw);
+    int32_t v32 = 0;
+    int64_t v64 = 0;
+    std::memcpy(&v32, i32.data(), 4);
+    std::memcpy(&v64, i64.data(), 8);
+    EXPECT_LT(v32, -(int32_t{1} << 30));
+    EXPECT_LT(v64, -(int64_t{1} << 62));
+    seen.insert(v32);
+    EXPECT_EQ(PoisonedBuffer(v1::DTYPE_U8, 2, draw), std::string(2, '\xFF'));
+    EXPECT_EQ(CountPoison(i32, v1::DTYPE_I32, draw), 1u);
+  }
+  EXPECT_GT(seen.size(), 95u);
 }
 
 TEST(PoisonTest, CountsWrittenElements) {

@@ -1125,7 +1125,7 @@ CUresult FakeModuleGetFunction(CUfunction* function, CUmodule module_handle, con
         made->param_sizes = {8, 8, 8, 8, 8};
       } else if (symbol == "ke_clear_shared") {
         made->kind = KernelKind::kClearShared;
-        made->param_sizes = {8, 8, 8};
+        made->param_sizes = {8, 8, 8, 8};
       } else if (symbol == "ke_generate_input") {
         made->kind = KernelKind::kGenerate;
         made->param_sizes = {8, 8, 8, 8, sizeof(kerneleval::data::ElementSampler)};
@@ -1500,9 +1500,11 @@ CUresult FakeLaunchKernel(CUfunction function_handle, unsigned int grid_x, unsig
     case KernelKind::kClearShared:
       // Host kernels keep dynamic shared memory in one arena per OS thread
       // of the runtime, not cleared between grids (like an SM's).
-      return Submit(stream, [] {
+      return Submit(stream, [copies] {
+        uint64_t seed = 0;
+        std::memcpy(&seed, copies[3].data(), 8);
         std::lock_guard<std::mutex> lock(grid_mutex);
-        kerneleval::cpu::ClearDynamicSharedMemory();
+        kerneleval::cpu::ClearDynamicSharedMemory(seed);
       });
     case KernelKind::kHost:
       break;
