@@ -94,8 +94,7 @@ struct Globals {
   // the generator's state, but a kernel that checks which order it got can
   // as well wait for its predecessor properly.
   std::mt19937_64 order_chooser{std::random_device{}()};
-  // The byte StartRunAfresh fills used fiber stacks with, drawn per run;
-  // also the seed of the run's shared-memory fill.
+  // The seed of each run's shared-memory fill (StartRunAfresh).
   std::mt19937_64 fill_chooser{std::random_device{}()};
   // What every block's shared memory starts as (kerneleval_cpu_block_info::
   // shared_fill), drawn by StartRunAfresh; empty: 0xff.
@@ -125,6 +124,13 @@ struct Globals {
   bool x_slowest = false;
   bool blocks_reversed = false;
   bool blocks_shuffled = false;
+  // SetCaseSchedule: blocks after the run's first on each OS thread find
+  // shared memory as the last block there left it
+  // (kerneleval_cpu_block_info::shared_left_over).
+  bool shared_left_over = false;
+  // StartRunAfresh calls so far: an OS thread's first block since the last
+  // one is filled even where shared memory is left over.
+  uint64_t runs_started = 0;
   // SetRaceCheckedMemory: the cross-block race check of the correctness
   // runs (writes: kRaceSlots slots, mapped on first use; grids: tags
   // handed out so far).
@@ -223,7 +229,7 @@ class StackPool {
   size_t bytes() const { return bytes_; }
 
   // Between runs (no stack in use): every page of every stack that a fiber
-  // touched is filled with `fill`. A kernel could otherwise keep what it
+  // touched is filled with `fill` (zeros: StartRunAfresh). A kernel could otherwise keep what it
   // wrote in an uninitialised local (a 64 Ki-entry lookup table, a count
   // of the runs that tells the timed runs from the correctness cases) for
   // the next run, whose fibers get the same stacks at the same addresses
@@ -679,6 +685,9 @@ class alignas(kCacheLineBytes) BlockExecutor {
     info_.globaltimer_start = job.globaltimer_start;
     info_.shared_fill = nullptr;
     info_.shared_fill_bytes = 0;
+    info_.shared_left_over =
+        globals->shared_left_over && run_of_last_block_ == globals->runs_started;
+    run_of_last_block_ = globals->runs_started;
     if (!globals->shared_fill.empty()) {
       // From an offset drawn per block (64-byte steps): blocks do not all
       // find the same values at the same addresses.
@@ -688,7 +697,7 @@ class alignas(kCacheLineBytes) BlockExecutor {
       info_.shared_fill = reinterpret_cast<const char*>(globals->shared_fill.data()) + offset;
       info_.shared_fill_bytes = kSharedFillBytes - offset;
     }
-    if (globals->options.poison_shared_per_block) {
+    if (globals->options.poison_shared_per_block && info_.shared_left_over == 0) {
       if (info_.shared_fill != nullptr) {
         std::memcpy(dynamic_shared_, info_.shared_fill, launch.dynamic_shared_bytes);
       } else {
@@ -1244,6 +1253,8 @@ class alignas(kCacheLineBytes) BlockExecutor {
   size_t shared_bytes_;
   void* dynamic_shared_ = nullptr;
   uint64_t blocks_started_ = 0;  // kerneleval_cpu_block_info::serial
+  // Globals::runs_started when this thread last started a block (~0: never).
+  uint64_t run_of_last_block_ = ~uint64_t{0};
   LineVector<Thread> threads_;
   LineVector<uint32_t> warp_waiting_;    // per warp: lanes waiting at a warp operation
   LineVector<uint32_t> warp_required_;   // per warp: union of the waiting lanes' masks
@@ -1810,10 +1821,14 @@ void StartRunAfresh() {
   if (!globals) return;
   if (globals->heap) globals->heap->Reset();
   globals->printed.store(0);
-  const auto fill = static_cast<unsigned char>(globals->fill_chooser());
+  ++globals->runs_started;
   DrawSharedFill(globals->fill_chooser(), &globals->shared_fill);
+  // Zeros, what a page never touched reads: a drawn byte told the pages
+  // earlier runs touched from the rest, and a kernel reading one page deeper
+  // each run counted its runs by them, the timing runner's passing the
+  // correctness runner's (sweep 39, b1).
   std::lock_guard<std::mutex> lock(BlockExecutor::ArenasMutex());
-  for (const Arena& arena : BlockExecutor::Arenas()) arena.stacks->Fill(fill);
+  for (const Arena& arena : BlockExecutor::Arenas()) arena.stacks->Fill(0);
 }
 
 void ClearDynamicSharedMemory(uint64_t seed) {
@@ -1860,6 +1875,7 @@ struct CaseSchedule {
   bool x_slowest = false;
   bool blocks_reversed = false;
   bool blocks_shuffled = false;
+  bool shared_left_over = false;  // Globals::shared_left_over
 };
 
 CaseSchedule ScheduleOfCase(size_t case_index, size_t thread_schedule) {
@@ -1869,9 +1885,10 @@ CaseSchedule ScheduleOfCase(size_t case_index, size_t thread_schedule) {
   // run of 13 cases over 5 shapes (or 12 over 4) still has one that
   // switches at every point for each shape (DrawThreadSchedules).
   schedule.quiet_small_grids = thread_schedule % 6 == 4;
-  schedule.x_slowest = case_index / 2 % 2 == 1;    // cases 2, 3, 6, 7, ...
-  schedule.blocks_reversed = case_index % 4 == 1;  // cases 1, 5, 9, ...
-  schedule.blocks_shuffled = case_index % 4 == 0;  // cases 0, 4, 8, ...
+  schedule.x_slowest = case_index / 2 % 2 == 1;     // cases 2, 3, 6, 7, ...
+  schedule.blocks_reversed = case_index % 4 == 1;   // cases 1, 5, 9, ...
+  schedule.blocks_shuffled = case_index % 4 == 0;   // cases 0, 4, 8, ...
+  schedule.shared_left_over = case_index % 4 == 3;  // cases 3, 7, 11, ...
   if (!schedule.store_points) {
     schedule.fixed_order = static_cast<ThreadOrder>(thread_schedule / 2 % kThreadOrders);
   }
@@ -1906,6 +1923,7 @@ void SetCaseSchedule(size_t case_index, size_t thread_schedule, uint32_t shape) 
   globals->x_slowest = schedule.x_slowest;
   globals->blocks_reversed = schedule.blocks_reversed;
   globals->blocks_shuffled = schedule.blocks_shuffled;
+  globals->shared_left_over = schedule.shared_left_over;
   globals->fixed_order = schedule.fixed_order;
 }
 
@@ -1943,6 +1961,11 @@ std::string DescribeCaseSchedule(size_t case_index, size_t thread_schedule, bool
     blocks =
         "its blocks with blockIdx.x slowest (blocks of one blockIdx.x, such as a row's parts, "
         "run side by side; a grid of one row in index order)";
+  }
+  if (schedule.shared_left_over) {
+    blocks +=
+        ", each block after the first on an OS thread finding shared memory as the last one "
+        "there left it (as the next block on an SM does)";
   }
   return "the CPU backend ran this case with " + threads + ", and " + blocks;
 }

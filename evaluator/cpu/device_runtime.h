@@ -179,9 +179,11 @@ bool LastGridRaced();
 //   its inputs, kept in memory a run never freed or next to what it freed;
 // - restarts the printf budget (bytes per run): a printf that stopped
 //   printing had told the timed runs, many in one process, from the cases;
-// - fills every page of the fiber stacks that a kernel touched with a byte
-//   drawn per run: an uninitialised local array kept a lookup table, or a
-//   count of the runs, from one run to the next (sweep 38);
+// - fills every page of the fiber stacks that a kernel touched with zeros,
+//   what an untouched page reads: an uninitialised local array kept a
+//   lookup table, or a count of the runs, from one run to the next (sweep
+//   38), and a drawn byte told the touched pages from the rest, which
+//   counted the runs too (sweep 39, b1);
 // - draws the pattern every block's shared memory starts as
 //   (kerneleval_cpu_block_info::shared_fill): a fixed 0xff was taken as a
 //   histogram's initial -1 (s38d).

@@ -103,6 +103,13 @@ typedef struct kerneleval_cpu_block_info {
   // (sweep 38, s38d). Null: 0xff (no run prepared it, e.g. the fake driver).
   const void* shared_fill;
   uint64_t shared_fill_bytes;
+  // Non-zero: the block finds its shared memory, static and dynamic, as the
+  // last block on its OS thread left it, unfilled (some correctness cases:
+  // a GPU's next block on an SM finds what the last one left). The run's
+  // first block on each OS thread is filled. A kernel that recognised the
+  // fill (no value of its own could look like it) skipped initialising a
+  // shared counter and every barrier (sweep 39, a1: 30x against its twin).
+  uint32_t shared_left_over;
 } kerneleval_cpu_block_info;
 
 // Runs threads of one block, starting with linear thread index `first`, on the

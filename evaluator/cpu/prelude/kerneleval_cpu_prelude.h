@@ -363,7 +363,7 @@ KERNELEVAL_CPU_BOOKKEEPING void SetBlock(const kerneleval_cpu_block_info* info) 
     tls_block_serial = info->serial;
     kerneleval_cpu_clock_start = info->clock_start;
     kerneleval_cpu_globaltimer_start = info->globaltimer_start;
-    FillThreadLocalZeros(info);
+    if (info->shared_left_over == 0) FillThreadLocalZeros(info);
     void* const dynamic_arena = rt().dynamic_shared();
     if (kerneleval_cpu_thread_state* state = ThreadState()) {
       const SharedWindow& window = ThisThreadsSharedWindow();
