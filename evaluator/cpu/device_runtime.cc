@@ -94,6 +94,16 @@ struct Globals {
   // the generator's state, but a kernel that checks which order it got can
   // as well wait for its predecessor properly.
   std::mt19937_64 order_chooser{std::random_device{}()};
+  // Every OS thread's thread-local block of the submission's library, with
+  // the initial image of its initialised part (.tdata: the prelude's state)
+  // that StartRunAfresh puts back (AbiTlsBlock records each).
+  struct TlsBlock {
+    char* begin = nullptr;
+    const char* image = nullptr;
+    size_t initialised_bytes = 0;
+  };
+  std::mutex tls_blocks_mutex;
+  std::vector<TlsBlock> tls_blocks;
   // The seed of each run's shared-memory fill (StartRunAfresh).
   std::mt19937_64 fill_chooser{std::random_device{}()};
   // What every block's shared memory starts as (kerneleval_cpu_block_info::
@@ -747,6 +757,18 @@ class alignas(kCacheLineBytes) BlockExecutor {
       } else if (at_active_mask_ > 0 && RoundWithoutArrivals()) {
         ReleaseAllActiveMasks();
       } else if (!yielded_.empty()) {
+        // One spinner first, then the threads that yielded: resumed before
+        // any spinner ran, a thread held at a store point had finished its
+        // read-modify-write before the next thread left a loop of spin
+        // points, so threads entering a racy update one after another
+        // (each after a scan of volatile loads) never interleaved there and
+        // a racy block reduction passed (sweep 40, e2c, 15x). One spinner
+        // per round keeps a lock's holder ahead of its many waiters.
+        if (!spinning_.empty()) {
+          if (round_left_ > 0) --round_left_;
+          ready_.push_back(spinning_.front());
+          spinning_.pop_front();
+        }
         round_left_ -= std::min<size_t>(round_left_, yielded_.size());
         for (uint32_t t : yielded_) ready_.push_back(t);
         yielded_.clear();
@@ -1695,6 +1717,14 @@ void AbiTlsBlock(const void* code, uint64_t* begin, uint64_t* bytes, uint64_t* i
   *begin = reinterpret_cast<uintptr_t>(ThisThreadsTlsBlock(*module));
   *bytes = tls.front().bytes;
   *initialised_bytes = std::min(tls.front().file_bytes, tls.front().bytes);
+  std::lock_guard<std::mutex> lock(globals->tls_blocks_mutex);
+  auto* const block = reinterpret_cast<char*>(*begin);
+  for (const Globals::TlsBlock& known : globals->tls_blocks) {
+    if (known.begin == block) return;
+  }
+  globals->tls_blocks.push_back({.begin = block,
+                                 .image = reinterpret_cast<const char*>(tls.front().begin),
+                                 .initialised_bytes = *initialised_bytes});
 }
 
 size_t AbiPrintBudget() {
@@ -1823,6 +1853,18 @@ void StartRunAfresh() {
   globals->printed.store(0);
   ++globals->runs_started;
   DrawSharedFill(globals->fill_chooser(), &globals->shared_fill);
+  {
+    // The prelude's thread-local state as loaded, in every OS thread: a
+    // slot of it that the runner never writes (its copy of the built-in
+    // variables) kept a count of the launches across runs, which told the
+    // timing runner's many runs of one grid from the correctness cases
+    // (sweep 40, e2). Its zero-initialised part (.tbss: every __shared__
+    // variable) is filled as each block starts.
+    std::lock_guard<std::mutex> lock(globals->tls_blocks_mutex);
+    for (const Globals::TlsBlock& block : globals->tls_blocks) {
+      std::memcpy(block.begin, block.image, block.initialised_bytes);
+    }
+  }
   // Zeros, what a page never touched reads: a drawn byte told the pages
   // earlier runs touched from the rest, and a kernel reading one page deeper
   // each run counted its runs by them, the timing runner's passing the

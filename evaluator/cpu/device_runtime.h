@@ -186,7 +186,10 @@ bool LastGridRaced();
 //   counted the runs too (sweep 39, b1);
 // - draws the pattern every block's shared memory starts as
 //   (kerneleval_cpu_block_info::shared_fill): a fixed 0xff was taken as a
-//   histogram's initial -1 (s38d).
+//   histogram's initial -1 (s38d);
+// - puts every OS thread's thread-local .tdata (the prelude's state) back
+//   as loaded: a slot of it counted one grid's launches across runs (sweep
+//   40, e2).
 // Call between runs, never during one. The fill leaves the pages committed
 // (no fault in the next run); its time, ~1-1.4 ms for 512 fibers' stacks,
 // is not in the run's sample: the timing runner calls this on a command of
