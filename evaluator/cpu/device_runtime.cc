@@ -558,17 +558,19 @@ constexpr unsigned char kSharedSlackByte = 0xff;
 constexpr size_t kSharedFillSlideBytes = size_t{64} << 10;
 constexpr size_t kSharedFillBytes = size_t{kMaxDynamicSharedBytes} + kSharedFillSlideBytes;
 
-// splitmix64's finaliser: 64 well-mixed bits of `z`.
-uint64_t MixBits(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
+// Writes the first `words` 64-bit words of `seed`'s shared-memory fill
+// (data/shared_fill.h) at `out`.
+void WriteSharedFill(uint64_t seed, void* out, size_t words) {
+  for (size_t i = 0; i < words; ++i) {
+    const uint64_t word = data::SharedFillWord(seed, i);
+    std::memcpy(static_cast<char*>(out) + i * sizeof(word), &word, sizeof(word));
+  }
 }
 
-// Draws the run's shared-memory fill from `seed` (data/shared_fill.h).
+// Draws the run's shared-memory fill from `seed`.
 void DrawSharedFill(uint64_t seed, std::vector<uint64_t>* fill) {
   fill->resize(kSharedFillBytes / sizeof(uint64_t));
-  for (size_t i = 0; i < fill->size(); ++i) (*fill)[i] = data::SharedFillWord(seed, i);
+  WriteSharedFill(seed, fill->data(), fill->size());
 }
 
 // Runs blocks on one OS thread; the ABI's fiber-side entry points act on the
@@ -702,7 +704,8 @@ class alignas(kCacheLineBytes) BlockExecutor {
       // From an offset drawn per block (64-byte steps): blocks do not all
       // find the same values at the same addresses.
       const uint64_t offset =
-          64 * (MixBits(job.schedule_seed ^ (linear_block + 1) * 0xd1b54a32d192ed03ull) %
+          64 * (data::SplitMix64Finalizer(job.schedule_seed ^
+                                          (linear_block + 1) * 0xd1b54a32d192ed03ull) %
                 (kSharedFillSlideBytes / 64));
       info_.shared_fill = reinterpret_cast<const char*>(globals->shared_fill.data()) + offset;
       info_.shared_fill_bytes = kSharedFillBytes - offset;
@@ -1876,10 +1879,7 @@ void StartRunAfresh() {
 void ClearDynamicSharedMemory(uint64_t seed) {
   std::lock_guard<std::mutex> lock(BlockExecutor::ArenasMutex());
   for (const Arena& arena : BlockExecutor::Arenas()) {
-    for (size_t i = 0; i + sizeof(uint64_t) <= arena.accessible; i += sizeof(uint64_t)) {
-      const uint64_t word = data::SharedFillWord(seed, i / sizeof(uint64_t));
-      std::memcpy(arena.base + i, &word, sizeof(word));
-    }
+    WriteSharedFill(seed, arena.base, arena.accessible / sizeof(uint64_t));
     // The pages the last launch left inaccessible keep their bytes for the
     // next launch that asks for them: dropped, they read as zeros.
     ::madvise(arena.base + arena.accessible, arena.bytes - arena.accessible, MADV_DONTNEED);
