@@ -59,10 +59,27 @@ void OnKernelFatal(const char* message) {
   ::_exit(kKernelErrorExit);
 }
 
-// Records where a fault happened. SA_RESETHAND has restored the default
-// action: returning re-executes the faulting instruction, which ends the
-// process with the same signal.
+constexpr int kFaultSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+
+// Set by the first thread whose fault handler runs, and once it has recorded.
+std::atomic<bool> fault_claimed{false};
+std::atomic<bool> fault_recorded{false};
+
+// Records where a fault happened, then restores the default actions:
+// returning re-executes the faulting instruction, which ends the process with
+// the same signal. Only the first faulting thread records. Every thread of a
+// grid that writes past a buffer faults at about the same time, and with
+// SA_RESETHAND a second thread's fault took the default action while the
+// first was still recording, so the process died without a report (CI,
+// 2026-12-07: "out-of-bounds access?" with no buffer named). A later thread
+// now waits until the first has recorded, then returns to its own fault,
+// which ends the process too.
 void OnFault(int signal, siginfo_t* info, void*) {
+  if (fault_claimed.exchange(true)) {
+    const timespec pause_1ms{0, 1000000};
+    while (!fault_recorded.load()) ::nanosleep(&pause_1ms, nullptr);  // async-signal-safe
+    return;
+  }
   if (child_report) {
     child_report->fault_address = reinterpret_cast<uint64_t>(info->si_addr);
     child_report->fault_code = info->si_code;
@@ -73,6 +90,11 @@ void OnFault(int signal, siginfo_t* info, void*) {
         FindStackOverflow(child_report->fault_address, &child_report->fault_stack_bytes);
     child_report->fault_signal.store(signal);
   }
+  struct sigaction default_action {};
+  default_action.sa_handler = SIG_DFL;
+  sigemptyset(&default_action.sa_mask);
+  for (int fault_signal : kFaultSignals) ::sigaction(fault_signal, &default_action, nullptr);
+  fault_recorded.store(true);
 }
 
 void InstallFaultHandlers() {
@@ -83,9 +105,9 @@ void InstallFaultHandlers() {
   ::sigaltstack(&stack, nullptr);
   struct sigaction action {};
   action.sa_sigaction = OnFault;
-  action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND;
+  action.sa_flags = SA_SIGINFO | SA_ONSTACK;
   sigemptyset(&action.sa_mask);
-  for (int signal : {SIGSEGV, SIGBUS, SIGFPE, SIGILL}) ::sigaction(signal, &action, nullptr);
+  for (int signal : kFaultSignals) ::sigaction(signal, &action, nullptr);
 }
 
 struct Library {
