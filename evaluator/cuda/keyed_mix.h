@@ -10,15 +10,14 @@
 #pragma once
 
 #include "evaluator/data/host_device.h"
+#include "evaluator/data/splitmix64.h"
 
 namespace kerneleval::cuda {
 
-// splitmix64's finaliser: a bijection in which every output bit depends on
-// every input bit.
+// splitmix64's finaliser (data/splitmix64.h): a bijection in which every
+// output bit depends on every input bit.
 KERNELEVAL_HOST_DEVICE inline unsigned long long KeyedMix(unsigned long long z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
+  return data::SplitMix64Finalizer(z);
 }
 
 // The seal on the stream hold's report (ke_hold_stream): SM cycles,

@@ -12,21 +12,14 @@
 #include <cstdint>
 
 #include "evaluator/data/host_device.h"
+#include "evaluator/data/splitmix64.h"
 
 namespace kerneleval::data {
-
-// splitmix64's finaliser: 64 well-mixed bits of `z` (also the CPU
-// runtime's draw of each block's offset into the fill).
-KERNELEVAL_HOST_DEVICE inline uint64_t SplitMix64Finalizer(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
 
 // The fill's 64-bit word `index` (bytes 8 * index onwards) for `seed`:
 // splitmix64 of the pair, masked.
 KERNELEVAL_HOST_DEVICE inline uint64_t SharedFillWord(uint64_t seed, uint64_t index) {
-  const uint64_t z = SplitMix64Finalizer(seed + 0x9e3779b97f4a7c15ull * (index + 1));
+  const uint64_t z = SplitMix64Finalizer(seed + kSplitMix64Increment * (index + 1));
   return (z & 0x800f800f800f800full) | 0x7ff07ff07ff07ff0ull;
 }
 

@@ -16,6 +16,7 @@
 #include "absl/strings/strip.h"
 #include "evaluator/data/compare.h"
 #include "evaluator/data/dtype.h"
+#include "evaluator/data/splitmix64.h"
 #include "evaluator/plan/binding.h"
 #include "evaluator/plan/directives.h"
 #include "evaluator/problems/describe.h"
@@ -87,12 +88,7 @@ std::string PlanError(const absl::Status& status) { return std::string(status.me
 }  // namespace
 
 uint64_t DeriveSeed(uint64_t seed, uint64_t a, uint64_t b) {
-  auto mix = [](uint64_t z) {
-    z += 0x9e3779b97f4a7c15ULL;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  };
+  auto mix = [](uint64_t z) { return data::SplitMix64Next(z); };
   return mix(mix(mix(seed) ^ a) ^ (b * 0x2545F4914F6CDD1DULL));
 }
 

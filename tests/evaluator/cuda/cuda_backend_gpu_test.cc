@@ -144,11 +144,15 @@ using fake_cuda::kFakeDriver;
 float RoundElement(const internal::BufferSpec& spec, uint64_t seed, uint64_t round,
                    uint64_t program, uint64_t i) {
   const data::ElementSampler sampler = data::MakeElementSampler(spec.distribution(), spec.dtype());
-  float value = 0;
+  EXPECT_EQ(spec.dtype(), v1::DTYPE_F32) << spec.name();
+  // Room for the widest element, in case the spec is not f32.
+  alignas(8) unsigned char element[8] = {};
   data::WriteGeneratedElement(sampler,
                               data::DrawElementWords(data::TimedInputSeed(seed, round, program),
                                                      data::HashBufferName(spec.name()), i),
-                              /*index=*/0, &value);
+                              /*index=*/0, element);
+  float value = 0;
+  std::memcpy(&value, element, sizeof(value));
   return value;
 }
 
