@@ -521,6 +521,24 @@ bool PtxCallsDeviceMalloc(std::string_view ptx) {
   return std::regex_search(ptx.begin(), ptx.end(), kExternMalloc);
 }
 
+std::vector<std::string> PtxUnresolvedExterns(std::string_view ptx) {
+  static const std::regex kExtern(
+      R"((?:^|\n)[ \t]*\.extern[ \t]+(?:\.func[ \t]*(?:\([^)]*\))?[ \t]*([A-Za-z_$%][\w$]*))"
+      R"(|\.(?:global|const|local)\b[^;\n]*?([A-Za-z_$%][\w$]*)[ \t]*(?:\[[^\]]*\])?[ \t]*;))");
+  static constexpr std::string_view kCudasOwn[] = {"vprintf", "malloc", "free", "__assertfail",
+                                                   "__cuda_syscall_aligned_malloc"};
+  std::vector<std::string> names;
+  for (auto it =
+           std::regex_iterator<std::string_view::const_iterator>(ptx.begin(), ptx.end(), kExtern);
+       it != std::regex_iterator<std::string_view::const_iterator>(); ++it) {
+    std::string name = (*it)[1].matched ? (*it)[1].str() : (*it)[2].str();
+    if (std::find(std::begin(kCudasOwn), std::end(kCudasOwn), name) == std::end(kCudasOwn)) {
+      names.push_back(std::move(name));
+    }
+  }
+  return names;
+}
+
 std::vector<std::string> PtxDeviceGlobals(std::string_view ptx) {
   // At the start of a line: function bodies address global memory through
   // instructions (ld.global, cvta.to.global), never a line-leading directive.

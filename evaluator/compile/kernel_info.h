@@ -65,6 +65,15 @@ std::vector<PtxEntry> ParsePtxEntries(std::string_view ptx);
 // (".extern .func (.param .b64 func_retval0) malloc", or the aligned and
 // cudaMalloc variants).
 bool PtxCallsDeviceMalloc(std::string_view ptx);
+// The functions and variables the PTX declares `.extern` (defined elsewhere)
+// other than CUDA's own (vprintf, malloc, free, __assertfail and the aligned
+// malloc's syscall), in the order declared; `.extern .shared` (dynamic shared
+// memory) is no outside definition. NVRTC leaves them unresolved in PTX for
+// a virtual architecture (compute_XX: ptxas, which refuses them, does not
+// run), and the CPU backend's host build bound them to the C library: a
+// kernel declaring `extern "C" __device__ void* mmap(...)` passed there and
+// could not load on a GPU (sweep 41, t01/c02).
+std::vector<std::string> PtxUnresolvedExterns(std::string_view ptx);
 // The module-scope variables the PTX defines in the global state space
 // (".global [.attribute(...)] [.align N] .type name[...] [= ...];"), in the
 // order declared; `.extern` declarations (defined elsewhere) and the

@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "evaluator/compile/diagnostics.h"
 #include "evaluator/compile/kernel_info.h"
 #include "evaluator/compile/options.h"
@@ -151,9 +152,24 @@ absl::StatusOr<v1::CompileResult> CompileWithNvrtc(
     if (result.log().empty()) result.set_log(nvrtcGetErrorString(compiled));
     return result;
   }
-  result.set_success(true);
   absl::StatusOr<std::string> ptx = program->Ptx();
   if (!ptx.ok()) return ptx.status();
+  if (const std::vector<std::string> unresolved = PtxUnresolvedExterns(*ptx); !unresolved.empty()) {
+    // ptxas refuses these for an sm_XX target; for compute_XX it does not
+    // run, and the driver would refuse the module at load.
+    const std::string message = absl::StrCat(
+        "the program declares ", absl::StrJoin(unresolved, ", "),
+        " without defining it: no CUDA device function or variable by that name exists, and a "
+        "GPU cannot load a module that leaves it unresolved");
+    result.set_success(false);
+    absl::StrAppend(result.mutable_log(), result.log().empty() ? "" : "\n", "error: ", message,
+                    "\n");
+    v1::Diagnostic& diagnostic = *result.add_diagnostics();
+    diagnostic.set_severity("error");
+    diagnostic.set_message(message);
+    return result;
+  }
+  result.set_success(true);
   std::string cubin;
   if (!IsVirtualArch(arch)) {
     absl::StatusOr<std::string> binary = program->Cubin();

@@ -77,6 +77,31 @@ TEST(PtxEntriesTest, DeviceMallocIsTheExternDeclarationOnly) {
   EXPECT_FALSE(PtxCallsDeviceMalloc(".extern .func  (.param .b64 func_retval0) mallocx\n"));
 }
 
+TEST(PtxEntriesTest, UnresolvedExternsAreThoseCudaDoesNotDefine) {
+  // As NVRTC writes them (compute_90, CUDA 13): CUDA's own are left out.
+  const std::string ptx =
+      ".version 9.0\n.target sm_90\n.address_size 64\n"
+      ".extern .func free\n(\n\t.param .b64 free_param_0\n)\n;\n"
+      ".extern .func  (.param .b32 func_retval0) vprintf\n(\n"
+      "\t.param .b64 vprintf_param_0,\n\t.param .b64 vprintf_param_1\n)\n;\n"
+      ".extern .func  (.param .b64 func_retval0) __cuda_syscall_aligned_malloc\n(\n);\n"
+      ".extern .func  (.param .b64 func_retval0) malloc\n(\n);\n"
+      ".extern .func __assertfail\n(\n);\n"
+      ".extern .func  (.param .b32 func_retval0) getpid\n()\n;\n"
+      ".extern .func  (.param .b64 func_retval0) mmap\n(\n);\n"
+      ".extern .func _Z6helperPf\n(\n);\n"
+      ".extern .shared .align 16 .b8 dynamic_smem[];\n"
+      ".extern .global .align 8 .u64 environ;\n"
+      ".extern .const .align 4 .b8 table[64];\n"
+      ".global .align 4 .u32 counter;\n"
+      ".visible .entry k(\n.param .u64 k_param_0\n)\n{\n"
+      "\tcall.uni (retval0), getpid, ();\n}\n";
+  EXPECT_THAT(PtxUnresolvedExterns(ptx),
+              ::testing::ElementsAre("getpid", "mmap", "_Z6helperPf", "environ", "table"));
+  EXPECT_TRUE(
+      PtxUnresolvedExterns(".extern .func free\n(\n);\n.visible .entry k()\n{\n}\n").empty());
+}
+
 TEST(PtxEntriesTest, DeviceGlobalsAreTheModuleScopeGlobalDefinitions) {
   const std::string ptx =
       ".version 9.0\n.target sm_90\n.address_size 64\n"

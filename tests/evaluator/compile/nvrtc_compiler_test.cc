@@ -348,6 +348,40 @@ TEST_F(NvrtcCompilerTest, VirtualArchGivesPtxOnly) {
   EXPECT_TRUE(r.kernels(0).params(0).is_pointer());
 }
 
+TEST_F(NvrtcCompilerTest, FunctionsLeftUnresolvedAreAFailedCompileOnEveryArch) {
+  // For compute_XX ptxas does not run, and NVRTC leaves the declarations in
+  // the PTX; the CPU backend's host build bound them to the C library
+  // (sweep 41, t01). (An extern variable NVRTC treats as a static
+  // definition, with a warning.)
+  const std::string source =
+      "extern \"C\" __device__ int getpid(void);\n"
+      "__device__ float helper(float);\n"
+      "__global__ void k(float* x) { x[0] = getpid() + helper(x[1]); }\n";
+  for (const char* arch : {"compute_90", "sm_90"}) {
+    const v1::CompileResult r = Compile(source, {}, arch);
+    EXPECT_FALSE(r.success()) << arch;
+    EXPECT_THAT(r.log(), HasSubstr("getpid")) << arch;
+  }
+  const v1::CompileResult virtual_arch = Compile(source, {}, "compute_90");
+  EXPECT_THAT(virtual_arch.log(), HasSubstr("declares getpid, _Z6helperf without defining"));
+  ASSERT_FALSE(virtual_arch.diagnostics().empty());
+  EXPECT_EQ(virtual_arch.diagnostics(virtual_arch.diagnostics_size() - 1).severity(), "error");
+  // CUDA's own extern functions compile: printf, malloc/free (and new /
+  // delete), the aligned malloc, assert.
+  const v1::CompileResult own = Compile(
+      "#include <cassert>\n"
+      "__global__ void k(int* y, int n) {\n"
+      "  void* p = __nv_aligned_device_malloc(64, 16);\n"
+      "  free(p);\n"
+      "  int* q = new int[n];\n"
+      "  delete[] q;\n"
+      "  printf(\"%d\\n\", n);\n"
+      "  assert(n > 0);\n"
+      "}\n",
+      {}, "compute_90");
+  EXPECT_TRUE(own.success()) << own.log();
+}
+
 TEST_F(NvrtcCompilerTest, UnknownArchIsAFailedCompileNotAnError) {
   const v1::CompileResult r = Compile("__global__ void k() {}\n", {}, "sm_11");
   EXPECT_FALSE(r.success());
