@@ -228,8 +228,8 @@ int main(int argc, char** argv) {
   for (int p = 0; p < timed->programs_size(); ++p) {
     const internal::ProgramTiming& program = timed->programs(p);
     std::printf(
-        "Time 256x4096 %-9s: %d samples, median %.0f us, min %.0f us (preparation, not in them: "
-        "median %.0f us)\n",
+        "Time 256x4096 %-9s: %d samples, median %.0f us, min %.0f us (of which the runner's "
+        "preparation: median %.0f us)\n",
         timing.programs(p).program().label().c_str(), program.samples_us_size(), MedianUs(program),
         *std::min_element(program.samples_us().begin(), program.samples_us().end()),
         MedianPreparationUs(program));
@@ -260,8 +260,8 @@ int main(int argc, char** argv) {
     const double atomic_us = MedianUs(timed->programs(0));
     const double plain_us = MedianUs(timed->programs(1));
     std::printf(
-        "%2u blocks: atomicAdd median %.0f us, plain += median %.0f us, ratio %.2f (preparation, "
-        "not in the samples: medians %.0f / %.0f us)\n",
+        "%2u blocks: atomicAdd median %.0f us, plain += median %.0f us, ratio %.2f (of which the "
+        "runner's preparation: medians %.0f / %.0f us)\n",
         blocks, atomic_us, plain_us, plain_us > 0 ? atomic_us / plain_us : 0.0,
         MedianPreparationUs(timed->programs(0)), MedianPreparationUs(timed->programs(1)));
   }

@@ -33,6 +33,7 @@
 #include "evaluator/cpu/device_runtime.h"
 #include "evaluator/cpu/host_compiler.h"
 #include "evaluator/cpu/library_image.h"
+#include "evaluator/cpu/remote_pages.h"
 #include "evaluator/cpu/runner.h"
 #include "evaluator/cpu/source_rewrite.h"
 #include "evaluator/data/compare.h"
@@ -888,16 +889,20 @@ class Worker {
     // Before each run this worker prepares the set's buffers for that round
     // (SharedBuffers::Prepare), the runner stopped; the run is the sample.
     // A sample counts from the CPU clock read when the runner was last seen
-    // stopped: whatever it ran since is charged to it, except what the
-    // runner's main thread spent on the "P" command that prepares the run
-    // (StartRunAfresh: its fill of the fiber stacks kernels touched costs
-    // ~1-1.4 ms for 512 fibers, which had doubled a 1.4 ms histogram's
-    // samples and pulled every speedup of small kernels towards 1). No
-    // kernel code runs during it: the other threads' CPU time then (work
-    // a kernel left running) is charged as before.
+    // stopped: whatever it ran since is charged to it, the "P" command that
+    // prepares the run (StartRunAfresh) included. Kernel code shares the
+    // runner's address space and can make any runner code do its work (a
+    // GOT slot the preparation calls through, a signal handler for a fault
+    // it plants there: sweep 41 did a matmul so, at 19x, while "P" was left
+    // out). The costly part of the preparation, the fill of the fiber stack
+    // pages kernels touched (~1-1.4 ms for 512 fibers, which had doubled a
+    // 1.4 ms histogram's samples and pulled every speedup of small kernels
+    // towards 1), is this process's instead: it zeros them from outside
+    // while the runner stands still (ZeroTouchedPages), where no code of
+    // the runner runs.
     // [wall] Each run within timing::TimedRunBoundSeconds of the longest so far.
     timing::TimedRunBound run_bound;
-    bool preparation_charged = false;  // no per-thread CPU clock on this host
+    bool preparation_unmeasured = false;  // no per-thread CPU clock on this host
     auto prepare = [&](int p) -> absl::StatusOr<absl::Duration> {
       RunnerProcess& runner = runners[static_cast<size_t>(p)];
       absl::StatusOr<absl::Duration> main_before = runner.MainThreadCpuTime();
@@ -910,9 +915,23 @@ class Worker {
         return absl::DataLossError("the runner did not stop after its reply");
       }
       if (reply != "p") return absl::DataLossError("unexpected reply");
+      // Read once: kernel code can write the report (bounded, and checked by
+      // ZeroTouchedPages).
+      const uint32_t ranges =
+          std::min<uint32_t>(runner.report().stack_range_count, RunnerReport::kMaxStackRanges);
+      std::vector<AddressRange> stacks(runner.report().stack_ranges,
+                                       runner.report().stack_ranges + ranges);
+      if (absl::StatusOr<uint64_t> zeroed =
+              ZeroTouchedPages(runner.pid(), stacks, kFiberStackBudgetBytes * 4);
+          !zeroed.ok()) {
+        return absl::PermissionDeniedError(absl::StrCat(
+            "the stacks of its GPU threads could not be reset before a timed run (memory the "
+            "kernel code unmapped or made inaccessible?): ",
+            zeroed.status().message()));
+      }
       absl::StatusOr<absl::Duration> main_after = runner.MainThreadCpuTime();
       if (!main_before.ok() || !main_after.ok()) {
-        preparation_charged = true;
+        preparation_unmeasured = true;
         return absl::ZeroDuration();
       }
       return std::max(absl::ZeroDuration(), *main_after - *main_before);
@@ -964,9 +983,9 @@ class Worker {
       absl::StatusOr<absl::Duration> cpu_after = runner.CpuTime();
       if (!cpu_after.ok()) return cpu_after.status();
       if (microseconds) {
-        *microseconds = absl::ToDoubleMicroseconds(
-            *cpu_after - cpu_when_stopped[static_cast<size_t>(p)] - *preparation);
-        if (!preparation_charged) {
+        *microseconds =
+            absl::ToDoubleMicroseconds(*cpu_after - cpu_when_stopped[static_cast<size_t>(p)]);
+        if (!preparation_unmeasured) {
           preparations[static_cast<size_t>(p)].push_back(absl::ToDoubleMicroseconds(*preparation));
         }
       }
@@ -1084,7 +1103,7 @@ class Worker {
         }
       }
       for (double sample : samples[static_cast<size_t>(p)]) timing->add_samples_us(sample);
-      if (!preparation_charged) {
+      if (!preparation_unmeasured) {
         for (double us : preparations[static_cast<size_t>(p)]) timing->add_preparation_us(us);
       }
     }
@@ -1098,11 +1117,6 @@ class Worker {
         return fail(p, s);
       }
       runner.Wait(absl::Seconds(2));
-    }
-    if (preparation_charged) {
-      result.add_notes(
-          "every sample includes the run's preparation (the fill of the fiber stacks kernels "
-          "touched): this host has no per-thread CPU clock (/proc/PID/task/TID/schedstat)");
     }
     result.set_converged(converged);
     return result;

@@ -245,29 +245,25 @@ class StackPool {
   // of the runs that tells the timed runs from the correctness cases) for
   // the next run, whose fibers get the same stacks at the same addresses
   // (sweep 38, r03, r14, r15). Pages never touched stay unmapped (zeros).
+  // The timing runner leaves this to its worker (FiberStackRanges), which
+  // zeros the same pages from outside while the runner stands still.
   void Fill(unsigned char fill) {
     const size_t page = PageSize();
     const size_t mapping = MappingBytes();
-    // mincore over each run of adjacent mappings (mmap hands them out next
-    // to each other; mapped_ is in address order), in chunks. A call per
+    // mincore over each run of adjacent mappings, in chunks. A call per
     // stack measured about the same in cpu_backend_bench: the fill costs
-    // ~1-1.4 ms per run for 512 stacks of 512 KiB (a 4-block histogram's
-    // run, 1.4 ms without it), in the run's sample. No allocation: a kernel
+    // ~1-1.4 ms per run for 512 stacks of 512 KiB. No allocation: a kernel
     // may scan the heap, and the fill must not change it.
     constexpr size_t kChunkPages = 4096;
     unsigned char resident[kChunkPages];
-    for (size_t first = 0; first < mapped_.size();) {
-      size_t last = first;
-      const auto at = [&](size_t k) { return reinterpret_cast<uintptr_t>(mapped_[k]); };
-      while (last + 1 < mapped_.size() && at(last + 1) == at(last) + mapping) ++last;
-      const uintptr_t end = at(last) + mapping;
-      for (uintptr_t chunk = at(first); chunk < end; chunk += kChunkPages * page) {
+    ForEachRunOfMappings([&](uintptr_t begin, uintptr_t end) {
+      for (uintptr_t chunk = begin; chunk < end; chunk += kChunkPages * page) {
         const size_t bytes = std::min<size_t>(kChunkPages * page, end - chunk);
         if (::mincore(reinterpret_cast<void*>(chunk), bytes, resident) != 0) {
           // Unknown: every page of the chunk but the guard pages (never
           // accessible), committed, between runs only.
           for (uintptr_t p = chunk; p < chunk + bytes; p += page) {
-            if ((p - at(first)) % mapping != 0) std::memset(reinterpret_cast<char*>(p), fill, page);
+            if ((p - begin) % mapping != 0) std::memset(reinterpret_cast<char*>(p), fill, page);
           }
           continue;
         }
@@ -276,6 +272,20 @@ class StackPool {
           if (resident[p] & 1) std::memset(reinterpret_cast<char*>(chunk + p * page), fill, page);
         }
       }
+    });
+  }
+
+  // Calls `visit(begin, end)` for each run of adjacent stack mappings
+  // (guard pages included), in address order: mmap hands them out next to
+  // each other, so there are few.
+  template <typename Visit>
+  void ForEachRunOfMappings(Visit visit) const {
+    const size_t mapping = MappingBytes();
+    const auto at = [&](size_t k) { return reinterpret_cast<uintptr_t>(mapped_[k]); };
+    for (size_t first = 0; first < mapped_.size();) {
+      size_t last = first;
+      while (last + 1 < mapped_.size() && at(last + 1) == at(last) + mapping) ++last;
+      visit(at(first), at(last) + mapping);
       first = last + 1;
     }
   }
@@ -1868,7 +1878,7 @@ void SetRaceCheckedMemory(const std::vector<RaceCheckedRange>& ranges) {
 
 bool LastGridRaced() { return globals && globals->race_reported; }
 
-void StartRunAfresh() {
+void StartRunAfresh(StackFill stack_fill) {
   if (!globals) return;
   if (globals->heap) globals->heap->Reset();
   globals->printed.store(0);
@@ -1890,8 +1900,21 @@ void StartRunAfresh() {
   // earlier runs touched from the rest, and a kernel reading one page deeper
   // each run counted its runs by them, the timing runner's passing the
   // correctness runner's (sweep 39, b1).
+  if (stack_fill == StackFill::kLeftToTheCaller) return;
   std::lock_guard<std::mutex> lock(BlockExecutor::ArenasMutex());
   for (const Arena& arena : BlockExecutor::Arenas()) arena.stacks->Fill(0);
+}
+
+size_t FiberStackRanges(AddressRange* ranges, size_t capacity) {
+  std::lock_guard<std::mutex> lock(BlockExecutor::ArenasMutex());
+  size_t count = 0;
+  for (const Arena& arena : BlockExecutor::Arenas()) {
+    arena.stacks->ForEachRunOfMappings([&](uintptr_t begin, uintptr_t end) {
+      if (count < capacity) ranges[count] = {.begin = begin, .end = end};
+      ++count;
+    });
+  }
+  return count;
 }
 
 void ClearDynamicSharedMemory(uint64_t seed) {

@@ -191,9 +191,25 @@ bool LastGridRaced();
 //   as loaded: a slot of it counted one grid's launches across runs (sweep
 //   40, e2).
 // Call between runs, never during one. The fill leaves the pages committed
-// (no fault in the next run); its time, ~1-1.4 ms for 512 fibers' stacks,
-// is not in the run's sample: the timing runner calls this on a command of
-// its own, whose main-thread CPU time the worker leaves out (runner.h).
-void StartRunAfresh();
+// (no fault in the next run). It costs ~1-1.4 ms for 512 fibers' stacks, as
+// much as a small kernel's run, so the timing runner leaves it to its worker
+// (kLeftToTheCaller, FiberStackRanges), which zeros the same pages from
+// outside while the runner stands still: everything the runner itself does
+// is in the run's sample, since kernel code can hook into any of it (sweep
+// 41: a GOT slot or a signal handler made the runner's preparation, once
+// left out of the sample, do the kernel's work).
+enum class StackFill { kHere, kLeftToTheCaller };
+void StartRunAfresh(StackFill stack_fill = StackFill::kHere);
+
+// [begin, end) of memory, as addresses.
+struct AddressRange {
+  uint64_t begin = 0;
+  uint64_t end = 0;
+};
+// Every run of adjacent fiber stack mappings of this process (guard pages
+// included; StartRunAfresh's fill zeros what a fiber touched in them): the
+// first `capacity` into `ranges`. Returns how many there are, which may
+// exceed `capacity`. Call between runs.
+size_t FiberStackRanges(AddressRange* ranges, size_t capacity);
 
 }  // namespace kerneleval::cpu

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -690,11 +691,17 @@ int TimeProgramInRunner(int channel_fd, RunnerReport* report, const RunnerConfig
     }
     if (command == "F") break;
     if (command == "P") {
-      // The run's own preparation (stack fill, heap, printf budget), as a
-      // command of its own: the worker does not charge this thread's CPU
-      // time for it to the sample (~1-1.4 ms for 512 fibers, as much as a
-      // small kernel's whole run). The worker restores the device globals.
-      StartRunAfresh();
+      // The run's own preparation (heap, printf budget, thread-local state),
+      // in the sample. The stack fill (~1-1.4 ms for 512 fibers, as much as
+      // a small kernel's whole run) is the worker's, from outside, where the
+      // stacks' ranges fit the report; the worker restores the device
+      // globals.
+      AddressRange ranges[RunnerReport::kMaxStackRanges];
+      const size_t count = FiberStackRanges(ranges, RunnerReport::kMaxStackRanges);
+      const bool reported = count <= RunnerReport::kMaxStackRanges;
+      StartRunAfresh(reported ? StackFill::kLeftToTheCaller : StackFill::kHere);
+      report->stack_range_count = reported ? static_cast<uint32_t>(count) : 0;
+      if (reported) std::copy(ranges, ranges + count, report->stack_ranges);
       prepared = true;
       if (!process::WriteFrame(channel_fd, "p").ok()) return kSetupFailedExit;
       continue;

@@ -33,11 +33,14 @@
 //           outputs from the memfd: the runner runs only while a sample is
 //           taken. runner -> worker "ready" after setup; then per command
 //           frame from the worker ("P": prepare the next run, i.e.
-//           StartRunAfresh; "R" set: run the plan, only right after a "P";
-//           "F": finish) one reply: "p", "k", or for "F" an empty
-//           internal::ProgramTiming, then exit 0. The sample is the "R";
-//           of the "P", the worker charges only what threads other than the
-//           main one ran (none should).
+//           StartRunAfresh without the stack fill, and report the fiber
+//           stacks' ranges in the RunnerReport; "R" set: run the plan, only
+//           right after a "P"; "F": finish) one reply: "p", "k", or for "F"
+//           an empty internal::ProgramTiming, then exit 0. Between "p" and
+//           "R" the worker zeros the stack pages kernels touched, from
+//           outside (ZeroTouchedPages). The sample is all the CPU time the
+//           runner spends on the "P" and the "R": kernel code can hook any
+//           code the runner runs (sweep 41).
 // Failures: a fault ends the runner by its signal; a kernel error (trap,
 // failed assert, deadlock, invalid launch) exits kKernelErrorExit with the
 // message in the RunnerReport, a memfd page shared with the worker (fd 4).
@@ -99,6 +102,13 @@ struct RunnerReport {
   uint32_t buffer_count;
   BufferRange buffers[kMaxBuffers];
   char message[4096];
+  // The fiber stacks' runs of mappings, written by the timing runner on each
+  // "P" for its worker to zero; 0 where the runner zeroed them itself (more
+  // runs than fit). Kernel code can rewrite them: that only leaves its own
+  // stacks as they were, or fails its program.
+  static constexpr int kMaxStackRanges = 128;
+  uint32_t stack_range_count;
+  AddressRange stack_ranges[kMaxStackRanges];
 };
 
 enum class RunnerJob { kRunCases, kTimeProgram };

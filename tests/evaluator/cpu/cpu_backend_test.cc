@@ -4835,14 +4835,17 @@ TEST_F(CpuBackendTest, EveryCorrectnessCaseStartsWithStacksHoldingNothingOfTheLa
   }
 }
 
-// The runner prepares every run (StartRunAfresh: it fills the fiber-stack
-// pages kernels touched, empties the heap) on a command of its own before
-// the one it runs on, and the worker takes that main thread's CPU time out
-// of the sample: the fill, ~1-1.4 ms per run for 512 fibers, had doubled a
-// 4-block histogram's 1.4 ms samples (cpu_backend_bench) and pulled the
-// speedups of small kernels towards 1. The preparation is measured and
-// reported beside each sample; a kernel with a deep stack has a large one.
-TEST_F(CpuBackendTest, EveryRunsPreparationIsMeasuredApartFromItsSample) {
+// The runner prepares every run (StartRunAfresh: it empties the heap,
+// restores its thread-local state) on a command of its own, and that is in
+// the sample: kernel code can make any code of the runner do its work
+// (sweep 41: a GOT slot the preparation called through, at 19x, while it
+// was left out). The fill of the fiber-stack pages kernels touched, ~1-1.4
+// ms per run for 512 fibers (it had doubled a 4-block histogram's 1.4 ms
+// samples), is the worker's: it zeros them from outside while the runner
+// stands still. So a kernel with a deep stack has about the reference's
+// preparation, which is reported beside each sample and is part of it;
+// EveryTimedRunStartsWithStacksHoldingNothingOfTheLast checks the zeros.
+TEST_F(CpuBackendTest, EveryRunsPreparationIsInItsSampleAndTheStackFillIsTheWorkers) {
   const char* source = R"(
 __global__ void vector_add(const float* a, const float* b, float* c, int n) {
   volatile float deep[8192];  // 32 KiB of this thread's stack, every page touched
@@ -4855,22 +4858,23 @@ __global__ void vector_add(const float* a, const float* b, float* c, int n) {
   absl::StatusOr<internal::TimingResult> result = backend_->Time(TimedOnTwoInputSets(source, n));
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_FALSE(result->has_failure()) << result->failure().message();
-  for (const std::string& note : result->notes()) {
-    EXPECT_FALSE(absl::StrContains(note, "preparation")) << note;
-  }
   std::vector<double> median_preparation;
   for (const internal::ProgramTiming& program : result->programs()) {
     ASSERT_GE(program.samples_us_size(), 10);
     ASSERT_EQ(program.preparation_us_size(), program.samples_us_size());
+    for (int s = 0; s < program.samples_us_size(); ++s) {
+      EXPECT_GE(program.samples_us(s), program.preparation_us(s)) << s;
+    }
     std::vector<double> us(program.preparation_us().begin(), program.preparation_us().end());
     std::nth_element(us.begin(), us.begin() + us.size() / 2, us.end());
     median_preparation.push_back(us[us.size() / 2]);
-    for (double sample : program.samples_us()) EXPECT_GT(sample, 0);
   }
-  // 256 fibers x 32 KiB filled: 8 MiB, well over 100 us on any machine; the
-  // reference (no barrier, no fibers) has next to nothing to fill.
-  EXPECT_GT(median_preparation[1], 100.0);
-  EXPECT_GT(median_preparation[1], 4 * median_preparation[0]);
+  // 256 fibers x 32 KiB to fill, 8 MiB: well over 500 us of the runner's
+  // time where it filled them itself (the reference, no barrier, has next
+  // to nothing to fill).
+  EXPECT_LT(median_preparation[1], median_preparation[0] + 250.0)
+      << "candidate " << median_preparation[1] << " us, reference " << median_preparation[0]
+      << " us";
 }
 
 // Within a run, a block's threads run one after another on one fiber stack
