@@ -7,11 +7,16 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/cleanup/cleanup.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 namespace kerneleval::cpu {
 namespace {
@@ -28,6 +33,47 @@ constexpr size_t kPagesPerWrite = 1024;  // IOV_MAX
 // A page of zeros, the source of every write.
 const char kZeroPage[kPageBytes] = {};
 
+// The private anonymous mappings of `pid` (/proc/PID/maps: no path, "p"),
+// in address order, adjacent ones merged.
+absl::StatusOr<std::vector<AddressRange>> PrivateAnonymousMappings(pid_t pid) {
+  const std::string path = absl::StrCat("/proc/", pid, "/maps");
+  std::ifstream maps(path);
+  if (!maps) return absl::UnavailableError(absl::StrCat(path, ": cannot be read"));
+  std::vector<AddressRange> ranges;
+  std::string line;
+  while (std::getline(maps, line)) {
+    // "begin-end perms offset dev inode [path]"
+    const std::vector<absl::string_view> fields = absl::StrSplit(line, ' ', absl::SkipWhitespace());
+    if (fields.size() < 5 || fields.size() > 6 || fields[1].size() != 4 || fields[1][3] != 'p') {
+      continue;
+    }
+    if (fields.size() == 6 || fields[4] != "0") continue;  // a file, or [heap] and the like
+    const size_t dash = fields[0].find('-');
+    uint64_t begin = 0, end = 0;
+    if (dash == absl::string_view::npos ||
+        !absl::SimpleHexAtoi(fields[0].substr(0, dash), &begin) ||
+        !absl::SimpleHexAtoi(fields[0].substr(dash + 1), &end)) {
+      continue;
+    }
+    if (!ranges.empty() && ranges.back().end == begin) {
+      ranges.back().end = end;
+    } else {
+      ranges.push_back({.begin = begin, .end = end});
+    }
+  }
+  return ranges;
+}
+
+// Whether [begin, end) lies inside one of `mappings` (sorted, merged).
+bool Inside(const std::vector<AddressRange>& mappings, const AddressRange& range) {
+  auto after = std::upper_bound(
+      mappings.begin(), mappings.end(), range.begin,
+      [](uint64_t address, const AddressRange& mapping) { return address < mapping.begin; });
+  if (after == mappings.begin()) return false;
+  const AddressRange& holder = *std::prev(after);
+  return range.begin >= holder.begin && range.end <= holder.end;
+}
+
 }  // namespace
 
 absl::StatusOr<uint64_t> ZeroTouchedPages(pid_t pid, std::span<const AddressRange> ranges,
@@ -41,6 +87,19 @@ absl::StatusOr<uint64_t> ZeroTouchedPages(pid_t pid, std::span<const AddressRang
           ") is not page-aligned or exceeds ", max_bytes, " bytes in all"));
     }
     total += range.end - range.begin;
+  }
+  // Only the process's own private anonymous memory, as its fiber stacks
+  // are: a range reported over a buffer (shared with the worker through
+  // the memfd, or an alias of it made with mremap) would have zeroed the
+  // poison of its outputs after the worker wrote it.
+  absl::StatusOr<std::vector<AddressRange>> anonymous = PrivateAnonymousMappings(pid);
+  if (!anonymous.ok()) return anonymous.status();
+  for (const AddressRange& range : ranges) {
+    if (range.begin != range.end && !Inside(*anonymous, range)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("fiber stack range [0x", absl::Hex(range.begin), ", 0x",
+                       absl::Hex(range.end), ") is not private anonymous memory of the process"));
+    }
   }
   const std::string path = absl::StrCat("/proc/", pid, "/pagemap");
   const int pagemap = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

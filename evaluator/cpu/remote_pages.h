@@ -16,9 +16,11 @@ namespace kerneleval::cpu {
 // Zeros every page of `ranges` in process `pid` that holds memory, resident
 // or swapped out (/proc/PID/pagemap), with process_vm_writev: what a page
 // never touched reads. Pages holding none stay so. Returns the pages zeroed.
-// Refuses ranges that are not page-aligned or that hold more than
-// `max_bytes` in all [bytes] (they may come from kernel code); a page it
-// cannot write (unmapped, made read-only or inaccessible since) is an error.
+// Refuses ranges that are not page-aligned, that hold more than `max_bytes`
+// in all [bytes], or that are not private anonymous memory of the process
+// (/proc/PID/maps): they may come from kernel code, which must not make it
+// zero a buffer it shares with the worker. A page it cannot write (made
+// read-only or inaccessible since) is an error.
 absl::StatusOr<uint64_t> ZeroTouchedPages(pid_t pid, std::span<const AddressRange> ranges,
                                           uint64_t max_bytes);
 

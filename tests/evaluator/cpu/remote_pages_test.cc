@@ -93,6 +93,27 @@ TEST(RemotePagesTest, RefusesRangesItWasNotMeantToTouch) {
   EXPECT_TRUE(ZeroTouchedPages(child.pid(), halves, kPages * kPage).ok());
 }
 
+// A range over memory the process shares (its buffers, mapped from the
+// worker's memfd) is refused: zeroing it would wipe the poison the worker
+// wrote into its outputs.
+TEST(RemotePagesTest, RefusesMemoryTheProcessShares) {
+  void* shared =
+      ::mmap(nullptr, 4 * kPage, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(shared, MAP_FAILED);
+  std::memset(shared, 0xab, 4 * kPage);
+  StoppedChild child(/*protect_one=*/false);  // inherits the shared mapping
+  const auto begin = reinterpret_cast<uint64_t>(shared);
+  const AddressRange range{begin, begin + 4 * kPage};
+  absl::StatusOr<uint64_t> zeroed = ZeroTouchedPages(child.pid(), {&range, 1}, 4 * kPage);
+  EXPECT_FALSE(zeroed.ok());
+  EXPECT_EQ(static_cast<unsigned char*>(shared)[kPage], 0xab);
+  // With a private range beside it: refused as a whole, nothing zeroed.
+  const AddressRange both[] = {{child.address(0), child.address(kPages)}, range};
+  EXPECT_FALSE(ZeroTouchedPages(child.pid(), both, (kPages + 4) * kPage).ok());
+  EXPECT_EQ(child.Read(1)[0], 0xab);
+  ::munmap(shared, 4 * kPage);
+}
+
 // A page with memory that the process made inaccessible cannot be zeroed:
 // an error, not a page silently kept (sweep 41 planted a trap so).
 TEST(RemotePagesTest, APageMadeInaccessibleIsAnError) {
