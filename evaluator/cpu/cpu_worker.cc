@@ -355,7 +355,8 @@ class SharedBuffers {
 
   // Region `region` before a run: inputs GenerateInput(spec, seed) (from
   // `inputs`, which generates each once for every program asking for it),
-  // outputs and scratch poisoned.
+  // outputs and scratch poisoned, wide integers mixed with leftovers
+  // (data::FillLeftovers).
   void Prepare(size_t region, uint64_t seed, data::GeneratedInputs& inputs) {
     const internal::ResolvedPlan& plan = *plans_[region];
     // The integer poison is drawn per run (poison.h), by this process.
@@ -369,7 +370,7 @@ class SharedBuffers {
         // NOLINTNEXTLINE(bugprone-not-null-terminated-result): a byte buffer, not a C string
         std::memcpy(data, input->data(), input->size());
       } else {
-        data::FillPoison(spec.dtype(), data, spec.elements(), integer_draw);
+        data::FillLeftovers(spec.dtype(), data, spec.elements(), integer_draw);
       }
     }
   }

@@ -586,7 +586,8 @@ absl::Status CudaWorker::ZeroGlobals(const LoadedProgram& program) {
 }
 
 absl::StatusOr<CudaWorker::BufferSet> CudaWorker::AllocateBuffers(
-    const internal::ResolvedPlan& plan, uint64_t seed, data::GeneratedInputs* inputs, int draws) {
+    const internal::ResolvedPlan& plan, uint64_t seed, data::GeneratedInputs* inputs, int draws,
+    bool leftovers) {
   const bool timed = inputs == nullptr;
   BufferSet set;
   set.buffers.reserve(plan.buffers_size());
@@ -639,7 +640,16 @@ absl::StatusOr<CudaWorker::BufferSet> CudaWorker::AllocateBuffers(
   // non-blocking stream does not wait for: finish the fills first.
   KE_CU_RETURN_IF_ERROR(api_.cuStreamSynchronize(stream_.get()));
   for (Buffer& buffer : set.buffers) {
-    if (buffer.spec->role() != internal::BUFFER_ROLE_INPUT || buffer.bytes == 0) continue;
+    if (buffer.bytes == 0) continue;
+    if (buffer.spec->role() != internal::BUFFER_ROLE_INPUT) {
+      if (!leftovers) continue;
+      // Drawn on the host: correctness outputs are small.
+      std::string bytes(buffer.bytes, '\0');
+      data::FillLeftovers(buffer.spec->dtype(), bytes.data(), buffer.spec->elements(),
+                          poison_chooser_());
+      KE_CU_RETURN_IF_ERROR(api_.cuMemcpyHtoD(buffer.ptr, bytes.data(), buffer.bytes));
+      continue;
+    }
     // A timing set's inputs are generated on the device before every run
     // (GenerateInputs): nothing to generate on the host or upload (a
     // Pareto value takes ~40 ns of a core: 2^25 of them, 1.3 s a set).
@@ -900,7 +910,8 @@ absl::StatusOr<WorkerOutcome<internal::RunResult>> CudaWorker::Run(
   }
   for (const internal::Case& test_case : request.cases()) {
     absl::StatusOr<BufferSet> buffers =
-        AllocateBuffers(test_case.plan(), test_case.input_seed(), &correctness_inputs_);
+        AllocateBuffers(test_case.plan(), test_case.input_seed(), &correctness_inputs_,
+                        /*draws=*/0, /*leftovers=*/true);
     if (!buffers.ok()) return buffers.status();  // the problem's buffers: infrastructure
     absl::Status status = LaunchPlan(*program, test_case.plan(), *buffers);
     if (status.ok()) status = ClearSharedMemory();  // queued behind the plan

@@ -149,8 +149,13 @@ class CudaWorker {
   // (`inputs` null): its inputs are generated on the device before every
   // run (GenerateInputs), and its outputs get stashes.
   // `draws`: the kept copies of each timed output (KeepStash).
+  // `leftovers`: the set's outputs and scratch start as data::FillLeftovers
+  // leaves them (wide integers mixed with leftovers), not as the uniform
+  // poison: every correctness set (a timed set's runs get the poison from
+  // the device, PoisonWritable).
   absl::StatusOr<BufferSet> AllocateBuffers(const internal::ResolvedPlan& plan, uint64_t seed,
-                                            data::GeneratedInputs* inputs, int draws = 0);
+                                            data::GeneratedInputs* inputs, int draws = 0,
+                                            bool leftovers = false);
   // Queues ke_generate_input on the stream: `buffer`'s elements generated
   // from `seed` into `out` (its payload, or input_check_).
   absl::Status LaunchGenerate(CUdeviceptr out, const Buffer& buffer, uint64_t seed);

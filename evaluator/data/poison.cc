@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "evaluator/data/dtype.h"
+#include "evaluator/data/splitmix64.h"
 
 namespace kerneleval::data {
 
@@ -75,6 +76,26 @@ size_t CountPoison(std::string_view bytes, v1::DType dtype, uint64_t integer_dra
     count += std::memcmp(bytes.data() + offset, &bits, size) == 0;
   }
   return count;
+}
+
+void FillLeftovers(v1::DType dtype, void* data, size_t elements, uint64_t draw) {
+  if (dtype != v1::DTYPE_I32 && dtype != v1::DTYPE_I64) {
+    FillPoison(dtype, data, elements, draw);
+    return;
+  }
+  char* bytes = static_cast<char*>(data);
+  for (size_t i = 0; i < elements; ++i) {
+    const uint64_t drawn = SplitMix64Finalizer(draw + kSplitMix64Increment * (i + 1));
+    const bool poison = (drawn >> 63) != 0;
+    const uint64_t value = poison ? PoisonBits(dtype, drawn) : drawn & 0xFFFF;
+    if (dtype == v1::DTYPE_I32) {
+      const auto element = static_cast<uint32_t>(value);
+      std::memcpy(bytes + i * sizeof(element), &element, sizeof(element));
+    } else {
+      const auto element = value;
+      std::memcpy(bytes + i * sizeof(element), &element, sizeof(element));
+    }
+  }
 }
 
 }  // namespace kerneleval::data

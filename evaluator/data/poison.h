@@ -46,4 +46,18 @@ bool IsPoison(std::string_view bytes, v1::DType dtype, size_t index, uint64_t in
 // How many elements still hold the poison bits (e.g. "412 elements never written").
 size_t CountPoison(std::string_view bytes, v1::DType dtype, uint64_t integer_draw = 0);
 
+// Writes poison mixed with leftovers over `elements` elements at `data`:
+// each i32 or i64 element, drawn from `draw` (any 64 bits) and its index, is
+// either (one time in two) in the poison's range, below -2^30 (-2^62), or a
+// value in [0, 65536), as an earlier run may leave (a count, an index);
+// every other dtype gets the poison. What every integer output and scratch
+// buffer starts as on the CPU backend, and in the GPU backend's correctness
+// cases: a problem that leaves an output undefined on entry gets what a
+// GPU's memory may hold. A uniform poison let a histogram skip its clearing
+// launch: it took any bin below -2^29 as never written (sweep 41, c07), or
+// recovered the one poison value from the sum of its bins (sweep 39, s39c).
+// An element never written still fails: it is poison, or a drawn value
+// that is the right one about once in 65536.
+void FillLeftovers(v1::DType dtype, void* data, size_t elements, uint64_t draw);
+
 }  // namespace kerneleval::data

@@ -83,6 +83,52 @@ TEST(PoisonTest, WideIntegerPoisonIsDrawnAndFarBelowZero) {
   EXPECT_GT(seen.size(), 95u);
 }
 
+// Wide integers start as poison mixed with leftovers, element by element: a
+// histogram took any bin below -2^29 as never written (sweep 41, c07) or
+// recovered the one poison value from its sum (sweep 39, s39c).
+TEST(PoisonTest, WideIntegersStartAsPoisonMixedWithSmallLeftovers) {
+  constexpr size_t kElements = 4096;
+  for (const v1::DType dtype : {v1::DTYPE_I32, v1::DTYPE_I64}) {
+    const size_t size = DTypeSize(dtype);
+    std::string first(kElements * size, '\0');
+    std::string again(kElements * size, '\0');
+    std::string other(kElements * size, '\0');
+    FillLeftovers(dtype, first.data(), kElements, 11);
+    FillLeftovers(dtype, again.data(), kElements, 11);
+    FillLeftovers(dtype, other.data(), kElements, 12);
+    EXPECT_EQ(first, again);  // a function of the draw and the index
+    EXPECT_NE(first, other);
+    size_t poison = 0, leftovers = 0;
+    std::set<int64_t> values;
+    for (size_t i = 0; i < kElements; ++i) {
+      int64_t value = 0;
+      if (dtype == v1::DTYPE_I32) {
+        int32_t v = 0;
+        std::memcpy(&v, first.data() + i * size, size);
+        value = v;
+        poison += value < -(int64_t{1} << 30);
+      } else {
+        std::memcpy(&value, first.data() + i * size, size);
+        poison += value < -(int64_t{1} << 62);
+      }
+      leftovers += value >= 0 && value < 65536;
+      values.insert(value);
+    }
+    EXPECT_EQ(poison + leftovers, kElements) << dtype;
+    // One in two each: 2048 +- 32 (1 sigma).
+    EXPECT_GT(poison, 1800u) << dtype;
+    EXPECT_GT(leftovers, 1800u) << dtype;
+    EXPECT_GT(values.size(), 3900u) << dtype;  // drawn per element
+  }
+  // Every other dtype gets the poison.
+  std::string f32(16 * 4, '\0');
+  FillLeftovers(v1::DTYPE_F32, f32.data(), 16, 11);
+  EXPECT_EQ(f32, PoisonedBuffer(v1::DTYPE_F32, 16));
+  std::string u8(16, '\0');
+  FillLeftovers(v1::DTYPE_U8, u8.data(), 16, 11);
+  EXPECT_EQ(u8, std::string(16, '\xFF'));
+}
+
 TEST(PoisonTest, CountsWrittenElements) {
   std::string buffer = PoisonedBuffer(v1::DTYPE_F32, 10);
   WriteElement(buffer.data(), v1::DTYPE_F32, 3, 1.5);
