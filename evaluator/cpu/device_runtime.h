@@ -207,9 +207,10 @@ struct AddressRange {
   uint64_t end = 0;
 };
 // Every run of adjacent fiber stack mappings of this process (guard pages
-// included; StartRunAfresh's fill zeros what a fiber touched in them): the
-// first `capacity` into `ranges`. Returns how many there are, which may
-// exceed `capacity`. Call between runs.
+// included; StartRunAfresh's fill zeros what a fiber touched in them),
+// sorted and merged across the OS threads' pools, into `ranges`. Returns how
+// many there are, or more than `capacity` where they do not fit. Call
+// between runs.
 size_t FiberStackRanges(AddressRange* ranges, size_t capacity);
 
 }  // namespace kerneleval::cpu

@@ -106,7 +106,7 @@ struct RunnerReport {
   // "P" for its worker to zero; 0 where the runner zeroed them itself (more
   // runs than fit). Kernel code can rewrite them: that only leaves its own
   // stacks as they were, or fails its program.
-  static constexpr int kMaxStackRanges = 128;
+  static constexpr int kMaxStackRanges = 512;
   uint32_t stack_range_count;
   AddressRange stack_ranges[kMaxStackRanges];
 };

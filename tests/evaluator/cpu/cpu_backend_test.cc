@@ -235,10 +235,11 @@ internal::TimingRequest ReferenceAndCandidate(const std::string& candidate, int 
   return request;
 }
 
-// A request timing `candidate` (one block) against kVectorAdd on n floats
-// and two input sets: 2 warm-up runs, at least 10 samples.
-internal::TimingRequest TimedOnTwoInputSets(const std::string& candidate, int n) {
-  internal::TimingRequest request = ReferenceAndCandidate(candidate, n, 1);
+// A request timing `candidate` (`grid` blocks) against kVectorAdd on n
+// floats and two input sets: 2 warm-up runs, at least 10 samples.
+internal::TimingRequest TimedOnTwoInputSets(const std::string& candidate, int n,
+                                            uint32_t grid = 1) {
+  internal::TimingRequest request = ReferenceAndCandidate(candidate, n, grid);
   request.add_input_seeds(41);
   request.add_input_seeds(42);
   request.mutable_config()->set_warmup_runs(2);
@@ -4848,14 +4849,20 @@ TEST_F(CpuBackendTest, EveryCorrectnessCaseStartsWithStacksHoldingNothingOfTheLa
 TEST_F(CpuBackendTest, EveryRunsPreparationIsInItsSampleAndTheStackFillIsTheWorkers) {
   const char* source = R"(
 __global__ void vector_add(const float* a, const float* b, float* c, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
   volatile float deep[8192];  // 32 KiB of this thread's stack, every page touched
-  for (int k = 0; k < 8192; k += 1024) deep[k] = a[threadIdx.x];
+  for (int k = 0; k < 8192; k += 1024) deep[k] = a[i];
   __syncthreads();  // threads on fibers of their own
-  c[threadIdx.x] = deep[0] + b[threadIdx.x];
+  c[i] = deep[0] + b[i];
 }
 )";
-  const int n = 256;
-  absl::StatusOr<internal::TimingResult> result = backend_->Time(TimedOnTwoInputSets(source, n));
+  // 16 blocks: the OS threads map their stacks at the same time, and their
+  // runs of mappings interleave (more than the report held, 128, for a
+  // 4-block histogram before they were merged across threads).
+  constexpr uint32_t kBlocks = 16;
+  const int n = 256 * kBlocks;
+  absl::StatusOr<internal::TimingResult> result =
+      backend_->Time(TimedOnTwoInputSets(source, n, kBlocks));
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_FALSE(result->has_failure()) << result->failure().message();
   std::vector<double> median_preparation;
