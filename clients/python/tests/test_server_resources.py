@@ -137,7 +137,15 @@ def settled_footprint(server_pid: int, seconds: float = 10.0) -> Footprint:
 
 def test_footprint_stays_flat_over_rounds_of_every_verdict(tmp_path):
     _require_server_binary()
-    server = RealServer(tmp_path / "kerneleval-server.log")
+    # glibc raises its mmap threshold each time a large mmapped block is freed,
+    # so later replies of a megabyte or more (timing results carry outputs)
+    # came from the heap and stayed resident: the server's size after a round
+    # moved between 57 and 101 MB, reaching 101.6 MB in some round, and a CI
+    # run failed on a warm-up round that had landed low (85.7 -> 101.5 MB).
+    # Fixed at its default, the threshold keeps them mmapped and given back:
+    # 53.1-54.8 MB over 5 rounds in 4 runs.
+    server = RealServer(tmp_path / "kerneleval-server.log",
+                        extra_env={"MALLOC_MMAP_THRESHOLD_": "131072"})
     try:
         pid = server.process.pid
         with Client(server.target, timeout=300) as client:
@@ -159,9 +167,8 @@ def test_footprint_stays_flat_over_rounds_of_every_verdict(tmp_path):
 
             # Two warm-up rounds: the allocator's high-water mark settles over
             # them (timing results carry each input set's last and drawn
-            # outputs; measured: +8.3 MB after the second round, then ~80 KB
-            # a round, the recent-verdict cache filling).
-            run_round(0)
+            # outputs).
+            first = run_round(0)
             warm = run_round(1)
             rounds = [run_round(r) for r in range(2, 5)]
         for r, now in enumerate(rounds, start=1):
@@ -178,9 +185,14 @@ def test_footprint_stays_flat_over_rounds_of_every_verdict(tmp_path):
             assert now.server_fds - now.builders() == warm.server_fds - warm.builders(), where
             assert now.server_threads <= warm.server_threads + 1, where
             assert now.tree_fds <= warm.tree_fds + 8 * (now.workers("cpu") + now.builders()), where
-        # Resident memory: allocator slack, not growth with each round.
-        growth_kib = rounds[-1].server_rss_kib - warm.server_rss_kib
-        assert growth_kib <= max(8 * 1024, warm.server_rss_kib // 10), (warm, rounds[-1])
+        # Resident memory: allocator slack, not growth with each round (~0.3 MB
+        # a round measured, the recent-verdict cache filling). Against the
+        # higher of the two warm-up rounds.
+        high_water_kib = max(first.server_rss_kib, warm.server_rss_kib)
+        growth_kib = rounds[-1].server_rss_kib - high_water_kib
+        print("server RSS [KiB] by round:", first.server_rss_kib, warm.server_rss_kib,
+              [r.server_rss_kib for r in rounds])
+        assert growth_kib <= max(8 * 1024, high_water_kib // 10), (first, warm, rounds[-1])
         # And a clean exit after all that.
         server.process.terminate()
         assert server.process.wait(timeout=30) == 0, server.log()
