@@ -7,11 +7,11 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "evaluator/cpu/remote_pages.h"
 
 namespace kerneleval::cpu {
 namespace {
@@ -100,24 +100,17 @@ absl::StatusOr<LibraryImage> LibraryImage::Capture(pid_t pid, const Layout& layo
   // device and inode, not by path (the runner sees its own mount namespace).
   // Kernel code could map the file again (its static initialisers ran): a
   // second mapping at offset 0 makes the base ambiguous and is refused.
-  std::ifstream maps(absl::StrCat("/proc/", pid, "/maps"));
-  if (!maps) return absl::DataLossError(absl::StrCat("cannot read /proc/", pid, "/maps"));
+  absl::StatusOr<std::vector<ProcessMapping>> mappings = ReadProcessMappings(pid);
+  if (!mappings.ok()) return mappings.status();
   int found = 0;
   uint64_t base = 0;
-  for (std::string line; std::getline(maps, line);) {
-    unsigned long long start = 0, end = 0, offset = 0, inode = 0;
-    unsigned major_id = 0, minor_id = 0;
-    char perms[8] = {};
-    if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx %x:%x %llu", &start, &end, perms, &offset,
-                    &major_id, &minor_id, &inode) != 7) {
-      continue;
-    }
-    if (inode != layout.inode || major_id != major(layout.device) ||
-        minor_id != minor(layout.device) || offset != 0) {
+  for (const ProcessMapping& m : *mappings) {
+    if (m.inode != layout.inode || m.major_id != major(layout.device) ||
+        m.minor_id != minor(layout.device) || m.offset != 0) {
       continue;
     }
     ++found;
-    base = start;
+    base = m.begin;
   }
   if (found != 1) {
     return absl::FailedPreconditionError(absl::StrCat(

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -14,9 +15,7 @@
 #include <vector>
 
 #include "absl/cleanup/cleanup.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 
 namespace kerneleval::cpu {
 namespace {
@@ -33,32 +32,19 @@ constexpr size_t kPagesPerWrite = 1024;  // IOV_MAX
 // A page of zeros, the source of every write.
 const char kZeroPage[kPageBytes] = {};
 
-// The private anonymous mappings of `pid` (/proc/PID/maps: no path, "p"),
-// in address order, adjacent ones merged.
+// The private anonymous mappings of `pid` (no path, "p"), in address order,
+// adjacent ones merged.
 absl::StatusOr<std::vector<AddressRange>> PrivateAnonymousMappings(pid_t pid) {
-  const std::string path = absl::StrCat("/proc/", pid, "/maps");
-  std::ifstream maps(path);
-  if (!maps) return absl::UnavailableError(absl::StrCat(path, ": cannot be read"));
+  absl::StatusOr<std::vector<ProcessMapping>> mappings = ReadProcessMappings(pid);
+  if (!mappings.ok()) return mappings.status();
   std::vector<AddressRange> ranges;
-  std::string line;
-  while (std::getline(maps, line)) {
-    // "begin-end perms offset dev inode [path]"
-    const std::vector<absl::string_view> fields = absl::StrSplit(line, ' ', absl::SkipWhitespace());
-    if (fields.size() < 5 || fields.size() > 6 || fields[1].size() != 4 || fields[1][3] != 'p') {
-      continue;
-    }
-    if (fields.size() == 6 || fields[4] != "0") continue;  // a file, or [heap] and the like
-    const size_t dash = fields[0].find('-');
-    uint64_t begin = 0, end = 0;
-    if (dash == absl::string_view::npos ||
-        !absl::SimpleHexAtoi(fields[0].substr(0, dash), &begin) ||
-        !absl::SimpleHexAtoi(fields[0].substr(dash + 1), &end)) {
-      continue;
-    }
-    if (!ranges.empty() && ranges.back().end == begin) {
-      ranges.back().end = end;
+  for (const ProcessMapping& m : *mappings) {
+    // [heap], [stack] and the like have a path; so do files.
+    if (m.perms.size() != 4 || m.perms[3] != 'p' || !m.path.empty() || m.inode != 0) continue;
+    if (!ranges.empty() && ranges.back().end == m.begin) {
+      ranges.back().end = m.end;
     } else {
-      ranges.push_back({.begin = begin, .end = end});
+      ranges.push_back({.begin = m.begin, .end = m.end});
     }
   }
   return ranges;
@@ -75,6 +61,31 @@ bool Inside(const std::vector<AddressRange>& mappings, const AddressRange& range
 }
 
 }  // namespace
+
+absl::StatusOr<std::vector<ProcessMapping>> ReadProcessMappings(pid_t pid) {
+  const std::string path = absl::StrCat("/proc/", pid, "/maps");
+  std::ifstream maps(path);
+  if (!maps) return absl::DataLossError(absl::StrCat("cannot read ", path));
+  std::vector<ProcessMapping> mappings;
+  for (std::string line; std::getline(maps, line);) {
+    ProcessMapping m;
+    unsigned long long begin = 0, end = 0, offset = 0, inode = 0;
+    char perms[8] = {};
+    int path_at = 0;
+    if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx %x:%x %llu %n", &begin, &end, perms, &offset,
+                    &m.major_id, &m.minor_id, &inode, &path_at) != 7) {
+      continue;
+    }
+    m.begin = begin;
+    m.end = end;
+    m.perms = perms;
+    m.offset = offset;
+    m.inode = inode;
+    if (path_at > 0) m.path = line.substr(static_cast<size_t>(path_at));
+    mappings.push_back(std::move(m));
+  }
+  return mappings;
+}
 
 absl::StatusOr<uint64_t> ZeroTouchedPages(pid_t pid, std::span<const AddressRange> ranges,
                                           uint64_t max_bytes) {

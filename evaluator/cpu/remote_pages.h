@@ -7,11 +7,27 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "evaluator/cpu/device_runtime.h"
 
 namespace kerneleval::cpu {
+
+// One line of /proc/PID/maps.
+struct ProcessMapping {
+  uint64_t begin = 0;
+  uint64_t end = 0;
+  std::string perms;  // "rw-p": read, write, execute, private or shared
+  uint64_t offset = 0;
+  unsigned major_id = 0;
+  unsigned minor_id = 0;
+  uint64_t inode = 0;
+  std::string path;  // empty for anonymous memory
+};
+// Every mapping of process `pid`, in address order.
+absl::StatusOr<std::vector<ProcessMapping>> ReadProcessMappings(pid_t pid);
 
 // Zeros every page of `ranges` in process `pid` that holds memory, resident
 // or swapped out (/proc/PID/pagemap), with process_vm_writev: what a page
