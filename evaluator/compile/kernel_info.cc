@@ -512,28 +512,51 @@ std::vector<std::vector<SourceParam>> SourceKernelParameters(std::string_view so
   return found;
 }
 
+namespace {
+
+// A line-leading `.extern` declaration of the PTX: a function's, or a
+// variable's in the global, constant or local state space (`.extern
+// .shared`, dynamic shared memory, is none).
+struct PtxExtern {
+  std::string name;
+  bool function = false;
+};
+std::vector<PtxExtern> PtxExterns(std::string_view ptx) {
+  static const std::regex kExtern(
+      R"((?:^|\n)[ \t]*\.extern[ \t]+(?:\.func[ \t]*(?:\([^)]*\))?[ \t]*([A-Za-z_$%][\w$]*))"
+      R"(|\.(?:global|const|local)\b[^;\n]*?([A-Za-z_$%][\w$]*)[ \t]*(?:\[[^\]]*\])?[ \t]*;))");
+  std::vector<PtxExtern> externs;
+  for (auto it =
+           std::regex_iterator<std::string_view::const_iterator>(ptx.begin(), ptx.end(), kExtern);
+       it != std::regex_iterator<std::string_view::const_iterator>(); ++it) {
+    const bool function = (*it)[1].matched;
+    externs.push_back({.name = (function ? (*it)[1] : (*it)[2]).str(), .function = function});
+  }
+  return externs;
+}
+
+}  // namespace
+
 bool PtxCallsDeviceMalloc(std::string_view ptx) {
   // malloc and operator new call `malloc`; __nv_aligned_device_malloc calls
   // `__cuda_syscall_aligned_malloc`; device-side cudaMalloc (dynamic
   // parallelism, refused today) would call `cudaMalloc`.
-  static const std::regex kExternMalloc(
-      R"(\.extern\s+\.func\s*(\([^)]*\))?\s*(malloc|__cuda_syscall_aligned_malloc|cudaMalloc)\b)");
-  return std::regex_search(ptx.begin(), ptx.end(), kExternMalloc);
+  static constexpr std::string_view kMallocs[] = {"malloc", "__cuda_syscall_aligned_malloc",
+                                                  "cudaMalloc"};
+  const std::vector<PtxExtern> externs = PtxExterns(ptx);
+  return std::any_of(externs.begin(), externs.end(), [](const PtxExtern& e) {
+    return e.function &&
+           std::find(std::begin(kMallocs), std::end(kMallocs), e.name) != std::end(kMallocs);
+  });
 }
 
 std::vector<std::string> PtxUnresolvedExterns(std::string_view ptx) {
-  static const std::regex kExtern(
-      R"((?:^|\n)[ \t]*\.extern[ \t]+(?:\.func[ \t]*(?:\([^)]*\))?[ \t]*([A-Za-z_$%][\w$]*))"
-      R"(|\.(?:global|const|local)\b[^;\n]*?([A-Za-z_$%][\w$]*)[ \t]*(?:\[[^\]]*\])?[ \t]*;))");
   static constexpr std::string_view kCudasOwn[] = {"vprintf", "malloc", "free", "__assertfail",
                                                    "__cuda_syscall_aligned_malloc"};
   std::vector<std::string> names;
-  for (auto it =
-           std::regex_iterator<std::string_view::const_iterator>(ptx.begin(), ptx.end(), kExtern);
-       it != std::regex_iterator<std::string_view::const_iterator>(); ++it) {
-    std::string name = (*it)[1].matched ? (*it)[1].str() : (*it)[2].str();
-    if (std::find(std::begin(kCudasOwn), std::end(kCudasOwn), name) == std::end(kCudasOwn)) {
-      names.push_back(std::move(name));
+  for (PtxExtern& e : PtxExterns(ptx)) {
+    if (std::find(std::begin(kCudasOwn), std::end(kCudasOwn), e.name) == std::end(kCudasOwn)) {
+      names.push_back(std::move(e.name));
     }
   }
   return names;
