@@ -696,12 +696,10 @@ int TimeProgramInRunner(int channel_fd, RunnerReport* report, const RunnerConfig
       // a small kernel's whole run) is the worker's, from outside, where the
       // stacks' ranges fit the report; the worker restores the device
       // globals.
-      AddressRange ranges[RunnerReport::kMaxStackRanges];
-      const size_t count = FiberStackRanges(ranges, RunnerReport::kMaxStackRanges);
+      const size_t count = FiberStackRanges(report->stack_ranges, RunnerReport::kMaxStackRanges);
       const bool reported = count <= RunnerReport::kMaxStackRanges;
       StartRunAfresh(reported ? StackFill::kLeftToTheCaller : StackFill::kHere);
       report->stack_range_count = reported ? static_cast<uint32_t>(count) : 0;
-      if (reported) std::copy(ranges, ranges + count, report->stack_ranges);
       prepared = true;
       if (!process::WriteFrame(channel_fd, "p").ok()) return kSetupFailedExit;
       continue;

@@ -613,7 +613,8 @@ absl::StatusOr<CudaWorker::BufferSet> CudaWorker::AllocateBuffers(
     if (absl::Status s = Fill(buffer.memory.ptr(), buffer.memory.bytes(), kGuardWord); !s.ok()) {
       return s;
     }
-    if (spec.role() != internal::BUFFER_ROLE_INPUT) {
+    // With leftovers, outputs and scratch are uploaded below instead.
+    if (spec.role() != internal::BUFFER_ROLE_INPUT && !leftovers) {
       if (absl::Status s =
               Fill(buffer.ptr, buffer.bytes, PoisonWord(spec.dtype(), poison_chooser_()));
           !s.ok()) {
