@@ -4,6 +4,7 @@
 // architecture CUDA 13 supports, JIT-compiled for whatever device runs it.
 #include "evaluator/cuda/keyed_mix.h"
 #include "evaluator/data/element_generator.h"
+#include "evaluator/data/leftovers.h"
 #include "evaluator/data/shared_fill.h"
 
 // Holds the stream so that the launches queued behind it start back to back
@@ -66,6 +67,30 @@ extern "C" __global__ void ke_fill_pattern(unsigned long long* dst, unsigned lon
     unsigned char* tail = reinterpret_cast<unsigned char*>(dst + words);
     for (unsigned long long b = 0; b < bytes % 8; ++b) {
       tail[b] = static_cast<unsigned char>(pattern >> (8 * b));
+    }
+  }
+}
+
+// Writes the leftovers fill (data/leftovers.h) over `elements` i32
+// (`element_bytes` 4) or i64 (8) elements at `dst`: per element, drawn from
+// `draw` and its index, the poison or a value in [0, 65536). What every wide
+// integer output and scratch buffer starts as before each run, correctness
+// case or timed: a uniform poison let a histogram take any bin in the
+// poison's range as never written and skip its clearing launch (sweep 41,
+// c07). The same bytes as data::FillLeftovers on the host.
+extern "C" __global__ void ke_fill_leftovers(void* dst, unsigned long long elements,
+                                             unsigned long long element_bytes,
+                                             unsigned long long draw) {
+  const bool wide = element_bytes == 8;
+  const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+  for (unsigned long long i =
+           blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x;
+       i < elements; i += stride) {
+    const unsigned long long bits = kerneleval::data::LeftoverElementBits(draw, i, wide);
+    if (wide) {
+      static_cast<unsigned long long*>(dst)[i] = bits;
+    } else {
+      static_cast<unsigned*>(dst)[i] = static_cast<unsigned>(bits);
     }
   }
 }

@@ -277,7 +277,8 @@ absl::Status CudaWorker::Initialise() {
   aux_module_ = std::make_unique<Module>(*std::move(aux));
   for (auto [symbol, function] :
        {std::pair{"ke_hold_stream", &hold_kernel_}, std::pair{"ke_fill_pattern", &fill_kernel_},
-        std::pair{"ke_copy16", &copy_kernel_}, std::pair{"ke_read_flush", &read_flush_kernel_},
+        std::pair{"ke_fill_leftovers", &leftovers_kernel_}, std::pair{"ke_copy16", &copy_kernel_},
+        std::pair{"ke_read_flush", &read_flush_kernel_},
         std::pair{"ke_fma_throughput", &fma_kernel_}, std::pair{"ke_stash_xor", &stash_kernel_},
         std::pair{"ke_clear_shared", &clear_shared_kernel_},
         std::pair{"ke_generate_input", &generate_kernel_}}) {
@@ -378,6 +379,19 @@ absl::Status CudaWorker::Fill(CUdeviceptr ptr, uint64_t bytes, uint64_t pattern)
   if (bytes == 0) return absl::OkStatus();
   void* args[] = {&ptr, &bytes, &pattern};
   return LaunchGridStride(fill_kernel_, std::max<uint64_t>(bytes / 8, 1), args);
+}
+
+absl::Status CudaWorker::PoisonOutput(const Buffer& buffer, uint64_t integer_draw) {
+  const v1::DType dtype = buffer.spec->dtype();
+  if (dtype != v1::DTYPE_I32 && dtype != v1::DTYPE_I64) {
+    return Fill(buffer.ptr, buffer.bytes, PoisonWord(dtype, integer_draw));
+  }
+  uint64_t elements = buffer.spec->elements();
+  if (elements == 0) return absl::OkStatus();
+  CUdeviceptr dst = buffer.ptr;
+  uint64_t element_bytes = data::DTypeSize(dtype);
+  void* args[] = {&dst, &elements, &element_bytes, &integer_draw};
+  return LaunchGridStride(leftovers_kernel_, elements, args);
 }
 
 absl::Status CudaWorker::WaitFor(CUevent event, absl::Time deadline) {
@@ -586,12 +600,13 @@ absl::Status CudaWorker::ZeroGlobals(const LoadedProgram& program) {
 }
 
 absl::StatusOr<CudaWorker::BufferSet> CudaWorker::AllocateBuffers(
-    const internal::ResolvedPlan& plan, uint64_t seed, data::GeneratedInputs* inputs, int draws,
-    bool leftovers) {
+    const internal::ResolvedPlan& plan, uint64_t seed, data::GeneratedInputs* inputs, int draws) {
   const bool timed = inputs == nullptr;
   BufferSet set;
   set.buffers.reserve(plan.buffers_size());
   const uint64_t guard = options_.guard_bytes;
+  // The integer poison is drawn per run (poison.h).
+  const uint64_t integer_draw = poison_chooser_();
   for (const internal::BufferSpec& spec : plan.buffers()) {
     const size_t element_bytes = data::DTypeSize(spec.dtype());
     if (element_bytes == 0) {
@@ -613,13 +628,8 @@ absl::StatusOr<CudaWorker::BufferSet> CudaWorker::AllocateBuffers(
     if (absl::Status s = Fill(buffer.memory.ptr(), buffer.memory.bytes(), kGuardWord); !s.ok()) {
       return s;
     }
-    // With leftovers, outputs and scratch are uploaded below instead.
-    if (spec.role() != internal::BUFFER_ROLE_INPUT && !leftovers) {
-      if (absl::Status s =
-              Fill(buffer.ptr, buffer.bytes, PoisonWord(spec.dtype(), poison_chooser_()));
-          !s.ok()) {
-        return s;
-      }
+    if (spec.role() != internal::BUFFER_ROLE_INPUT) {
+      if (absl::Status s = PoisonOutput(buffer, integer_draw); !s.ok()) return s;
     }
     if (timed && spec.role() == internal::BUFFER_ROLE_INPUT) {
       buffer.sampler = data::MakeElementSampler(spec.distribution(), spec.dtype());
@@ -641,16 +651,7 @@ absl::StatusOr<CudaWorker::BufferSet> CudaWorker::AllocateBuffers(
   // non-blocking stream does not wait for: finish the fills first.
   KE_CU_RETURN_IF_ERROR(api_.cuStreamSynchronize(stream_.get()));
   for (Buffer& buffer : set.buffers) {
-    if (buffer.bytes == 0) continue;
-    if (buffer.spec->role() != internal::BUFFER_ROLE_INPUT) {
-      if (!leftovers) continue;
-      // Drawn on the host: correctness outputs are small.
-      std::string bytes(buffer.bytes, '\0');
-      data::FillLeftovers(buffer.spec->dtype(), bytes.data(), buffer.spec->elements(),
-                          poison_chooser_());
-      KE_CU_RETURN_IF_ERROR(api_.cuMemcpyHtoD(buffer.ptr, bytes.data(), buffer.bytes));
-      continue;
-    }
+    if (buffer.bytes == 0 || buffer.spec->role() != internal::BUFFER_ROLE_INPUT) continue;
     // A timing set's inputs are generated on the device before every run
     // (GenerateInputs): nothing to generate on the host or upload (a
     // Pareto value takes ~40 ns of a core: 2^25 of them, 1.3 s a set).
@@ -706,11 +707,7 @@ absl::Status CudaWorker::PoisonWritable(const BufferSet& set) {
   const uint64_t integer_draw = poison_chooser_();
   for (const Buffer& buffer : set.buffers) {
     if (buffer.spec->role() == internal::BUFFER_ROLE_INPUT) continue;
-    if (absl::Status s =
-            Fill(buffer.ptr, buffer.bytes, PoisonWord(buffer.spec->dtype(), integer_draw));
-        !s.ok()) {
-      return s;
-    }
+    if (absl::Status s = PoisonOutput(buffer, integer_draw); !s.ok()) return s;
   }
   return absl::OkStatus();
 }
@@ -911,8 +908,7 @@ absl::StatusOr<WorkerOutcome<internal::RunResult>> CudaWorker::Run(
   }
   for (const internal::Case& test_case : request.cases()) {
     absl::StatusOr<BufferSet> buffers =
-        AllocateBuffers(test_case.plan(), test_case.input_seed(), &correctness_inputs_,
-                        /*draws=*/0, /*leftovers=*/true);
+        AllocateBuffers(test_case.plan(), test_case.input_seed(), &correctness_inputs_);
     if (!buffers.ok()) return buffers.status();  // the problem's buffers: infrastructure
     absl::Status status = LaunchPlan(*program, test_case.plan(), *buffers);
     if (status.ok()) status = ClearSharedMemory();  // queued behind the plan

@@ -148,14 +148,10 @@ class CudaWorker {
   // (kept in `inputs` for the next Run) and uploaded. A timing set
   // (`inputs` null): its inputs are generated on the device before every
   // run (GenerateInputs), and its outputs get stashes.
-  // `draws`: the kept copies of each timed output (KeepStash).
-  // `leftovers`: the set's outputs and scratch start as data::FillLeftovers
-  // leaves them (wide integers mixed with leftovers), not as the uniform
-  // poison: every correctness set (a timed set's runs get the poison from
-  // the device, PoisonWritable).
+  // `draws`: the kept copies of each timed output (KeepStash). Outputs and
+  // scratch start as PoisonOutput leaves them.
   absl::StatusOr<BufferSet> AllocateBuffers(const internal::ResolvedPlan& plan, uint64_t seed,
-                                            data::GeneratedInputs* inputs, int draws = 0,
-                                            bool leftovers = false);
+                                            data::GeneratedInputs* inputs, int draws = 0);
   // Queues ke_generate_input on the stream: `buffer`'s elements generated
   // from `seed` into `out` (its payload, or input_check_).
   absl::Status LaunchGenerate(CUdeviceptr out, const Buffer& buffer, uint64_t seed);
@@ -196,6 +192,11 @@ class CudaWorker {
   absl::Status FlushL2();
   uint64_t DrawKey();  // 64 bits from key_source_
   absl::Status Fill(CUdeviceptr ptr, uint64_t bytes, uint64_t pattern);
+  // Queues the poison of `buffer`'s payload for `integer_draw` (a draw per
+  // run): i32 and i64 elements mixed with small leftovers as
+  // data::FillLeftovers writes them (ke_fill_leftovers), every other dtype
+  // the uniform poison (ke_fill_pattern).
+  absl::Status PoisonOutput(const Buffer& buffer, uint64_t integer_draw);
   // Launches one of the worker's grid-stride kernels over `items` on the
   // stream, 256 threads a block.
   absl::Status LaunchGridStride(const KernelFunction& kernel, uint64_t items, void** args);
@@ -228,6 +229,7 @@ class CudaWorker {
   std::unique_ptr<Module> aux_module_;
   KernelFunction hold_kernel_;
   KernelFunction fill_kernel_;
+  KernelFunction leftovers_kernel_;
   KernelFunction copy_kernel_;
   KernelFunction read_flush_kernel_;
   KernelFunction fma_kernel_;

@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "evaluator/data/dtype.h"
-#include "evaluator/data/splitmix64.h"
+#include "evaluator/data/leftovers.h"
 
 namespace kerneleval::data {
 
@@ -19,9 +19,9 @@ uint64_t PoisonBits(v1::DType dtype, uint64_t integer_draw) {
     case v1::DTYPE_BF16:
       return kPoisonBF16;
     case v1::DTYPE_I64:
-      return 0x8000000000000000ull | (integer_draw & 0x3FFFFFFFFFFFFFFFull);
+      return IntegerPoisonBits(integer_draw, /*wide=*/true);
     case v1::DTYPE_I32:
-      return 0x80000000ull | (integer_draw & 0x3FFFFFFFull);
+      return IntegerPoisonBits(integer_draw, /*wide=*/false);
     case v1::DTYPE_I8:
     case v1::DTYPE_U8:
     case v1::DTYPE_BOOL:
@@ -84,11 +84,10 @@ void FillLeftovers(v1::DType dtype, void* data, size_t elements, uint64_t draw) 
     return;
   }
   char* bytes = static_cast<char*>(data);
+  const bool wide = dtype == v1::DTYPE_I64;
   for (size_t i = 0; i < elements; ++i) {
-    const uint64_t drawn = SplitMix64Finalizer(draw + kSplitMix64Increment * (i + 1));
-    const bool poison = (drawn >> 63) != 0;
-    const uint64_t value = poison ? PoisonBits(dtype, drawn) : drawn & 0xFFFF;
-    if (dtype == v1::DTYPE_I32) {
+    const uint64_t value = LeftoverElementBits(draw, i, wide);
+    if (!wide) {
       const auto element = static_cast<uint32_t>(value);
       std::memcpy(bytes + i * sizeof(element), &element, sizeof(element));
     } else {

@@ -51,8 +51,9 @@ size_t CountPoison(std::string_view bytes, v1::DType dtype, uint64_t integer_dra
 // either (one time in two) in the poison's range, below -2^30 (-2^62), or a
 // value in [0, 65536), as an earlier run may leave (a count, an index);
 // every other dtype gets the poison. What every integer output and scratch
-// buffer starts as on the CPU backend, and in the GPU backend's correctness
-// cases: a problem that leaves an output undefined on entry gets what a
+// buffer starts every run as, on both backends (the CUDA worker's
+// ke_fill_leftovers writes the same bytes, data/leftovers.h): a problem
+// that leaves an output undefined on entry gets what a
 // GPU's memory may hold. A uniform poison let a histogram skip its clearing
 // launch: it took any bin below -2^29 as never written (sweep 41, c07), or
 // recovered the one poison value from the sum of its bins (sweep 39, s39c).

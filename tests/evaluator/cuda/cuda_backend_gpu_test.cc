@@ -110,6 +110,12 @@ extern "C" __global__ void find_in_shared(const float* a, const float* b, float*
 }
 // Counts its own runs, per element, in a device global; `bias` starts at 3.
 // Its output is 3 + 1000 * (runs before this one).
+// 1 where its output held a value in the integer poison's range (below
+// -2^29) as the run began, else 0.
+extern "C" __global__ void marks_poison(const float* a, const float* b, int* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = c[i] < -(1 << 29) ? 1 : 0;
+}
 __device__ unsigned runs[4096];
 __device__ float bias[4] = {3.f, 3.f, 3.f, 3.f};
 extern "C" __global__ void count_runs(const float* a, const float* b, float* c, int n) {
@@ -134,7 +140,8 @@ const std::vector<std::string> kKernelNames = {"add",
                                                "add_printf_flood",
                                                "count_runs",
                                                "add_leaving_shared",
-                                               "find_in_shared"};
+                                               "find_in_shared",
+                                               "marks_poison"};
 
 using fake_cuda::kFakeDriver;
 
@@ -254,14 +261,15 @@ class CudaBackendGpuTest : public testing::Test {
   }
 
   static internal::ResolvedPlan Plan(const std::string& kernel, int n, uint32_t dynamic_shared = 0,
-                                     uint32_t block = 256) {
-    return PlanFor(kernel, n, dynamic_shared, block);
+                                     uint32_t block = 256, v1::DType out_dtype = v1::DTYPE_F32) {
+    return PlanFor(kernel, n, dynamic_shared, block, out_dtype);
   }
 
  public:
   // a, b (inputs), c (output), n: the plan of every kernel in kVectorAdd.
   static internal::ResolvedPlan PlanFor(const std::string& kernel, int n,
-                                        uint32_t dynamic_shared = 0, uint32_t block = 256) {
+                                        uint32_t dynamic_shared = 0, uint32_t block = 256,
+                                        v1::DType out_dtype = v1::DTYPE_F32) {
     internal::ResolvedPlan plan;
     for (const char* name : {"a", "b"}) {
       internal::BufferSpec* spec = plan.add_buffers();
@@ -272,7 +280,7 @@ class CudaBackendGpuTest : public testing::Test {
     }
     internal::BufferSpec* out = plan.add_buffers();
     out->set_name("c");
-    out->set_dtype(v1::DTYPE_F32);
+    out->set_dtype(out_dtype);
     out->set_elements(n);
     out->set_role(internal::BUFFER_ROLE_OUTPUT);
     internal::ResolvedLaunch* launch = plan.add_launches();
@@ -493,6 +501,61 @@ TEST_F(CudaBackendGpuTest, LeftoverMemoryIsNeverVisible) {
   ASSERT_FALSE(result->has_failure()) << result->failure().message();
   const internal::Tensor& out = result->cases(0).outputs(0);
   EXPECT_EQ(data::CountPoison(out.data(), v1::DTYPE_F32), 4096u);
+}
+
+// A wide integer output starts every run, correctness case or timed, as
+// poison mixed with small leftovers (data/leftovers.h: ke_fill_leftovers):
+// a uniform poison let a histogram take any bin in the poison's range as
+// never written and skip its clearing (sweep 41, c07). Here about half of
+// each run's elements start in that range, drawn per run: 4096 elements,
+// so the count lies within 2048 +/- 410 (more than 12 standard deviations).
+TEST_F(CudaBackendGpuTest, EveryRunsWideIntegerOutputsStartAsPoisonMixedWithLeftovers) {
+  constexpr int kElements = 4096;
+  auto expect_mixed = [](const std::string& bytes, const std::string& what) {
+    ASSERT_EQ(bytes.size(), kElements * 4u) << what;
+    int count = 0;
+    for (size_t i = 0; i < bytes.size(); i += 4) {
+      int32_t marked = 0;
+      std::memcpy(&marked, bytes.data() + i, 4);
+      ASSERT_TRUE(marked == 0 || marked == 1) << what << ": " << marked;
+      count += marked;
+    }
+    EXPECT_GT(count, kElements / 2 - 410) << what;
+    EXPECT_LT(count, kElements / 2 + 410) << what;
+  };
+
+  internal::RunRequest run = Request("marks_poison", kElements, 11);
+  *run.mutable_cases(0)->mutable_plan() = Plan("marks_poison", kElements, 0, 256, v1::DTYPE_I32);
+  *run.add_cases() = run.cases(0);
+  absl::StatusOr<internal::RunResult> ran = backend_->Run(run);
+  ASSERT_TRUE(ran.ok()) << ran.status();
+  ASSERT_FALSE(ran->has_failure()) << ran->failure().message();
+  ASSERT_EQ(ran->cases_size(), 2);
+  expect_mixed(ran->cases(0).outputs(0).data(), "correctness case 0");
+  expect_mixed(ran->cases(1).outputs(0).data(), "correctness case 1");
+  EXPECT_TRUE(ran->cases(0).outputs(0).data() != ran->cases(1).outputs(0).data())
+      << "the same mix in two cases: not drawn per run";
+
+  internal::TimingRequest timed;
+  timed.set_return_outputs(true);
+  internal::TimedProgram* program = timed.add_programs();
+  *program->mutable_program() = Program("marks_poison");
+  *program->mutable_plan() = Plan("marks_poison", kElements, 0, 256, v1::DTYPE_I32);
+  timed.add_input_seeds(1);
+  *timed.mutable_config() = timing::DefaultTimingConfig();
+  timed.mutable_config()->set_max_seconds(1);
+  timed.set_timeout_seconds(30);
+  absl::StatusOr<internal::TimingResult> result = backend_->Time(timed);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_FALSE(result->has_failure()) << result->failure().message();
+  ASSERT_EQ(result->programs_size(), 1);
+  const internal::ProgramTiming& timing = result->programs(0);
+  ASSERT_EQ(timing.last_outputs_size(), 1);
+  expect_mixed(timing.last_outputs(0).outputs(0).data(), "the last timed run");
+  ASSERT_GT(timing.drawn_outputs_size(), 0);
+  for (int d = 0; d < timing.drawn_outputs_size(); ++d) {
+    expect_mixed(timing.drawn_outputs(d).outputs(0).data(), absl::StrCat("drawn timed run ", d));
+  }
 }
 
 // Shared memory is not cleared between kernels of a context: the worker
@@ -852,6 +915,36 @@ TEST_F(CudaBackendGpuTest, TimingCatchesAFaultingCandidate) {
   ExpectVectorAddPasses();
 }
 
+// Runs ke_fill_leftovers from `module` over i32 and i64 elements and
+// compares its bytes with data::FillLeftovers': every wide integer output
+// starts a run as it leaves it on a GPU.
+void ExpectFillLeftoversWritesTheHostFillsBytes(const DriverApi& api, const Module& module) {
+  absl::StatusOr<KernelFunction> fill = module.GetFunction("ke_fill_leftovers");
+  ASSERT_TRUE(fill.ok()) << fill.status();
+  // 1003 elements over 3 blocks of 128: each written once, none past the end.
+  constexpr uint64_t kElements = 1003;
+  absl::StatusOr<DeviceBuffer> out = DeviceBuffer::Allocate(api, kElements * 8 + 8);
+  ASSERT_TRUE(out.ok()) << out.status();
+  for (const v1::DType dtype : {v1::DTYPE_I32, v1::DTYPE_I64}) {
+    for (uint64_t draw : {uint64_t{0}, uint64_t{0x5EEDF00D5EEDF00D}}) {
+      const uint64_t size = data::DTypeSize(dtype);
+      std::string expected(kElements * size, '\0');
+      data::FillLeftovers(dtype, expected.data(), kElements, draw);
+      ASSERT_EQ(api.cuMemsetD8(out->ptr(), 0xEE, kElements * 8 + 8), CUDA_SUCCESS);
+      CUdeviceptr out_ptr = out->ptr();
+      uint64_t elements = kElements, element_bytes = size, draw_arg = draw;
+      void* args[] = {&out_ptr, &elements, &element_bytes, &draw_arg};
+      ASSERT_EQ(api.cuLaunchKernel(fill->handle, 3, 1, 1, 128, 1, 1, 0, nullptr, args, nullptr),
+                CUDA_SUCCESS);
+      ASSERT_EQ(api.cuCtxSynchronize(), CUDA_SUCCESS);
+      std::string got(expected.size() + 1, '\0');
+      ASSERT_EQ(api.cuMemcpyDtoH(got.data(), out->ptr(), got.size()), CUDA_SUCCESS);
+      EXPECT_EQ(got.substr(0, expected.size()), expected) << data::DTypeName(dtype) << " " << draw;
+      EXPECT_EQ(static_cast<uint8_t>(got.back()), 0xEE) << "wrote past the end";
+    }
+  }
+}
+
 // Runs ke_generate_input from `module` on several dtypes and distributions
 // and compares its bytes with data::GenerateInput's: every timed round's
 // inputs come from it on a GPU.
@@ -907,7 +1000,8 @@ void ExpectGenerateInputWritesTheHostGeneratorsBytes(const DriverApi& api, const
 #ifndef KERNELEVAL_TEST_FAKE_DRIVER
 // The embedded PTX (what the worker loads) on this machine's GPU: its bytes
 // must be the host generator's for every dtype and distribution, FP64
-// log/exp/cos and half/bfloat16 rounding included.
+// log/exp/cos and half/bfloat16 rounding included; ke_fill_leftovers' those of
+// the host's leftovers fill.
 TEST(AuxKernelPtxTest, GenerateInputWritesTheHostGeneratorsBytes) {
   absl::StatusOr<const DriverApi*> api = LoadDriver();
   if (!api.ok()) GTEST_SKIP() << "no CUDA driver: " << api.status();
@@ -921,6 +1015,7 @@ TEST(AuxKernelPtxTest, GenerateInputWritesTheHostGeneratorsBytes) {
   absl::StatusOr<Module> module = Module::Load(**api, AuxKernelsPtx());
   ASSERT_TRUE(module.ok()) << module.status();
   ExpectGenerateInputWritesTheHostGeneratorsBytes(**api, *module);
+  ExpectFillLeftoversWritesTheHostFillsBytes(**api, *module);
 }
 #endif
 
@@ -1627,6 +1722,13 @@ extern "C" __global__ void probe_shared(unsigned long long* out, unsigned long l
 TEST_F(AuxKernelSourceTest, GenerateInputWritesTheHostGeneratorsBytes) {
   ASSERT_NO_FATAL_FAILURE(Load(AuxKernelsForTheHost(), {"ke_generate_input"}));
   ExpectGenerateInputWritesTheHostGeneratorsBytes(*api_, *loaded_);
+}
+
+// ke_fill_leftovers' source, run on the host: its bytes must be
+// data::FillLeftovers' (the CPU backend's fill; on a GPU, AuxKernelPtxTest).
+TEST_F(AuxKernelSourceTest, FillLeftoversWritesTheHostFillsBytes) {
+  ASSERT_NO_FATAL_FAILURE(Load(AuxKernelsForTheHost(), {"ke_fill_leftovers"}));
+  ExpectFillLeftoversWritesTheHostFillsBytes(*api_, *loaded_);
 }
 
 TEST_F(CudaFakeDriverTest, OnlyInputSetsThatRanAreChecked) {

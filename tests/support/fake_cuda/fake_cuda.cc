@@ -94,6 +94,7 @@
 #include "evaluator/cpu/prelude/kerneleval_cpu_abi.h"
 #include "evaluator/cuda/keyed_mix.h"
 #include "evaluator/data/element_generator.h"
+#include "evaluator/data/leftovers.h"
 #include "tests/support/fake_cuda/fake_cuda_stats.h"
 
 namespace {
@@ -437,6 +438,7 @@ enum class KernelKind {
   kHost,
   kHold,
   kFill,
+  kFillLeftovers,
   kCopy16,
   kReadFlush,
   kFma,
@@ -748,6 +750,21 @@ void RunFill(const std::vector<std::vector<uint8_t>>& params) {
   for (uint64_t i = 0; i < words; ++i) std::memcpy(dst + 8 * i, &pattern, 8);
   for (uint64_t b = 0; b < bytes % 8; ++b) {
     dst[8 * words + b] = static_cast<uint8_t>(pattern >> (8 * b));
+  }
+}
+
+// ke_fill_leftovers: the same per-element function as the device kernel.
+void RunFillLeftovers(const std::vector<std::vector<uint8_t>>& params) {
+  uint8_t* dst = nullptr;
+  uint64_t elements = 0, element_bytes = 0, draw = 0;
+  std::memcpy(&dst, params[0].data(), 8);
+  std::memcpy(&elements, params[1].data(), 8);
+  std::memcpy(&element_bytes, params[2].data(), 8);
+  std::memcpy(&draw, params[3].data(), 8);
+  const bool wide = element_bytes == 8;
+  for (uint64_t i = 0; i < elements; ++i) {
+    const uint64_t bits = kerneleval::data::LeftoverElementBits(draw, i, wide);
+    std::memcpy(dst + i * (wide ? 8 : 4), &bits, wide ? 8 : 4);  // little-endian: the low bytes
   }
 }
 
@@ -1114,6 +1131,9 @@ CUresult FakeModuleGetFunction(CUfunction* function, CUmodule module_handle, con
       } else if (symbol == "ke_fill_pattern") {
         made->kind = KernelKind::kFill;
         made->param_sizes = {8, 8, 8};
+      } else if (symbol == "ke_fill_leftovers") {
+        made->kind = KernelKind::kFillLeftovers;
+        made->param_sizes = {8, 8, 8, 8};
       } else if (symbol == "ke_copy16") {
         made->kind = KernelKind::kCopy16;
         made->param_sizes = {8, 8, 8};
@@ -1487,6 +1507,8 @@ CUresult FakeLaunchKernel(CUfunction function_handle, unsigned int grid_x, unsig
       return Submit(stream, [copies] { RunHold(copies); });
     case KernelKind::kFill:
       return Submit(stream, [copies] { RunFill(copies); });
+    case KernelKind::kFillLeftovers:
+      return Submit(stream, [copies] { RunFillLeftovers(copies); });
     case KernelKind::kCopy16:
       return Submit(stream, [copies] { RunCopy16(copies); });
     case KernelKind::kReadFlush:
