@@ -87,13 +87,11 @@ def _no_ambient_server_env(monkeypatch: pytest.MonkeyPatch) -> None:
 class RealServer:
     """kerneleval-server --listen 127.0.0.1:PORT --backend cpu [--token T] [FLAGS...]."""
 
-    def __init__(self, log_path: Path, token: Optional[str] = None, flags: tuple[str, ...] = (),
-                 extra_env: Optional[dict[str, str]] = None):
+    def __init__(self, log_path: Path, token: Optional[str] = None, flags: tuple[str, ...] = ()):
         self.token = token
         self.log_path = log_path
         env = {k: v for k, v in os.environ.items()
                if k not in ("KERNELEVAL_TOKEN", "KERNEL_ENV_REWARD", "KERNEL_ENV_PARTIAL_CREDIT", "KERNELEVAL_LISTEN")}
-        env.update(extra_env or {})
         last_error = ""
         for _ in range(3):  # the free port may be taken between probe and bind
             port = free_port()
