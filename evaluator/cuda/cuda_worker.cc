@@ -1501,7 +1501,8 @@ absl::StatusOr<WorkerOutcome<internal::TimingResult>> CudaWorker::Time(
             release_all();
             return checks.status();
           }
-          const size_t slot = static_cast<size_t>(s * draws + d);
+          const auto slot =
+              static_cast<size_t>(s) * static_cast<size_t>(draws) + static_cast<size_t>(d);
           internal::TimedRunCheck* checked =
               drawn ? &drawn_checks[slot] : timing->mutable_checked_runs(s);
           checked->set_input_set(static_cast<uint32_t>(s));

@@ -194,7 +194,8 @@ class Engine {
   // needs no compile (a bad request, a cache hit, a refused option), else
   // from an engine thread once the caller's turn on the compile pool came
   // (the gRPC front holds no thread while it waits). This default compiles
-  // on the caller's thread.
+  // on the caller's thread. By value: an override keeps them past the call.
+  // NOLINTNEXTLINE(performance-unnecessary-value-param)
   virtual void CompileAsync(v1::CompileRequest request, CallContext context, CompileCallback done) {
     done(Compile(request, context));
   }
