@@ -34,7 +34,8 @@ std::optional<std::string> FindUnsupportedFeature(std::string_view source);
 // pointer set each time the declaration runs:
 //          T* const name = (decltype(name))<dynamic shared base>;
 // at namespace scope, a thread-local pointer the prelude sets as each block
-// starts (KERNELEVAL_CPU_DYNAMIC_SHARED), kept with its own data:
+// starts (KERNELEVAL_CPU_DYNAMIC_SHARED: a setter's pointer in a section the
+// prelude walks, nothing run at load), kept with its own data:
 //   static thread_local T* name KERNELEVAL_CPU_TDATA(extern_shared_name) = nullptr;
 //   KERNELEVAL_CPU_DYNAMIC_SHARED(name);
 // Never a thread-local variable initialised as the code runs: its guard is

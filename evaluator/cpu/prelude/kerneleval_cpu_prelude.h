@@ -331,26 +331,29 @@ static thread_local uint64_t tls_block_serial KERNELEVAL_CPU_TDATA(block_serial)
 
 // A namespace-scope `extern __shared__` array, as rewritten (source_rewrite's
 // RewriteExternShared): a thread-local pointer among the prelude's data
-// and, after it, KERNELEVAL_CPU_DYNAMIC_SHARED(name): a static object whose
-// constructor, run when the module loads, links a setter into a list that
-// SetBlock runs as each block starts (this OS thread's dynamic shared
-// memory).
-struct DynamicSharedPointer {
-  explicit DynamicSharedPointer(void (*setter)(void* arena)) : set(setter) {
-    next = first;
-    first = this;
-  }
-  static inline DynamicSharedPointer* first = nullptr;
-  void (*set)(void* arena);
-  DynamicSharedPointer* next;
-};
+// and, after it, KERNELEVAL_CPU_DYNAMIC_SHARED(name): a constant-initialised
+// pointer to a setter, placed in the section kerneleval_cpu_dynamic_shared,
+// every one of which SetBlock calls as each block starts (this OS thread's
+// dynamic shared memory), between the linker's __start_ and __stop_ symbols
+// of the section. Nothing runs when the library loads (before, a static
+// object's constructor linked each setter into a list; the host build now
+// refuses any load-time code, elf_symbols.h). The prelude's own no-op
+// entry keeps the section, and so both symbols, in every library.
+using DynamicSharedSetter = void (*)(void* arena);
+inline void NoDynamicSharedPointer(void* /*arena*/) {}
+[[gnu::used, gnu::section("kerneleval_cpu_dynamic_shared")]] constinit static DynamicSharedSetter
+    kerneleval_cpu_dynamic_shared_none = &NoDynamicSharedPointer;
+extern "C" [[gnu::visibility("hidden")]] DynamicSharedSetter
+    __start_kerneleval_cpu_dynamic_shared[];  // NOLINT(bugprone-reserved-identifier): the linker's
+extern "C" [[gnu::visibility("hidden")]] DynamicSharedSetter
+    __stop_kerneleval_cpu_dynamic_shared[];  // NOLINT(bugprone-reserved-identifier): the linker's
 #define KERNELEVAL_CPU_DYNAMIC_SHARED(variable) \
   KERNELEVAL_CPU_DYNAMIC_SHARED_AS(variable, __COUNTER__)
 #define KERNELEVAL_CPU_DYNAMIC_SHARED_AS(variable, n) KERNELEVAL_CPU_DYNAMIC_SHARED_AS_(variable, n)
-#define KERNELEVAL_CPU_DYNAMIC_SHARED_AS_(variable, n)                   \
-  [[maybe_unused]] static ::kerneleval_cpu::detail::DynamicSharedPointer \
-      kerneleval_cpu_dynamic_shared_##n(                                 \
-          +[](void* arena) { variable = reinterpret_cast<decltype(variable)>(arena); })
+#define KERNELEVAL_CPU_DYNAMIC_SHARED_AS_(variable, n)                                           \
+  [[maybe_unused, gnu::used, gnu::section("kerneleval_cpu_dynamic_shared")]] constinit static :: \
+      kerneleval_cpu::detail::DynamicSharedSetter kerneleval_cpu_dynamic_shared_##n =            \
+          +[](void* arena) { variable = reinterpret_cast<decltype(variable)>(arena); }
 
 KERNELEVAL_CPU_BOOKKEEPING void SetBlock(const kerneleval_cpu_block_info* info) {
   // First: the first look-up of this thread's thread-local block (through
@@ -371,8 +374,10 @@ KERNELEVAL_CPU_BOOKKEEPING void SetBlock(const kerneleval_cpu_block_info* info) 
       state->shared_static_bytes = window.static_bytes;
       state->shared_dynamic_begin = reinterpret_cast<uintptr_t>(dynamic_arena);
     }
-    for (const DynamicSharedPointer* p = DynamicSharedPointer::first; p != nullptr; p = p->next) {
-      p->set(dynamic_arena);
+    for (uintptr_t p = reinterpret_cast<uintptr_t>(__start_kerneleval_cpu_dynamic_shared);
+         p < reinterpret_cast<uintptr_t>(__stop_kerneleval_cpu_dynamic_shared);
+         p += sizeof(DynamicSharedSetter)) {
+      (*reinterpret_cast<const DynamicSharedSetter*>(p))(dynamic_arena);
     }
   }
   BuiltInVariables& built_ins = BuiltIns();
