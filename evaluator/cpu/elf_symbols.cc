@@ -3,6 +3,8 @@
 #include <elf.h>
 
 #include <cstring>
+#include <map>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 
@@ -17,43 +19,172 @@ bool ReadAt(std::string_view elf, uint64_t offset, T* out) {
   return true;
 }
 
+// An ELF64 file's header and section headers, read with bounds checks.
+class ElfView {
+ public:
+  static absl::StatusOr<ElfView> Open(std::string_view elf) {
+    ElfView view;
+    view.elf_ = elf;
+    if (!ReadAt(elf, 0, &view.header_) || std::memcmp(view.header_.e_ident, ELFMAG, SELFMAG) != 0 ||
+        view.header_.e_ident[EI_CLASS] != ELFCLASS64 ||
+        view.header_.e_shentsize != sizeof(Elf64_Shdr)) {
+      return absl::FailedPreconditionError("not an ELF64 file");
+    }
+    view.sections_.resize(view.header_.e_shnum);
+    for (uint64_t s = 0; s < view.header_.e_shnum; ++s) {
+      if (!ReadAt(elf, view.header_.e_shoff + s * sizeof(Elf64_Shdr), &view.sections_[s])) {
+        return absl::FailedPreconditionError("section headers past the end");
+      }
+    }
+    return view;
+  }
+
+  [[nodiscard]] const std::vector<Elf64_Shdr>& sections() const { return sections_; }
+
+  // Section `index`'s bytes; nullopt past the end (SHT_NOBITS: empty).
+  [[nodiscard]] std::optional<std::string_view> Contents(uint64_t index) const {
+    if (index >= sections_.size()) return std::nullopt;
+    const Elf64_Shdr& section = sections_[index];
+    if (section.sh_type == SHT_NOBITS) return std::string_view();
+    if (section.sh_offset > elf_.size() || elf_.size() - section.sh_offset < section.sh_size) {
+      return std::nullopt;
+    }
+    return elf_.substr(section.sh_offset, section.sh_size);
+  }
+
+  // The NUL-terminated string at `offset` of string table `table`.
+  [[nodiscard]] std::optional<std::string_view> String(uint64_t table, uint64_t offset) const {
+    const std::optional<std::string_view> strings = Contents(table);
+    if (!strings.has_value() || offset >= strings->size()) return std::nullopt;
+    const size_t end = strings->find('\0', offset);
+    if (end == std::string_view::npos) return std::nullopt;
+    return strings->substr(offset, end - offset);
+  }
+
+  [[nodiscard]] std::string SectionName(uint64_t index) const {
+    if (index >= sections_.size()) return "";
+    return std::string(String(header_.e_shstrndx, sections_[index].sh_name).value_or(""));
+  }
+
+ private:
+  std::string_view elf_;
+  Elf64_Ehdr header_{};
+  std::vector<Elf64_Shdr> sections_;
+};
+
+// Every symbol of the tables of type `type` (SHT_SYMTAB or SHT_DYNSYM),
+// with its name; `visit` returns false to stop.
+template <class Visit>
+absl::Status ForEachSymbol(const ElfView& view, uint32_t type, Visit visit) {
+  for (uint64_t s = 0; s < view.sections().size(); ++s) {
+    const Elf64_Shdr& table = view.sections()[s];
+    if (table.sh_type != type) continue;
+    const std::optional<std::string_view> bytes = view.Contents(s);
+    if (!bytes.has_value()) return absl::FailedPreconditionError("a symbol table past the end");
+    for (uint64_t k = 0; k < bytes->size() / sizeof(Elf64_Sym); ++k) {
+      Elf64_Sym symbol;
+      std::memcpy(&symbol, bytes->data() + k * sizeof(Elf64_Sym), sizeof(symbol));
+      const std::optional<std::string_view> name = view.String(table.sh_link, symbol.st_name);
+      if (!name.has_value()) {
+        return absl::FailedPreconditionError(absl::StrCat("symbol ", k, "'s name past the end"));
+      }
+      if (!visit(symbol, *name)) return absl::OkStatus();
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<std::string>> UndefinedWeakSymbols(std::string_view elf) {
-  Elf64_Ehdr header;
-  if (!ReadAt(elf, 0, &header) || std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 ||
-      header.e_ident[EI_CLASS] != ELFCLASS64 || header.e_shentsize != sizeof(Elf64_Shdr)) {
-    return absl::FailedPreconditionError("not an ELF64 file");
-  }
-  auto section = [&](uint64_t index, Elf64_Shdr* out) {
-    return index < header.e_shnum && ReadAt(elf, header.e_shoff + index * sizeof(Elf64_Shdr), out);
-  };
+  absl::StatusOr<ElfView> view = ElfView::Open(elf);
+  if (!view.ok()) return view.status();
   std::vector<std::string> names;
-  for (uint64_t s = 0; s < header.e_shnum; ++s) {
-    Elf64_Shdr symbols;
-    if (!section(s, &symbols)) return absl::FailedPreconditionError("section headers past the end");
-    if (symbols.sh_type != SHT_DYNSYM) continue;
-    Elf64_Shdr strings;
-    if (!section(symbols.sh_link, &strings) || strings.sh_offset > elf.size() ||
-        elf.size() - strings.sh_offset < strings.sh_size) {
-      return absl::FailedPreconditionError("the dynamic string table past the end");
+  absl::Status status =
+      ForEachSymbol(*view, SHT_DYNSYM, [&](const Elf64_Sym& symbol, std::string_view name) {
+        if (symbol.st_shndx == SHN_UNDEF && ELF64_ST_BIND(symbol.st_info) == STB_WEAK) {
+          names.emplace_back(name);
+        }
+        return true;
+      });
+  if (!status.ok()) return status;
+  return names;
+}
+
+absl::StatusOr<LoadTimeFunctions> ReadLoadTimeFunctions(std::string_view elf) {
+  absl::StatusOr<ElfView> view = ElfView::Open(elf);
+  if (!view.ok()) return view.status();
+  LoadTimeFunctions found;
+
+  // Function names by address, and the symbols inside .init and .fini.
+  std::map<uint64_t, std::string> functions;
+  std::vector<uint64_t> init_sections;
+  for (uint64_t s = 0; s < view->sections().size(); ++s) {
+    const std::string name = view->SectionName(s);
+    if (name == ".init" || name == ".fini") init_sections.push_back(s);
+  }
+  absl::Status status =
+      ForEachSymbol(*view, SHT_SYMTAB, [&](const Elf64_Sym& symbol, std::string_view name) {
+        const unsigned type = ELF64_ST_TYPE(symbol.st_info);
+        if (symbol.st_shndx == SHN_UNDEF) return true;
+        if (type == STT_GNU_IFUNC) found.indirect.emplace_back(name);
+        if (type == STT_FUNC || type == STT_GNU_IFUNC) functions.emplace(symbol.st_value, name);
+        for (uint64_t s : init_sections) {
+          if (symbol.st_shndx == s && (type == STT_FUNC || type == STT_NOTYPE) && name != "_init" &&
+              name != "_fini" && !name.empty()) {
+            found.in_init_sections.emplace_back(name);
+          }
+        }
+        return true;
+      });
+  if (!status.ok()) return status;
+  status = ForEachSymbol(*view, SHT_DYNSYM, [&](const Elf64_Sym& symbol, std::string_view name) {
+    if (symbol.st_shndx != SHN_UNDEF && ELF64_ST_TYPE(symbol.st_info) == STT_GNU_IFUNC) {
+      found.indirect.emplace_back(name);
     }
-    const std::string_view table = elf.substr(strings.sh_offset, strings.sh_size);
-    for (uint64_t k = 0; k < symbols.sh_size / sizeof(Elf64_Sym); ++k) {
-      Elf64_Sym symbol;
-      if (!ReadAt(elf, symbols.sh_offset + k * sizeof(Elf64_Sym), &symbol)) {
-        return absl::FailedPreconditionError("the dynamic symbol table past the end");
+    return true;
+  });
+  if (!status.ok()) return status;
+
+  // What the dynamic loader writes into each slot: R_X86_64_RELATIVE's
+  // addend (a library's arrays hold link-time addresses only so).
+  std::map<uint64_t, uint64_t> relocated;
+  for (uint64_t s = 0; s < view->sections().size(); ++s) {
+    if (view->sections()[s].sh_type != SHT_RELA) continue;
+    const std::optional<std::string_view> bytes = view->Contents(s);
+    if (!bytes.has_value()) return absl::FailedPreconditionError("relocations past the end");
+    for (uint64_t k = 0; k < bytes->size() / sizeof(Elf64_Rela); ++k) {
+      Elf64_Rela rela;
+      std::memcpy(&rela, bytes->data() + k * sizeof(Elf64_Rela), sizeof(rela));
+      const uint32_t type = ELF64_R_TYPE(rela.r_info);
+      if (type == R_X86_64_RELATIVE) relocated[rela.r_offset] = rela.r_addend;
+      if (type == R_X86_64_IRELATIVE) {
+        found.indirect.push_back(absl::StrCat("0x", absl::Hex(rela.r_addend)));
       }
-      if (symbol.st_shndx != SHN_UNDEF || ELF64_ST_BIND(symbol.st_info) != STB_WEAK) continue;
-      const size_t end =
-          symbol.st_name < table.size() ? table.find('\0', symbol.st_name) : std::string_view::npos;
-      if (end == std::string_view::npos) {
-        return absl::FailedPreconditionError(absl::StrCat("symbol ", k, "'s name past the end"));
-      }
-      names.emplace_back(table.substr(symbol.st_name, end - symbol.st_name));
     }
   }
-  return names;
+  auto entries = [&](uint32_t type, std::vector<std::string>* out) -> absl::Status {
+    for (uint64_t s = 0; s < view->sections().size(); ++s) {
+      const Elf64_Shdr& section = view->sections()[s];
+      if (section.sh_type != type) continue;
+      const std::optional<std::string_view> bytes = view->Contents(s);
+      if (!bytes.has_value()) return absl::FailedPreconditionError("an init array past the end");
+      for (uint64_t k = 0; k < bytes->size() / sizeof(uint64_t); ++k) {
+        const uint64_t slot = section.sh_addr + k * sizeof(uint64_t);
+        uint64_t target = 0;
+        std::memcpy(&target, bytes->data() + k * sizeof(uint64_t), sizeof(target));
+        if (auto r = relocated.find(slot); r != relocated.end()) target = r->second;
+        auto function = functions.find(target);
+        out->push_back(function != functions.end() ? function->second
+                                                   : absl::StrCat("0x", absl::Hex(target)));
+      }
+    }
+    return absl::OkStatus();
+  };
+  if (status = entries(SHT_INIT_ARRAY, &found.init_array); !status.ok()) return status;
+  if (status = entries(SHT_FINI_ARRAY, &found.fini_array); !status.ok()) return status;
+  if (status = entries(SHT_PREINIT_ARRAY, &found.preinit_array); !status.ok()) return status;
+  return found;
 }
 
 }  // namespace kerneleval::cpu

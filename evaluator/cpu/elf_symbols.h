@@ -1,7 +1,8 @@
-// The symbols an ELF64 shared object's dynamic symbol table refers to
-// weakly without defining them: the host build refuses a library with one
-// beyond the linker's own (HostCompiler), since the CPU backend's two builds
-// define different names and a weak reference to one tells them apart.
+// What the host build checks in an ELF64 shared object it linked
+// (HostCompiler): the symbols its dynamic symbol table refers to weakly
+// without defining them (the CPU backend's two builds define different
+// names, and a weak reference to one tells them apart), and the code that
+// would run when a runner loads it (a GPU runs none).
 #pragma once
 
 #include <string>
@@ -16,5 +17,24 @@ namespace kerneleval::cpu {
 // table order. `elf`: the file's bytes. FailedPrecondition: not an ELF64
 // file, or a table or name past its end.
 absl::StatusOr<std::vector<std::string>> UndefinedWeakSymbols(std::string_view elf);
+
+// The functions the dynamic loader calls in a shared object, each by its
+// .symtab name (the entry's address in hex where no function starts there).
+struct LoadTimeFunctions {
+  std::vector<std::string> init_array;     // DT_INIT_ARRAY, in order
+  std::vector<std::string> fini_array;     // DT_FINI_ARRAY
+  std::vector<std::string> preinit_array;  // DT_PREINIT_ARRAY (ignored by glibc in a library)
+  // Functions placed in the .init or .fini section (whose code runs as
+  // part of _init / _fini), other than _init and _fini.
+  std::vector<std::string> in_init_sections;
+  // Indirect functions (STT_GNU_IFUNC symbols, R_X86_64_IRELATIVE
+  // relocations): their resolvers run as the library is relocated.
+  std::vector<std::string> indirect;
+};
+
+// Reads the above from the section headers: the arrays' slots hold their
+// targets as R_X86_64_RELATIVE addends (or, unrelocated, in the slot).
+// FailedPrecondition: not an ELF64 file, or a table past its end.
+absl::StatusOr<LoadTimeFunctions> ReadLoadTimeFunctions(std::string_view elf);
 
 }  // namespace kerneleval::cpu

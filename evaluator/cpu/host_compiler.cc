@@ -173,6 +173,39 @@ class BuildLock {
   bool held_ = false;
 };
 
+// The load-time code of the library at `path` beyond what g++ links into
+// every library of this build (HostCompiler::Build says which), described
+// for the submitter ("init_array: build_table"); empty if none.
+std::string UnexpectedLoadTimeCode(const std::string& path, bool interleaved) {
+  absl::StatusOr<LoadTimeFunctions> found = ReadLoadTimeFunctions(ReadFileOrEmpty(path));
+  if (!found.ok()) return absl::StrCat("unreadable: ", found.status().message());
+  // Removes one occurrence of each allowed name; what is left is unexpected.
+  auto unexpected = [](std::vector<std::string> names, std::vector<std::string> allowed) {
+    std::vector<std::string> left;
+    for (std::string& name : names) {
+      auto at = std::find(allowed.begin(), allowed.end(), name);
+      if (at != allowed.end()) {
+        allowed.erase(at);
+      } else {
+        left.push_back(std::move(name));
+      }
+    }
+    return left;
+  };
+  std::vector<std::string> allowed_init = {"frame_dummy"};
+  if (interleaved) allowed_init.emplace_back("_sub_I_00099_0");
+  std::vector<std::string> parts;
+  for (const auto& [what, names] :
+       {std::pair{"init_array", unexpected(found->init_array, allowed_init)},
+        std::pair{"fini_array", unexpected(found->fini_array, {"__do_global_dtors_aux"})},
+        std::pair{"preinit_array", found->preinit_array},
+        std::pair{".init/.fini", found->in_init_sections},
+        std::pair{"indirect", found->indirect}}) {
+    if (!names.empty()) parts.push_back(absl::StrCat(what, ": ", absl::StrJoin(names, ", ")));
+  }
+  return absl::StrJoin(parts, "; ");
+}
+
 }  // namespace
 
 absl::StatusOr<HostCompiler> HostCompiler::Create(HostCompilerOptions options) {
@@ -218,7 +251,7 @@ absl::StatusOr<HostCompiler> HostCompiler::Create(HostCompilerOptions options) {
       Hex64(Fnv1a(ReadFileOrEmpty((fs::path(o.prelude_dir) / kCubHeader).string()))), "\n",
       // What is checked after a build (a library cached before a check
       // was added would be found without it): weak references (2026-12-06).
-      "checks weak-references\n");
+      "checks weak-references load-time-code exports-runner-entries\n");
   return compiler_object;
 }
 
@@ -504,7 +537,22 @@ absl::StatusOr<HostCompileResult> HostCompiler::Compile(std::string_view transla
       // (section 5c) see the library's copies and fills for the race check.
       link_args.push_back("-Wl,--wrap=memcpy,--wrap=memmove,--wrap=memset");
     }
-    link_args.insert(link_args.end(), {"-shared", "-Wl,-z,defs", "-o", "lib.so"});
+    // Only the runner's entry points are exported; every other name the
+    // library defines binds within it. A definition the submission gave
+    // default visibility (`extern "C" __device__ __attribute__((visibility(
+    // "default"))) int getpid() { return 0; }`, which NVRTC accepts with a
+    // warning) was interposable: the loader bound its calls to libc's
+    // getpid, so one line reached any libc function, and the kernel kept
+    // its answer only where the call did not return its own 0, as on a GPU
+    // (sweep 43, a03).
+    if (absl::Status s = WriteFile((fs::path(work) / "exports.map").string(),
+                                   "{ global: kerneleval_cpu_*; local: *; };\n");
+        !s.ok()) {
+      fs::remove_all(work, ec);
+      return s;
+    }
+    link_args.insert(link_args.end(), {"-shared", "-Wl,-z,defs", "-Wl,--version-script=exports.map",
+                                       "-o", "lib.so"});
     outcome = RunSandboxed(link_args, work, readable, options_.max_library_bytes);
   }
   if (!outcome.ok()) {
@@ -569,6 +617,30 @@ absl::StatusOr<HostCompileResult> HostCompiler::Compile(std::string_view transla
                     "not define (", absl::StrJoin(weak, ", "),
                     "): the CPU backend's correctness and timed builds define different names, "
                     "so such a reference tells them apart; refused");
+    result.log = std::move(log);
+    return result;
+  }
+  // Code that runs when a runner loads the library: a GPU runs none. A
+  // `__device__` function with `__attribute__((constructor))` or a
+  // `__device__` function pointer in section ".init_array" (NVRTC accepts
+  // both) built a 65536-entry table at load, outside every sample, and the
+  // globals as loaded, restored before each timed run, kept it (sweep 43,
+  // a01: 2.75-2.95x against 1.19-1.69x for the same table built every run).
+  // Allowed: what g++ links into every library (crtbeginS.o's frame_dummy
+  // and __do_global_dtors_aux) and, in the interleaved build,
+  // ThreadSanitizer's module constructor (`_sub_I_00099_0`, calling the
+  // prelude's __tsan_init); each once, so a function of the same name
+  // adds an entry and is refused too.
+  if (std::string load_time =
+          UnexpectedLoadTimeCode((fs::path(work) / "lib.so").string(), options_.interleave_stores);
+      !load_time.empty()) {
+    fs::remove_all(work, ec);
+    result.success = false;
+    absl::StrAppend(&log, log.empty() ? "" : "\n", "code that runs when the program is loaded (",
+                    load_time,
+                    "): a constructor, a destructor, an .init_array or .fini_array entry, a "
+                    "function in .init or .fini, or an indirect function's resolver; a GPU runs "
+                    "none of it, so the CPU backend refuses it");
     result.log = std::move(log);
     return result;
   }
