@@ -187,4 +187,46 @@ absl::StatusOr<LoadTimeFunctions> ReadLoadTimeFunctions(std::string_view elf) {
   return found;
 }
 
+absl::StatusOr<std::vector<std::string>> CodeOutsideTextSections(std::string_view object) {
+  absl::StatusOr<ElfView> view = ElfView::Open(object);
+  if (!view.ok()) return view.status();
+  std::vector<std::string> found;
+  auto is_text = [](std::string_view name) {
+    return name == ".text" || name.substr(0, 6) == ".text.";
+  };
+  // The linker pastes input sections named .init or .fini into _init and
+  // _fini whatever their flags (g++ marks a data object's section "aw").
+  auto is_init = [](std::string_view name) {
+    return name == ".init" || name == ".fini" || name.substr(0, 6) == ".init." ||
+           name.substr(0, 6) == ".fini.";
+  };
+  std::vector<bool> runs_as_code(view->sections().size(), false);
+  for (uint64_t s = 0; s < view->sections().size(); ++s) {
+    const Elf64_Shdr& section = view->sections()[s];
+    const std::string name = view->SectionName(s);
+    runs_as_code[s] = (section.sh_flags & SHF_EXECINSTR) != 0 || is_text(name) || is_init(name);
+    if (!runs_as_code[s]) continue;
+    if (!is_text(name)) {
+      found.push_back(absl::StrCat("section ", name));
+    } else if ((section.sh_flags & SHF_WRITE) != 0) {
+      found.push_back(absl::StrCat("writable section ", name));
+    }
+  }
+  absl::Status status =
+      ForEachSymbol(*view, SHT_SYMTAB, [&](const Elf64_Sym& symbol, std::string_view name) {
+        const unsigned type = ELF64_ST_TYPE(symbol.st_info);
+        if (type != STT_OBJECT && type != STT_TLS && type != STT_COMMON) return true;
+        if (symbol.st_shndx == SHN_UNDEF || symbol.st_shndx >= view->sections().size()) {
+          return true;
+        }
+        if (runs_as_code[symbol.st_shndx]) {
+          found.push_back(
+              absl::StrCat("data ", std::string(name), " in ", view->SectionName(symbol.st_shndx)));
+        }
+        return true;
+      });
+  if (!status.ok()) return status;
+  return found;
+}
+
 }  // namespace kerneleval::cpu

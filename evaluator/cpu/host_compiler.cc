@@ -174,9 +174,15 @@ class BuildLock {
 };
 
 // The load-time code of the library at `path` beyond what g++ links into
-// every library of this build (HostCompiler::Build says which), described
-// for the submitter ("init_array: build_table"); empty if none.
-std::string UnexpectedLoadTimeCode(const std::string& path, bool interleaved) {
+// every library of this build (HostCompiler::Build says which), and code
+// outside the text sections of its object at `object_path`, described for
+// the submitter ("init_array: build_table"); empty if none.
+std::string UnexpectedLoadTimeCode(const std::string& object_path, const std::string& path,
+                                   bool interleaved) {
+  absl::StatusOr<std::vector<std::string>> outside_text =
+      CodeOutsideTextSections(ReadFileOrEmpty(object_path));
+  if (!outside_text.ok()) return absl::StrCat("unreadable: ", outside_text.status().message());
+  if (!outside_text->empty()) return absl::StrJoin(*outside_text, ", ");
   absl::StatusOr<LoadTimeFunctions> found = ReadLoadTimeFunctions(ReadFileOrEmpty(path));
   if (!found.ok()) return absl::StrCat("unreadable: ", found.status().message());
   // Removes one occurrence of each allowed name; what is left is unexpected.
@@ -251,7 +257,7 @@ absl::StatusOr<HostCompiler> HostCompiler::Create(HostCompilerOptions options) {
       Hex64(Fnv1a(ReadFileOrEmpty((fs::path(o.prelude_dir) / kCubHeader).string()))), "\n",
       // What is checked after a build (a library cached before a check
       // was added would be found without it): weak references (2026-12-06).
-      "checks weak-references load-time-code exports-runner-entries\n");
+      "checks weak-references load-time-code exports-runner-entries code-in-text init-sections\n");
   return compiler_object;
 }
 
@@ -551,8 +557,10 @@ absl::StatusOr<HostCompileResult> HostCompiler::Compile(std::string_view transla
       fs::remove_all(work, ec);
       return s;
     }
-    link_args.insert(link_args.end(), {"-shared", "-Wl,-z,defs", "-Wl,--version-script=exports.map",
-                                       "-o", "lib.so"});
+    // -z text: no relocation in a read-only or executable section (a data
+    // object placed in .init holding a function's address, sweep 44).
+    link_args.insert(link_args.end(), {"-shared", "-Wl,-z,defs", "-Wl,-z,text",
+                                       "-Wl,--version-script=exports.map", "-o", "lib.so"});
     outcome = RunSandboxed(link_args, work, readable, options_.max_library_bytes);
   }
   if (!outcome.ok()) {
@@ -632,15 +640,16 @@ absl::StatusOr<HostCompileResult> HostCompiler::Compile(std::string_view transla
   // prelude's __tsan_init); each once, so a function of the same name
   // adds an entry and is refused too.
   if (std::string load_time =
-          UnexpectedLoadTimeCode((fs::path(work) / "lib.so").string(), options_.interleave_stores);
+          UnexpectedLoadTimeCode((fs::path(work) / "tu.o").string(),
+                                 (fs::path(work) / "lib.so").string(), options_.interleave_stores);
       !load_time.empty()) {
     fs::remove_all(work, ec);
     result.success = false;
     absl::StrAppend(&log, log.empty() ? "" : "\n", "code that runs when the program is loaded (",
                     load_time,
-                    "): a constructor, a destructor, an .init_array or .fini_array entry, a "
-                    "function in .init or .fini, or an indirect function's resolver; a GPU runs "
-                    "none of it, so the CPU backend refuses it");
+                    "): a constructor, a destructor, an .init_array or .fini_array entry, code "
+                    "or data placed in .init, .fini or a text section, or an indirect "
+                    "function's resolver; a GPU runs none of it, so the CPU backend refuses it");
     result.log = std::move(log);
     return result;
   }
