@@ -2,7 +2,9 @@
 
 #include <elf.h>
 
+#include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <optional>
 
@@ -200,10 +202,18 @@ absl::StatusOr<std::vector<std::string>> CodeOutsideTextSections(std::string_vie
     return name == ".init" || name == ".fini" || name.substr(0, 6) == ".init." ||
            name.substr(0, 6) == ".fini.";
   };
+  // Sections crtbeginS.o's frame_dummy and __do_global_dtors_aux read at
+  // load and unload: a non-empty .tm_clone_table made frame_dummy call
+  // _ITM_registerTMCloneTable, which the submission defined (sweep 45).
+  auto read_by_crt = [](std::string_view name) {
+    return name == ".tm_clone_table" || name == ".jcr" || name.substr(0, 6) == ".ctors" ||
+           name.substr(0, 6) == ".dtors" || name.substr(0, 14) == ".gnu.linkonce.";
+  };
   std::vector<bool> runs_as_code(view->sections().size(), false);
   for (uint64_t s = 0; s < view->sections().size(); ++s) {
     const Elf64_Shdr& section = view->sections()[s];
     const std::string name = view->SectionName(s);
+    if (read_by_crt(name)) found.push_back(absl::StrCat("section ", name));
     runs_as_code[s] = (section.sh_flags & SHF_EXECINSTR) != 0 || is_text(name) || is_init(name);
     if (!runs_as_code[s]) continue;
     if (!is_text(name)) {
@@ -212,9 +222,26 @@ absl::StatusOr<std::vector<std::string>> CodeOutsideTextSections(std::string_vie
       found.push_back(absl::StrCat("writable section ", name));
     }
   }
+  // The names crt's code calls (weakly) or defines: crti.o's _init calls
+  // __gmon_start__ when it is defined, and a submission's definition ran
+  // at load (sweep 45); crtbeginS.o calls the _ITM_ pair and __cxa_finalize.
+  constexpr std::string_view kCrtNames[] = {"__gmon_start__",
+                                            "_ITM_registerTMCloneTable",
+                                            "_ITM_deregisterTMCloneTable",
+                                            "__cxa_finalize",
+                                            "__TMC_END__",
+                                            "__dso_handle",
+                                            "_init",
+                                            "_fini",
+                                            "frame_dummy",
+                                            "__do_global_dtors_aux"};
   absl::Status status =
       ForEachSymbol(*view, SHT_SYMTAB, [&](const Elf64_Sym& symbol, std::string_view name) {
         const unsigned type = ELF64_ST_TYPE(symbol.st_info);
+        if (symbol.st_shndx != SHN_UNDEF &&
+            std::find(std::begin(kCrtNames), std::end(kCrtNames), name) != std::end(kCrtNames)) {
+          found.push_back(absl::StrCat("a definition of ", std::string(name)));
+        }
         if (type != STT_OBJECT && type != STT_TLS && type != STT_COMMON) return true;
         if (symbol.st_shndx == SHN_UNDEF || symbol.st_shndx >= view->sections().size()) {
           return true;

@@ -41,8 +41,12 @@ absl::StatusOr<LoadTimeFunctions> ReadLoadTimeFunctions(std::string_view elf);
 // the executable sections not named `.text` or `.text.*` (`.init` or
 // `.fini`, whose bytes the linker pastes into _init / _fini; a data object
 // placed there ran as code at load, sweep 44), and the data objects in
-// executable sections (bytes a kernel could call as machine code). Each
-// described for the submitter: "section .init", "data g_hook in .text".
+// executable sections (bytes a kernel could call as machine code), the
+// sections crt's code reads at load or unload (.tm_clone_table, .jcr,
+// .ctors, .dtors, .gnu.linkonce.*), and definitions of the names crt's code
+// calls or defines (__gmon_start__, which _init calls when defined;
+// _ITM_registerTMCloneTable; ...). Each described for the submitter:
+// "section .init", "data g_hook in .text", "a definition of __gmon_start__".
 absl::StatusOr<std::vector<std::string>> CodeOutsideTextSections(std::string_view object);
 
 }  // namespace kerneleval::cpu

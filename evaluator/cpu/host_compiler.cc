@@ -257,7 +257,8 @@ absl::StatusOr<HostCompiler> HostCompiler::Create(HostCompilerOptions options) {
       Hex64(Fnv1a(ReadFileOrEmpty((fs::path(o.prelude_dir) / kCubHeader).string()))), "\n",
       // What is checked after a build (a library cached before a check
       // was added would be found without it): weak references (2026-12-06).
-      "checks weak-references load-time-code exports-runner-entries code-in-text init-sections\n");
+      "checks weak-references load-time-code exports-runner-entries code-in-text init-sections "
+      "crt-hooks\n");
   return compiler_object;
 }
 
@@ -648,8 +649,9 @@ absl::StatusOr<HostCompileResult> HostCompiler::Compile(std::string_view transla
     absl::StrAppend(&log, log.empty() ? "" : "\n", "code that runs when the program is loaded (",
                     load_time,
                     "): a constructor, a destructor, an .init_array or .fini_array entry, code "
-                    "or data placed in .init, .fini or a text section, or an indirect "
-                    "function's resolver; a GPU runs none of it, so the CPU backend refuses it");
+                    "or data placed in .init, .fini or a text section, a definition of a hook "
+                    "the C runtime's start-up code calls, or an indirect function's resolver; a "
+                    "GPU runs none of it, so the CPU backend refuses it");
     result.log = std::move(log);
     return result;
   }
