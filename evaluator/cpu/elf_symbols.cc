@@ -74,8 +74,8 @@ class ElfView {
   std::vector<Elf64_Shdr> sections_;
 };
 
-// Every symbol of the tables of type `type` (SHT_SYMTAB or SHT_DYNSYM),
-// with its name; `visit` returns false to stop.
+// Calls `visit` on every symbol of the tables of type `type` (SHT_SYMTAB
+// or SHT_DYNSYM), with its name.
 template <class Visit>
 absl::Status ForEachSymbol(const ElfView& view, uint32_t type, Visit visit) {
   for (uint64_t s = 0; s < view.sections().size(); ++s) {
@@ -90,7 +90,7 @@ absl::Status ForEachSymbol(const ElfView& view, uint32_t type, Visit visit) {
       if (!name.has_value()) {
         return absl::FailedPreconditionError(absl::StrCat("symbol ", k, "'s name past the end"));
       }
-      if (!visit(symbol, *name)) return absl::OkStatus();
+      visit(symbol, *name);
     }
   }
   return absl::OkStatus();
@@ -107,7 +107,6 @@ absl::StatusOr<std::vector<std::string>> UndefinedWeakSymbols(std::string_view e
         if (symbol.st_shndx == SHN_UNDEF && ELF64_ST_BIND(symbol.st_info) == STB_WEAK) {
           names.emplace_back(name);
         }
-        return true;
       });
   if (!status.ok()) return status;
   return names;
@@ -128,7 +127,7 @@ absl::StatusOr<LoadTimeFunctions> ReadLoadTimeFunctions(std::string_view elf) {
   absl::Status status =
       ForEachSymbol(*view, SHT_SYMTAB, [&](const Elf64_Sym& symbol, std::string_view name) {
         const unsigned type = ELF64_ST_TYPE(symbol.st_info);
-        if (symbol.st_shndx == SHN_UNDEF) return true;
+        if (symbol.st_shndx == SHN_UNDEF) return;
         if (type == STT_GNU_IFUNC) found.indirect.emplace_back(name);
         if (type == STT_FUNC || type == STT_GNU_IFUNC) functions.emplace(symbol.st_value, name);
         for (uint64_t s : init_sections) {
@@ -137,14 +136,12 @@ absl::StatusOr<LoadTimeFunctions> ReadLoadTimeFunctions(std::string_view elf) {
             found.in_init_sections.emplace_back(name);
           }
         }
-        return true;
       });
   if (!status.ok()) return status;
   status = ForEachSymbol(*view, SHT_DYNSYM, [&](const Elf64_Sym& symbol, std::string_view name) {
     if (symbol.st_shndx != SHN_UNDEF && ELF64_ST_TYPE(symbol.st_info) == STT_GNU_IFUNC) {
       found.indirect.emplace_back(name);
     }
-    return true;
   });
   if (!status.ok()) return status;
 
@@ -189,7 +186,7 @@ absl::StatusOr<LoadTimeFunctions> ReadLoadTimeFunctions(std::string_view elf) {
   return found;
 }
 
-absl::StatusOr<std::vector<std::string>> CodeOutsideTextSections(std::string_view object) {
+absl::StatusOr<std::vector<std::string>> RefusedObjectContents(std::string_view object) {
   absl::StatusOr<ElfView> view = ElfView::Open(object);
   if (!view.ok()) return view.status();
   std::vector<std::string> found;
@@ -242,15 +239,14 @@ absl::StatusOr<std::vector<std::string>> CodeOutsideTextSections(std::string_vie
             std::find(std::begin(kCrtNames), std::end(kCrtNames), name) != std::end(kCrtNames)) {
           found.push_back(absl::StrCat("a definition of ", std::string(name)));
         }
-        if (type != STT_OBJECT && type != STT_TLS && type != STT_COMMON) return true;
+        if (type != STT_OBJECT && type != STT_TLS && type != STT_COMMON) return;
         if (symbol.st_shndx == SHN_UNDEF || symbol.st_shndx >= view->sections().size()) {
-          return true;
+          return;
         }
         if (runs_as_code[symbol.st_shndx]) {
           found.push_back(
               absl::StrCat("data ", std::string(name), " in ", view->SectionName(symbol.st_shndx)));
         }
-        return true;
       });
   if (!status.ok()) return status;
   return found;

@@ -37,8 +37,9 @@ struct LoadTimeFunctions {
 // FailedPrecondition: not an ELF64 file, or a table past its end.
 absl::StatusOr<LoadTimeFunctions> ReadLoadTimeFunctions(std::string_view elf);
 
-// In a relocatable object (the compiled translation unit, before the link):
-// the executable sections not named `.text` or `.text.*` (`.init` or
+// What the host build refuses in a relocatable object (the compiled
+// translation unit, before the link): the executable sections not named `.text` or `.text.*`
+// (`.init` or
 // `.fini`, whose bytes the linker pastes into _init / _fini; a data object
 // placed there ran as code at load, sweep 44), and the data objects in
 // executable sections (bytes a kernel could call as machine code), the
@@ -47,6 +48,6 @@ absl::StatusOr<LoadTimeFunctions> ReadLoadTimeFunctions(std::string_view elf);
 // calls or defines (__gmon_start__, which _init calls when defined;
 // _ITM_registerTMCloneTable; ...). Each described for the submitter:
 // "section .init", "data g_hook in .text", "a definition of __gmon_start__".
-absl::StatusOr<std::vector<std::string>> CodeOutsideTextSections(std::string_view object);
+absl::StatusOr<std::vector<std::string>> RefusedObjectContents(std::string_view object);
 
 }  // namespace kerneleval::cpu

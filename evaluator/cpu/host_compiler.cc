@@ -173,17 +173,16 @@ class BuildLock {
   bool held_ = false;
 };
 
-// The load-time code of the library at `path` beyond what g++ links into
-// every library of this build (HostCompiler::Build says which), and code
-// outside the text sections of its object at `object_path`, described for
+// What the compiled `object` holds that the host build refuses, and the
+// load-time code of the linked `library` beyond what g++ links into every
+// library of this build (HostCompiler::Build says which), described for
 // the submitter ("init_array: build_table"); empty if none.
-std::string UnexpectedLoadTimeCode(const std::string& object_path, const std::string& path,
+std::string UnexpectedLoadTimeCode(std::string_view object, std::string_view library,
                                    bool interleaved) {
-  absl::StatusOr<std::vector<std::string>> outside_text =
-      CodeOutsideTextSections(ReadFileOrEmpty(object_path));
-  if (!outside_text.ok()) return absl::StrCat("unreadable: ", outside_text.status().message());
-  if (!outside_text->empty()) return absl::StrJoin(*outside_text, ", ");
-  absl::StatusOr<LoadTimeFunctions> found = ReadLoadTimeFunctions(ReadFileOrEmpty(path));
+  absl::StatusOr<std::vector<std::string>> refused = RefusedObjectContents(object);
+  if (!refused.ok()) return absl::StrCat("unreadable: ", refused.status().message());
+  if (!refused->empty()) return absl::StrJoin(*refused, ", ");
+  absl::StatusOr<LoadTimeFunctions> found = ReadLoadTimeFunctions(library);
   if (!found.ok()) return absl::StrCat("unreadable: ", found.status().message());
   // Removes one occurrence of each allowed name; what is left is unexpected.
   auto unexpected = [](std::vector<std::string> names, std::vector<std::string> allowed) {
@@ -597,6 +596,8 @@ absl::StatusOr<HostCompileResult> HostCompiler::Compile(std::string_view transla
     result.log = std::move(log);
     return result;
   }
+  // The library's bytes, for the checks below.
+  const std::string library_bytes = ReadFileOrEmpty((fs::path(work) / "lib.so").string());
   // A weak reference to a name the library does not define: the builds
   // define different names (the interleaved one ThreadSanitizer's hooks,
   // section 5b of the prelude), so `&__tsan_init == nullptr` told the timed
@@ -607,8 +608,7 @@ absl::StatusOr<HostCompileResult> HostCompiler::Compile(std::string_view transla
   // either build; of those that resolve to nothing, honest libraries refer
   // weakly to the linker's own alone.
   std::vector<std::string> weak;
-  if (absl::StatusOr<std::vector<std::string>> names =
-          UndefinedWeakSymbols(ReadFileOrEmpty((fs::path(work) / "lib.so").string()));
+  if (absl::StatusOr<std::vector<std::string>> names = UndefinedWeakSymbols(library_bytes);
       names.ok()) {
     for (std::string& name : *names) {
       if (name != "__gmon_start__" && name != "_ITM_deregisterTMCloneTable" &&
@@ -641,8 +641,8 @@ absl::StatusOr<HostCompileResult> HostCompiler::Compile(std::string_view transla
   // prelude's __tsan_init); each once, so a function of the same name
   // adds an entry and is refused too.
   if (std::string load_time =
-          UnexpectedLoadTimeCode((fs::path(work) / "tu.o").string(),
-                                 (fs::path(work) / "lib.so").string(), options_.interleave_stores);
+          UnexpectedLoadTimeCode(ReadFileOrEmpty((fs::path(work) / "tu.o").string()), library_bytes,
+                                 options_.interleave_stores);
       !load_time.empty()) {
     fs::remove_all(work, ec);
     result.success = false;

@@ -383,7 +383,7 @@ absl::Status CudaWorker::Fill(CUdeviceptr ptr, uint64_t bytes, uint64_t pattern)
 
 absl::Status CudaWorker::PoisonOutput(const Buffer& buffer, uint64_t integer_draw) {
   const v1::DType dtype = buffer.spec->dtype();
-  if (dtype != v1::DTYPE_I32 && dtype != v1::DTYPE_I64) {
+  if (!data::TakesLeftovers(dtype)) {
     return Fill(buffer.ptr, buffer.bytes, PoisonWord(dtype, integer_draw));
   }
   uint64_t elements = buffer.spec->elements();

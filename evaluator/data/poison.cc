@@ -79,7 +79,7 @@ size_t CountPoison(std::string_view bytes, v1::DType dtype, uint64_t integer_dra
 }
 
 void FillLeftovers(v1::DType dtype, void* data, size_t elements, uint64_t draw) {
-  if (dtype != v1::DTYPE_I32 && dtype != v1::DTYPE_I64) {
+  if (!TakesLeftovers(dtype)) {
     FillPoison(dtype, data, elements, draw);
     return;
   }

@@ -61,4 +61,10 @@ size_t CountPoison(std::string_view bytes, v1::DType dtype, uint64_t integer_dra
 // that is the right one about once in 65536.
 void FillLeftovers(v1::DType dtype, void* data, size_t elements, uint64_t draw);
 
+// Whether FillLeftovers mixes leftovers into `dtype` (i32, i64) rather than
+// writing its poison.
+inline bool TakesLeftovers(v1::DType dtype) {
+  return dtype == v1::DTYPE_I32 || dtype == v1::DTYPE_I64;
+}
+
 }  // namespace kerneleval::data

@@ -20,9 +20,7 @@ extern "C" __attribute__((destructor)) void kerneleval_test_at_exit() {
   kerneleval_test_calls = kerneleval_test_calls + 1;
 }
 extern "C" int kerneleval_test_implementation() { return 1; }
-extern "C" void* kerneleval_test_resolver() {
-  return reinterpret_cast<void*>(&kerneleval_test_implementation);
-}
+extern "C" int (*kerneleval_test_resolver())() { return &kerneleval_test_implementation; }
 extern "C" int kerneleval_test_indirect() __attribute__((ifunc("kerneleval_test_resolver")));
 
 namespace kerneleval::cpu {
@@ -53,9 +51,8 @@ bool Has(const std::vector<std::string>& names, const std::string& name) {
 }
 
 bool HasOneNaming(const std::vector<std::string>& names, const std::string& part) {
-  return std::any_of(names.begin(), names.end(), [&](const std::string& name) {
-    return name.find(part) != std::string::npos;
-  });
+  return std::any_of(names.begin(), names.end(),
+                     [&](const std::string& name) { return name.find(part) != std::string::npos; });
 }
 
 // The host build refuses a library with load-time functions beyond
